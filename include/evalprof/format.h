@@ -1,0 +1,185 @@
+/*
+ * The `.evp` binary trace format: constants and the chunk codec shared by
+ * the recorder (which writes) and the reader (which reads).
+ *
+ * docs/FORMAT.md is the specification, with a diagram; this header is its
+ * C mirror.  In short: a 16-byte file header, then chunks.  Each chunk has
+ * a 16-byte header (magic, type, flags, payload length, checksum) and a
+ * payload; a chunk stands alone, so a file cut anywhere, or with damaged
+ * bytes, reads up to (and around) the damage.  All integers little-endian.
+ */
+#ifndef EVALPROF_FORMAT_H
+#define EVALPROF_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evalprof/recorder.h"
+
+#define EVP_FILE_MAGIC "EVPTRACE" /* 8 bytes, no NUL */
+#define EVP_FILE_HEADER_SIZE 16
+#define EVP_FORMAT_MAJOR 1 /* incompatible changes */
+#define EVP_FORMAT_MINOR 0 /* compatible additions */
+
+#define EVP_CHUNK_MAGIC 0x43505645u /* "EVPC" read as little-endian u32 */
+#define EVP_CHUNK_HEADER_SIZE 16
+#define EVP_CHUNK_MAX_PAYLOAD (64u << 20) /* larger lengths are corrupt */
+
+enum evp_chunk_type {
+    EVP_CHUNK_META = 1,    /* key NUL value NUL ... */
+    EVP_CHUNK_OPCODES = 2, /* opcode name table */
+    EVP_CHUNK_FUNCS = 3,   /* function table entries */
+    EVP_CHUNK_THREAD = 4,  /* a thread (stream) and its name */
+    EVP_CHUNK_EVENTS = 5,  /* a run of one stream's events */
+    EVP_CHUNK_END = 6,     /* end of recording: calibration, drops */
+};
+
+#define EVP_CHUNK_F_ZSTD 0x01u /* payload: u32 raw size, zstd frame */
+
+/* Fixed prefix of an EVENTS payload (40 bytes), then the encoded events. */
+struct evp_events_prefix {
+    uint32_t stream;     /* thread stream number */
+    uint32_t seq;        /* chunk number within the stream, from 0 */
+    uint64_t base_ticks; /* the first event's delta is from this */
+    uint64_t sync_ticks; /* clock pair sampled when the chunk was written */
+    uint64_t sync_ns;    /* CLOCK_MONOTONIC ns of that pair */
+    uint32_t count;      /* events in the chunk */
+    uint32_t dropped;    /* records of this stream lost just before it */
+};
+#define EVP_EVENTS_PREFIX_SIZE 40
+
+/* Event codes: the low 4 bits of each event's first varint. */
+#define EVP_CODE_EXTENDED 14 /* varint kind follows, then its usual form */
+#define EVP_CODE_RAW 15      /* varint kind, varint aux, varint arg */
+
+/* Varints: LEB128, at most 10 bytes for 64 bits. */
+#define EVP_VARINT_MAX 10
+
+static inline size_t evp_varint_put(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/*
+ * Read a varint from [*pp, end).  Returns 0 and advances *pp, or -1 when
+ * the input ends inside the varint or it is longer than 10 bytes.
+ */
+static inline int evp_varint_get(const uint8_t **pp, const uint8_t *end,
+                                 uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (p < end && *p < 0x80) { /* the common one-byte case */
+        *out = *p;
+        *pp = p + 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (p >= end)
+            return -1;
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *out = v;
+            *pp = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static inline uint64_t evp_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t evp_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static inline void evp_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void evp_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t evp_get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t evp_get_u64(const uint8_t *p)
+{
+    return (uint64_t)evp_get_u32(p) | (uint64_t)evp_get_u32(p + 4) << 32;
+}
+
+/* Checksum of a chunk: XXH32 of header bytes 0-11 then the payload. */
+uint32_t evp_chunk_checksum(const uint8_t *header12, const uint8_t *payload,
+                            size_t len);
+
+/* Fill a 16-byte chunk header for PAYLOAD of LEN bytes. */
+void evp_chunk_header(uint8_t out[EVP_CHUNK_HEADER_SIZE], unsigned type,
+                      unsigned flags, const uint8_t *payload, uint32_t len);
+
+/* Fill the 16-byte file header. */
+void evp_file_header(uint8_t out[EVP_FILE_HEADER_SIZE]);
+
+/* Worst-case encoded size of N records (prefix included). */
+static inline size_t evp_events_bound(size_t n)
+{
+    return EVP_EVENTS_PREFIX_SIZE + n * (1 + 3 * EVP_VARINT_MAX + 2);
+}
+
+/*
+ * Encode N records into OUT (at least evp_events_bound(n) bytes) as an
+ * EVENTS payload: PREFIX (count and base_ticks are filled in from the
+ * records) then the events.  Timestamps must not decrease; one that does
+ * is stored as equal to its predecessor and counted in *backwards when
+ * BACKWARDS is not NULL.  Returns the payload size.
+ */
+size_t evp_events_encode(uint8_t *out, struct evp_events_prefix *prefix,
+                         const struct evp_rec_record *recs, size_t n,
+                         uint64_t *backwards);
+
+/*
+ * Decode an EVENTS payload of LEN bytes.  Fills *prefix and calls nothing:
+ * the caller then walks the body with evp_events_next.
+ * Returns 0, or -1 when LEN is shorter than the prefix.
+ */
+int evp_events_prefix_read(const uint8_t *payload, size_t len,
+                           struct evp_events_prefix *prefix);
+
+/* Cursor over an EVENTS body. */
+struct evp_events_cursor {
+    const uint8_t *p, *end;
+    uint64_t ts;        /* timestamp of the last event decoded */
+    uint32_t last_func; /* for function-id deltas */
+    uint32_t left;      /* events still to decode per the prefix */
+    int bad;            /* malformed input met; next decode returns -1 */
+};
+
+void evp_events_cursor_init(struct evp_events_cursor *c, const uint8_t *payload,
+                            size_t len, const struct evp_events_prefix *pf);
+
+/*
+ * Decode up to MAX records into OUT.  Returns how many were decoded (0 at
+ * the end), or -1 on malformed input, with c->p left at the bad byte.
+ */
+long evp_events_decode(struct evp_events_cursor *c, struct evp_rec_record *out,
+                       size_t max);
+
+#endif /* EVALPROF_FORMAT_H */

@@ -1,0 +1,219 @@
+/*
+ * evalprof recorder: the in-process half of evalprof.
+ *
+ * A small C library with no CPython dependency, linked into the
+ * instrumented interpreter (mode A), the stock-interpreter extension
+ * (mode B) and the synthetic demo workload.  One recording session per
+ * process writes one `.evp` trace (docs/FORMAT.md).
+ *
+ * The hot path (evp_rec_event, evp_rec_op) reads a timestamp and stores a
+ * 16-byte record into a per-thread buffer: no lock, no system call, no
+ * allocation.  Full buffers are handed to a writer thread that encodes them
+ * into compact self-contained chunks and writes them; the writer also
+ * flushes partly filled buffers every few hundred milliseconds, so a killed
+ * process leaves a trace readable up to its last flush.  The time a thread
+ * spends handing a buffer over is itself recorded (EVP_EV_RECORDER), and
+ * the measured cost of one event is stored in the trace so that views can
+ * subtract it.
+ *
+ * Nothing here aborts the traced program: functions return 0 or a negative
+ * errno, a write error stops writing and counts what was dropped, and the
+ * trace says so.
+ */
+#ifndef EVALPROF_RECORDER_H
+#define EVALPROF_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evalprof/events.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define EVP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define EVP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define EVP_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define EVP_LIKELY(x) (x)
+#define EVP_UNLIKELY(x) (x)
+#define EVP_HIDDEN
+#endif
+
+/* Session flags. */
+#define EVP_REC_FOLLOW_FORK 0x1u /* a forked child writes PATH.<pid> */
+#define EVP_REC_NO_ATEXIT 0x2u   /* do not close the session at exit() */
+#define EVP_REC_CLOCK_MONO 0x4u  /* use CLOCK_MONOTONIC even with a TSC */
+#define EVP_REC_QUIET 0x8u       /* no warnings on stderr */
+
+struct evp_rec_config {
+    const char *path;  /* trace file to create (truncated); required */
+    const char *producer; /* EVP_PRODUCER_* (events.h); required */
+    uint64_t can_emit; /* kinds this producer is able to emit */
+    uint64_t enabled;  /* kinds to record now (0 means all of can_emit) */
+    unsigned flags;    /* EVP_REC_* */
+    uint32_t buffer_events;  /* records per thread buffer; 0: 65536 */
+    uint32_t flush_ms;       /* periodic flush interval; 0: 200 ms */
+};
+
+/*
+ * Start a session writing cfg->path.  Creates the file, writes its header
+ * and metadata (pid, executable, argv from /proc, clocks), measures the
+ * per-event cost and starts the writer thread.  Returns 0, -EBUSY when a
+ * session is already open, -EINVAL for a bad config, or the -errno of
+ * creating the file (nothing is recorded then).
+ */
+int evp_rec_open(const struct evp_rec_config *cfg);
+
+/* True (non-zero) while a session is open in this process. */
+int evp_rec_is_open(void);
+
+/*
+ * Add a metadata pair (copied).  Keys documented in docs/FORMAT.md
+ * ("python.version", "argv", ...); a later value for the same key
+ * replaces an earlier one.  Returns 0, -ENOTCONN without a session,
+ * -EINVAL for a NULL key or value, -ENOMEM.
+ */
+int evp_rec_meta(const char *key, const char *value);
+
+struct evp_opcode_desc {
+    uint16_t opcode;  /* executed opcode (may be a specialized form) */
+    uint16_t base;    /* its base instruction (== opcode when not specialized) */
+    const char *name; /* e.g. "LOAD_ATTR_INSTANCE_VALUE" */
+};
+
+/*
+ * Record the interpreter's opcode names (copied).  Call once per session,
+ * before or after events.  Returns 0 or a negative errno.
+ */
+int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n);
+
+/*
+ * Register a function and return its id (>= 1), or 0 when no session is
+ * open or memory ran out.  Strings are copied; NULL file means unknown.
+ * Thread-safe (takes a lock: call it once per code object, not per call).
+ */
+uint32_t evp_rec_func(const char *qualname, const char *file,
+                      uint32_t firstline);
+
+/*
+ * Attach the calling thread to the session, naming it (NULL: "thread
+ * <tid>").  Optional: a thread's first event attaches it.  Returns 0 or a
+ * negative errno.  evp_rec_thread_detach hands over what the thread
+ * recorded; call it before a thread ends.
+ */
+int evp_rec_thread_attach(const char *name);
+void evp_rec_thread_detach(void);
+
+/* Hand this thread's records to the writer now.  Returns 0 or -errno. */
+int evp_rec_flush(void);
+
+/*
+ * End the session: stop recording, write every thread's records, the end
+ * record (final clock calibration, dropped counts) and close the file.
+ * Returns 0, -ENOTCONN without a session, or the first write error seen
+ * (the file then holds everything written before it).
+ */
+int evp_rec_close(void);
+
+struct evp_rec_stats {
+    uint64_t events;    /* records handed to the writer */
+    uint64_t dropped;   /* records that could not be written */
+    uint64_t bytes;     /* bytes written to the file */
+    uint64_t chunks;    /* chunks written */
+    double event_cost_ns; /* measured cost of one event */
+    int error;          /* first write error (negative errno) or 0 */
+};
+
+/* Figures of the current (or last closed) session. */
+void evp_rec_get_stats(struct evp_rec_stats *st);
+
+/* Change the set of kinds being recorded (masked by can_emit). */
+void evp_rec_set_enabled(uint64_t kinds);
+
+/* ---- hot path -------------------------------------------------------- */
+
+/* One buffered record; the writer encodes it (docs/FORMAT.md). */
+struct evp_rec_record {
+    uint64_t ts;   /* clock ticks */
+    uint16_t kind; /* enum evp_kind */
+    uint16_t aux;  /* opcode for EVP_EV_OP, else 0 */
+    uint32_t arg;  /* function id, oparg, ... */
+};
+
+/* Per-thread state; only the first two fields are touched inline. */
+struct evp_rec_thread {
+    struct evp_rec_record *pos; /* next free record */
+    struct evp_rec_record *end; /* end of the buffer (pos == end: slow path) */
+};
+
+extern __thread struct evp_rec_thread *evp_rec_tls_
+    __attribute__((tls_model("initial-exec")));
+extern uint64_t evp_rec_mask_;  /* kinds recorded now; 0 when off */
+extern int evp_rec_use_tsc_;    /* 1: TSC ticks, 0: CLOCK_MONOTONIC ns */
+
+void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg);
+uint64_t evp_clock_mono_ns(void);
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define EVP_HAVE_TSC 1
+#endif
+
+/* The recorder's clock: TSC ticks when invariant, else monotonic ns. */
+static inline uint64_t evp_rec_now(void)
+{
+#ifdef EVP_HAVE_TSC
+    if (EVP_LIKELY(evp_rec_use_tsc_))
+        return __rdtsc();
+#endif
+    return evp_clock_mono_ns();
+}
+
+/* Store one record; the caller has checked the mask. */
+static inline void evp_rec_emit(unsigned kind, unsigned aux, uint32_t arg)
+{
+    struct evp_rec_thread *t = evp_rec_tls_;
+    if (EVP_LIKELY(t != NULL)) {
+        struct evp_rec_record *r = t->pos;
+        if (EVP_LIKELY(r < t->end)) {
+            r->ts = evp_rec_now();
+            r->kind = (uint16_t)kind;
+            r->aux = (uint16_t)aux;
+            r->arg = arg;
+            /* Release: the writer may read records below pos. */
+            __atomic_store_n(&t->pos, r + 1, __ATOMIC_RELEASE);
+            return;
+        }
+    }
+    evp_rec_slow_(kind, aux, arg);
+}
+
+/* True when events of KIND are being recorded. */
+static inline int evp_rec_wants(unsigned kind)
+{
+    return EVP_UNLIKELY(
+        (__atomic_load_n(&evp_rec_mask_, __ATOMIC_RELAXED) >> kind) & 1);
+}
+
+/* Record an event of KIND with ARG (a function id for enter/exit...). */
+static inline void evp_rec_event(unsigned kind, uint32_t arg)
+{
+    if (evp_rec_wants(kind))
+        evp_rec_emit(kind, 0, arg);
+}
+
+/* Record the start of an instruction. */
+static inline void evp_rec_op(unsigned opcode, uint32_t oparg)
+{
+    if (evp_rec_wants(EVP_EV_OP))
+        evp_rec_emit(EVP_EV_OP, opcode, oparg);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EVALPROF_RECORDER_H */

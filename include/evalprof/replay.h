@@ -1,0 +1,126 @@
+/*
+ * evalprof replay engine: the one walk over a trace that every view uses.
+ *
+ * For each stream (thread) in turn, the engine decodes its events in
+ * order and hands the view batches of replayed events: timestamp, elapsed
+ * time (until the next event of the same stream), the depth at which the
+ * event is drawn and the function it belongs to.  It keeps the call stack,
+ * so views never track nesting themselves, and optionally sums inclusive
+ * and self time per function.  Views are callback tables, in the manner
+ * of uftrace's dump ops: the tree, the summary, folded stacks, SVG and the
+ * timelines are peers behind the same three callbacks.
+ *
+ * Nesting: enter, resume and c call push; exit, suspend, c return and
+ * c raise pop.  A pushing event is drawn at the caller's depth and the
+ * events after it one deeper; a popping event is drawn at the caller's
+ * depth again (the discussion's tree layout).  A pop with nothing to pop
+ * (a trace that starts mid-call) is drawn at depth 0 and counted in
+ * evp_replay_stats.unmatched.
+ */
+#ifndef EVALPROF_REPLAY_H
+#define EVALPROF_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evalprof/trace.h"
+
+/* One replayed event. */
+struct evp_event {
+    uint64_t ts;      /* trace-clock ns */
+    uint64_t elapsed; /* ns until the next event of the stream (after
+                         compensation when asked); 0 for the last */
+    uint32_t kind;    /* enum evp_kind (or an unknown number) */
+    uint32_t arg;     /* function id, oparg, or raw argument */
+    uint16_t aux;     /* opcode for op events */
+    uint16_t flags;   /* EVP_EVF_* */
+    int32_t depth;    /* depth at which the event is drawn */
+    uint32_t func;    /* function the event belongs to: its own for
+                         pushes and pops, else the innermost open frame
+                         (0 outside any frame) */
+    uint32_t parent;  /* for pushes and pops: the caller (0 if none) */
+};
+
+#define EVP_EVF_LAST 0x1u      /* last event of the stream: no elapsed */
+#define EVP_EVF_UNMATCHED 0x2u /* a pop with no matching push */
+#define EVP_EVF_LOG 0x4u       /* elapsed reduced by "# log written" time */
+
+static inline unsigned evp_event_opcode(const struct evp_event *e)
+{
+    return e->aux;
+}
+
+static inline uint32_t evp_event_oparg(const struct evp_event *e)
+{
+    return e->arg;
+}
+
+/* Per-function figures (replay option func_stats). */
+struct evp_func_stats {
+    uint64_t calls;   /* enter and c call events */
+    uint64_t resumes; /* resume events */
+    uint64_t incl_ns; /* inclusive, outermost activation only */
+    uint64_t self_ns; /* self: inclusive minus callees */
+    uint64_t max_incl_ns;
+};
+
+/* Totals of one replay. */
+struct evp_replay_stats {
+    uint64_t events;
+    uint64_t unmatched;  /* pops without a push */
+    uint64_t unclosed;   /* frames still open at a stream's end */
+    uint64_t log_ns;     /* "# log written" time left out */
+    uint64_t overhead_ns; /* recorder time subtracted (compensate) */
+    int32_t max_depth;
+};
+
+struct evp_replay_ops {
+    /* Called before a stream's first event; may be NULL. */
+    int (*begin_stream)(void *ctx, const struct evp_stream *s);
+    /* Batches of consecutive events of the current stream. */
+    int (*events)(void *ctx, const struct evp_event *ev, size_t n);
+    /* After a stream's last event; may be NULL. */
+    int (*end_stream)(void *ctx, const struct evp_stream *s);
+};
+
+struct evp_replay_opts {
+    /* Subtract the recorded per-event cost from every elapsed time and
+     * recorder time from function times (no effect when the trace has no
+     * measured cost, as text traces). */
+    int compensate;
+    /* Only this stream (by index), or -1 for all. */
+    long stream;
+    /* When not NULL: an array of evp_trace_nfuncs()+1 entries, indexed by
+     * function id, zeroed by the caller, filled by the replay. */
+    struct evp_func_stats *func_stats;
+    /* Filled when not NULL. */
+    struct evp_replay_stats *stats;
+};
+
+/*
+ * Replay T through OPS.  A callback returning non-zero stops the replay
+ * and that value is returned.  Returns 0 when done, or a negative value
+ * when the trace could not be read (each damaged chunk has already been
+ * reported as a warning; replay skips it and goes on).
+ */
+int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
+               const struct evp_replay_ops *ops, void *ctx);
+
+/*
+ * Views that need a whole call path (folded stacks) keep their own stack
+ * of function ids: push evp_event.func on a pushing event, pop on a
+ * popping one; evp_event.depth tells the height to expect.
+ */
+static inline int evp_kind_pushes(unsigned kind)
+{
+    return kind == EVP_EV_ENTER || kind == EVP_EV_RESUME ||
+           kind == EVP_EV_C_CALL;
+}
+
+static inline int evp_kind_pops(unsigned kind)
+{
+    return kind == EVP_EV_EXIT || kind == EVP_EV_SUSPEND ||
+           kind == EVP_EV_C_RETURN || kind == EVP_EV_C_RAISE;
+}
+
+#endif /* EVALPROF_REPLAY_H */

@@ -1,0 +1,136 @@
+/*
+ * evalprof trace reader: one in-memory model for both trace formats.
+ *
+ * evp_trace_open() reads a binary `.evp` file (mapped, chunks indexed and
+ * checked, events left encoded until replay) or a text trace in the
+ * discussion's format (parsed into records).  Damage never stops a read
+ * that can go on: each problem becomes a warning naming the byte offset or
+ * line, and the trace holds everything before (and, for binary files,
+ * after) it.  Only a file with nothing readable fails to open.
+ *
+ * Views do not decode events themselves: they ask the replay engine
+ * (replay.h) to walk the trace.
+ */
+#ifndef EVALPROF_TRACE_H
+#define EVALPROF_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evalprof/events.h"
+
+struct evp_trace;
+
+/* A function of the trace's function table; ids start at 1. */
+struct evp_func {
+    const char *name; /* qualified name; never NULL */
+    const char *file; /* "" when unknown */
+    uint32_t line;    /* first line, 0 when unknown */
+};
+
+/* One thread's event stream. */
+struct evp_stream {
+    uint32_t id;      /* stream number in the trace */
+    uint64_t tid;     /* OS thread id, 0 when unknown */
+    const char *name; /* "thread <tid>", "main", ... */
+    uint64_t events;  /* events in the readable chunks */
+    uint64_t dropped; /* events the recorder reported lost */
+    uint32_t chunks;  /* readable chunks (segments) */
+};
+
+/* Metadata every view may print; strings are "" when unknown. */
+struct evp_trace_info {
+    const char *path;
+    int text;               /* read from a text trace */
+    const char *producer;   /* EVP_PRODUCER_* */
+    const char *executable; /* "python:" line of the reports */
+    const char *argv;
+    const char *python_version; /* "3.13.5", "" when unknown */
+    long pid;                   /* -1 when unknown */
+    int64_t start_wall_ns;      /* epoch ns, -1 when unknown */
+    uint64_t start_ns;          /* trace clock (CLOCK_MONOTONIC) ns */
+    uint64_t end_ns;            /* 0 when unknown (no end record) */
+    int has_end;                /* an END chunk / "# end clock:" was read */
+    const char *clock;          /* "tsc", "monotonic", "text" */
+    double clock_hz;            /* ticks per second */
+    double event_cost_ns;       /* measured per-event cost, 0 if unknown */
+    uint64_t can_emit;          /* kinds this producer can emit */
+    int has_oparg;              /* op events carry an oparg */
+    uint64_t dropped;           /* events lost, per the recorder */
+    uint64_t events;            /* events readable */
+    const char *opcode_source;  /* "trace", "builtin 3.10", ... */
+};
+
+/* Options for evp_trace_open; zero-initialise for defaults. */
+struct evp_open_opts {
+    /* Python version whose opcode names label a text trace without
+     * "# opcode:" lines ("3.10" when NULL). */
+    const char *python;
+    /* Called for each warning (default: print "evalprof: PATH: MSG"
+     * to stderr).  MSG has no trailing newline. */
+    void (*warn)(void *ctx, const char *path, const char *msg);
+    void *warn_ctx;
+    /* Force a format instead of sniffing: 0 auto, 1 binary, 2 text. */
+    int format;
+};
+
+/*
+ * Open PATH ("-" is standard input, text only).  On success returns 0 and
+ * *out; on failure returns a negative errno-style code and writes a
+ * one-line reason to ERR (ERRLEN bytes), e.g. "not an evalprof trace (bad
+ * magic at byte 0)" or "no readable chunk".
+ */
+int evp_trace_open(const char *path, const struct evp_open_opts *opts,
+                   struct evp_trace **out, char *err, size_t errlen);
+
+void evp_trace_close(struct evp_trace *t);
+
+const struct evp_trace_info *evp_trace_info(const struct evp_trace *t);
+
+/* Metadata value for KEY (as recorded), or NULL. */
+const char *evp_trace_meta(const struct evp_trace *t, const char *key);
+
+/* Iterate metadata: returns 0 and sets *key, *value for I < count. */
+size_t evp_trace_meta_count(const struct evp_trace *t);
+int evp_trace_meta_at(const struct evp_trace *t, size_t i, const char **key,
+                      const char **value);
+
+/* Function table: ids 1..evp_trace_nfuncs(). NULL for an unknown id. */
+uint32_t evp_trace_nfuncs(const struct evp_trace *t);
+const struct evp_func *evp_trace_func(const struct evp_trace *t, uint32_t id);
+
+/* Streams in id order. */
+size_t evp_trace_nstreams(const struct evp_trace *t);
+const struct evp_stream *evp_trace_stream(const struct evp_trace *t, size_t i);
+
+/*
+ * Opcode names.  evp_trace_opname returns NULL for a number the table does
+ * not name; evp_trace_opbase maps a specialized opcode to its base
+ * instruction (itself when not specialized or unknown);
+ * evp_trace_nopcodes counts the named base instructions (the "M" of the
+ * summary's "total: N/M").
+ */
+const char *evp_trace_opname(const struct evp_trace *t, unsigned opcode);
+unsigned evp_trace_opbase(const struct evp_trace *t, unsigned opcode);
+unsigned evp_trace_nopcodes(const struct evp_trace *t);
+
+/* Warnings met while reading (also passed to opts->warn). */
+size_t evp_trace_nwarnings(const struct evp_trace *t);
+const char *evp_trace_warning(const struct evp_trace *t, size_t i);
+
+/* Convert trace clock ticks to trace-clock nanoseconds. */
+uint64_t evp_trace_ticks_to_ns(const struct evp_trace *t, uint64_t ticks);
+
+/* ---- writers ---------------------------------------------------------- */
+
+/* Write T as a text trace (the discussion's format plus evalprof's
+ * extension lines, docs/FORMAT.md) to PATH ("-": stdout).  Returns 0 or a
+ * negative errno; ERR gets a one-line reason. */
+int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
+                         size_t errlen);
+
+/* Write T as a binary trace.  ZSTD_LEVEL 0 leaves chunks uncompressed. */
+int evp_trace_write_evp(struct evp_trace *t, const char *path, int zstd_level,
+                        char *err, size_t errlen);
+
+#endif /* EVALPROF_TRACE_H */

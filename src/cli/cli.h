@@ -1,0 +1,48 @@
+/*
+ * Shared pieces of the evalprof command line: the subcommand table entry,
+ * error reporting and trace opening with the common options.
+ *
+ * Every subcommand lives in its own cmd_<name>.c with
+ *     int cmd_<name>(int argc, char **argv);
+ * (argv[0] is the subcommand name) and is listed in main.c's table.  A
+ * subcommand returns its exit status: 0 success, 1 failure, 2 usage.
+ */
+#ifndef EVP_CLI_H
+#define EVP_CLI_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "evalprof/trace.h"
+
+struct evp_cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary; /* one line for `evalprof help` */
+    const char *usage;   /* full usage text */
+};
+
+/* Print "evalprof: MSG" to stderr (one line). */
+void evp_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print "evalprof: warning: MSG" to stderr. */
+void evp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print a command's usage to F. */
+void evp_cli_usage(FILE *f, const char *cmd);
+
+/*
+ * Open a trace for a view, printing warnings and the error.  PYTHON is the
+ * --python value (NULL for the default).  Returns NULL after printing
+ * "evalprof: PATH: reason".
+ */
+struct evp_trace *evp_cli_open_trace(const char *path, const char *python);
+
+/* Flush stdout and report a write error (perf's run_builtin check).
+ * Returns STATUS, or 1 when stdout could not be written. */
+int evp_cli_finish(int status);
+
+/* Parse a non-negative integer option value; -1 on error (printed). */
+long evp_cli_parse_long(const char *opt, const char *val);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * evalprof: the command-line front end.
+ *
+ * One binary with subcommands in the manner of perf and uftrace: main()
+ * looks the first argument up in the table below and hands over argc/argv.
+ * Each subcommand lives in its own cmd_<name>.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int cmd_tree(int argc, char **argv);
+int cmd_summary(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+
+static const struct evp_cmd commands[] = {
+    {"tree", cmd_tree, "print the trace as an indented event tree",
+     "usage: evalprof tree [--format simple-indent|simple|raw] [--stream N]\n"
+     "                     [--no-compensate] [--python X.Y] TRACE\n"},
+    {"summary", cmd_summary, "print event, opcode and function tables",
+     "usage: evalprof summary [--sort name|count|elapsed|total] [--funcs]\n"
+     "                        [--group-specialized] [--no-compensate]\n"
+     "                        [--python X.Y] TRACE\n"},
+    {"info", cmd_info, "print a trace's metadata, streams and warnings",
+     "usage: evalprof info [--python X.Y] TRACE\n"},
+    {"export", cmd_export, "write a trace in another format",
+     "usage: evalprof export --format text|evp [-o OUT] [--zstd[=LEVEL]]\n"
+     "                       [--python X.Y] TRACE\n"},
+    {"import", cmd_import, "turn a text trace into a binary .evp trace",
+     "usage: evalprof import [-o OUT.evp] [--zstd[=LEVEL]] [--python X.Y]\n"
+     "                       TEXT-TRACE\n"},
+};
+
+static const size_t ncommands = sizeof commands / sizeof commands[0];
+
+void evp_cli_usage(FILE *f, const char *cmd)
+{
+    for (size_t i = 0; i < ncommands; i++)
+        if (strcmp(commands[i].name, cmd) == 0)
+            fputs(commands[i].usage, f);
+}
+
+static void help(FILE *f)
+{
+    fputs("usage: evalprof COMMAND [OPTIONS] [ARGS]\n\n"
+          "evalprof shows where CPython's virtual machine spends its time.\n\n"
+          "commands:\n",
+          f);
+    for (size_t i = 0; i < ncommands; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n`evalprof help COMMAND` shows a command's options.\n", f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        help(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 ||
+        strcmp(name, "-h") == 0) {
+        if (argc > 2) {
+            for (size_t i = 0; i < ncommands; i++)
+                if (strcmp(commands[i].name, argv[2]) == 0) {
+                    fputs(commands[i].usage, stdout);
+                    return evp_cli_finish(0);
+                }
+            evp_cli_error("no such command '%s'", argv[2]);
+            return 2;
+        }
+        help(stdout);
+        return evp_cli_finish(0);
+    }
+    if (strcmp(name, "--version") == 0) {
+        puts("evalprof " EVP_VERSION);
+        return evp_cli_finish(0);
+    }
+    for (size_t i = 0; i < ncommands; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    evp_cli_error("no such command '%s' (try 'evalprof help')", name);
+    return 2;
+}

@@ -1,0 +1,1209 @@
+/*
+ * The recorder session: per-thread buffers, the writer thread, metadata,
+ * the function table, fork and exit handling.
+ *
+ * Threads store records into their own buffer (evp_rec_emit in the
+ * header).  A thread whose buffer is full takes the slow path here: under
+ * the session lock it queues the buffer for the writer and takes a free
+ * one, then records an EVP_EV_RECORDER event stamped when the hand-off
+ * began, so the stall shows in the trace as recorder time instead of
+ * inflating the event before it.
+ *
+ * The writer thread is the only code that writes the file.  Each round it
+ * writes pending metadata/function/thread chunks, then queued full
+ * buffers, then the new records of every live buffer (records below a
+ * thread's published pos are complete and never change).  It tracks per
+ * buffer how many records it has written, so a buffer flushed early and
+ * queued later is written exactly once.  Chunks of one stream are written
+ * in order and numbered.
+ *
+ * Thread structs are never freed: a thread's TLS pointer may outlive a
+ * session.  A struct whose thread has exited is reused by a new thread,
+ * and a struct from an earlier session is re-attached on its next event.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "evalprof/format.h"
+
+__thread struct evp_rec_thread *evp_rec_tls_
+    __attribute__((tls_model("initial-exec")));
+uint64_t evp_rec_mask_;
+int evp_rec_use_tsc_;
+
+#define DEFAULT_BUFFER_EVENTS 65536u
+#define DEFAULT_FLUSH_MS 200u
+#define MAX_BUFFERS_PER_THREAD 8u /* beyond this a thread waits for the writer */
+
+struct buffer {
+    struct evp_rec_record *recs;
+    uint32_t cap;
+    uint32_t n;       /* records in it when queued */
+    uint32_t written; /* records the writer has written (writer only) */
+    struct thread *owner;
+    struct buffer *next; /* queue or free list */
+};
+
+struct thread {
+    struct evp_rec_thread hot; /* must be first: the TLS pointer aims here */
+    struct buffer *buf;        /* current buffer, NULL when detached */
+    uint64_t gen;              /* session generation it is attached to */
+    uint32_t stream;
+    uint32_t seq;          /* next chunk number (writer only) */
+    uint32_t nbuffers;     /* buffers it holds or has queued */
+    uint32_t dropped;      /* records lost since its last chunk (writer) */
+    uint64_t events;       /* records written (writer) */
+    uint64_t dropped_total;
+    pid_t tid;
+    int live;              /* attached to the current session */
+    int exited;            /* its thread has ended: struct may be reused */
+    struct thread *next;   /* all threads ever seen */
+};
+
+/* A metadata, opcode, function or thread chunk waiting for the writer. */
+struct pending {
+    unsigned type;
+    size_t len;
+    struct pending *next;
+    uint8_t payload[];
+};
+
+struct func {
+    char *name, *file;
+    uint32_t line;
+};
+
+enum state { CLOSED, OPENING, OPEN, CLOSING };
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;   /* writer: work to do */
+    pthread_cond_t room;   /* threads: a buffer came back */
+    enum state state;
+    uint64_t gen;
+    int fd;
+    char *path;
+    struct evp_rec_config cfg;
+    pthread_t writer;
+    int writer_running;
+    int writer_stop;
+    struct buffer *queue_head, *queue_tail;
+    struct buffer *free_list;
+    struct pending *pend_head, *pend_tail;
+    struct thread *threads;
+    uint32_t next_stream;
+    /* what is re-emitted into a forked child's own trace */
+    char **meta; /* key, value, key, value ... */
+    size_t nmeta, meta_cap;
+    uint8_t *opcodes;
+    size_t opcodes_len;
+    struct func *funcs;
+    size_t nfuncs, funcs_cap;
+    size_t funcs_queued; /* functions already in a chunk for the writer */
+    /* figures */
+    uint64_t events, dropped, bytes, chunks, backwards;
+    int error;
+    double hz;
+    double event_cost_ticks;
+    uint8_t *encode_buf;
+    size_t encode_cap;
+} S = {
+    .mu = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .room = PTHREAD_COND_INITIALIZER,
+    .fd = -1,
+};
+
+static pthread_key_t thread_key;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void warn(const char *fmt, const char *a, int err)
+{
+    if (S.cfg.flags & EVP_REC_QUIET)
+        return;
+    fprintf(stderr, "evalprof: ");
+    fprintf(stderr, fmt, a ? a : "", err ? strerror(err) : "");
+    fputc('\n', stderr);
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+static int write_all(int fd, const struct iovec *iov, int n)
+{
+    struct iovec v[4];
+    memcpy(v, iov, (size_t)n * sizeof *v);
+    struct iovec *p = v;
+    while (n > 0) {
+        ssize_t w = writev(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -EIO;
+        while (n > 0 && (size_t)w >= p->iov_len) {
+            w -= (ssize_t)p->iov_len;
+            p++;
+            n--;
+        }
+        if (n > 0) {
+            p->iov_base = (char *)p->iov_base + w;
+            p->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+/* Write one chunk; after the first error nothing more is written. */
+static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
+{
+    if (S.error)
+        return S.error;
+    uint8_t h[EVP_CHUNK_HEADER_SIZE];
+    evp_chunk_header(h, type, 0, payload, (uint32_t)len);
+    struct iovec iov[2] = {{h, sizeof h}, {(void *)payload, len}};
+    int rc = write_all(S.fd, iov, 2);
+    if (rc < 0) {
+        S.error = rc;
+        warn("%s: write failed (%s); recording stopped, what was written "
+             "before stays readable",
+             S.path, -rc);
+        return rc;
+    }
+    S.bytes += sizeof h + len;
+    S.chunks++;
+    return 0;
+}
+
+/* ---- pending small chunks -------------------------------------------- */
+
+static struct pending *pending_new(unsigned type, size_t len)
+{
+    struct pending *p = malloc(sizeof *p + len);
+    if (!p)
+        return NULL;
+    p->type = type;
+    p->len = len;
+    p->next = NULL;
+    return p;
+}
+
+/* Caller holds S.mu. */
+static void pending_push(struct pending *p)
+{
+    if (S.pend_tail)
+        S.pend_tail->next = p;
+    else
+        S.pend_head = p;
+    S.pend_tail = p;
+}
+
+static void pending_free_all(struct pending *p)
+{
+    while (p) {
+        struct pending *n = p->next;
+        free(p);
+        p = n;
+    }
+}
+
+static struct pending *meta_chunk(char **kv, size_t n)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(kv[i]) + 1;
+    struct pending *p = pending_new(EVP_CHUNK_META, len);
+    if (!p)
+        return NULL;
+    uint8_t *o = p->payload;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(kv[i]) + 1;
+        memcpy(o, kv[i], l);
+        o += l;
+    }
+    return p;
+}
+
+static size_t func_entry(uint8_t *o, uint32_t id, const struct func *f)
+{
+    size_t ln = strlen(f->name), lf = strlen(f->file), k = 0;
+    k += evp_varint_put(o + k, id);
+    k += evp_varint_put(o + k, ln);
+    memcpy(o + k, f->name, ln);
+    k += ln;
+    k += evp_varint_put(o + k, lf);
+    memcpy(o + k, f->file, lf);
+    k += lf;
+    k += evp_varint_put(o + k, f->line);
+    return k;
+}
+
+static size_t func_entry_bound(const struct func *f)
+{
+    return 4 * EVP_VARINT_MAX + strlen(f->name) + strlen(f->file);
+}
+
+/* FUNCS chunk for ids [first, last). */
+static struct pending *funcs_chunk(size_t first, size_t last)
+{
+    size_t bound = EVP_VARINT_MAX;
+    for (size_t i = first; i < last; i++)
+        bound += func_entry_bound(&S.funcs[i]);
+    struct pending *p = pending_new(EVP_CHUNK_FUNCS, bound);
+    if (!p)
+        return NULL;
+    size_t k = evp_varint_put(p->payload, last - first);
+    for (size_t i = first; i < last; i++)
+        k += func_entry(p->payload + k, (uint32_t)(i + 1), &S.funcs[i]);
+    p->len = k;
+    return p;
+}
+
+static struct pending *thread_chunk(const struct thread *t, const char *name)
+{
+    size_t ln = strlen(name);
+    struct pending *p = pending_new(EVP_CHUNK_THREAD, 3 * EVP_VARINT_MAX + ln);
+    if (!p)
+        return NULL;
+    size_t k = evp_varint_put(p->payload, t->stream);
+    k += evp_varint_put(p->payload + k, (uint64_t)t->tid);
+    k += evp_varint_put(p->payload + k, ln);
+    memcpy(p->payload + k, name, ln);
+    p->len = k + ln;
+    return p;
+}
+
+/* ---- buffers ---------------------------------------------------------- */
+
+/* Caller holds S.mu. */
+static struct buffer *buffer_get(struct thread *t)
+{
+    struct buffer *b = S.free_list;
+    if (b && b->cap == S.cfg.buffer_events) {
+        S.free_list = b->next;
+    } else {
+        b = calloc(1, sizeof *b);
+        if (!b)
+            return NULL;
+        b->cap = S.cfg.buffer_events;
+        b->recs = malloc((size_t)b->cap * sizeof *b->recs);
+        if (!b->recs) {
+            free(b);
+            return NULL;
+        }
+    }
+    b->n = 0;
+    b->written = 0;
+    b->owner = t;
+    b->next = NULL;
+    t->nbuffers++;
+    return b;
+}
+
+/* Caller holds S.mu. */
+static void buffer_put(struct buffer *b)
+{
+    if (b->owner)
+        b->owner->nbuffers--;
+    b->owner = NULL;
+    b->next = S.free_list;
+    S.free_list = b;
+}
+
+/* Caller holds S.mu. */
+static void queue_push(struct buffer *b)
+{
+    b->next = NULL;
+    if (S.queue_tail)
+        S.queue_tail->next = b;
+    else
+        S.queue_head = b;
+    S.queue_tail = b;
+}
+
+/*
+ * Encode and write records [b->written, upto) of buffer B.  Called by the
+ * writer thread only, without S.mu: the records are stable and the buffer
+ * cannot be recycled while the writer holds it.
+ */
+static void write_records(struct buffer *b, uint32_t upto)
+{
+    struct thread *t = b->owner;
+    if (upto <= b->written)
+        return;
+    uint32_t n = upto - b->written;
+    if (S.error) {
+        t->dropped += n;
+        t->dropped_total += n;
+        S.dropped += n;
+        b->written = upto;
+        return;
+    }
+    struct evp_events_prefix pf = {0};
+    pf.stream = t->stream;
+    pf.seq = t->seq;
+    pf.dropped = t->dropped;
+    evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
+    size_t len = evp_events_encode(S.encode_buf, &pf, b->recs + b->written,
+                                   n, &S.backwards);
+    if (write_chunk(EVP_CHUNK_EVENTS, S.encode_buf, len) == 0) {
+        t->seq++;
+        t->dropped = 0;
+        t->events += n;
+        S.events += n;
+    } else {
+        t->dropped += n;
+        t->dropped_total += n;
+        S.dropped += n;
+    }
+    b->written = upto;
+}
+
+/* ---- the writer thread ------------------------------------------------ */
+
+struct snap {
+    struct buffer *b;
+    uint32_t upto;
+};
+
+/*
+ * One round: pending chunks, queued buffers, then the new records of live
+ * buffers.  Caller holds S.mu; it is released while writing.
+ */
+static void writer_round(void)
+{
+    if (S.nfuncs > S.funcs_queued) {
+        /* Before any events that may name them. */
+        struct pending *f = funcs_chunk(S.funcs_queued, S.nfuncs);
+        if (f) {
+            pending_push(f);
+            S.funcs_queued = S.nfuncs;
+        }
+    }
+    struct pending *pend = S.pend_head;
+    S.pend_head = S.pend_tail = NULL;
+    struct buffer *q = S.queue_head;
+    S.queue_head = S.queue_tail = NULL;
+
+    size_t nsnap = 0, cap = 0;
+    for (struct thread *t = S.threads; t; t = t->next)
+        cap += t->live && t->buf;
+    struct snap *snaps = cap ? malloc(cap * sizeof *snaps) : NULL;
+    for (struct thread *t = S.threads; t && snaps; t = t->next) {
+        if (!t->live || !t->buf)
+            continue;
+        struct evp_rec_record *pos =
+            __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
+        struct buffer *b = t->buf;
+        if (pos < b->recs || pos > b->recs + b->cap)
+            continue; /* detached or between sessions */
+        snaps[nsnap].b = b;
+        snaps[nsnap].upto = (uint32_t)(pos - b->recs);
+        nsnap++;
+    }
+    pthread_mutex_unlock(&S.mu);
+
+    for (struct pending *p = pend; p; p = p->next)
+        write_chunk(p->type, p->payload, p->len);
+    pending_free_all(pend);
+    for (struct buffer *b = q; b; b = b->next)
+        write_records(b, b->n);
+    for (size_t i = 0; i < nsnap; i++)
+        write_records(snaps[i].b, snaps[i].upto);
+    free(snaps);
+
+    pthread_mutex_lock(&S.mu);
+    if (q) {
+        while (q) {
+            struct buffer *n = q->next;
+            buffer_put(q);
+            q = n;
+        }
+        pthread_cond_broadcast(&S.room);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_mutex_lock(&S.mu);
+    while (!S.writer_stop) {
+        if (!S.queue_head && !S.pend_head) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            uint64_t ns = (uint64_t)until.tv_nsec +
+                          (uint64_t)S.cfg.flush_ms * 1000000u;
+            until.tv_sec += (time_t)(ns / 1000000000u);
+            until.tv_nsec = (long)(ns % 1000000000u);
+            pthread_cond_timedwait(&S.wake, &S.mu, &until);
+            if (S.writer_stop)
+                break;
+        }
+        writer_round();
+    }
+    pthread_mutex_unlock(&S.mu);
+    return NULL;
+}
+
+/* Caller holds S.mu. */
+static int writer_start(void)
+{
+    if (S.writer_running)
+        return 0;
+    S.writer_stop = 0;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&S.writer, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return -rc;
+    pthread_setname_np(S.writer, "evalprof-writer");
+    S.writer_running = 1;
+    return 0;
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+static pid_t gettid_(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+static void thread_exit_cb(void *p)
+{
+    struct thread *t = p;
+    if (evp_rec_tls_ == &t->hot)
+        evp_rec_thread_detach();
+    pthread_mutex_lock(&S.mu);
+    t->exited = 1;
+    pthread_mutex_unlock(&S.mu);
+}
+
+static void once_init(void);
+
+/* Attach the calling thread (caller holds S.mu; state is OPEN). */
+static int attach_locked(const char *name)
+{
+    struct thread *t = (struct thread *)evp_rec_tls_;
+    if (!t) {
+        for (t = S.threads; t; t = t->next)
+            if (t->exited && !t->nbuffers)
+                break;
+        if (!t) {
+            t = calloc(1, sizeof *t);
+            if (!t)
+                return -ENOMEM;
+            t->next = S.threads;
+            S.threads = t;
+        }
+        t->exited = 0;
+        pthread_setspecific(thread_key, t);
+    }
+    if (t->live && t->gen == S.gen && t->buf)
+        return 0;
+    struct buffer *b = buffer_get(t);
+    if (!b)
+        return -ENOMEM;
+    t->buf = b;
+    t->gen = S.gen;
+    t->live = 1;
+    t->stream = S.next_stream++;
+    t->seq = 0;
+    t->dropped = 0;
+    t->events = 0;
+    t->dropped_total = 0;
+    t->tid = gettid_();
+    char auto_name[32];
+    if (!name) {
+        snprintf(auto_name, sizeof auto_name, "thread %ld", (long)t->tid);
+        name = auto_name;
+    }
+    struct pending *p = thread_chunk(t, name);
+    if (p)
+        pending_push(p);
+    __atomic_store_n(&t->hot.end, b->recs + b->cap, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->hot.pos, b->recs, __ATOMIC_RELEASE);
+    evp_rec_tls_ = &t->hot;
+    return 0;
+}
+
+int evp_rec_thread_attach(const char *name)
+{
+    pthread_once(&once, once_init);
+    pthread_mutex_lock(&S.mu);
+    int rc = S.state == OPEN ? attach_locked(name) : -ENOTCONN;
+    if (rc == 0 && name) {
+        /* Renaming an attached thread: a later THREAD chunk wins. */
+        struct thread *t = (struct thread *)evp_rec_tls_;
+        struct pending *p = thread_chunk(t, name);
+        if (p)
+            pending_push(p);
+    }
+    pthread_mutex_unlock(&S.mu);
+    return rc;
+}
+
+/* Queue the thread's current buffer (caller holds S.mu). */
+static void detach_locked(struct thread *t)
+{
+    struct buffer *b = t->buf;
+    if (!b)
+        return;
+    struct evp_rec_record *pos = __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
+    b->n = (uint32_t)(pos - b->recs);
+    t->buf = NULL;
+    t->live = 0;
+    __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
+    if (S.state == OPEN || S.state == CLOSING) {
+        queue_push(b);
+        pthread_cond_signal(&S.wake);
+    } else {
+        buffer_put(b);
+    }
+}
+
+void evp_rec_thread_detach(void)
+{
+    struct thread *t = (struct thread *)evp_rec_tls_;
+    if (!t)
+        return;
+    pthread_mutex_lock(&S.mu);
+    if (t->gen == S.gen)
+        detach_locked(t);
+    pthread_mutex_unlock(&S.mu);
+}
+
+/*
+ * The slow path of evp_rec_emit: attach the thread, or hand over its full
+ * buffer, then store the record.  Never fails visibly: without a session
+ * or memory the record is dropped.
+ */
+void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
+{
+    uint64_t t0 = evp_rec_now();
+    struct thread *t = (struct thread *)evp_rec_tls_;
+    int handoff = 0;
+
+    pthread_mutex_lock(&S.mu);
+    if (S.state != OPEN) {
+        pthread_mutex_unlock(&S.mu);
+        return;
+    }
+    if (!t || t->gen != S.gen || !t->buf) {
+        if (attach_locked(NULL) < 0) {
+            S.dropped++;
+            pthread_mutex_unlock(&S.mu);
+            return;
+        }
+        t = (struct thread *)evp_rec_tls_;
+    } else if (t->hot.pos >= t->hot.end) {
+        struct buffer *b = t->buf;
+        b->n = b->cap;
+        queue_push(b);
+        pthread_cond_signal(&S.wake);
+        /* Bounded memory: wait for the writer rather than grow forever. */
+        while (t->nbuffers >= MAX_BUFFERS_PER_THREAD && S.state == OPEN &&
+               S.writer_running)
+            pthread_cond_wait(&S.room, &S.mu);
+        struct buffer *nb = S.state == OPEN ? buffer_get(t) : NULL;
+        if (!nb) {
+            t->buf = NULL;
+            __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
+            __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
+            S.dropped++;
+            pthread_mutex_unlock(&S.mu);
+            return;
+        }
+        t->buf = nb;
+        __atomic_store_n(&t->hot.end, nb->recs + nb->cap, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->hot.pos, nb->recs, __ATOMIC_RELEASE);
+        handoff = 1;
+    }
+    pthread_mutex_unlock(&S.mu);
+
+    if (handoff && evp_rec_wants(EVP_EV_RECORDER)) {
+        struct evp_rec_record *r = t->hot.pos;
+        r->ts = t0;
+        r->kind = EVP_EV_RECORDER;
+        r->aux = 0;
+        r->arg = 0;
+        __atomic_store_n(&t->hot.pos, r + 1, __ATOMIC_RELEASE);
+    }
+    if (t->hot.pos < t->hot.end) {
+        struct evp_rec_record *r = t->hot.pos;
+        r->ts = evp_rec_now();
+        r->kind = (uint16_t)kind;
+        r->aux = (uint16_t)aux;
+        r->arg = arg;
+        __atomic_store_n(&t->hot.pos, r + 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* ---- metadata ----------------------------------------------------------- */
+
+/* Remember KEY=VALUE for a forked child (caller holds S.mu). */
+static int meta_remember(const char *key, const char *value)
+{
+    for (size_t i = 0; i < S.nmeta; i += 2) {
+        if (strcmp(S.meta[i], key) == 0) {
+            char *v = strdup(value);
+            if (!v)
+                return -ENOMEM;
+            free(S.meta[i + 1]);
+            S.meta[i + 1] = v;
+            return 0;
+        }
+    }
+    if (S.nmeta + 2 > S.meta_cap) {
+        size_t cap = S.meta_cap ? 2 * S.meta_cap : 32;
+        char **m = realloc(S.meta, cap * sizeof *m);
+        if (!m)
+            return -ENOMEM;
+        S.meta = m;
+        S.meta_cap = cap;
+    }
+    char *k = strdup(key), *v = strdup(value);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -ENOMEM;
+    }
+    S.meta[S.nmeta++] = k;
+    S.meta[S.nmeta++] = v;
+    return 0;
+}
+
+int evp_rec_meta(const char *key, const char *value)
+{
+    if (!key || !value || !*key)
+        return -EINVAL;
+    pthread_mutex_lock(&S.mu);
+    int rc = -ENOTCONN;
+    if (S.state == OPEN || S.state == OPENING) {
+        rc = meta_remember(key, value);
+        char *kv[2] = {(char *)key, (char *)value};
+        struct pending *p = rc == 0 ? meta_chunk(kv, 2) : NULL;
+        if (p)
+            pending_push(p);
+        else if (rc == 0)
+            rc = -ENOMEM;
+    }
+    pthread_mutex_unlock(&S.mu);
+    return rc;
+}
+
+int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
+{
+    size_t bound = EVP_VARINT_MAX;
+    for (size_t i = 0; i < n; i++)
+        bound += 3 * EVP_VARINT_MAX + (ops[i].name ? strlen(ops[i].name) : 0);
+    uint8_t *buf = malloc(bound);
+    if (!buf)
+        return -ENOMEM;
+    size_t k = evp_varint_put(buf, n);
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = ops[i].name ? ops[i].name : "";
+        size_t l = strlen(nm);
+        k += evp_varint_put(buf + k, ops[i].opcode);
+        k += evp_varint_put(buf + k, ops[i].base);
+        k += evp_varint_put(buf + k, l);
+        memcpy(buf + k, nm, l);
+        k += l;
+    }
+    pthread_mutex_lock(&S.mu);
+    int rc = -ENOTCONN;
+    if (S.state == OPEN || S.state == OPENING) {
+        struct pending *p = pending_new(EVP_CHUNK_OPCODES, k);
+        rc = -ENOMEM;
+        if (p) {
+            memcpy(p->payload, buf, k);
+            pending_push(p);
+            free(S.opcodes);
+            S.opcodes = buf;
+            S.opcodes_len = k;
+            buf = NULL;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&S.mu);
+    free(buf);
+    return rc;
+}
+
+uint32_t evp_rec_func(const char *qualname, const char *file,
+                      uint32_t firstline)
+{
+    uint32_t id = 0;
+    pthread_mutex_lock(&S.mu);
+    if (S.state != OPEN && S.state != OPENING)
+        goto out;
+    if (S.nfuncs == S.funcs_cap) {
+        size_t cap = S.funcs_cap ? 2 * S.funcs_cap : 256;
+        struct func *f = realloc(S.funcs, cap * sizeof *f);
+        if (!f)
+            goto out;
+        S.funcs = f;
+        S.funcs_cap = cap;
+    }
+    struct func *f = &S.funcs[S.nfuncs];
+    f->name = strdup(qualname ? qualname : "?");
+    f->file = strdup(file ? file : "");
+    f->line = firstline;
+    if (!f->name || !f->file) {
+        free(f->name);
+        free(f->file);
+        goto out;
+    }
+    S.nfuncs++;
+    id = (uint32_t)S.nfuncs;
+out:
+    pthread_mutex_unlock(&S.mu);
+    return id;
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static char *read_cmdline(void)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return strdup("");
+    char raw[4096];
+    ssize_t n = read(fd, raw, sizeof raw - 1);
+    close(fd);
+    if (n <= 0)
+        return strdup("");
+    if (raw[n - 1] == '\0')
+        n--;
+    for (ssize_t i = 0; i < n; i++)
+        if (raw[i] == '\0')
+            raw[i] = ' ';
+    raw[n] = '\0';
+    return strdup(raw);
+}
+
+static void add_auto_meta(uint64_t start_ticks, uint64_t start_ns,
+                          uint64_t wall_ns)
+{
+    char v[PATH_MAX + 1];
+    char *cmd = read_cmdline();
+    meta_remember("producer", S.cfg.producer);
+    meta_remember("argv", cmd ? cmd : "");
+    free(cmd);
+    ssize_t n = readlink("/proc/self/exe", v, sizeof v - 1);
+    v[n > 0 ? n : 0] = '\0';
+    meta_remember("executable", v);
+    snprintf(v, sizeof v, "%ld", (long)getpid());
+    meta_remember("pid", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)wall_ns);
+    meta_remember("start.wall_ns", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)start_ns);
+    meta_remember("start.clock_ns", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)start_ticks);
+    meta_remember("start.ticks", v);
+    meta_remember("clock", evp_rec_use_tsc_ ? "tsc" : "monotonic");
+    snprintf(v, sizeof v, "%.1f", S.hz);
+    meta_remember("clock.hz", v);
+    snprintf(v, sizeof v, "%.3f", S.event_cost_ticks);
+    meta_remember("event_cost.ticks", v);
+    snprintf(v, sizeof v, "%.3f", S.event_cost_ticks * 1e9 / S.hz);
+    meta_remember("event_cost.ns", v);
+    snprintf(v, sizeof v, "0x%llx", (unsigned long long)S.cfg.can_emit);
+    meta_remember("kinds.can_emit", v);
+    snprintf(v, sizeof v, "0x%llx", (unsigned long long)S.cfg.enabled);
+    meta_remember("kinds.enabled", v);
+    snprintf(v, sizeof v, "%u", S.cfg.buffer_events);
+    meta_remember("recorder.buffer_events", v);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Measure the cost of one event, in ticks: back-to-back events into a
+ * private buffer through the same inline path the producers use.  The
+ * median of several rounds resists a noisy machine.
+ */
+static double measure_event_cost(void)
+{
+    enum { N = 4096, ROUNDS = 9 };
+    static struct evp_rec_record scratch[N];
+    struct evp_rec_thread probe = {scratch, scratch + N};
+    struct evp_rec_thread *saved = evp_rec_tls_;
+    double per[ROUNDS];
+
+    evp_rec_tls_ = &probe;
+    __atomic_store_n(&evp_rec_mask_, EVP_KINDS_ALL, __ATOMIC_RELAXED);
+    for (int r = 0; r < ROUNDS; r++) {
+        probe.pos = scratch;
+        uint64_t a = evp_rec_now();
+        for (unsigned i = 0; i < N; i++)
+            evp_rec_event(EVP_EV_DISPATCH, 0);
+        uint64_t b = evp_rec_now();
+        per[r] = (double)(b - a) / N;
+    }
+    __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
+    evp_rec_tls_ = saved;
+    qsort(per, ROUNDS, sizeof per[0], cmp_double);
+    return per[ROUNDS / 2];
+}
+
+static void atexit_close(void)
+{
+    if (S.state == OPEN && !(S.cfg.flags & EVP_REC_NO_ATEXIT))
+        evp_rec_close();
+}
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&S.mu);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&S.mu);
+}
+
+static int start_file(const char *path);
+
+/*
+ * In a forked child: the parent's file, buffers and threads are not ours.
+ * Either start a trace of our own (PATH.<pid>) or stop cleanly.
+ */
+static void fork_child(void)
+{
+    pthread_mutex_init(&S.mu, NULL);
+    pthread_cond_init(&S.wake, NULL);
+    pthread_cond_init(&S.room, NULL);
+    S.writer_running = 0;
+    if (S.state != OPEN) {
+        S.state = CLOSED;
+        return;
+    }
+    struct evp_rec_thread *self = evp_rec_tls_;
+    __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
+    close(S.fd);
+    S.fd = -1;
+    pending_free_all(S.pend_head);
+    S.pend_head = S.pend_tail = NULL;
+    S.queue_head = S.queue_tail = NULL; /* the parent writes those */
+    for (struct thread *t = S.threads; t; t = t->next) {
+        t->buf = NULL; /* buffers of the parent's threads: leaked, once */
+        t->nbuffers = 0;
+        t->live = 0;
+        t->hot.pos = t->hot.end = NULL;
+        t->exited = &t->hot != self;
+    }
+    S.state = CLOSED;
+    S.gen++;
+    if (!(S.cfg.flags & EVP_REC_FOLLOW_FORK))
+        return;
+
+    /* PATH.<pid>, from the path the session was opened with. */
+    const char *orig = S.path;
+    for (size_t i = 0; i < S.nmeta; i += 2)
+        if (strcmp(S.meta[i], "recorder.path") == 0)
+            orig = S.meta[i + 1];
+    size_t len = strlen(orig) + 24;
+    char *child_path = malloc(len);
+    if (!child_path)
+        return;
+    snprintf(child_path, len, "%s.%ld", orig, (long)getpid());
+    char ppid[24];
+    snprintf(ppid, sizeof ppid, "%ld", (long)getppid());
+    meta_remember("parent.pid", ppid);
+    int rc = start_file(child_path);
+    free(child_path);
+    if (rc < 0)
+        return;
+    /* The forking thread goes on recording in its own new stream. */
+    if (self) {
+        pthread_mutex_lock(&S.mu);
+        attach_locked(NULL);
+        pthread_mutex_unlock(&S.mu);
+    }
+}
+
+static void once_init(void)
+{
+    pthread_key_create(&thread_key, thread_exit_cb);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    atexit(atexit_close);
+}
+
+/*
+ * Create PATH, write the header and everything a new reader needs
+ * (metadata, opcodes, functions), and start the writer.  Used by open and
+ * by a forked child.  Leaves the session OPEN on success.
+ */
+static int start_file(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    char *p = strdup(path);
+    if (!p) {
+        close(fd);
+        return -ENOMEM;
+    }
+    free(S.path);
+    S.path = p;
+    S.fd = fd;
+    S.error = 0;
+    S.events = S.dropped = S.bytes = S.chunks = S.backwards = 0;
+    S.next_stream = 0;
+
+    uint8_t fh[EVP_FILE_HEADER_SIZE];
+    evp_file_header(fh);
+    struct iovec iov = {fh, sizeof fh};
+    int rc = write_all(fd, &iov, 1);
+    if (rc < 0)
+        goto fail;
+    S.bytes = sizeof fh;
+
+    char pidv[24];
+    snprintf(pidv, sizeof pidv, "%ld", (long)getpid());
+    meta_remember("pid", pidv);
+    struct pending *m = meta_chunk(S.meta, S.nmeta);
+    if (!m) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    rc = write_chunk(m->type, m->payload, m->len);
+    free(m);
+    if (rc < 0)
+        goto fail;
+    if (S.opcodes && (rc = write_chunk(EVP_CHUNK_OPCODES, S.opcodes,
+                                       S.opcodes_len)) < 0)
+        goto fail;
+    if (S.nfuncs) {
+        struct pending *f = funcs_chunk(0, S.nfuncs);
+        if (!f) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        rc = write_chunk(f->type, f->payload, f->len);
+        free(f);
+        if (rc < 0)
+            goto fail;
+    }
+    S.funcs_queued = S.nfuncs;
+    size_t need = evp_events_bound(S.cfg.buffer_events);
+    if (need > S.encode_cap) {
+        uint8_t *e = realloc(S.encode_buf, need);
+        if (!e) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        S.encode_buf = e;
+        S.encode_cap = need;
+    }
+    pthread_mutex_lock(&S.mu);
+    rc = writer_start();
+    if (rc == 0) {
+        S.state = OPEN;
+        __atomic_store_n(&evp_rec_mask_, S.cfg.enabled, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&S.mu);
+    if (rc < 0)
+        goto fail;
+    return 0;
+fail:
+    close(fd);
+    S.fd = -1;
+    S.error = 0;
+    return rc;
+}
+
+int evp_rec_open(const struct evp_rec_config *cfg)
+{
+    if (!cfg || !cfg->path || !cfg->producer || !*cfg->path)
+        return -EINVAL;
+    pthread_once(&once, once_init);
+    pthread_mutex_lock(&S.mu);
+    if (S.state != CLOSED) {
+        pthread_mutex_unlock(&S.mu);
+        return -EBUSY;
+    }
+    S.state = OPENING;
+    pthread_mutex_unlock(&S.mu);
+
+    uint64_t wall = evp_clock_wall_ns();
+    S.cfg = *cfg;
+    S.cfg.path = NULL;
+    S.cfg.producer = NULL;
+    if (!S.cfg.buffer_events)
+        S.cfg.buffer_events = DEFAULT_BUFFER_EVENTS;
+    if (S.cfg.buffer_events < 16)
+        S.cfg.buffer_events = 16;
+    if (!S.cfg.flush_ms)
+        S.cfg.flush_ms = DEFAULT_FLUSH_MS;
+    if (!S.cfg.can_emit)
+        S.cfg.can_emit = EVP_KINDS_ALL;
+    S.cfg.can_emit |= EVP_KIND_BIT(EVP_EV_RECORDER);
+    if (!S.cfg.enabled)
+        S.cfg.enabled = S.cfg.can_emit;
+    S.cfg.enabled &= S.cfg.can_emit;
+
+    const char *clk = getenv("EVALPROF_CLOCK");
+    int mono = (cfg->flags & EVP_REC_CLOCK_MONO) ||
+               (clk && strcmp(clk, "monotonic") == 0);
+    evp_rec_use_tsc_ = !mono && evp_clock_tsc_invariant();
+    uint64_t t0, n0;
+    evp_clock_pair(evp_rec_use_tsc_, &t0, &n0);
+    S.hz = evp_clock_calibrate(evp_rec_use_tsc_, 1000);
+    S.event_cost_ticks = measure_event_cost();
+
+    for (size_t i = 0; i < S.nmeta; i++)
+        free(S.meta[i]);
+    S.nmeta = 0;
+    for (size_t i = 0; i < S.nfuncs; i++) {
+        free(S.funcs[i].name);
+        free(S.funcs[i].file);
+    }
+    S.nfuncs = 0;
+    S.funcs_queued = 0;
+    free(S.opcodes);
+    S.opcodes = NULL;
+    S.opcodes_len = 0;
+    meta_remember("recorder.path", cfg->path);
+    S.cfg.producer = cfg->producer;
+    add_auto_meta(t0, n0, wall);
+    S.cfg.producer = NULL;
+
+    int rc = start_file(cfg->path);
+    if (rc < 0) {
+        pthread_mutex_lock(&S.mu);
+        S.state = CLOSED;
+        pthread_mutex_unlock(&S.mu);
+    }
+    return rc;
+}
+
+int evp_rec_is_open(void)
+{
+    return __atomic_load_n(&S.state, __ATOMIC_RELAXED) == OPEN;
+}
+
+void evp_rec_set_enabled(uint64_t kinds)
+{
+    pthread_mutex_lock(&S.mu);
+    S.cfg.enabled = (kinds ? kinds : S.cfg.can_emit) & S.cfg.can_emit;
+    if (S.state == OPEN)
+        __atomic_store_n(&evp_rec_mask_, S.cfg.enabled, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&S.mu);
+}
+
+int evp_rec_flush(void)
+{
+    struct thread *t = (struct thread *)evp_rec_tls_;
+    pthread_mutex_lock(&S.mu);
+    if (S.state != OPEN) {
+        pthread_mutex_unlock(&S.mu);
+        return -ENOTCONN;
+    }
+    /* Records below pos are written by the next writer round. */
+    (void)t;
+    pthread_cond_signal(&S.wake);
+    int rc = S.error;
+    pthread_mutex_unlock(&S.mu);
+    return rc;
+}
+
+static void write_end(void)
+{
+    uint8_t buf[64 + 3 * EVP_VARINT_MAX * 64];
+    uint64_t ticks, ns;
+    evp_clock_pair(evp_rec_use_tsc_, &ticks, &ns);
+    evp_put_u64(buf, ticks);
+    evp_put_u64(buf + 8, ns);
+    evp_put_u64(buf + 16, evp_clock_wall_ns());
+    evp_put_u64(buf + 24, S.events);
+    evp_put_u64(buf + 32, S.dropped);
+    evp_put_u64(buf + 40, S.backwards);
+    size_t k = 48, n = 0;
+    for (struct thread *t = S.threads; t; t = t->next)
+        n += t->gen == S.gen && t->events + t->dropped_total > 0;
+    if (n > 64)
+        n = 64; /* the per-stream list is informative; totals are above */
+    k += evp_varint_put(buf + k, n);
+    for (struct thread *t = S.threads; t && n; t = t->next) {
+        if (t->gen != S.gen || t->events + t->dropped_total == 0)
+            continue;
+        k += evp_varint_put(buf + k, t->stream);
+        k += evp_varint_put(buf + k, t->events);
+        k += evp_varint_put(buf + k, t->dropped_total);
+        n--;
+    }
+    write_chunk(EVP_CHUNK_END, buf, k);
+}
+
+int evp_rec_close(void)
+{
+    pthread_mutex_lock(&S.mu);
+    if (S.state != OPEN) {
+        pthread_mutex_unlock(&S.mu);
+        return -ENOTCONN;
+    }
+    __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
+    S.state = CLOSING;
+    /* Queue every live buffer; the writer's last round writes them. */
+    for (struct thread *t = S.threads; t; t = t->next)
+        if (t->live && t->gen == S.gen)
+            detach_locked(t);
+    S.writer_stop = 1;
+    pthread_cond_broadcast(&S.wake);
+    pthread_cond_broadcast(&S.room);
+    int running = S.writer_running;
+    pthread_mutex_unlock(&S.mu);
+    if (running)
+        pthread_join(S.writer, NULL);
+
+    pthread_mutex_lock(&S.mu);
+    S.writer_running = 0;
+    writer_round(); /* whatever the writer had not taken yet */
+    write_end();
+    if (close(S.fd) < 0 && !S.error)
+        S.error = -errno;
+    S.fd = -1;
+    if (S.dropped && !(S.cfg.flags & EVP_REC_QUIET))
+        fprintf(stderr, "evalprof: %s: %llu events could not be written\n",
+                S.path, (unsigned long long)S.dropped);
+    S.state = CLOSED;
+    S.gen++;
+    int rc = S.error;
+    pthread_mutex_unlock(&S.mu);
+    return rc;
+}
+
+void evp_rec_get_stats(struct evp_rec_stats *st)
+{
+    pthread_mutex_lock(&S.mu);
+    st->events = S.events;
+    st->dropped = S.dropped;
+    st->bytes = S.bytes;
+    st->chunks = S.chunks;
+    st->event_cost_ns = S.hz > 0 ? S.event_cost_ticks * 1e9 / S.hz : 0;
+    st->error = S.error;
+    pthread_mutex_unlock(&S.mu);
+}

@@ -1,0 +1,53 @@
+#!/bin/sh
+# evalprof bootstrap: make sure the Debian packages evalprof builds and
+# tests with are installed.  As root it installs what is missing with
+# apt-get; otherwise it prints the exact apt-get line and fails.
+#
+#   tools/bootstrap.sh [GROUP...]    groups: build (default), test, cpython,
+#                                    browser
+#
+# Each group lists packages from Debian's archive only.
+set -eu
+
+pkgs_build="meson ninja-build pkg-config gcc libzstd-dev libxxhash-dev python3-dev"
+pkgs_test="libcmocka-dev clang libclang-rt-14-dev"
+pkgs_cpython="dpkg-dev build-essential libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev libgdbm-dev xz-utils"
+pkgs_browser="chromium"
+
+groups="${*:-build}"
+want=""
+for g in $groups; do
+    case "$g" in
+    build) want="$want $pkgs_build" ;;
+    test) want="$want $pkgs_build $pkgs_test" ;;
+    cpython) want="$want $pkgs_cpython" ;;
+    browser) want="$want $pkgs_browser" ;;
+    *) echo "bootstrap: unknown group '$g' (build, test, cpython, browser)" >&2; exit 2 ;;
+    esac
+done
+
+missing=""
+for p in $want; do
+    case " $missing " in *" $p "*) continue ;; esac
+    if ! dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+    echo "bootstrap: missing Debian packages; run as root:" >&2
+    echo "  apt-get install -y --no-install-recommends$missing" >&2
+    exit 1
+fi
+echo "bootstrap: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine may have stale or empty package lists: refresh once on failure.
+if ! apt-get install -y -q --no-install-recommends $missing >/tmp/evp-apt.log 2>&1; then
+    apt-get update -q >/dev/null 2>&1 || true
+    if ! apt-get install -y -q --no-install-recommends $missing >/tmp/evp-apt.log 2>&1; then
+        echo "bootstrap: apt-get install failed (see /tmp/evp-apt.log):" >&2
+        tail -n 5 /tmp/evp-apt.log >&2
+        exit 1
+    fi
+fi
