@@ -44,6 +44,8 @@ struct evp_event {
 #define EVP_EVF_LAST 0x1u      /* last event of the stream: no elapsed */
 #define EVP_EVF_UNMATCHED 0x2u /* a pop with no matching push */
 #define EVP_EVF_LOG 0x4u       /* elapsed reduced by "# log written" time */
+#define EVP_EVF_GAP 0x8u       /* events were lost after this one: its
+                                  elapsed time is unknown (0) */
 
 static inline unsigned evp_event_opcode(const struct evp_event *e)
 {
@@ -95,6 +97,10 @@ struct evp_replay_opts {
     struct evp_func_stats *func_stats;
     /* Filled when not NULL. */
     struct evp_replay_stats *stats;
+    /* Hand "log written" records (EVP_EV_LOG_WRITTEN, arg: ns) to the
+     * view as events instead of folding them into the elapsed time of
+     * the event before (for writers that must keep them). */
+    int keep_log;
 };
 
 /*

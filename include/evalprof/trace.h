@@ -118,6 +118,9 @@ unsigned evp_trace_nopcodes(const struct evp_trace *t);
 size_t evp_trace_nwarnings(const struct evp_trace *t);
 const char *evp_trace_warning(const struct evp_trace *t, size_t i);
 
+/* Trace-clock ns of the end: the end record, else the last event. */
+uint64_t evp_trace_end_ns(const struct evp_trace *t);
+
 /* Convert trace clock ticks to trace-clock nanoseconds. */
 uint64_t evp_trace_ticks_to_ns(const struct evp_trace *t, uint64_t ticks);
 

@@ -22,6 +22,16 @@ struct evp_cmd {
     const char *usage;   /* full usage text */
 };
 
+/* The subcommands (one cmd_<name>.c each). */
+int cmd_tree(int argc, char **argv);
+int cmd_summary(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+
+/* --zstd[=LEVEL]: the level (3 without a value), or -1 after an error. */
+int evp_cli_parse_zstd(const char *arg);
+
 /* Print "evalprof: MSG" to stderr (one line). */
 void evp_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -13,12 +13,6 @@
 
 #include "cli.h"
 
-int cmd_tree(int argc, char **argv);
-int cmd_summary(int argc, char **argv);
-int cmd_info(int argc, char **argv);
-int cmd_export(int argc, char **argv);
-int cmd_import(int argc, char **argv);
-
 static const struct evp_cmd commands[] = {
     {"tree", cmd_tree, "print the trace as an indented event tree",
      "usage: evalprof tree [--format simple-indent|simple|raw] [--stream N]\n"

@@ -47,12 +47,24 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
 /* ---- info ---------------------------------------------------------- */
 int evp_view_info(struct evp_trace *t, FILE *out);
 
+/* ---- report header (header.c) ---------------------------------------- */
+
+/* The python/argv/start/end/elapsed block; PREFIX "# " and WIDTH 18 for
+ * the tree, "" and 11 for the summary. */
+void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
+                     int width, int compensate);
+/* One line describing the producer ("" for text traces). */
+const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
+                                   size_t len);
+
 /* ---- shared formatting helpers (format.c) ------------------------- */
 
 /* "1,234,567" */
 char *evp_fmt_count(char *buf, size_t len, uint64_t v);
 /* ns as "1,782.7" (µs with one decimal, thousands separated) */
 char *evp_fmt_us(char *buf, size_t len, uint64_t ns);
+/* a mean in µs, as evp_fmt_us */
+char *evp_fmt_us_double(char *buf, size_t len, double us);
 /* epoch ns as "2021-03-31 20:27:25.663947 UTC" */
 char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns);
 

@@ -1,0 +1,134 @@
+/*
+ * `evalprof export`: write a trace in another format.  Each format is one
+ * entry of the table below, a thin wrapper around a writer or a view.
+ *
+ *   text    the discussion's text format (plus evalprof's comment lines)
+ *   evp     the binary format, optionally zstd-compressed
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../views/views.h"
+#include "cli.h"
+
+struct export_opts {
+    const char *out; /* "-" for stdout */
+    int zstd;        /* level, 0 none */
+    int ops;         /* folded: opcode leaves */
+    int phases;      /* folded: loop phases as leaves */
+};
+
+static int export_text(struct evp_trace *t, const struct export_opts *o)
+{
+    char err[512];
+    if (evp_trace_write_text(t, o->out, err, sizeof err) < 0) {
+        evp_cli_error("%s", err);
+        return 1;
+    }
+    return 0;
+}
+
+static int export_evp(struct evp_trace *t, const struct export_opts *o)
+{
+    char err[512];
+    if (strcmp(o->out, "-") == 0 && isatty(1)) {
+        evp_cli_error("export: refusing to write a binary trace to a "
+                      "terminal (use -o FILE)");
+        return 2;
+    }
+    if (evp_trace_write_evp(t, o->out, o->zstd, err, sizeof err) < 0) {
+        evp_cli_error("%s", err);
+        return 1;
+    }
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(struct evp_trace *t, const struct export_opts *o);
+} formats[] = {
+    {"text", export_text},
+    {"evp", export_evp},
+};
+
+/* Same file? (so that export never truncates its own input) */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return strcmp(a, "-") && strcmp(b, "-") && stat(a, &sa) == 0 &&
+           stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int evp_cli_parse_zstd(const char *arg)
+{
+    if (!arg)
+        return 3;
+    long v = evp_cli_parse_long("--zstd", arg);
+    if (v < 1 || v > 19) {
+        if (v >= 0)
+            evp_cli_error("--zstd: level %ld out of range (1-19)", v);
+        return -1;
+    }
+    return (int)v;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"zstd", optional_argument, NULL, 'z'},
+        {"ops", no_argument, NULL, 'O'},
+        {"phases", no_argument, NULL, 'P'},
+        {"python", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    struct export_opts o = {.out = "-"};
+    const char *fmt = NULL, *python = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'f': fmt = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 'z':
+            if ((o.zstd = evp_cli_parse_zstd(optarg)) < 0)
+                return 2;
+            break;
+        case 'O': o.ops = 1; break;
+        case 'P': o.phases = 1; break;
+        case 'p': python = optarg; break;
+        case 'h': evp_cli_usage(stdout, "export"); return evp_cli_finish(0);
+        default: evp_cli_usage(stderr, "export"); return 2;
+        }
+    }
+    if (optind != argc - 1 || !fmt) {
+        if (!fmt && optind == argc - 1)
+            evp_cli_error("export: --format is required");
+        evp_cli_usage(stderr, "export");
+        return 2;
+    }
+    size_t i;
+    for (i = 0; i < sizeof formats / sizeof formats[0]; i++)
+        if (strcmp(formats[i].name, fmt) == 0)
+            break;
+    if (i == sizeof formats / sizeof formats[0]) {
+        evp_cli_error("export: unknown format '%s'", fmt);
+        return 2;
+    }
+    const char *in = argv[optind];
+    if (same_file(in, o.out)) {
+        evp_cli_error("export: %s: output would overwrite the input", o.out);
+        return 2;
+    }
+    struct evp_trace *t = evp_cli_open_trace(in, python);
+    if (!t)
+        return 1;
+    int rc = formats[i].fn(t, &o);
+    evp_trace_close(t);
+    return evp_cli_finish(rc);
+}

@@ -1,0 +1,37 @@
+/*
+ * `evalprof info`: a trace's metadata, clock, streams, dropped events and
+ * the warnings met while reading it.
+ */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "../views/views.h"
+#include "cli.h"
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"python", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *python = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p': python = optarg; break;
+        case 'h': evp_cli_usage(stdout, "info"); return evp_cli_finish(0);
+        default: evp_cli_usage(stderr, "info"); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        evp_cli_usage(stderr, "info");
+        return 2;
+    }
+    struct evp_trace *t = evp_cli_open_trace(argv[optind], python);
+    if (!t)
+        return 1;
+    int rc = evp_view_info(t, stdout);
+    evp_trace_close(t);
+    return evp_cli_finish(rc < 0 ? 1 : 0);
+}

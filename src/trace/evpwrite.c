@@ -1,0 +1,301 @@
+/*
+ * Binary trace writer for `evalprof import` and `evalprof export --format
+ * evp`: any trace the reader can open, written as a `.evp` file.
+ *
+ * Events go through the replay engine (keeping "log written" records) and
+ * are re-encoded with the recorder's codec, so there is one definition of
+ * the bytes.  Timestamps are written in nanoseconds of the trace clock
+ * (the clock pair in the metadata says so), which keeps imported text
+ * traces exact to the nanosecond.  Chunks may be zstd-compressed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "evalprof/replay.h"
+#include "internal.h"
+
+#define RUN 65536 /* records per EVENTS chunk */
+
+struct ewriter {
+    struct evp_trace *t;
+    FILE *f;
+    int level;
+    int err;
+    struct evp_rec_record *recs;
+    size_t n;
+    uint32_t stream, seq;
+    uint8_t *enc;
+    size_t enc_cap;
+    uint8_t *z;
+    size_t z_cap;
+    uint64_t events;
+};
+
+static int put_chunk(struct ewriter *w, unsigned type, const uint8_t *p,
+                     size_t len)
+{
+    if (w->err)
+        return w->err;
+    unsigned flags = 0;
+    if (w->level > 0 && len > 64) {
+        size_t bound = ZSTD_compressBound(len) + 4;
+        if (bound > w->z_cap) {
+            uint8_t *z = realloc(w->z, bound);
+            if (!z)
+                return w->err = -ENOMEM;
+            w->z = z;
+            w->z_cap = bound;
+        }
+        size_t zn = ZSTD_compress(w->z + 4, bound - 4, p, len, w->level);
+        if (!ZSTD_isError(zn) && zn + 4 < len) {
+            evp_put_u32(w->z, (uint32_t)len);
+            p = w->z;
+            len = zn + 4;
+            flags = EVP_CHUNK_F_ZSTD;
+        }
+    }
+    uint8_t h[EVP_CHUNK_HEADER_SIZE];
+    evp_chunk_header(h, type, flags, p, (uint32_t)len);
+    if (fwrite(h, 1, sizeof h, w->f) != sizeof h ||
+        fwrite(p, 1, len, w->f) != len)
+        return w->err = -(errno ? errno : EIO);
+    return 0;
+}
+
+static int flush_run(struct ewriter *w)
+{
+    if (!w->n)
+        return 0;
+    size_t need = evp_events_bound(w->n);
+    if (need > w->enc_cap) {
+        uint8_t *e = realloc(w->enc, need);
+        if (!e)
+            return w->err = -ENOMEM;
+        w->enc = e;
+        w->enc_cap = need;
+    }
+    struct evp_events_prefix pf = {.stream = w->stream, .seq = w->seq++};
+    pf.sync_ticks = pf.sync_ns = w->recs[0].ts;
+    size_t len = evp_events_encode(w->enc, &pf, w->recs, w->n, NULL);
+    w->events += w->n;
+    w->n = 0;
+    return put_chunk(w, EVP_CHUNK_EVENTS, w->enc, len);
+}
+
+static int ew_begin(void *ctx, const struct evp_stream *s)
+{
+    struct ewriter *w = ctx;
+    w->stream = s->id;
+    w->seq = 0;
+    size_t nl = strlen(s->name);
+    uint8_t *p = malloc(3 * EVP_VARINT_MAX + nl);
+    if (!p)
+        return w->err = -ENOMEM;
+    size_t k = evp_varint_put(p, s->id);
+    k += evp_varint_put(p + k, s->tid);
+    k += evp_varint_put(p + k, nl);
+    memcpy(p + k, s->name, nl);
+    int rc = put_chunk(w, EVP_CHUNK_THREAD, p, k + nl);
+    free(p);
+    return rc;
+}
+
+static int ew_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct ewriter *w = ctx;
+    for (size_t i = 0; i < n; i++) {
+        struct evp_rec_record *r = &w->recs[w->n++];
+        r->ts = ev[i].ts;
+        r->kind = (uint16_t)ev[i].kind;
+        r->aux = ev[i].aux;
+        r->arg = ev[i].arg;
+        if (w->n == RUN && flush_run(w) < 0)
+            return w->err;
+    }
+    return w->err;
+}
+
+static int ew_end(void *ctx, const struct evp_stream *s)
+{
+    (void)s;
+    return flush_run(ctx);
+}
+
+/* Metadata that describes the clock of the trace being read, replaced
+ * because the written trace's clock is nanoseconds. */
+static int meta_is_clock(const char *key)
+{
+    return strcmp(key, "clock") == 0 || strcmp(key, "clock.hz") == 0 ||
+           strcmp(key, "start.ticks") == 0 ||
+           strcmp(key, "event_cost.ticks") == 0;
+}
+
+static int write_meta(struct ewriter *w)
+{
+    struct evp_trace *t = w->t;
+    const struct evp_trace_info *in = &t->info;
+    char v[64];
+    size_t cap = 1024, len = 0;
+    char *buf = malloc(cap);
+#define ADD(k, val)                                                          \
+    do {                                                                     \
+        size_t kl = strlen(k) + 1, vl = strlen(val) + 1;                     \
+        while (buf && len + kl + vl > cap) {                                 \
+            char *nb = realloc(buf, cap *= 2);                               \
+            if (!nb) {                                                       \
+                free(buf);                                                   \
+                buf = NULL;                                                  \
+            }                                                                \
+            buf = nb;                                                        \
+        }                                                                    \
+        if (buf) {                                                           \
+            memcpy(buf + len, k, kl);                                        \
+            memcpy(buf + len + kl, val, vl);                                 \
+            len += kl + vl;                                                  \
+        }                                                                    \
+    } while (0)
+    for (size_t i = 0; i < t->nmeta; i += 2)
+        if (!meta_is_clock(t->meta[i]))
+            ADD(t->meta[i], t->meta[i + 1]);
+    ADD("clock", in->text ? "text" : "monotonic");
+    ADD("clock.hz", "1000000000.0");
+    snprintf(v, sizeof v, "%" PRIu64, in->start_ns);
+    ADD("start.ticks", v);
+    ADD("start.clock_ns", v);
+    if (in->event_cost_ns > 0) {
+        snprintf(v, sizeof v, "%.3f", in->event_cost_ns);
+        ADD("event_cost.ticks", v);
+    }
+    ADD("oparg", in->has_oparg ? "1" : "0");
+#undef ADD
+    if (!buf)
+        return w->err = -ENOMEM;
+    int rc = put_chunk(w, EVP_CHUNK_META, (uint8_t *)buf, len);
+    free(buf);
+    return rc;
+}
+
+static int write_tables(struct ewriter *w)
+{
+    struct evp_trace *t = w->t;
+    size_t cap = EVP_VARINT_MAX, n = 0;
+    for (unsigned op = 0; op < t->nops; op++)
+        if (t->ops[op].name) {
+            cap += 3 * EVP_VARINT_MAX + strlen(t->ops[op].name);
+            n++;
+        }
+    for (size_t id = 1; id < t->nfuncs; id++)
+        if (t->funcs[id].name)
+            cap += 4 * EVP_VARINT_MAX + strlen(t->funcs[id].name) +
+                   strlen(t->funcs[id].file);
+    uint8_t *p = malloc(cap);
+    if (!p)
+        return w->err = -ENOMEM;
+    int rc = 0;
+    if (n) {
+        size_t k = evp_varint_put(p, n);
+        for (unsigned op = 0; op < t->nops; op++) {
+            const char *nm = t->ops[op].name;
+            if (!nm)
+                continue;
+            size_t l = strlen(nm);
+            k += evp_varint_put(p + k, op);
+            k += evp_varint_put(p + k, t->ops[op].base);
+            k += evp_varint_put(p + k, l);
+            memcpy(p + k, nm, l);
+            k += l;
+        }
+        rc = put_chunk(w, EVP_CHUNK_OPCODES, p, k);
+    }
+    n = 0;
+    for (size_t id = 1; id < t->nfuncs; id++)
+        n += t->funcs[id].name != NULL;
+    if (rc == 0 && n) {
+        size_t k = evp_varint_put(p, n);
+        for (size_t id = 1; id < t->nfuncs; id++) {
+            const struct evp_func *f = &t->funcs[id];
+            if (!f->name)
+                continue;
+            size_t nl = strlen(f->name), fl = strlen(f->file);
+            k += evp_varint_put(p + k, id);
+            k += evp_varint_put(p + k, nl);
+            memcpy(p + k, f->name, nl);
+            k += nl;
+            k += evp_varint_put(p + k, fl);
+            memcpy(p + k, f->file, fl);
+            k += fl;
+            k += evp_varint_put(p + k, f->line);
+        }
+        rc = put_chunk(w, EVP_CHUNK_FUNCS, p, k);
+    }
+    free(p);
+    return rc;
+}
+
+static int write_end(struct ewriter *w)
+{
+    const struct evp_trace_info *in = &w->t->info;
+    uint8_t buf[48 + EVP_VARINT_MAX];
+    uint64_t end = in->has_end ? in->end_ns : 0;
+    evp_put_u64(buf, end);
+    evp_put_u64(buf + 8, end);
+    uint64_t wall = 0;
+    if (in->start_wall_ns >= 0 && in->has_end)
+        wall = (uint64_t)in->start_wall_ns + (end - in->start_ns);
+    evp_put_u64(buf + 16, wall);
+    evp_put_u64(buf + 24, w->events);
+    evp_put_u64(buf + 32, in->dropped);
+    evp_put_u64(buf + 40, 0);
+    size_t k = 48 + evp_varint_put(buf + 48, 0);
+    return put_chunk(w, EVP_CHUNK_END, buf, k);
+}
+
+int evp_trace_write_evp(struct evp_trace *t, const char *path, int zstd_level,
+                        char *err, size_t errlen)
+{
+    struct ewriter w = {.t = t, .level = zstd_level};
+    w.recs = malloc(RUN * sizeof *w.recs);
+    w.f = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
+    if (!w.f || !w.recs) {
+        int e = w.recs ? errno : ENOMEM;
+        free(w.recs);
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    uint8_t fh[EVP_FILE_HEADER_SIZE];
+    evp_file_header(fh);
+    if (fwrite(fh, 1, sizeof fh, w.f) != sizeof fh)
+        w.err = -(errno ? errno : EIO);
+    if (!w.err)
+        write_meta(&w);
+    if (!w.err)
+        write_tables(&w);
+    if (!w.err) {
+        static const struct evp_replay_ops ops = {ew_begin, ew_events, ew_end};
+        struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
+        int rc = evp_replay(t, &o, &ops, &w);
+        if (rc && !w.err)
+            w.err = rc;
+    }
+    if (!w.err)
+        write_end(&w);
+    if (w.f != stdout) {
+        if (fclose(w.f) != 0 && !w.err)
+            w.err = -(errno ? errno : EIO);
+    } else if (fflush(w.f) != 0 && !w.err) {
+        w.err = -(errno ? errno : EIO);
+    }
+    free(w.recs);
+    free(w.enc);
+    free(w.z);
+    if (w.err) {
+        snprintf(err, errlen, "%s: write failed (%s)", path, strerror(-w.err));
+        return w.err;
+    }
+    return 0;
+}

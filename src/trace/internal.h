@@ -1,0 +1,126 @@
+/*
+ * The in-memory trace model shared by the readers (binary reader.c, text
+ * text.c), the writers and the replay engine.  Not part of the public API:
+ * views see struct evp_trace only through trace.h and replay.h.
+ *
+ * A stream is a list of segments.  A binary segment is one EVENTS chunk,
+ * still encoded (decoded lazily by the replay engine, so opening a large
+ * trace costs only an index pass).  A text segment is an array of records
+ * parsed from the text.
+ */
+#ifndef EVP_TRACE_INTERNAL_H
+#define EVP_TRACE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evalprof/format.h"
+#include "evalprof/trace.h"
+
+struct segment {
+    /* binary: an EVENTS payload (into the mapping or an owned buffer) */
+    const uint8_t *payload;
+    size_t len;
+    struct evp_events_prefix pf;
+    uint64_t offset; /* file offset of the chunk, for messages */
+    uint32_t chunk;  /* chunk number in the file, for messages */
+    int reported;    /* its damage has been reported */
+    /* text: parsed records */
+    struct evp_rec_record *recs;
+    size_t nrecs;
+};
+
+struct stream {
+    struct evp_stream pub;
+    char *name;
+    struct segment *segs;
+    size_t nsegs, cap;
+};
+
+struct opcode_entry {
+    const char *name; /* NULL: not named */
+    uint16_t base;
+};
+
+struct evp_trace {
+    char *path;
+    struct evp_trace_info info;
+
+    /* the file: mapped, or read into memory */
+    uint8_t *data;
+    size_t size;
+    int mapped;
+
+    /* metadata as recorded, later pairs replacing earlier ones */
+    char **meta; /* key, value, ... (owned) */
+    size_t nmeta, meta_cap;
+
+    /* function table; funcs[0] is the "no function" placeholder */
+    struct evp_func *funcs;
+    size_t nfuncs, funcs_cap; /* nfuncs counts entries incl. [0] */
+
+    struct stream *streams;
+    size_t nstreams, streams_cap;
+
+    /* opcode table */
+    struct opcode_entry *ops;
+    unsigned nops;    /* entries (max opcode + 1) */
+    unsigned nbases;  /* named base instructions */
+    int ops_from_trace;
+
+    char **warnings;
+    size_t nwarnings, warnings_cap;
+    void (*warn)(void *ctx, const char *path, const char *msg);
+    void *warn_ctx;
+
+    /* clock: ns = anchor_ns + ((ticks - anchor_ticks) * mult) >> 32 */
+    uint64_t anchor_ticks, anchor_ns;
+    uint64_t mult;
+
+    /* allocations to free with the trace */
+    void **owned;
+    size_t nowned, owned_cap;
+};
+
+/* Hidden helpers shared by the trace sources. */
+EVP_HIDDEN void evp_trace_warnf(struct evp_trace *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+EVP_HIDDEN void *evp_trace_own(struct evp_trace *t, void *p);
+EVP_HIDDEN char *evp_trace_strdup(struct evp_trace *t, const char *s,
+                                  size_t n);
+EVP_HIDDEN int evp_trace_set_meta(struct evp_trace *t, const char *key,
+                                  const char *value);
+/* Set function ID (growing the table); name/file copied. */
+EVP_HIDDEN int evp_trace_set_func(struct evp_trace *t, uint32_t id,
+                                  const char *name, size_t nlen,
+                                  const char *file, size_t flen,
+                                  uint32_t line);
+EVP_HIDDEN struct stream *evp_trace_get_stream(struct evp_trace *t,
+                                               uint32_t id);
+EVP_HIDDEN int evp_stream_add_segment(struct stream *s,
+                                      const struct segment *seg);
+EVP_HIDDEN int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode,
+                                    const char *name, unsigned base);
+/* Load a built-in opcode table ("3.10" ...); -1 when unknown. */
+EVP_HIDDEN int evp_trace_builtin_opcodes(struct evp_trace *t,
+                                         const char *version);
+/* Fill the public info from metadata and the clock. */
+EVP_HIDDEN void evp_trace_finish(struct evp_trace *t);
+
+/* The text reader (text.c): T already holds path and data. */
+EVP_HIDDEN int evp_text_read(struct evp_trace *t, char *err, size_t errlen);
+
+/* Built-in opcode tables (optables.c). */
+struct evp_optable_entry {
+    uint16_t opcode, base;
+    const char *name;
+};
+struct evp_optable {
+    const char *version;
+    const struct evp_optable_entry *entries;
+    size_t n;
+};
+EVP_HIDDEN const struct evp_optable *evp_optable_find(const char *version);
+EVP_HIDDEN const char *evp_optable_versions(void);
+
+#endif

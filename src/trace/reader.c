@@ -1,0 +1,972 @@
+/*
+ * Trace reader: opening a trace, the binary `.evp` index pass, and the
+ * accessors of trace.h.
+ *
+ * A binary file is mapped and walked chunk by chunk.  Nothing read from
+ * the file is trusted: every length is checked against what is left, every
+ * chunk against its checksum.  A chunk that fails is reported with its
+ * number and byte offset and skipped; the reader then looks for the next
+ * chunk magic whose checksum holds (a damaged length must not hide the
+ * rest of the file).  A file cut short reads up to its last whole chunk,
+ * and the warning says how many bytes (and, when the chunk's prefix
+ * survived, how many events) were lost.  EVENTS payloads stay encoded: the
+ * replay engine decodes them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "internal.h"
+
+#define MAX_WARNINGS_PRINTED 20
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static void default_warn(void *ctx, const char *path, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "evalprof: %s: %s\n", path, msg);
+}
+
+void evp_trace_warnf(struct evp_trace *t, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (t->nwarnings == t->warnings_cap) {
+        size_t cap = t->warnings_cap ? 2 * t->warnings_cap : 16;
+        char **w = realloc(t->warnings, cap * sizeof *w);
+        if (!w)
+            return;
+        t->warnings = w;
+        t->warnings_cap = cap;
+    }
+    char *m = strdup(msg);
+    if (!m)
+        return;
+    t->warnings[t->nwarnings++] = m;
+    if (t->nwarnings <= MAX_WARNINGS_PRINTED)
+        t->warn(t->warn_ctx, t->path, msg);
+    else if (t->nwarnings == MAX_WARNINGS_PRINTED + 1)
+        t->warn(t->warn_ctx, t->path,
+                "more warnings follow (`evalprof info` lists them all)");
+}
+
+void *evp_trace_own(struct evp_trace *t, void *p)
+{
+    if (!p)
+        return NULL;
+    if (t->nowned == t->owned_cap) {
+        size_t cap = t->owned_cap ? 2 * t->owned_cap : 16;
+        void **o = realloc(t->owned, cap * sizeof *o);
+        if (!o) {
+            free(p);
+            return NULL;
+        }
+        t->owned = o;
+        t->owned_cap = cap;
+    }
+    t->owned[t->nowned++] = p;
+    return p;
+}
+
+char *evp_trace_strdup(struct evp_trace *t, const char *s, size_t n)
+{
+    char *p = malloc(n + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return evp_trace_own(t, p);
+}
+
+int evp_trace_set_meta(struct evp_trace *t, const char *key, const char *value)
+{
+    for (size_t i = 0; i < t->nmeta; i += 2) {
+        if (strcmp(t->meta[i], key) == 0) {
+            char *v = strdup(value);
+            if (!v)
+                return -ENOMEM;
+            free(t->meta[i + 1]);
+            t->meta[i + 1] = v;
+            return 0;
+        }
+    }
+    if (t->nmeta + 2 > t->meta_cap) {
+        size_t cap = t->meta_cap ? 2 * t->meta_cap : 32;
+        char **m = realloc(t->meta, cap * sizeof *m);
+        if (!m)
+            return -ENOMEM;
+        t->meta = m;
+        t->meta_cap = cap;
+    }
+    char *k = strdup(key), *v = strdup(value);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -ENOMEM;
+    }
+    t->meta[t->nmeta++] = k;
+    t->meta[t->nmeta++] = v;
+    return 0;
+}
+
+/* Function ids are dense in practice; refuse absurd ones from bad input. */
+#define MAX_FUNC_ID (1u << 26)
+
+int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
+                       size_t nlen, const char *file, size_t flen,
+                       uint32_t line)
+{
+    if (id == 0 || id > MAX_FUNC_ID)
+        return -EINVAL;
+    if (id >= t->funcs_cap) {
+        size_t cap = t->funcs_cap ? t->funcs_cap : 256;
+        while (cap <= id)
+            cap *= 2;
+        struct evp_func *f = realloc(t->funcs, cap * sizeof *f);
+        if (!f)
+            return -ENOMEM;
+        for (size_t i = t->funcs_cap; i < cap; i++)
+            f[i] = (struct evp_func){NULL, "", 0};
+        t->funcs = f;
+        t->funcs_cap = cap;
+    }
+    char *n = evp_trace_strdup(t, name, nlen);
+    char *fl = evp_trace_strdup(t, file, flen);
+    if (!n || !fl)
+        return -ENOMEM;
+    t->funcs[id] = (struct evp_func){n, fl, line};
+    if (id >= t->nfuncs)
+        t->nfuncs = id + 1;
+    return 0;
+}
+
+struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
+{
+    for (size_t i = 0; i < t->nstreams; i++)
+        if (t->streams[i].pub.id == id)
+            return &t->streams[i];
+    if (t->nstreams == t->streams_cap) {
+        size_t cap = t->streams_cap ? 2 * t->streams_cap : 8;
+        struct stream *s = realloc(t->streams, cap * sizeof *s);
+        if (!s)
+            return NULL;
+        t->streams = s;
+        t->streams_cap = cap;
+    }
+    struct stream *s = &t->streams[t->nstreams++];
+    memset(s, 0, sizeof *s);
+    s->pub.id = id;
+    return s;
+}
+
+int evp_stream_add_segment(struct stream *s, const struct segment *seg)
+{
+    if (s->nsegs == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        struct segment *n = realloc(s->segs, cap * sizeof *n);
+        if (!n)
+            return -ENOMEM;
+        s->segs = n;
+        s->cap = cap;
+    }
+    s->segs[s->nsegs++] = *seg;
+    return 0;
+}
+
+int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode,
+                         const char *name, unsigned base)
+{
+    if (opcode > 0xffff || base > 0xffff)
+        return -EINVAL;
+    if (opcode >= t->nops) {
+        unsigned n = t->nops ? t->nops : 256;
+        while (n <= opcode)
+            n *= 2;
+        struct opcode_entry *o = realloc(t->ops, n * sizeof *o);
+        if (!o)
+            return -ENOMEM;
+        for (unsigned i = t->nops; i < n; i++)
+            o[i] = (struct opcode_entry){NULL, (uint16_t)i};
+        t->ops = o;
+        t->nops = n;
+    }
+    char *nm = evp_trace_strdup(t, name, strlen(name));
+    if (!nm)
+        return -ENOMEM;
+    t->ops[opcode].name = nm;
+    t->ops[opcode].base = (uint16_t)base;
+    return 0;
+}
+
+int evp_trace_builtin_opcodes(struct evp_trace *t, const char *version)
+{
+    const struct evp_optable *tab = evp_optable_find(version);
+    if (!tab)
+        return -1;
+    for (size_t i = 0; i < tab->n; i++)
+        evp_trace_set_opcode(t, tab->entries[i].opcode, tab->entries[i].name,
+                             tab->entries[i].base);
+    char src[64];
+    snprintf(src, sizeof src, "built-in table for Python %s", tab->version);
+    t->info.opcode_source = evp_trace_strdup(t, src, strlen(src));
+    return 0;
+}
+
+/* ---- binary chunks -------------------------------------------------------- */
+
+struct scan {
+    struct evp_trace *t;
+    uint32_t chunk; /* chunk number, from 0 */
+    /* clock pairs for calibration */
+    uint64_t lo_ticks, lo_ns, hi_ticks, hi_ns;
+    int have_pair;
+    uint64_t end_ticks, end_ns, end_wall;
+    int have_end;
+};
+
+static void add_pair(struct scan *sc, uint64_t ticks, uint64_t ns)
+{
+    if (!ticks && !ns)
+        return;
+    if (!sc->have_pair || ns < sc->lo_ns) {
+        sc->lo_ticks = ticks;
+        sc->lo_ns = ns;
+    }
+    if (!sc->have_pair || ns > sc->hi_ns) {
+        sc->hi_ticks = ticks;
+        sc->hi_ns = ns;
+    }
+    sc->have_pair = 1;
+}
+
+static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    return evp_varint_get(p, end, v);
+}
+
+/* A length-prefixed string; returns 0 or -1. */
+static int read_str(const uint8_t **p, const uint8_t *end, const char **s,
+                    size_t *n)
+{
+    uint64_t len;
+    if (read_varint(p, end, &len) < 0 || len > (uint64_t)(end - *p))
+        return -1;
+    *s = (const char *)*p;
+    *n = (size_t)len;
+    *p += len;
+    return 0;
+}
+
+static int parse_meta(struct scan *sc, const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    while (p < end) {
+        const uint8_t *k = p, *kz = memchr(p, 0, (size_t)(end - p));
+        if (!kz)
+            return -1;
+        const uint8_t *v = kz + 1, *vz = v < end ? memchr(v, 0, (size_t)(end - v)) : NULL;
+        if (!vz)
+            return -1;
+        if (evp_trace_set_meta(sc->t, (const char *)k, (const char *)v) < 0)
+            return -1;
+        p = vz + 1;
+    }
+    return 0;
+}
+
+static int parse_opcodes(struct scan *sc, const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    uint64_t n, op, base;
+    if (read_varint(&p, end, &n) < 0)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *s;
+        size_t sl;
+        if (read_varint(&p, end, &op) < 0 || read_varint(&p, end, &base) < 0 ||
+            read_str(&p, end, &s, &sl) < 0 || op > 0xffff || base > 0xffff)
+            return -1;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)sl, s);
+        if (evp_trace_set_opcode(sc->t, (unsigned)op, name, (unsigned)base) < 0)
+            return -1;
+    }
+    sc->t->ops_from_trace = 1;
+    return 0;
+}
+
+static int parse_funcs(struct scan *sc, const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    uint64_t n, id, line;
+    if (read_varint(&p, end, &n) < 0)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *name, *file;
+        size_t nl, fl;
+        if (read_varint(&p, end, &id) < 0 || read_str(&p, end, &name, &nl) < 0 ||
+            read_str(&p, end, &file, &fl) < 0 ||
+            read_varint(&p, end, &line) < 0 || id == 0 || id > MAX_FUNC_ID ||
+            line > 0xffffffffu)
+            return -1;
+        if (evp_trace_set_func(sc->t, (uint32_t)id, name, nl, file, fl,
+                               (uint32_t)line) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_thread(struct scan *sc, const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    uint64_t id, tid;
+    const char *name;
+    size_t nl;
+    if (read_varint(&p, end, &id) < 0 || read_varint(&p, end, &tid) < 0 ||
+        read_str(&p, end, &name, &nl) < 0 || id > 0xffffffffu)
+        return -1;
+    struct stream *s = evp_trace_get_stream(sc->t, (uint32_t)id);
+    if (!s)
+        return -1;
+    s->pub.tid = tid;
+    s->name = evp_trace_strdup(sc->t, name, nl);
+    return 0;
+}
+
+static int parse_events(struct scan *sc, const uint8_t *p, size_t len,
+                        uint64_t offset)
+{
+    struct segment seg = {0};
+    if (evp_events_prefix_read(p, len, &seg.pf) < 0)
+        return -1;
+    seg.payload = p;
+    seg.len = len;
+    seg.offset = offset;
+    seg.chunk = sc->chunk;
+    struct stream *s = evp_trace_get_stream(sc->t, seg.pf.stream);
+    if (!s || evp_stream_add_segment(s, &seg) < 0)
+        return -1;
+    s->pub.events += seg.pf.count;
+    s->pub.dropped += seg.pf.dropped;
+    s->pub.chunks++;
+    add_pair(sc, seg.pf.sync_ticks, seg.pf.sync_ns);
+    return 0;
+}
+
+static int parse_end(struct scan *sc, const uint8_t *p, size_t len)
+{
+    if (len < 48)
+        return -1;
+    sc->end_ticks = evp_get_u64(p);
+    sc->end_ns = evp_get_u64(p + 8);
+    sc->end_wall = evp_get_u64(p + 16);
+    sc->t->info.dropped = evp_get_u64(p + 32);
+    sc->have_end = 1;
+    add_pair(sc, sc->end_ticks, sc->end_ns);
+    return 0;
+}
+
+/* Decompress a zstd payload into an owned buffer. */
+static int inflate(struct scan *sc, const uint8_t **p, size_t *len)
+{
+    if (*len < 4)
+        return -1;
+    uint32_t raw = evp_get_u32(*p);
+    if (raw > EVP_CHUNK_MAX_PAYLOAD)
+        return -1;
+    uint8_t *out = malloc(raw ? raw : 1);
+    if (!out)
+        return -1;
+    size_t got = ZSTD_decompress(out, raw, *p + 4, *len - 4);
+    if (ZSTD_isError(got) || got != raw) {
+        free(out);
+        return -1;
+    }
+    evp_trace_own(sc->t, out);
+    *p = out;
+    *len = raw;
+    return 0;
+}
+
+static const char *chunk_type_name(unsigned type)
+{
+    switch (type) {
+    case EVP_CHUNK_META: return "metadata";
+    case EVP_CHUNK_OPCODES: return "opcode table";
+    case EVP_CHUNK_FUNCS: return "function table";
+    case EVP_CHUNK_THREAD: return "thread";
+    case EVP_CHUNK_EVENTS: return "events";
+    case EVP_CHUNK_END: return "end record";
+    default: return "unknown";
+    }
+}
+
+/* Is there a whole, checksummed chunk at OFF? */
+static int chunk_ok(const uint8_t *d, size_t size, size_t off)
+{
+    if (size - off < EVP_CHUNK_HEADER_SIZE ||
+        evp_get_u32(d + off) != EVP_CHUNK_MAGIC)
+        return 0;
+    uint32_t len = evp_get_u32(d + off + 8);
+    if (len > EVP_CHUNK_MAX_PAYLOAD ||
+        len > size - off - EVP_CHUNK_HEADER_SIZE)
+        return 0;
+    return evp_chunk_checksum(d + off, d + off + EVP_CHUNK_HEADER_SIZE, len) ==
+           evp_get_u32(d + off + 12);
+}
+
+/* The next offset after OFF holding a valid chunk, or SIZE. */
+static size_t resync(const uint8_t *d, size_t size, size_t off)
+{
+    static const uint8_t magic[4] = {'E', 'V', 'P', 'C'};
+    for (size_t o = off + 1; o + EVP_CHUNK_HEADER_SIZE <= size; o++) {
+        const uint8_t *m = memmem(d + o, size - o, magic, 4);
+        if (!m)
+            break;
+        o = (size_t)(m - d);
+        if (chunk_ok(d, size, o))
+            return o;
+    }
+    return size;
+}
+
+/* What a lost piece held, for the warning: " (N events)" when known. */
+static void lost_events(const uint8_t *d, size_t size, size_t off, char *buf,
+                        size_t len)
+{
+    buf[0] = '\0';
+    if (size - off >= EVP_CHUNK_HEADER_SIZE + EVP_EVENTS_PREFIX_SIZE &&
+        d[off + 4] == EVP_CHUNK_EVENTS && !(d[off + 5] & EVP_CHUNK_F_ZSTD))
+        snprintf(buf, len, ", %u events of stream %u",
+                 evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE + 32),
+                 evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE));
+}
+
+static int read_binary(struct evp_trace *t, char *err, size_t errlen)
+{
+    const uint8_t *d = t->data;
+    size_t size = t->size;
+    struct scan sc = {.t = t};
+    size_t off = EVP_FILE_HEADER_SIZE;
+    unsigned good = 0;
+
+    if (d[8] != EVP_FORMAT_MAJOR) {
+        snprintf(err, errlen,
+                 "unsupported format version %u.%u (this evalprof reads "
+                 "%u.x)",
+                 d[8], d[10], EVP_FORMAT_MAJOR);
+        return -EPROTO;
+    }
+    while (off < size) {
+        size_t left = size - off;
+        char lost[64];
+        if (left < EVP_CHUNK_HEADER_SIZE) {
+            evp_trace_warnf(t,
+                            "chunk %u at byte %zu truncated (expected a "
+                            "16-byte header, found %zu bytes); %zu bytes lost",
+                            sc.chunk, off, left, left);
+            break;
+        }
+        uint32_t len = evp_get_u32(d + off + 8);
+        unsigned type = d[off + 4], flags = d[off + 5];
+        if (evp_get_u32(d + off) != EVP_CHUNK_MAGIC ||
+            len > EVP_CHUNK_MAX_PAYLOAD) {
+            size_t next = resync(d, size, off);
+            evp_trace_warnf(t,
+                            "chunk %u at byte %zu: bad chunk header; %zu "
+                            "bytes skipped",
+                            sc.chunk, off, next - off);
+            off = next;
+            sc.chunk++;
+            continue;
+        }
+        if (len > left - EVP_CHUNK_HEADER_SIZE) {
+            lost_events(d, size, off, lost, sizeof lost);
+            evp_trace_warnf(t,
+                            "chunk %u at byte %zu truncated (expected %u "
+                            "bytes, found %zu); %zu bytes lost%s",
+                            sc.chunk, off, len + EVP_CHUNK_HEADER_SIZE, left,
+                            left, lost);
+            break;
+        }
+        const uint8_t *payload = d + off + EVP_CHUNK_HEADER_SIZE;
+        if (evp_chunk_checksum(d + off, payload, len) !=
+            evp_get_u32(d + off + 12)) {
+            size_t next = resync(d, size, off);
+            lost_events(d, size, off, lost, sizeof lost);
+            evp_trace_warnf(t,
+                            "chunk %u at byte %zu (%s): checksum mismatch; "
+                            "%zu bytes skipped%s",
+                            sc.chunk, off, chunk_type_name(type), next - off,
+                            lost);
+            off = next;
+            sc.chunk++;
+            continue;
+        }
+        size_t plen = len;
+        int rc = 0;
+        if (flags & EVP_CHUNK_F_ZSTD)
+            rc = inflate(&sc, &payload, &plen);
+        if (rc == 0) {
+            switch (type) {
+            case EVP_CHUNK_META: rc = parse_meta(&sc, payload, plen); break;
+            case EVP_CHUNK_OPCODES: rc = parse_opcodes(&sc, payload, plen); break;
+            case EVP_CHUNK_FUNCS: rc = parse_funcs(&sc, payload, plen); break;
+            case EVP_CHUNK_THREAD: rc = parse_thread(&sc, payload, plen); break;
+            case EVP_CHUNK_EVENTS:
+                rc = parse_events(&sc, payload, plen, off);
+                break;
+            case EVP_CHUNK_END: rc = parse_end(&sc, payload, plen); break;
+            default:
+                /* A later minor version's chunk: skipped on purpose. */
+                break;
+            }
+        }
+        if (rc < 0)
+            evp_trace_warnf(t, "chunk %u at byte %zu (%s): malformed payload; "
+                               "chunk skipped",
+                            sc.chunk, off, chunk_type_name(type));
+        else
+            good++;
+        off += EVP_CHUNK_HEADER_SIZE + len;
+        sc.chunk++;
+    }
+    if (!good) {
+        snprintf(err, errlen, "no readable chunk");
+        return -EPROTO;
+    }
+
+    /* Clock: anchor at the recorded start; rate from the widest pairs. */
+    const char *v;
+    double hz = 1e9;
+    if ((v = evp_trace_meta(t, "clock.hz")) && atof(v) > 0)
+        hz = atof(v);
+    uint64_t start_ticks = 0, start_ns = 0;
+    if ((v = evp_trace_meta(t, "start.ticks")))
+        start_ticks = strtoull(v, NULL, 10);
+    if ((v = evp_trace_meta(t, "start.clock_ns")))
+        start_ns = strtoull(v, NULL, 10);
+    add_pair(&sc, start_ticks, start_ns);
+    const char *clock = evp_trace_meta(t, "clock");
+    int tsc = clock && strcmp(clock, "tsc") == 0;
+    if (tsc && sc.have_pair && sc.hi_ns - sc.lo_ns > 5000000u &&
+        sc.hi_ticks > sc.lo_ticks)
+        hz = (double)(sc.hi_ticks - sc.lo_ticks) * 1e9 /
+             (double)(sc.hi_ns - sc.lo_ns);
+    if (!tsc)
+        hz = 1e9;
+    t->anchor_ticks = start_ticks;
+    t->anchor_ns = start_ns;
+    t->mult = (uint64_t)(1e9 / hz * 4294967296.0 + 0.5);
+    t->info.clock_hz = hz;
+    t->info.start_ns = start_ns;
+    if (sc.have_end) {
+        t->info.has_end = 1;
+        t->info.end_ns = sc.end_ns;
+    }
+    return 0;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+static int load_file(struct evp_trace *t, const char *path, char *err,
+                     size_t errlen)
+{
+    int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s", strerror(e));
+        return -e;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        snprintf(err, errlen, "%s", strerror(e));
+        return -e;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        snprintf(err, errlen, "is a directory");
+        return -EISDIR;
+    }
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+            close(fd);
+            t->data = m;
+            t->size = (size_t)st.st_size;
+            t->mapped = 1;
+            return 0;
+        }
+    }
+    /* A pipe or a file that cannot be mapped: read it. */
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            close(fd);
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        if (n == cap) {
+            uint8_t *b = realloc(buf, cap *= 2);
+            if (!b) {
+                free(buf);
+                buf = NULL;
+                continue;
+            }
+            buf = b;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            snprintf(err, errlen, "%s", strerror(e));
+            return -e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    t->data = buf;
+    t->size = n;
+    return 0;
+}
+
+int evp_trace_open(const char *path, const struct evp_open_opts *opts,
+                   struct evp_trace **out, char *err, size_t errlen)
+{
+    static const struct evp_open_opts defaults;
+    if (!opts)
+        opts = &defaults;
+    *out = NULL;
+    struct evp_trace *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    t->path = strdup(path);
+    t->warn = opts->warn ? opts->warn : default_warn;
+    t->warn_ctx = opts->warn_ctx;
+    t->info.path = t->path;
+    t->info.pid = -1;
+    t->info.start_wall_ns = -1;
+    t->info.opcode_source = "";
+    t->mult = UINT64_C(1) << 32;
+    t->nfuncs = 1;
+
+    int rc = load_file(t, path, err, errlen);
+    if (rc < 0)
+        goto fail;
+    if (t->size == 0) {
+        snprintf(err, errlen, "empty file");
+        rc = -ENODATA;
+        goto fail;
+    }
+    int binary = t->size >= 8 && memcmp(t->data, EVP_FILE_MAGIC, 8) == 0;
+    if (opts->format == 1 || (opts->format == 0 && binary)) {
+        if (!binary) {
+            snprintf(err, errlen, "not an evalprof trace (bad magic at byte 0)");
+            rc = -EPROTO;
+            goto fail;
+        }
+        if (t->size < EVP_FILE_HEADER_SIZE) {
+            snprintf(err, errlen,
+                     "truncated file header (expected 16 bytes, found %zu)",
+                     t->size);
+            rc = -EPROTO;
+            goto fail;
+        }
+        rc = read_binary(t, err, errlen);
+    } else {
+        /* Text unless it is plainly something else: a NUL or other
+         * control bytes near the start mean binary data. */
+        int looks_binary = t->size >= 4 && memcmp(t->data, "EVPT", 4) == 0;
+        for (size_t k = 0; k < t->size && k < 512 && !looks_binary; k++) {
+            uint8_t c = t->data[k];
+            looks_binary = c < 0x20 && c != '\n' && c != '\r' && c != '\t';
+        }
+        if (opts->format == 0 && looks_binary) {
+            snprintf(err, errlen,
+                     "not an evalprof trace (bad magic at byte 0)");
+            rc = -EPROTO;
+            goto fail;
+        }
+        t->info.text = 1;
+        rc = evp_text_read(t, err, errlen);
+    }
+    if (rc < 0)
+        goto fail;
+    if (!t->nops || !t->ops_from_trace) {
+        const char *ver = opts->python;
+        if (!ver || !*ver)
+            ver = t->info.text ? "3.10" : NULL;
+        char mm[16];
+        unsigned major, minor;
+        const char *pv = evp_trace_meta(t, "python.version");
+        if (!ver && pv && sscanf(pv, "%u.%u", &major, &minor) == 2) {
+            /* A binary trace without a table: go by its version. */
+            snprintf(mm, sizeof mm, "%u.%u", major, minor);
+            ver = mm;
+        }
+        if (ver && !t->ops_from_trace && evp_trace_builtin_opcodes(t, ver) < 0) {
+            snprintf(err, errlen,
+                     "no built-in opcode table for Python %s (known: %s)", ver,
+                     evp_optable_versions());
+            rc = -EINVAL;
+            goto fail;
+        }
+    } else {
+        t->info.opcode_source = "recorded in the trace";
+    }
+    evp_trace_finish(t);
+    *out = t;
+    return 0;
+fail:
+    evp_trace_close(t);
+    return rc;
+}
+
+static int cmp_stream(const void *a, const void *b)
+{
+    const struct stream *x = a, *y = b;
+    return (x->pub.id > y->pub.id) - (x->pub.id < y->pub.id);
+}
+
+static int cmp_seg(const void *a, const void *b)
+{
+    const struct segment *x = a, *y = b;
+    return (x->pf.seq > y->pf.seq) - (x->pf.seq < y->pf.seq);
+}
+
+void evp_trace_finish(struct evp_trace *t)
+{
+    struct evp_trace_info *i = &t->info;
+    const char *v;
+    qsort(t->streams, t->nstreams, sizeof *t->streams, cmp_stream);
+    i->events = 0;
+    for (size_t s = 0; s < t->nstreams; s++) {
+        struct stream *st = &t->streams[s];
+        if (!t->info.text && st->nsegs) {
+            qsort(st->segs, st->nsegs, sizeof *st->segs, cmp_seg);
+            uint32_t expect = 0;
+            for (size_t k = 0; k < st->nsegs; k++) {
+                uint32_t seq = st->segs[k].pf.seq;
+                if (seq > expect)
+                    evp_trace_warnf(t,
+                                    "stream %u: chunk%s %u%s%.0u missing "
+                                    "(events between them are lost)",
+                                    st->pub.id, seq - expect > 1 ? "s" : "",
+                                    expect, seq - expect > 1 ? "-" : "",
+                                    seq - expect > 1 ? seq - 1 : 0);
+                else if (seq < expect)
+                    evp_trace_warnf(t, "stream %u: chunk %u appears twice",
+                                    st->pub.id, seq);
+                expect = seq + 1;
+            }
+        }
+        if (!st->name) {
+            char nm[48];
+            if (st->pub.tid)
+                snprintf(nm, sizeof nm, "thread %llu",
+                         (unsigned long long)st->pub.tid);
+            else
+                snprintf(nm, sizeof nm, "stream %u", st->pub.id);
+            st->name = evp_trace_strdup(t, nm, strlen(nm));
+        }
+        st->pub.name = st->name ? st->name : "";
+        i->events += st->pub.events;
+    }
+    if (!t->info.text) {
+        uint64_t dropped = 0;
+        for (size_t s = 0; s < t->nstreams; s++)
+            dropped += t->streams[s].pub.dropped;
+        if (dropped > i->dropped)
+            i->dropped = dropped;
+    }
+#define META(field, key) i->field = (v = evp_trace_meta(t, key)) ? v : ""
+    META(producer, "producer");
+    META(executable, "executable");
+    META(argv, "argv");
+    META(python_version, "python.version");
+    META(clock, "clock");
+#undef META
+    if ((v = evp_trace_meta(t, "python.executable")) && *v)
+        i->executable = v;
+    if ((v = evp_trace_meta(t, "pid")))
+        i->pid = strtol(v, NULL, 10);
+    if ((v = evp_trace_meta(t, "start.wall_ns")))
+        i->start_wall_ns = (int64_t)strtoull(v, NULL, 10);
+    if ((v = evp_trace_meta(t, "event_cost.ticks")) && i->clock_hz > 0)
+        i->event_cost_ns = atof(v) * 1e9 / i->clock_hz;
+    i->can_emit = EVP_KINDS_CLASSIC;
+    if ((v = evp_trace_meta(t, "kinds.can_emit")))
+        i->can_emit = strtoull(v, NULL, 0);
+    v = evp_trace_meta(t, "oparg");
+    i->has_oparg = v ? strcmp(v, "1") == 0 : !t->info.text;
+    t->nbases = 0;
+    for (unsigned k = 0; k < t->nops; k++)
+        if (t->ops[k].name && t->ops[k].base == k)
+            t->nbases++;
+}
+
+void evp_trace_close(struct evp_trace *t)
+{
+    if (!t)
+        return;
+    if (t->mapped)
+        munmap(t->data, t->size);
+    else
+        free(t->data);
+    for (size_t i = 0; i < t->nmeta; i++)
+        free(t->meta[i]);
+    free(t->meta);
+    free(t->funcs);
+    for (size_t i = 0; i < t->nstreams; i++)
+        free(t->streams[i].segs);
+    free(t->streams);
+    free(t->ops);
+    for (size_t i = 0; i < t->nwarnings; i++)
+        free(t->warnings[i]);
+    free(t->warnings);
+    for (size_t i = 0; i < t->nowned; i++)
+        free(t->owned[i]);
+    free(t->owned);
+    free(t->path);
+    free(t);
+}
+
+/* ---- accessors ------------------------------------------------------------ */
+
+const struct evp_trace_info *evp_trace_info(const struct evp_trace *t)
+{
+    return &t->info;
+}
+
+const char *evp_trace_meta(const struct evp_trace *t, const char *key)
+{
+    for (size_t i = 0; i < t->nmeta; i += 2)
+        if (strcmp(t->meta[i], key) == 0)
+            return t->meta[i + 1];
+    return NULL;
+}
+
+size_t evp_trace_meta_count(const struct evp_trace *t)
+{
+    return t->nmeta / 2;
+}
+
+int evp_trace_meta_at(const struct evp_trace *t, size_t i, const char **key,
+                      const char **value)
+{
+    if (i >= t->nmeta / 2)
+        return -1;
+    *key = t->meta[2 * i];
+    *value = t->meta[2 * i + 1];
+    return 0;
+}
+
+uint32_t evp_trace_nfuncs(const struct evp_trace *t)
+{
+    return t->nfuncs ? (uint32_t)t->nfuncs - 1 : 0;
+}
+
+const struct evp_func *evp_trace_func(const struct evp_trace *t, uint32_t id)
+{
+    if (id == 0 || id >= t->nfuncs || !t->funcs[id].name)
+        return NULL;
+    return &t->funcs[id];
+}
+
+size_t evp_trace_nstreams(const struct evp_trace *t)
+{
+    return t->nstreams;
+}
+
+const struct evp_stream *evp_trace_stream(const struct evp_trace *t, size_t i)
+{
+    return i < t->nstreams ? &t->streams[i].pub : NULL;
+}
+
+const char *evp_trace_opname(const struct evp_trace *t, unsigned opcode)
+{
+    return opcode < t->nops ? t->ops[opcode].name : NULL;
+}
+
+unsigned evp_trace_opbase(const struct evp_trace *t, unsigned opcode)
+{
+    return opcode < t->nops && t->ops[opcode].name ? t->ops[opcode].base
+                                                   : opcode;
+}
+
+unsigned evp_trace_nopcodes(const struct evp_trace *t)
+{
+    return t->nbases;
+}
+
+size_t evp_trace_nwarnings(const struct evp_trace *t)
+{
+    return t->nwarnings;
+}
+
+const char *evp_trace_warning(const struct evp_trace *t, size_t i)
+{
+    return i < t->nwarnings ? t->warnings[i] : NULL;
+}
+
+uint64_t evp_trace_ticks_to_ns(const struct evp_trace *t, uint64_t ticks)
+{
+    int64_t d = (int64_t)(ticks - t->anchor_ticks);
+    __int128 ns = ((__int128)d * (__int128)t->mult) >> 32;
+    return t->anchor_ns + (uint64_t)(int64_t)ns;
+}
+
+uint64_t evp_trace_end_ns(const struct evp_trace *t)
+{
+    if (t->info.has_end)
+        return t->info.end_ns;
+    /* No end record: the latest last event over the streams. */
+    uint64_t end = t->info.start_ns;
+    for (size_t s = 0; s < t->nstreams; s++) {
+        const struct stream *st = &t->streams[s];
+        if (!st->nsegs)
+            continue;
+        const struct segment *seg = &st->segs[st->nsegs - 1];
+        uint64_t last = 0;
+        if (seg->recs) {
+            last = seg->nrecs ? seg->recs[seg->nrecs - 1].ts : 0;
+        } else {
+            struct evp_rec_record buf[256];
+            struct evp_events_cursor c;
+            evp_events_cursor_init(&c, seg->payload, seg->len, &seg->pf);
+            long n;
+            while ((n = evp_events_decode(&c, buf, 256)) > 0)
+                last = buf[n - 1].ts;
+            if (!last)
+                continue;
+        }
+        uint64_t ns = evp_trace_ticks_to_ns(t, last);
+        if (ns > end)
+            end = ns;
+    }
+    return end;
+}

@@ -1,0 +1,319 @@
+/*
+ * The replay engine: turns each stream's records into replayed events
+ * (elapsed time, depth, function) and hands them to a view in batches.
+ *
+ * An event's elapsed time is only known when the next event of its stream
+ * arrives, so the engine keeps one event pending.  "# log written" records
+ * of text traces are folded into the pending event (their time is left
+ * out of its elapsed figure).  The call stack is kept here once for all
+ * views; with func_stats the engine also sums inclusive and self time per
+ * function, counting a recursive function's time only at its outermost
+ * activation.
+ *
+ * Compensation: the recorder measured what one event costs; with
+ * compensate on, that cost is taken off every elapsed time, and the cost
+ * of all events inside a call plus any recorder time (buffer hand-offs)
+ * is taken off the call's inclusive time.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evalprof/replay.h"
+#include "internal.h"
+
+#define BATCH 4096
+#define DECODE 4096
+
+
+struct frame {
+    uint32_t func;
+    uint64_t ts;    /* ns at the push */
+    uint64_t ovh;   /* overhead accumulated before the push */
+    uint64_t child; /* compensated inclusive time of callees */
+};
+
+struct rstate {
+    struct evp_trace *t;
+    const struct evp_replay_opts *o;
+    const struct evp_replay_ops *ops;
+    void *ctx;
+    struct evp_event out[BATCH];
+    size_t nout;
+    struct evp_event pend;
+    int have_pend;
+    uint64_t pend_log; /* log-written ns inside the pending event */
+    struct frame *stack;
+    size_t depth, cap;
+    uint32_t *active; /* per function id: open activations */
+    uint32_t nstat;   /* entries in func_stats / active */
+    uint64_t cost;    /* ns subtracted per event (0: no compensation) */
+    uint64_t ovh;     /* accumulated overhead of this stream */
+    struct evp_replay_stats st;
+    int rc;
+};
+
+static uint8_t nest_of[EVP_EV__COUNT];
+
+static void nest_init(void)
+{
+    for (unsigned k = 0; k < EVP_EV__COUNT; k++)
+        nest_of[k] = (uint8_t)evp_kind_info(k)->nest;
+}
+
+static int flush_out(struct rstate *r)
+{
+    if (r->nout && !r->rc) {
+        int rc = r->ops->events(r->ctx, r->out, r->nout);
+        if (rc)
+            r->rc = rc;
+    }
+    r->nout = 0;
+    return r->rc;
+}
+
+/* Give the pending event its elapsed time (the next event is at NEXT_NS)
+ * and queue it for the view. */
+static inline void finish_pending(struct rstate *r, uint64_t next_ns,
+                                  unsigned flags)
+{
+    struct evp_event *e = &r->pend;
+    uint64_t el = 0;
+    if (!(flags & (EVP_EVF_LAST | EVP_EVF_GAP))) {
+        el = next_ns > e->ts ? next_ns - e->ts : 0;
+        if (r->pend_log) {
+            el = el > r->pend_log ? el - r->pend_log : 0;
+            e->flags |= EVP_EVF_LOG;
+        }
+        if (r->cost) {
+            uint64_t c = el < r->cost ? el : r->cost;
+            r->ovh += c;
+            el -= c;
+            if (e->kind == EVP_EV_RECORDER) {
+                r->ovh += el;
+                r->st.overhead_ns += el;
+            }
+        }
+    }
+    e->elapsed = el;
+    e->flags |= (uint16_t)flags;
+    r->out[r->nout++] = *e;
+    r->have_pend = 0;
+    r->pend_log = 0;
+    if (r->nout == BATCH)
+        flush_out(r);
+}
+
+static int push_frame(struct rstate *r, uint32_t func, uint64_t ts)
+{
+    if (r->depth == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 256;
+        struct frame *s = realloc(r->stack, cap * sizeof *s);
+        if (!s)
+            return -ENOMEM;
+        r->stack = s;
+        r->cap = cap;
+    }
+    r->stack[r->depth++] = (struct frame){func, ts, r->ovh, 0};
+    if ((int32_t)r->depth > r->st.max_depth)
+        r->st.max_depth = (int32_t)r->depth;
+    if (r->active)
+        r->active[func < r->nstat ? func : 0]++;
+    return 0;
+}
+
+/* Close the innermost frame at TS and account its time. */
+static void pop_frame(struct rstate *r, uint64_t ts)
+{
+    struct frame *f = &r->stack[--r->depth];
+    if (!r->o->func_stats)
+        return;
+    uint64_t incl = ts > f->ts ? ts - f->ts : 0;
+    uint64_t ovh = r->ovh - f->ovh;
+    incl = incl > ovh ? incl - ovh : 0;
+    uint32_t id = f->func < r->nstat ? f->func : 0;
+    struct evp_func_stats *fs = &r->o->func_stats[id];
+    fs->self_ns += incl > f->child ? incl - f->child : 0;
+    if (--r->active[id] == 0) {
+        fs->incl_ns += incl;
+        if (incl > fs->max_incl_ns)
+            fs->max_incl_ns = incl;
+    }
+    if (r->depth)
+        r->stack[r->depth - 1].child += incl;
+}
+
+static void one_record(struct rstate *r, const struct evp_rec_record *rec,
+                       uint64_t ns)
+{
+    unsigned kind = rec->kind;
+    if (kind == EVP_EV_LOG_WRITTEN && !r->o->keep_log) {
+        r->st.log_ns += rec->arg;
+        if (r->have_pend)
+            r->pend_log += rec->arg;
+        return;
+    }
+    if (r->have_pend)
+        finish_pending(r, ns, 0);
+
+    struct evp_event *e = &r->pend;
+    e->ts = ns;
+    e->kind = kind;
+    e->arg = rec->arg;
+    e->aux = rec->aux;
+    e->flags = 0;
+    r->have_pend = 1;
+    r->st.events++;
+
+    unsigned nest = kind < EVP_EV__COUNT ? nest_of[kind] : EVP_NEST_NONE;
+    uint32_t top = r->depth ? r->stack[r->depth - 1].func : 0;
+    if (nest == EVP_NEST_PUSH) {
+        e->depth = (int32_t)r->depth;
+        e->func = rec->arg;
+        e->parent = top;
+        if (r->o->func_stats) {
+            uint32_t id = rec->arg < r->nstat ? rec->arg : 0;
+            if (kind == EVP_EV_RESUME)
+                r->o->func_stats[id].resumes++;
+            else
+                r->o->func_stats[id].calls++;
+        }
+        if (push_frame(r, rec->arg, ns) < 0)
+            r->rc = -ENOMEM;
+    } else if (nest == EVP_NEST_POP) {
+        e->func = rec->arg ? rec->arg : top;
+        if (r->depth) {
+            pop_frame(r, ns);
+            e->depth = (int32_t)r->depth;
+            e->parent = r->depth ? r->stack[r->depth - 1].func : 0;
+        } else {
+            e->depth = 0;
+            e->parent = 0;
+            e->flags = EVP_EVF_UNMATCHED;
+            r->st.unmatched++;
+        }
+    } else {
+        e->depth = (int32_t)r->depth;
+        e->func = top;
+        e->parent = r->depth > 1 ? r->stack[r->depth - 2].func : 0;
+    }
+}
+
+static void replay_segment(struct rstate *r, struct stream *s,
+                           struct segment *seg)
+{
+    struct evp_trace *t = r->t;
+    if (seg->recs) {
+        for (size_t i = 0; i < seg->nrecs && !r->rc; i++)
+            one_record(r, &seg->recs[i],
+                       evp_trace_ticks_to_ns(t, seg->recs[i].ts));
+        return;
+    }
+    struct evp_rec_record buf[DECODE];
+    struct evp_events_cursor c;
+    evp_events_cursor_init(&c, seg->payload, seg->len, &seg->pf);
+    uint64_t done = 0;
+    /* Inline tick conversion: the hot loop of every view. */
+    const uint64_t at = t->anchor_ticks, an = t->anchor_ns, mult = t->mult;
+    for (;;) {
+        long n = evp_events_decode(&c, buf, DECODE);
+        if (n < 0) {
+            if (!seg->reported) /* once per trace, not once per view */
+                evp_trace_warnf(t,
+                                "stream %u, chunk %u at byte %" PRIu64
+                                ": malformed event data after %" PRIu64
+                                " of %u events; the rest of the chunk is "
+                                "skipped",
+                                s->pub.id, seg->chunk, seg->offset, done,
+                                seg->pf.count);
+            seg->reported = 1;
+            break;
+        }
+        if (n == 0)
+            break;
+        for (long i = 0; i < n && !r->rc; i++) {
+            int64_t d = (int64_t)(buf[i].ts - at);
+            uint64_t ns = an + (uint64_t)(int64_t)(((__int128)d * mult) >> 32);
+            one_record(r, &buf[i], ns);
+        }
+        done += (uint64_t)n;
+        if (r->rc)
+            return;
+    }
+}
+
+static int replay_stream(struct rstate *r, struct stream *s)
+{
+    const struct evp_replay_ops *ops = r->ops;
+    r->depth = 0;
+    r->have_pend = 0;
+    r->pend_log = 0;
+    r->ovh = 0;
+    r->nout = 0;
+    if (r->active)
+        memset(r->active, 0, r->nstat * sizeof *r->active);
+    if (ops->begin_stream && (r->rc = ops->begin_stream(r->ctx, &s->pub)))
+        return r->rc;
+    uint32_t expect = 0;
+    for (size_t k = 0; k < s->nsegs && !r->rc; k++) {
+        struct segment *seg = &s->segs[k];
+        if (!seg->recs && seg->pf.seq != expect && r->have_pend)
+            finish_pending(r, 0, EVP_EVF_GAP); /* events lost between */
+        expect = seg->pf.seq + 1;
+        replay_segment(r, s, seg);
+    }
+    if (r->rc)
+        return r->rc;
+    uint64_t last = r->pend.ts;
+    if (r->have_pend)
+        finish_pending(r, 0, EVP_EVF_LAST);
+    while (r->depth) {
+        pop_frame(r, last);
+        r->st.unclosed++;
+    }
+    if (flush_out(r))
+        return r->rc;
+    if (ops->end_stream && (r->rc = ops->end_stream(r->ctx, &s->pub)))
+        return r->rc;
+    return 0;
+}
+
+int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
+               const struct evp_replay_ops *ops, void *ctx)
+{
+    static const struct evp_replay_opts defaults = {.stream = -1};
+    if (!opts)
+        opts = &defaults;
+    if (!nest_of[EVP_EV_ENTER])
+        nest_init();
+    struct rstate *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    r->t = t;
+    r->o = opts;
+    r->ops = ops;
+    r->ctx = ctx;
+    if (opts->compensate && t->info.event_cost_ns > 0)
+        r->cost = (uint64_t)(t->info.event_cost_ns + 0.5);
+    if (opts->func_stats) {
+        r->nstat = (uint32_t)t->nfuncs ? (uint32_t)t->nfuncs : 1;
+        r->active = calloc(r->nstat, sizeof *r->active);
+        if (!r->active) {
+            free(r);
+            return -ENOMEM;
+        }
+    }
+    int rc = 0;
+    for (size_t i = 0; i < t->nstreams && !rc; i++) {
+        if (opts->stream >= 0 && (size_t)opts->stream != i)
+            continue;
+        rc = replay_stream(r, &t->streams[i]);
+    }
+    if (opts->stats)
+        *opts->stats = r->st;
+    free(r->stack);
+    free(r->active);
+    free(r);
+    return rc;
+}

@@ -1,0 +1,733 @@
+/*
+ * Text traces: the format of the eval-loop profiling discussion, read and
+ * written.
+ *
+ *   # python: /path/to/python          header lines (any order)
+ *   # argv: ./python -E ./setup.py build
+ *   # start time: 1617222445 s (since epoch)
+ *   # start clock: 17137493.663947837 s (on clock)
+ *   # end clock: 17137494.467647860 s (on clock)
+ *                                      blank line
+ *   17137493.664739837 0               <sec>.<nsec> <id> [arg]
+ *   # func: <module>                   names the next enter/exit
+ *   17137493.666522537 3
+ *   17137493.666524437 9 100           op: the opcode
+ *   # log written: 0.000120000         time spent writing the log,
+ *                                      left out of the elapsed figures
+ *
+ * evalprof adds lines the discussion's format cannot express, all of them
+ * comments to an older reader (docs/FORMAT.md): "# opcode: N NAME BASE",
+ * "# meta: key=value", "# function: ID<TAB>LINE<TAB>FILE<TAB>NAME" (then
+ * enter/exit lines carry the id), "# thread: ID TID NAME" (the following
+ * events belong to that thread), and a second op argument, the oparg.
+ *
+ * The reader is a hand-written scanner over the mapped file: a 30 MB trace
+ * is read in well under a tenth of a second.  A malformed line is a
+ * warning with its line number, never the end of the read.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evalprof/replay.h"
+#include "internal.h"
+
+/* ---- name interning --------------------------------------------------- */
+
+struct intern {
+    uint32_t *slots; /* function ids, 0 = empty */
+    size_t cap;      /* power of two */
+    size_t n;
+};
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211u;
+    return h;
+}
+
+static int intern_grow(struct evp_trace *t, struct intern *in)
+{
+    size_t cap = in->cap ? in->cap * 2 : 1024;
+    uint32_t *s = calloc(cap, sizeof *s);
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < in->cap; i++) {
+        uint32_t id = in->slots[i];
+        if (!id)
+            continue;
+        const char *nm = t->funcs[id].name;
+        size_t j = hash_bytes(nm, strlen(nm)) & (cap - 1);
+        while (s[j])
+            j = (j + 1) & (cap - 1);
+        s[j] = id;
+    }
+    free(in->slots);
+    in->slots = s;
+    in->cap = cap;
+    return 0;
+}
+
+/* The id of function NAME, adding it when new; 0 when out of memory. */
+static uint32_t intern_func(struct evp_trace *t, struct intern *in,
+                            const char *name, size_t n)
+{
+    if ((in->n + 1) * 2 > in->cap && intern_grow(t, in) < 0)
+        return 0;
+    size_t j = hash_bytes(name, n) & (in->cap - 1);
+    for (;;) {
+        uint32_t id = in->slots[j];
+        if (!id)
+            break;
+        const char *nm = t->funcs[id].name;
+        if (strncmp(nm, name, n) == 0 && nm[n] == '\0')
+            return id;
+        j = (j + 1) & (in->cap - 1);
+    }
+    uint32_t id = (uint32_t)t->nfuncs;
+    if (evp_trace_set_func(t, id, name, n, "", 0, 0) < 0)
+        return 0;
+    in->slots[j] = id;
+    in->n++;
+    return id;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+struct rec_vec {
+    struct evp_rec_record *v;
+    size_t n, cap;
+};
+
+struct tstream {
+    uint32_t id;
+    struct rec_vec recs;
+};
+
+struct reader {
+    struct evp_trace *t;
+    struct intern names;
+    struct tstream *streams;
+    size_t nstreams;
+    struct tstream *cur;
+    const char *pending; /* "# func:" name for the next event */
+    size_t pending_len;
+    int explicit_ids; /* a "# function:" table was given */
+    uint64_t line;
+    uint64_t events, headers, bad_lines, backwards;
+};
+
+static int vec_push(struct rec_vec *v, const struct evp_rec_record *r)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 4096;
+        struct evp_rec_record *n = realloc(v->v, cap * sizeof *n);
+        if (!n)
+            return -1;
+        v->v = n;
+        v->cap = cap;
+    }
+    v->v[v->n++] = *r;
+    return 0;
+}
+
+static struct tstream *stream_for(struct reader *rd, uint32_t id)
+{
+    for (size_t i = 0; i < rd->nstreams; i++)
+        if (rd->streams[i].id == id)
+            return &rd->streams[i];
+    struct tstream *s =
+        realloc(rd->streams, (rd->nstreams + 1) * sizeof *rd->streams);
+    if (!s)
+        return NULL;
+    rd->streams = s;
+    s = &rd->streams[rd->nstreams++];
+    memset(s, 0, sizeof *s);
+    s->id = id;
+    rd->cur = NULL; /* the array moved */
+    return s;
+}
+
+/* Parse an unsigned decimal; returns the end or NULL. */
+static const char *parse_u64(const char *p, const char *end, uint64_t *v)
+{
+    if (p >= end || *p < '0' || *p > '9')
+        return NULL;
+    uint64_t x = 0;
+    while (p < end && *p >= '0' && *p <= '9') {
+        unsigned d = (unsigned)(*p - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return NULL;
+        x = x * 10 + d;
+        p++;
+    }
+    *v = x;
+    return p;
+}
+
+/* "<sec>[.<up to 9 digits>]" as ns; returns the end or NULL. */
+static const char *parse_time(const char *p, const char *end, uint64_t *ns)
+{
+    uint64_t sec, frac = 0;
+    p = parse_u64(p, end, &sec);
+    if (!p || sec > UINT64_C(18000000000))
+        return NULL;
+    if (p < end && *p == '.') {
+        p++;
+        unsigned digits = 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (digits == 9)
+                return NULL;
+            frac = frac * 10 + (uint64_t)(*p - '0');
+            digits++;
+            p++;
+        }
+        if (!digits)
+            return NULL;
+        while (digits++ < 9)
+            frac *= 10;
+    }
+    *ns = sec * 1000000000u + frac;
+    return p;
+}
+
+static const char *skip_spaces(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* Undo the writer's escapes (\n, \r, \\) in place; returns the length. */
+static size_t unescape(char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\\' && i + 1 < n) {
+            char c = s[i + 1];
+            if (c == 'n' || c == 'r' || c == '\\') {
+                s[o++] = c == 'n' ? '\n' : c == 'r' ? '\r' : '\\';
+                i++;
+                continue;
+            }
+        }
+        s[o++] = s[i];
+    }
+    return o;
+}
+
+static int has_prefix(const char *p, const char *end, const char *pre,
+                      const char **rest)
+{
+    size_t n = strlen(pre);
+    if ((size_t)(end - p) < n || memcmp(p, pre, n) != 0)
+        return 0;
+    *rest = p + n;
+    return 1;
+}
+
+static char *dup_range(struct evp_trace *t, const char *p, const char *end)
+{
+    return evp_trace_strdup(t, p, (size_t)(end - p));
+}
+
+static void bad_line(struct reader *rd, const char *what)
+{
+    rd->bad_lines++;
+    evp_trace_warnf(rd->t, "line %" PRIu64 ": %s; line skipped", rd->line,
+                    what);
+}
+
+static int meta_range(struct evp_trace *t, const char *key, const char *p,
+                      const char *end)
+{
+    char *v = dup_range(t, p, end);
+    return v ? evp_trace_set_meta(t, key, v) : -1;
+}
+
+/* A "# ..." line (without the leading "#"). */
+static void comment_line(struct reader *rd, const char *p, const char *end)
+{
+    struct evp_trace *t = rd->t;
+    const char *r;
+    uint64_t v, ns;
+    p = skip_spaces(p, end);
+
+    if (has_prefix(p, end, "func:", &r)) {
+        r = skip_spaces(r, end);
+        rd->pending = r;
+        rd->pending_len = (size_t)(end - r);
+        return;
+    }
+    if (has_prefix(p, end, "log written:", &r)) {
+        r = skip_spaces(r, end);
+        const char *e = parse_time(r, end, &ns);
+        if (!e || ns > UINT32_MAX) {
+            bad_line(rd, "malformed '# log written:' annotation (expected "
+                         "seconds below 4.29)");
+            return;
+        }
+        if (!rd->cur && !(rd->cur = stream_for(rd, 0)))
+            return;
+        struct rec_vec *vec = &rd->cur->recs;
+        struct evp_rec_record rec = {vec->n ? vec->v[vec->n - 1].ts : 0,
+                                     EVP_EV_LOG_WRITTEN, 0, (uint32_t)ns};
+        if (vec_push(vec, &rec) < 0)
+            bad_line(rd, "out of memory");
+        return;
+    }
+    rd->headers++;
+    if (has_prefix(p, end, "python:", &r)) {
+        meta_range(t, "executable", skip_spaces(r, end), end);
+    } else if (has_prefix(p, end, "argv:", &r)) {
+        meta_range(t, "argv", skip_spaces(r, end), end);
+    } else if (has_prefix(p, end, "start time:", &r)) {
+        const char *e = parse_u64(skip_spaces(r, end), end, &v);
+        if (!e)
+            bad_line(rd, "malformed '# start time:' header");
+        else
+            meta_range(t, "start.time_s", skip_spaces(r, end), e);
+    } else if (has_prefix(p, end, "start clock:", &r) ||
+               has_prefix(p, end, "end clock:", &r)) {
+        int start = p[0] == 's';
+        const char *e = parse_time(skip_spaces(r, end), end, &ns);
+        if (!e) {
+            bad_line(rd, start ? "malformed '# start clock:' header"
+                               : "malformed '# end clock:' header");
+            return;
+        }
+        char buf[32];
+        snprintf(buf, sizeof buf, "%" PRIu64, ns);
+        evp_trace_set_meta(t, start ? "start.clock_ns" : "end.clock_ns", buf);
+    } else if (has_prefix(p, end, "opcode:", &r)) {
+        uint64_t op, base;
+        const char *e = parse_u64(skip_spaces(r, end), end, &op);
+        const char *n0 = e ? skip_spaces(e, end) : NULL, *n1 = n0;
+        while (n1 && n1 < end && *n1 != ' ' && *n1 != '\t')
+            n1++;
+        if (!e || op > 0xffff || n0 == n1) {
+            bad_line(rd, "malformed '# opcode:' line");
+            return;
+        }
+        base = op;
+        const char *b = skip_spaces(n1, end);
+        if (b < end && (!parse_u64(b, end, &base) || base > 0xffff)) {
+            bad_line(rd, "malformed '# opcode:' base");
+            return;
+        }
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(n1 - n0), n0);
+        evp_trace_set_opcode(t, (unsigned)op, name, (unsigned)base);
+        t->ops_from_trace = 1;
+        t->info.opcode_source = "recorded in the trace";
+    } else if (has_prefix(p, end, "meta:", &r)) {
+        r = skip_spaces(r, end);
+        const char *eq = memchr(r, '=', (size_t)(end - r));
+        if (!eq || eq == r) {
+            bad_line(rd, "malformed '# meta:' line (expected key=value)");
+            return;
+        }
+        char *key = dup_range(t, r, eq);
+        if (key)
+            meta_range(t, key, eq + 1, end);
+    } else if (has_prefix(p, end, "function:", &r)) {
+        /* ID<TAB>LINE<TAB>FILE<TAB>NAME */
+        uint64_t id, line;
+        const char *e = parse_u64(skip_spaces(r, end), end, &id), *f, *n;
+        if (!e || *e != '\t' || !(e = parse_u64(e + 1, end, &line)) ||
+            *e != '\t' || !(f = memchr(e + 1, '\t', (size_t)(end - e - 1))) ||
+            id == 0 || id > (1u << 26) || line > UINT32_MAX) {
+            bad_line(rd, "malformed '# function:' line");
+            return;
+        }
+        n = f + 1;
+        char *file = dup_range(t, e + 1, f), *name = dup_range(t, n, end);
+        if (!file || !name)
+            return;
+        size_t nl = unescape(name, strlen(name));
+        size_t fl = unescape(file, strlen(file));
+        evp_trace_set_func(t, (uint32_t)id, name, nl, file, fl,
+                           (uint32_t)line);
+        rd->explicit_ids = 1;
+    } else if (has_prefix(p, end, "thread:", &r)) {
+        uint64_t id, tid;
+        const char *e = parse_u64(skip_spaces(r, end), end, &id), *e2;
+        if (!e || id > UINT32_MAX ||
+            !(e2 = parse_u64(skip_spaces(e, end), end, &tid))) {
+            bad_line(rd, "malformed '# thread:' line");
+            return;
+        }
+        rd->cur = stream_for(rd, (uint32_t)id);
+        struct stream *s = evp_trace_get_stream(t, (uint32_t)id);
+        if (s) {
+            s->pub.tid = tid;
+            const char *nm = skip_spaces(e2, end);
+            if (nm < end)
+                s->name = dup_range(t, nm, end);
+        }
+    } else {
+        rd->headers--; /* a plain comment */
+    }
+}
+
+static void event_line(struct reader *rd, const char *p, const char *end)
+{
+    uint64_t ts, kind, a = 0, b = 0;
+    int na = 0;
+    const char *e = parse_time(p, end, &ts);
+    if (!e || e == end || (*e != ' ' && *e != '\t')) {
+        bad_line(rd, "malformed event line (expected '<sec>.<nsec> <id> "
+                     "[arg]')");
+        return;
+    }
+    e = parse_u64(skip_spaces(e, end), end, &kind);
+    if (!e || kind > 0xffff) {
+        bad_line(rd, "malformed event id");
+        return;
+    }
+    e = skip_spaces(e, end);
+    if (e < end) {
+        if (!(e = parse_u64(e, end, &a)) || a > UINT32_MAX) {
+            bad_line(rd, "malformed event argument");
+            return;
+        }
+        na = 1;
+        e = skip_spaces(e, end);
+        if (e < end) {
+            if (!(e = parse_u64(e, end, &b)) || b > UINT32_MAX) {
+                bad_line(rd, "malformed second event argument");
+                return;
+            }
+            na = 2;
+            e = skip_spaces(e, end);
+        }
+        if (e < end) {
+            bad_line(rd, "trailing text after the event");
+            return;
+        }
+    }
+
+    struct evp_rec_record rec = {ts, (uint16_t)kind, 0, 0};
+    const struct evp_kind_info *ki = evp_kind_info((unsigned)kind);
+    if (ki && ki->arg == EVP_ARG_FUNC) {
+        uint32_t id = 0;
+        if (na >= 1 && rd->explicit_ids) {
+            id = (uint32_t)a;
+        } else if (rd->pending) {
+            char *nm = dup_range(rd->t, rd->pending, rd->pending + rd->pending_len);
+            if (nm)
+                id = intern_func(rd->t, &rd->names, nm, unescape(nm, strlen(nm)));
+        } else if (na >= 1) {
+            id = (uint32_t)a;
+        }
+        rec.arg = id;
+    } else if (ki && ki->arg == EVP_ARG_OP) {
+        if (a > 0xffff) {
+            bad_line(rd, "opcode out of range");
+            return;
+        }
+        rec.aux = (uint16_t)a;
+        rec.arg = (uint32_t)b;
+        if (na == 2)
+            evp_trace_set_meta(rd->t, "oparg", "1");
+    } else {
+        if (b > 0xffff) {
+            bad_line(rd, "second argument out of range");
+            return;
+        }
+        rec.arg = (uint32_t)a;
+        rec.aux = (uint16_t)b;
+    }
+    rd->pending = NULL;
+
+    if (!rd->cur && !(rd->cur = stream_for(rd, 0)))
+        return;
+    struct rec_vec *v = &rd->cur->recs;
+    if (v->n && ts < v->v[v->n - 1].ts && rd->backwards++ == 0)
+        evp_trace_warnf(rd->t,
+                        "line %" PRIu64 ": timestamp earlier than the "
+                        "previous event (elapsed times there count as 0)",
+                        rd->line);
+    if (vec_push(v, &rec) < 0) {
+        bad_line(rd, "out of memory");
+        return;
+    }
+    rd->events++;
+}
+
+int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
+{
+    struct reader rd = {.t = t};
+    const char *p = (const char *)t->data, *end = p + t->size;
+    const char *first_bad = NULL;
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        rd.line++;
+        const char *e = le;
+        if (e > p && e[-1] == '\r')
+            e--;
+        while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (memchr(p, '\0', (size_t)(e - p))) {
+            bad_line(&rd, "NUL byte in the line");
+        } else if (e > p && *p == '#') {
+            comment_line(&rd, p + 1, e);
+        } else if (e > p) {
+            uint64_t before = rd.bad_lines;
+            event_line(&rd, p, e);
+            if (rd.bad_lines > before && !first_bad)
+                first_bad = p;
+        }
+        p = nl ? nl + 1 : end;
+    }
+
+    if (!rd.events && !rd.headers) {
+        snprintf(err, errlen,
+                 "not an evalprof trace: no event lines and no headers%s",
+                 rd.bad_lines ? " (line 1 is not a trace line)" : "");
+        for (size_t i = 0; i < rd.nstreams; i++)
+            free(rd.streams[i].recs.v);
+        free(rd.streams);
+        free(rd.names.slots);
+        return -EPROTO;
+    }
+    if (rd.bad_lines)
+        evp_trace_warnf(t, "%" PRIu64 " malformed line%s skipped",
+                        rd.bad_lines, rd.bad_lines > 1 ? "s" : "");
+
+    for (size_t i = 0; i < rd.nstreams; i++) {
+        struct tstream *ts = &rd.streams[i];
+        struct stream *s = evp_trace_get_stream(t, ts->id);
+        if (!s) {
+            free(ts->recs.v);
+            continue;
+        }
+        struct segment seg = {0};
+        seg.recs = evp_trace_own(t, ts->recs.v);
+        seg.nrecs = ts->recs.n;
+        uint64_t n = 0;
+        for (size_t k = 0; k < seg.nrecs; k++)
+            n += seg.recs[k].kind != EVP_EV_LOG_WRITTEN;
+        s->pub.events += n;
+        s->pub.chunks++;
+        if (seg.nrecs)
+            evp_stream_add_segment(s, &seg);
+    }
+    free(rd.streams);
+    free(rd.names.slots);
+
+    /* The clock is the trace's own: ticks are nanoseconds. */
+    const char *v;
+    if (!evp_trace_meta(t, "producer"))
+        evp_trace_set_meta(t, "producer", EVP_PRODUCER_TEXT);
+    if (!evp_trace_meta(t, "clock"))
+        evp_trace_set_meta(t, "clock", "text");
+    t->info.clock_hz = 1e9;
+    t->mult = UINT64_C(1) << 32;
+    t->anchor_ticks = t->anchor_ns = 0;
+    if ((v = evp_trace_meta(t, "start.clock_ns")))
+        t->info.start_ns = strtoull(v, NULL, 10);
+    else if (t->nstreams && t->streams[0].nsegs)
+        t->info.start_ns = t->streams[0].segs[0].recs[0].ts;
+    if ((v = evp_trace_meta(t, "end.clock_ns"))) {
+        t->info.end_ns = strtoull(v, NULL, 10);
+        t->info.has_end = 1;
+    }
+    /* Wall time as the discussion's analyzer shows it: the whole seconds
+     * of "start time" plus the fraction of "start clock". */
+    if (!evp_trace_meta(t, "start.wall_ns") &&
+        (v = evp_trace_meta(t, "start.time_s"))) {
+        uint64_t s = strtoull(v, NULL, 10);
+        char buf[32];
+        snprintf(buf, sizeof buf, "%" PRIu64,
+                 s * 1000000000u + t->info.start_ns % 1000000000u);
+        evp_trace_set_meta(t, "start.wall_ns", buf);
+    }
+    if (!evp_trace_meta(t, "oparg"))
+        evp_trace_set_meta(t, "oparg", "0");
+    return 0;
+}
+
+/* ---- writing ------------------------------------------------------------- */
+
+/* Write S with newlines, carriage returns and backslashes escaped. */
+static void put_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\n')
+            fputs("\\n", f);
+        else if (*s == '\r')
+            fputs("\\r", f);
+        else if (*s == '\\')
+            fputs("\\\\", f);
+        else
+            putc(*s, f);
+    }
+}
+
+static void put_time(FILE *f, uint64_t ns)
+{
+    fprintf(f, "%" PRIu64 ".%09" PRIu64, ns / 1000000000u, ns % 1000000000u);
+}
+
+/* Metadata with a header line of its own, or derived on reading. */
+static int meta_is_header(const char *key)
+{
+    static const char *const keys[] = {
+        "executable", "argv", "start.time_s", "start.clock_ns",
+        "end.clock_ns", "oparg", NULL};
+    for (int i = 0; keys[i]; i++)
+        if (strcmp(key, keys[i]) == 0)
+            return 1;
+    return 0;
+}
+
+struct text_writer {
+    struct evp_trace *t;
+    FILE *f;
+    int ids;        /* write function ids (a "# function:" table exists) */
+    int oparg;      /* write opargs */
+    int threads;    /* write "# thread:" lines */
+};
+
+static int tw_begin(void *ctx, const struct evp_stream *s)
+{
+    struct text_writer *w = ctx;
+    if (w->threads)
+        fprintf(w->f, "# thread: %u %" PRIu64 " %s\n", s->id, s->tid, s->name);
+    return 0;
+}
+
+static int tw_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct text_writer *w = ctx;
+    FILE *f = w->f;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_event *e = &ev[i];
+        const struct evp_kind_info *ki = evp_kind_info(e->kind);
+        if (e->kind == EVP_EV_LOG_WRITTEN) {
+            fputs("# log written: ", f);
+            put_time(f, e->arg);
+            putc('\n', f);
+            continue;
+        }
+        if (ki && ki->arg == EVP_ARG_FUNC) {
+            const struct evp_func *fn = evp_trace_func(w->t, e->arg);
+            if (fn) {
+                fputs("# func: ", f);
+                put_escaped(f, fn->name);
+                putc('\n', f);
+            }
+        }
+        put_time(f, e->ts);
+        fprintf(f, " %u", e->kind);
+        if (ki && ki->arg == EVP_ARG_FUNC) {
+            if (w->ids || !evp_trace_func(w->t, e->arg))
+                if (e->arg)
+                    fprintf(f, " %u", e->arg);
+        } else if (ki && ki->arg == EVP_ARG_OP) {
+            fprintf(f, " %u", e->aux);
+            if (w->oparg)
+                fprintf(f, " %u", e->arg);
+        } else if (e->arg || e->aux) {
+            fprintf(f, " %u", e->arg);
+            if (e->aux)
+                fprintf(f, " %u", e->aux);
+        }
+        putc('\n', f);
+    }
+    return ferror(f) ? -EIO : 0;
+}
+
+int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
+                         size_t errlen)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    static char buf[1 << 16];
+    if (f != stdout)
+        setvbuf(f, buf, _IOFBF, sizeof buf);
+    const struct evp_trace_info *in = &t->info;
+    const char *v;
+
+    fprintf(f, "# python: %s\n", in->executable);
+    fprintf(f, "# argv: %s\n", in->argv);
+    if ((v = evp_trace_meta(t, "start.time_s")))
+        fprintf(f, "# start time: %s s (since epoch)\n", v);
+    else if (in->start_wall_ns >= 0)
+        fprintf(f, "# start time: %" PRIu64 " s (since epoch)\n",
+                (uint64_t)in->start_wall_ns / 1000000000u);
+    fputs("# start clock: ", f);
+    put_time(f, in->start_ns);
+    fputs(" s (on clock)\n", f);
+    if (in->has_end) {
+        fputs("# end clock: ", f);
+        put_time(f, in->end_ns);
+        fputs(" s (on clock)\n", f);
+    }
+
+    struct text_writer w = {.t = t, .f = f, .oparg = in->has_oparg};
+    for (size_t i = 0; i < t->nmeta; i += 2) {
+        if (meta_is_header(t->meta[i]) ||
+            (in->text && (strcmp(t->meta[i], "producer") == 0 ||
+                          strcmp(t->meta[i], "clock") == 0)))
+            continue;
+        fprintf(f, "# meta: %s=", t->meta[i]);
+        put_escaped(f, t->meta[i + 1]);
+        putc('\n', f);
+    }
+    fprintf(f, "# meta: oparg=%d\n", in->has_oparg);
+    if (t->ops_from_trace)
+        for (unsigned op = 0; op < t->nops; op++)
+            if (t->ops[op].name)
+                fprintf(f, "# opcode: %u %s %u\n", op, t->ops[op].name,
+                        t->ops[op].base);
+    for (size_t id = 1; id < t->nfuncs; id++) {
+        const struct evp_func *fn = &t->funcs[id];
+        if (fn->name && (fn->file[0] || fn->line))
+            w.ids = 1;
+    }
+    if (w.ids)
+        for (size_t id = 1; id < t->nfuncs; id++) {
+            const struct evp_func *fn = &t->funcs[id];
+            if (!fn->name)
+                continue;
+            fprintf(f, "# function: %zu\t%u\t", id, fn->line);
+            put_escaped(f, fn->file);
+            putc('\t', f);
+            put_escaped(f, fn->name);
+            putc('\n', f);
+        }
+    w.threads = t->nstreams > 1 ||
+                (t->nstreams == 1 && (t->streams[0].pub.id != 0 ||
+                                      t->streams[0].pub.tid != 0));
+    putc('\n', f);
+
+    static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL};
+    struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
+    int rc = evp_replay(t, &o, &ops, &w);
+    if (f == stdout)
+        fflush(f);
+    if (rc == 0 && (ferror(f) || (f != stdout && fclose(f) != 0))) {
+        int e = errno ? errno : EIO;
+        snprintf(err, errlen, "%s: write failed (%s)", path, strerror(e));
+        return -e;
+    }
+    if (rc < 0) {
+        if (f != stdout)
+            fclose(f);
+        snprintf(err, errlen, "%s: write failed", path);
+        return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,76 @@
+/*
+ * Number and time formatting shared by the views, matching the
+ * discussion's reports: counts with thousands separators ("94,807"),
+ * times in microseconds with one truncated decimal ("1,782.7"), wall-clock
+ * times as
+ * "2021-03-31 20:27:25.663947 UTC" (truncated to the microsecond, as the
+ * discussion's analyzer prints them).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "views.h"
+
+/* Insert thousands separators into the integer part of DIGITS. */
+static char *group(char *buf, size_t len, const char *digits)
+{
+    const char *dot = strchr(digits, '.');
+    size_t ilen = dot ? (size_t)(dot - digits) : strlen(digits);
+    const char *p = digits;
+    size_t o = 0;
+    if (*p == '-') {
+        buf[o++] = *p++;
+        ilen--;
+    }
+    for (size_t i = 0; i < ilen && o + 2 < len; i++) {
+        if (i && (ilen - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = p[i];
+    }
+    snprintf(buf + o, len - o, "%s", dot ? dot : "");
+    return buf;
+}
+
+char *evp_fmt_count(char *buf, size_t len, uint64_t v)
+{
+    char d[32];
+    snprintf(d, sizeof d, "%" PRIu64, v);
+    return group(buf, len, d);
+}
+
+/* Tenths of a microsecond are truncated, not rounded: the discussion's
+ * reports show 22,118,598 ns as "22,118.5 µs". */
+char *evp_fmt_us(char *buf, size_t len, uint64_t ns)
+{
+    char d[48];
+    uint64_t tenths = ns / 100;
+    snprintf(d, sizeof d, "%" PRIu64 ".%u", tenths / 10, (unsigned)(tenths % 10));
+    return group(buf, len, d);
+}
+
+char *evp_fmt_us_double(char *buf, size_t len, double us)
+{
+    if (!(us > 0))
+        us = 0;
+    if (us > 1.8e15)
+        us = 1.8e15;
+    return evp_fmt_us(buf, len, (uint64_t)(us * 1000.0));
+}
+
+char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns)
+{
+    if (epoch_ns < 0) {
+        snprintf(buf, len, "(unknown)");
+        return buf;
+    }
+    time_t s = (time_t)(epoch_ns / 1000000000);
+    long us = (long)(epoch_ns % 1000000000 / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char d[32];
+    strftime(d, sizeof d, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%06ld UTC", d, us);
+    return buf;
+}

@@ -1,0 +1,75 @@
+/*
+ * The header block shared by the tree and summary reports: the
+ * discussion's python/argv/start/end/elapsed lines, then evalprof's own
+ * notes (producer, compensation, dropped events) for traces that carry
+ * them.  Text traces of the discussion's format get exactly its header.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "views.h"
+
+static void line(FILE *out, const char *prefix, int width, const char *key,
+                 const char *value)
+{
+    char k[64];
+    snprintf(k, sizeof k, "%s%s:", prefix, key);
+    fprintf(out, "%-*s%s\n", width, k, value);
+}
+
+const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
+                                   size_t len)
+{
+    const struct evp_trace_info *in = evp_trace_info(t);
+    const char *p = in->producer;
+    buf[0] = '\0';
+    if (strcmp(p, EVP_PRODUCER_INSTRUMENTED) == 0)
+        snprintf(buf, len, "instrumented interpreter (mode A)%s%s",
+                 *in->python_version ? ", CPython " : "", in->python_version);
+    else if (strcmp(p, EVP_PRODUCER_EXTENSION) == 0)
+        snprintf(buf, len,
+                 "stock interpreter through the evalprof extension (mode "
+                 "B)%s%s; loop phases are not visible",
+                 *in->python_version ? ", CPython " : "", in->python_version);
+    else if (strcmp(p, EVP_PRODUCER_SYNTHETIC) == 0)
+        snprintf(buf, len, "synthetic workload (no interpreter)");
+    else if (*p && strcmp(p, EVP_PRODUCER_TEXT) != 0)
+        snprintf(buf, len, "%s", p);
+    return buf;
+}
+
+void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
+                     int width, int compensate)
+{
+    const struct evp_trace_info *in = evp_trace_info(t);
+    char a[64], b[64];
+    uint64_t end = evp_trace_end_ns(t);
+    line(out, prefix, width, "python", in->executable);
+    line(out, prefix, width, "argv", in->argv);
+    line(out, prefix, width, "start", evp_fmt_wall(a, sizeof a, in->start_wall_ns));
+    line(out, prefix, width, "end",
+         evp_fmt_wall(b, sizeof b,
+                      in->start_wall_ns < 0
+                          ? -1
+                          : in->start_wall_ns + (int64_t)(end - in->start_ns)));
+    snprintf(a, sizeof a, "%s µs",
+             evp_fmt_us(b, sizeof b, end > in->start_ns ? end - in->start_ns : 0));
+    line(out, prefix, width, "elapsed", a);
+
+    char note[256];
+    if (*evp_view_producer_note(t, note, sizeof note))
+        line(out, prefix, width, "producer", note);
+    if (in->event_cost_ns > 0) {
+        char c[128];
+        snprintf(c, sizeof c, "%.1f ns per event measured; %s", in->event_cost_ns,
+                 compensate ? "subtracted from elapsed times"
+                            : "not subtracted (--no-compensate)");
+        line(out, prefix, width, "overhead", c);
+    }
+    if (in->dropped) {
+        snprintf(a, sizeof a, "%s events lost by the recorder",
+                 evp_fmt_count(b, sizeof b, in->dropped));
+        line(out, prefix, width, "dropped", a);
+    }
+}

@@ -1,0 +1,125 @@
+/*
+ * The info view (`evalprof info`): what a trace is and how healthy it is.
+ * Metadata, the clock and its calibration, the measured per-event cost,
+ * which kinds the producer can emit, per-thread event counts (by kind),
+ * dropped events and every warning met while reading.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "views.h"
+
+struct info_acc {
+    FILE *out;
+    uint64_t *count; /* per kind, current stream */
+    uint64_t unmatched;
+};
+
+static int info_begin(void *ctx, const struct evp_stream *s)
+{
+    struct info_acc *a = ctx;
+    memset(a->count, 0, 65536 * sizeof *a->count);
+    return 0;
+}
+
+static int info_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct info_acc *a = ctx;
+    for (size_t i = 0; i < n; i++)
+        a->count[ev[i].kind]++;
+    return 0;
+}
+
+static int info_end(void *ctx, const struct evp_stream *s)
+{
+    struct info_acc *a = ctx;
+    char c[32], d[32];
+    fprintf(a->out, "  %-4u %-10" PRIu64 " %-24s %14s %8u %10s\n", s->id,
+            s->tid, s->name, evp_fmt_count(c, sizeof c, s->events), s->chunks,
+            evp_fmt_count(d, sizeof d, s->dropped));
+    fputs("       by kind:", a->out);
+    int any = 0;
+    for (unsigned k = 0; k < 65536; k++)
+        if (a->count[k]) {
+            fprintf(a->out, "%s %s %s", any ? ";" : "", evp_kind_name(k),
+                    evp_fmt_count(c, sizeof c, a->count[k]));
+            any = 1;
+        }
+    fputs(any ? "\n" : " (none)\n", a->out);
+    return 0;
+}
+
+int evp_view_info(struct evp_trace *t, FILE *out)
+{
+    const struct evp_trace_info *in = evp_trace_info(t);
+    char a[128], note[256];
+    const char *v;
+
+    fprintf(out, "trace:       %s (%s)\n", in->path,
+            in->text ? "text trace" : "binary .evp trace");
+    if (!*evp_view_producer_note(t, note, sizeof note))
+        fprintf(out, "producer:    %s\n",
+                in->text ? "text trace (the discussion's format)"
+                         : in->producer);
+    evp_view_header(out, t, "", 13, 1);
+    if (in->pid >= 0)
+        fprintf(out, "pid:         %ld\n", in->pid);
+    fprintf(out, "clock:       %s", *in->clock ? in->clock : "unknown");
+    if (strcmp(in->clock, "tsc") == 0)
+        fprintf(out, ", %.6f GHz", in->clock_hz / 1e9);
+    fputc('\n', out);
+    if (in->event_cost_ns > 0)
+        fprintf(out, "event cost:  %.1f ns (measured by the recorder at start)\n",
+                in->event_cost_ns);
+    fputs("can emit:   ", out);
+    for (unsigned k = 0; k < EVP_EV__COUNT; k++)
+        if (in->can_emit & EVP_KIND_BIT(k) && k != EVP_EV_LOG_WRITTEN)
+            fprintf(out, " %s,", evp_kind_name(k));
+    fputc('\n', out);
+    fprintf(out, "opcodes:     %u base instructions named (%s)\n",
+            evp_trace_nopcodes(t), in->opcode_source);
+    fprintf(out, "functions:   %s\n",
+            evp_fmt_count(a, sizeof a, evp_trace_nfuncs(t)));
+    fprintf(out, "events:      %s in %zu stream%s\n",
+            evp_fmt_count(a, sizeof a, in->events), evp_trace_nstreams(t),
+            evp_trace_nstreams(t) == 1 ? "" : "s");
+    if (!in->dropped)
+        fputs("dropped:     none\n", out);
+    if ((v = evp_trace_meta(t, "kinds.enabled")))
+        fprintf(out, "recorded:    kinds mask %s\n", v);
+
+    fputs("\nstreams:\n  id   tid        name                             "
+          "events   chunks    dropped\n",
+          out);
+    struct info_acc acc = {.out = out, .count = calloc(65536, sizeof(uint64_t))};
+    if (!acc.count)
+        return -1;
+    static const struct evp_replay_ops ops = {info_begin, info_events, info_end};
+    struct evp_replay_stats st;
+    struct evp_replay_opts ro = {.stream = -1, .stats = &st};
+    int rc = evp_replay(t, &ro, &ops, &acc);
+    free(acc.count);
+    if (st.unmatched || st.unclosed)
+        fprintf(out, "  (%" PRIu64 " unmatched exits, %" PRIu64
+                     " frames open at the end)\n",
+                st.unmatched, st.unclosed);
+
+    fputs("\nmetadata:\n", out);
+    size_t n = evp_trace_meta_count(t);
+    for (size_t i = 0; i < n; i++) {
+        const char *k, *val;
+        evp_trace_meta_at(t, i, &k, &val);
+        fprintf(out, "  %-24s %s\n", k, val);
+    }
+    size_t nw = evp_trace_nwarnings(t);
+    if (!nw) {
+        fputs("\nwarnings:    none\n", out);
+    } else {
+        fprintf(out, "\nwarnings:    %zu\n", nw);
+        for (size_t i = 0; i < nw; i++)
+            fprintf(out, "  %s\n", evp_trace_warning(t, i));
+    }
+    return rc < 0 ? rc : 0;
+}

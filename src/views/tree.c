@@ -1,0 +1,251 @@
+/*
+ * The tree view (`evalprof tree`): the discussion's trace listing.
+ *
+ *     1,782.7 µs      init
+ *         1.0 µs      enter                                 # func: <module>
+ *         0.3 µs      |  loop enter
+ *         7.2 µs      |  op                     LOAD_CONST (100)
+ *
+ * Elapsed time (until the next event of the thread) in a 16-column field,
+ * then "|  " per depth, the event name, and for enter/exit a "# func:"
+ * annotation at column 66; ops name their instruction at column 42.  The
+ * last event of a thread has no elapsed time.  One section per thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "views.h"
+
+#define NAME_COL 16  /* where the indented event name starts */
+#define FUNC_COL 50  /* "# func:" column, relative to NAME_COL */
+#define OP_COL 26    /* opcode name column, relative to NAME_COL */
+
+struct tree {
+    struct evp_trace *t;
+    FILE *out;
+    const struct evp_tree_opts *o;
+    size_t nstreams, done;
+    char line[4096];
+};
+
+/* Append S to the line at *POS, escaping what would break a line. */
+static void put(struct tree *tr, size_t *pos, const char *s)
+{
+    for (; *s && *pos + 5 < sizeof tr->line; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) {
+            *pos += (size_t)snprintf(tr->line + *pos, sizeof tr->line - *pos,
+                                     c == '\n' ? "\\n" : "\\x%02x", c);
+        } else {
+            tr->line[(*pos)++] = (char)c;
+        }
+    }
+    tr->line[*pos] = '\0';
+}
+
+/* Pad with spaces to display column COL (at least one space). */
+static void pad(struct tree *tr, size_t *pos, size_t *cols, size_t col)
+{
+    do {
+        if (*pos + 1 >= sizeof tr->line)
+            return;
+        tr->line[(*pos)++] = ' ';
+        (*cols)++;
+    } while (*cols < col);
+    tr->line[*pos] = '\0';
+}
+
+/* Display width of UTF-8 text: count everything but continuation bytes. */
+static size_t width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xc0) != 0x80;
+    return w;
+}
+
+static void opname(const struct evp_trace *t, unsigned op, char *buf,
+                   size_t len)
+{
+    const char *n = evp_trace_opname(t, op);
+    if (n)
+        snprintf(buf, len, "%s", n);
+    else
+        snprintf(buf, len, "<%u>", op);
+}
+
+static void funcname(const struct evp_trace *t, uint32_t id, char *buf,
+                     size_t len)
+{
+    const struct evp_func *f = evp_trace_func(t, id);
+    if (f)
+        snprintf(buf, len, "%s", f->name);
+    else if (id)
+        snprintf(buf, len, "<func %u>", id);
+    else
+        snprintf(buf, len, "?");
+}
+
+static void print_indented(struct tree *tr, const struct evp_event *e,
+                           int indent)
+{
+    const struct evp_trace *t = tr->t;
+    size_t pos = 0, cols = 0;
+    char buf[512];
+
+    if (!(e->flags & (EVP_EVF_LAST | EVP_EVF_GAP))) {
+        char us[48];
+        snprintf(buf, sizeof buf, "%7s µs", evp_fmt_us(us, sizeof us, e->elapsed));
+        put(tr, &pos, buf);
+        cols = width(tr->line);
+    }
+    pad(tr, &pos, &cols, NAME_COL);
+    size_t start = cols;
+    if (indent)
+        for (int32_t d = 0; d < e->depth; d++) {
+            put(tr, &pos, "|  ");
+            cols += 3;
+        }
+    const char *kn = evp_kind_name(e->kind);
+    put(tr, &pos, kn);
+    cols += width(kn);
+
+    const struct evp_kind_info *ki = evp_kind_info(e->kind);
+    if (ki && ki->arg == EVP_ARG_FUNC) {
+        pad(tr, &pos, &cols, start + FUNC_COL);
+        funcname(t, e->func, buf, sizeof buf);
+        put(tr, &pos, "# func: ");
+        put(tr, &pos, buf);
+    } else if (ki && ki->arg == EVP_ARG_OP) {
+        pad(tr, &pos, &cols, start + OP_COL);
+        opname(t, e->aux, buf, sizeof buf);
+        put(tr, &pos, buf);
+        snprintf(buf, sizeof buf, " (%u)", e->aux);
+        put(tr, &pos, buf);
+        if (evp_trace_info(t)->has_oparg) {
+            snprintf(buf, sizeof buf, " arg=%u", e->arg);
+            put(tr, &pos, buf);
+        }
+    } else if (!ki || e->arg || e->aux) {
+        if (e->arg || e->aux) {
+            snprintf(buf, sizeof buf, " %u", e->arg);
+            put(tr, &pos, buf);
+            if (e->aux) {
+                snprintf(buf, sizeof buf, " %u", e->aux);
+                put(tr, &pos, buf);
+            }
+        }
+    }
+    if (e->flags & EVP_EVF_UNMATCHED)
+        put(tr, &pos, "  (no matching enter)");
+    if (e->flags & EVP_EVF_GAP)
+        put(tr, &pos, "  (events lost after this one)");
+    /* The last line of the discussion's listing has no trailing blanks. */
+    while (pos && tr->line[pos - 1] == ' ')
+        tr->line[--pos] = '\0';
+    fputs(tr->line, tr->out);
+    putc('\n', tr->out);
+}
+
+static void print_raw(struct tree *tr, const struct evp_event *e)
+{
+    const struct evp_trace *t = tr->t;
+    char buf[512];
+    size_t pos = 0;
+    tr->line[0] = '\0';
+    snprintf(buf, sizeof buf,
+             "%" PRIu64 ".%09" PRIu64 " %" PRIu64 " %d %u %-14s ",
+             e->ts / 1000000000u, e->ts % 1000000000u, e->elapsed, e->depth,
+             e->kind, evp_kind_name(e->kind));
+    put(tr, &pos, buf);
+    const struct evp_kind_info *ki = evp_kind_info(e->kind);
+    if (ki && ki->arg == EVP_ARG_OP) {
+        opname(t, e->aux, buf, sizeof buf);
+        put(tr, &pos, buf);
+        snprintf(buf, sizeof buf, " %u %u", e->aux, e->arg);
+        put(tr, &pos, buf);
+    } else if (ki && ki->arg == EVP_ARG_FUNC) {
+        funcname(t, e->func, buf, sizeof buf);
+        put(tr, &pos, buf);
+        const struct evp_func *f = evp_trace_func(t, e->func);
+        if (f && (*f->file || f->line)) {
+            snprintf(buf, sizeof buf, " %s:%u", f->file, f->line);
+            put(tr, &pos, buf);
+        }
+    } else {
+        snprintf(buf, sizeof buf, "%u %u", e->arg, e->aux);
+        put(tr, &pos, buf);
+    }
+    fputs(tr->line, tr->out);
+    putc('\n', tr->out);
+}
+
+static int tree_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct tree *tr = ctx;
+    for (size_t i = 0; i < n; i++) {
+        if (tr->o->format == EVP_TREE_RAW)
+            print_raw(tr, &ev[i]);
+        else
+            print_indented(tr, &ev[i], tr->o->format == EVP_TREE_SIMPLE_INDENT);
+    }
+    return ferror(tr->out) ? -1 : 0;
+}
+
+static void banner(FILE *out, const char *what)
+{
+    fprintf(out, "####################\n# %s\n####################\n", what);
+}
+
+static int tree_begin(void *ctx, const struct evp_stream *s)
+{
+    struct tree *tr = ctx;
+    if (tr->nstreams > 1) {
+        char what[256];
+        snprintf(what, sizeof what, "BEGIN TRACE: %s (stream %u, tid %" PRIu64 ")",
+                 s->name, s->id, s->tid);
+        banner(tr->out, what);
+    } else {
+        banner(tr->out, "BEGIN TRACE");
+    }
+    fputc('\n', tr->out);
+    return 0;
+}
+
+static int tree_end(void *ctx, const struct evp_stream *s)
+{
+    struct tree *tr = ctx;
+    fputc('\n', tr->out);
+    if (tr->nstreams > 1) {
+        char what[256];
+        snprintf(what, sizeof what, "END TRACE: %s", s->name);
+        banner(tr->out, what);
+        if (++tr->done < tr->nstreams)
+            fputc('\n', tr->out);
+    } else {
+        banner(tr->out, "END TRACE");
+    }
+    return 0;
+}
+
+int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
+{
+    struct tree tr = {.t = t, .out = out, .o = o};
+    tr.nstreams = o->stream >= 0 ? 1 : evp_trace_nstreams(t);
+    static const char *const names[] = {"simple-indent", "simple", "raw"};
+    fprintf(out, "reading from %s\n(showing results in '%s' format)\n\n",
+            evp_trace_info(t)->path, names[o->format]);
+    evp_view_header(out, t, "# ", 18, o->compensate);
+    fputc('\n', out);
+    static const struct evp_replay_ops ops = {tree_begin, tree_events, tree_end};
+    struct evp_replay_opts ro = {.compensate = o->compensate,
+                                 .stream = o->stream};
+    int rc = evp_replay(t, &ro, &ops, &tr);
+    if (evp_trace_nstreams(t) == 0) {
+        banner(out, "BEGIN TRACE");
+        fputc('\n', out);
+        banner(out, "END TRACE");
+    }
+    return rc < 0 ? rc : 0;
+}
