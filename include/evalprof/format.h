@@ -127,7 +127,8 @@ static inline uint64_t evp_get_u64(const uint8_t *p)
     return (uint64_t)evp_get_u32(p) | (uint64_t)evp_get_u32(p + 4) << 32;
 }
 
-/* Checksum of a chunk: XXH32 of header bytes 0-11 then the payload. */
+/* Checksum of a chunk: the low 32 bits of XXH3-64 of the payload, seeded
+ * with XXH3-64 of header bytes 0-11. */
 uint32_t evp_chunk_checksum(const uint8_t *header12, const uint8_t *payload,
                             size_t len);
 

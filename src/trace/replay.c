@@ -39,9 +39,8 @@ struct rstate {
     const struct evp_replay_opts *o;
     const struct evp_replay_ops *ops;
     void *ctx;
-    struct evp_event out[BATCH];
+    struct evp_event out[BATCH + 1]; /* out[nout] is the pending event */
     size_t nout;
-    struct evp_event pend;
     int have_pend;
     uint64_t pend_log; /* log-written ns inside the pending event */
     struct frame *stack;
@@ -49,6 +48,9 @@ struct rstate {
     uint32_t *active; /* per function id: open activations */
     uint32_t nstat;   /* entries in func_stats / active */
     uint64_t cost;    /* ns subtracted per event (0: no compensation) */
+    struct evp_func_stats *fstats; /* opts->func_stats */
+    int keep_log;                  /* opts->keep_log */
+    uint32_t top, parent;          /* innermost frame's function, its caller */
     uint64_t ovh;     /* accumulated overhead of this stream */
     struct evp_replay_stats st;
     int rc;
@@ -75,10 +77,10 @@ static int flush_out(struct rstate *r)
 
 /* Give the pending event its elapsed time (the next event is at NEXT_NS)
  * and queue it for the view. */
-static inline void finish_pending(struct rstate *r, uint64_t next_ns,
-                                  unsigned flags)
+static inline __attribute__((always_inline)) void
+finish_pending(struct rstate *r, uint64_t next_ns, unsigned flags)
 {
-    struct evp_event *e = &r->pend;
+    struct evp_event *e = &r->out[r->nout];
     uint64_t el = 0;
     if (!(flags & (EVP_EVF_LAST | EVP_EVF_GAP))) {
         el = next_ns > e->ts ? next_ns - e->ts : 0;
@@ -88,17 +90,17 @@ static inline void finish_pending(struct rstate *r, uint64_t next_ns,
         }
         if (r->cost) {
             uint64_t c = el < r->cost ? el : r->cost;
-            r->ovh += c;
             el -= c;
-            if (e->kind == EVP_EV_RECORDER) {
-                r->ovh += el;
+            /* Overhead inside calls matters only for function times. */
+            if (r->fstats)
+                r->ovh += c + (e->kind == EVP_EV_RECORDER ? el : 0);
+            if (e->kind == EVP_EV_RECORDER)
                 r->st.overhead_ns += el;
-            }
         }
     }
     e->elapsed = el;
     e->flags |= (uint16_t)flags;
-    r->out[r->nout++] = *e;
+    r->nout++;
     r->have_pend = 0;
     r->pend_log = 0;
     if (r->nout == BATCH)
@@ -116,6 +118,8 @@ static int push_frame(struct rstate *r, uint32_t func, uint64_t ts)
         r->cap = cap;
     }
     r->stack[r->depth++] = (struct frame){func, ts, r->ovh, 0};
+    r->parent = r->top;
+    r->top = func;
     if ((int32_t)r->depth > r->st.max_depth)
         r->st.max_depth = (int32_t)r->depth;
     if (r->active)
@@ -127,13 +131,15 @@ static int push_frame(struct rstate *r, uint32_t func, uint64_t ts)
 static void pop_frame(struct rstate *r, uint64_t ts)
 {
     struct frame *f = &r->stack[--r->depth];
-    if (!r->o->func_stats)
+    r->top = r->parent;
+    r->parent = r->depth > 1 ? r->stack[r->depth - 2].func : 0;
+    if (!r->fstats)
         return;
     uint64_t incl = ts > f->ts ? ts - f->ts : 0;
     uint64_t ovh = r->ovh - f->ovh;
     incl = incl > ovh ? incl - ovh : 0;
     uint32_t id = f->func < r->nstat ? f->func : 0;
-    struct evp_func_stats *fs = &r->o->func_stats[id];
+    struct evp_func_stats *fs = &r->fstats[id];
     fs->self_ns += incl > f->child ? incl - f->child : 0;
     if (--r->active[id] == 0) {
         fs->incl_ns += incl;
@@ -144,11 +150,11 @@ static void pop_frame(struct rstate *r, uint64_t ts)
         r->stack[r->depth - 1].child += incl;
 }
 
-static void one_record(struct rstate *r, const struct evp_rec_record *rec,
-                       uint64_t ns)
+static inline __attribute__((always_inline)) void
+one_record(struct rstate *r, const struct evp_rec_record *rec, uint64_t ns)
 {
     unsigned kind = rec->kind;
-    if (kind == EVP_EV_LOG_WRITTEN && !r->o->keep_log) {
+    if (kind == EVP_EV_LOG_WRITTEN && !r->keep_log) {
         r->st.log_ns += rec->arg;
         if (r->have_pend)
             r->pend_log += rec->arg;
@@ -157,46 +163,44 @@ static void one_record(struct rstate *r, const struct evp_rec_record *rec,
     if (r->have_pend)
         finish_pending(r, ns, 0);
 
-    struct evp_event *e = &r->pend;
+    struct evp_event *e = &r->out[r->nout];
     e->ts = ns;
     e->kind = kind;
     e->arg = rec->arg;
     e->aux = rec->aux;
     e->flags = 0;
     r->have_pend = 1;
-    r->st.events++;
 
     unsigned nest = kind < EVP_EV__COUNT ? nest_of[kind] : EVP_NEST_NONE;
-    uint32_t top = r->depth ? r->stack[r->depth - 1].func : 0;
-    if (nest == EVP_NEST_PUSH) {
+    if (EVP_LIKELY(nest == EVP_NEST_NONE)) {
+        e->depth = (int32_t)r->depth;
+        e->func = r->top;
+        e->parent = r->parent;
+    } else if (nest == EVP_NEST_PUSH) {
         e->depth = (int32_t)r->depth;
         e->func = rec->arg;
-        e->parent = top;
-        if (r->o->func_stats) {
+        e->parent = r->top;
+        if (r->fstats) {
             uint32_t id = rec->arg < r->nstat ? rec->arg : 0;
             if (kind == EVP_EV_RESUME)
-                r->o->func_stats[id].resumes++;
+                r->fstats[id].resumes++;
             else
-                r->o->func_stats[id].calls++;
+                r->fstats[id].calls++;
         }
         if (push_frame(r, rec->arg, ns) < 0)
             r->rc = -ENOMEM;
-    } else if (nest == EVP_NEST_POP) {
-        e->func = rec->arg ? rec->arg : top;
+    } else {
+        e->func = rec->arg ? rec->arg : r->top;
         if (r->depth) {
             pop_frame(r, ns);
             e->depth = (int32_t)r->depth;
-            e->parent = r->depth ? r->stack[r->depth - 1].func : 0;
+            e->parent = r->top;
         } else {
             e->depth = 0;
             e->parent = 0;
             e->flags = EVP_EVF_UNMATCHED;
             r->st.unmatched++;
         }
-    } else {
-        e->depth = (int32_t)r->depth;
-        e->func = top;
-        e->parent = r->depth > 1 ? r->stack[r->depth - 2].func : 0;
     }
 }
 
@@ -232,7 +236,9 @@ static void replay_segment(struct rstate *r, struct stream *s,
         }
         if (n == 0)
             break;
-        for (long i = 0; i < n && !r->rc; i++) {
+        /* r->rc is checked per batch: a view that stops sees no more
+         * callbacks (flush_out), the rest is cheap decoding. */
+        for (long i = 0; i < n; i++) {
             int64_t d = (int64_t)(buf[i].ts - at);
             uint64_t ns = an + (uint64_t)(int64_t)(((__int128)d * mult) >> 32);
             one_record(r, &buf[i], ns);
@@ -247,6 +253,7 @@ static int replay_stream(struct rstate *r, struct stream *s)
 {
     const struct evp_replay_ops *ops = r->ops;
     r->depth = 0;
+    r->top = r->parent = 0;
     r->have_pend = 0;
     r->pend_log = 0;
     r->ovh = 0;
@@ -265,7 +272,7 @@ static int replay_stream(struct rstate *r, struct stream *s)
     }
     if (r->rc)
         return r->rc;
-    uint64_t last = r->pend.ts;
+    uint64_t last = r->out[r->nout].ts;
     if (r->have_pend)
         finish_pending(r, 0, EVP_EVF_LAST);
     while (r->depth) {
@@ -296,6 +303,8 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
     r->ctx = ctx;
     if (opts->compensate && t->info.event_cost_ns > 0)
         r->cost = (uint64_t)(t->info.event_cost_ns + 0.5);
+    r->fstats = opts->func_stats;
+    r->keep_log = opts->keep_log;
     if (opts->func_stats) {
         r->nstat = (uint32_t)t->nfuncs ? (uint32_t)t->nfuncs : 1;
         r->active = calloc(r->nstat, sizeof *r->active);
@@ -310,8 +319,13 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
             continue;
         rc = replay_stream(r, &t->streams[i]);
     }
-    if (opts->stats)
+    if (opts->stats) {
         *opts->stats = r->st;
+        opts->stats->events = 0;
+        for (size_t i = 0; i < t->nstreams; i++)
+            if (opts->stream < 0 || (size_t)opts->stream == i)
+                opts->stats->events += t->streams[i].pub.events;
+    }
     free(r->stack);
     free(r->active);
     free(r);

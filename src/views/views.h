@@ -57,6 +57,90 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
 const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
                                    size_t len);
 
+/* ---- folded stacks (folded.c) ------------------------------------ */
+
+/*
+ * Collapsed stacks ("a;b;c <ns>" per line, sorted) for flamegraph.pl,
+ * inferno and speedscope.  A frame is a function's qualified name, with
+ * " (file:line)" when the trace knows them; time outside any frame shows
+ * as "[init]", "[runtime other]", "[fini]" ... at the root, so the lines
+ * add up to the traced time.  With several streams each stack starts with
+ * the stream's name.  OPS adds the opcode as a leaf "op:NAME"; PHASES adds
+ * the loop phase as a leaf "[dispatch]", "[op]" ... (both: "[op];op:NAME").
+ */
+struct evp_folded_opts {
+    int ops;
+    int phases;
+    int compensate;
+    long stream; /* -1: all */
+};
+
+int evp_view_folded(struct evp_trace *t, FILE *out,
+                    const struct evp_folded_opts *o);
+
+/* ---- flame graphs (flamegraph.c) ----------------------------------- */
+
+struct evp_flame;
+
+struct evp_flame_opts {
+    const char *title;     /* NULL: "Flame Graph" / "Icicle Graph" */
+    const char *subtitle;  /* NULL: none */
+    const char *countname; /* unit of the values: "samples", "ns" */
+    int icicle;            /* root at the top */
+    int width;             /* pixels; 0: 1200 */
+    int frame_height;      /* pixels; 0: 16 */
+    double min_width;      /* frames narrower (pixels) are left out; <0: 0.1 */
+};
+
+struct evp_flame_stats {
+    uint64_t lines;     /* input lines */
+    uint64_t stacks;    /* lines taken */
+    uint64_t malformed; /* lines without a trailing count */
+    uint64_t first_malformed;
+    int differential; /* two counts per line: the second was drawn */
+    uint64_t frames;  /* frames drawn */
+    uint64_t nodes;   /* merged frames in the tree */
+};
+
+struct evp_flame *evp_flame_new(void);
+void evp_flame_free(struct evp_flame *f);
+
+/* Merge folded text (LEN bytes; need not outlive the call).  Returns 0 or
+ * -ENOMEM; malformed lines are counted in ST, not fatal. */
+int evp_flame_add_folded(struct evp_flame *f, const char *buf, size_t len,
+                         struct evp_flame_stats *st);
+
+/* Add VALUE to one stack ("a;b;c", LEN bytes). */
+int evp_flame_add(struct evp_flame *f, const char *stack, size_t len,
+                  double value);
+
+/* Total of all values merged so far. */
+double evp_flame_total(const struct evp_flame *f);
+
+/* Write the interactive SVG.  Deterministic: the same stacks give the same
+ * bytes whatever their input order.  Returns 0 or -EIO / -ENOMEM. */
+int evp_flame_write_svg(struct evp_flame *f, FILE *out,
+                        const struct evp_flame_opts *o,
+                        struct evp_flame_stats *st);
+
+/* Read a whole file ("-": stdin) into a malloc'ed buffer (NUL-terminated
+ * beyond LEN).  Returns 0 or a negative errno. */
+int evp_flame_slurp(const char *path, char **buf, size_t *len);
+
+/* ---- escaping of untrusted names (svg_escape.c) -------------------- */
+
+/* Bytes of the valid UTF-8 sequence at S (1-4), 0 when invalid. */
+int evp_utf8_len(const unsigned char *s, size_t n);
+/* XML text or attribute value. */
+void evp_esc_xml(FILE *out, const char *s, size_t n);
+/* Inside a "..." JavaScript string literal. */
+void evp_esc_js(FILE *out, const char *s, size_t n);
+/* For a terminal; at most MAXCOLS columns (0: no limit), cut with "..".
+ * Returns the columns written. */
+size_t evp_esc_term(FILE *out, const char *s, size_t n, size_t maxcols);
+/* A folded-stack frame into DST (room for 4*N bytes); returns its length. */
+size_t evp_esc_folded(char *dst, const char *s, size_t n);
+
 /* ---- shared formatting helpers (format.c) ------------------------- */
 
 /* "1,234,567" */

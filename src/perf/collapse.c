@@ -1,0 +1,585 @@
+/*
+ * `perf script` text to samples and folded stacks, natively.
+ *
+ * Follows the conventions of Brendan Gregg's stackcollapse-perf.pl so that
+ * its output can be compared line for line:
+ *   - a sample header is "comm [pid/]tid [cpu] time: [period] event:"; the
+ *     command name may contain spaces and becomes the first frame, with
+ *     spaces turned into '_' (optionally "-pid" or "-pid/tid" appended);
+ *   - only the first event type met is kept, unless one is named;
+ *   - callchain lines are "ip symbol+0xoff (dso)": the offset is dropped,
+ *     "[unknown]" becomes "[dso basename]" (or "[unknown]"), ';' becomes
+ *     ':', everything from the first '(' (other than "(anonymous
+ *     namespace)") is dropped unless the name looks like a Go method, and
+ *     quotes are deleted; "a->b" inline chains become "a;b_[i]";
+ *   - values are the periods (1 when perf printed none), keys sorted.
+ * One difference: a last sample not followed by a blank line is kept.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+struct pframe {
+    size_t off, len; /* in the scratch buffer */
+    const char *dso;
+    size_t dso_len;
+};
+
+struct parser {
+    char *scratch;
+    size_t slen, scap;
+    struct pframe *pf; /* leaf first, as printed */
+    size_t npf, cappf;
+    struct evp_perf_frame *fr;
+    size_t capfr;
+    char *pname;
+    size_t pname_len, pname_cap;
+    int have_pname;
+    struct evp_perf_sample s;
+};
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' ||
+           c == '\n';
+}
+
+static int is_word(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+static int reserve(char **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    char *q = realloc(*p, n);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int scratch_put(struct parser *p, const char *s, size_t n)
+{
+    if (reserve(&p->scratch, &p->scap, p->slen + n))
+        return -ENOMEM;
+    memcpy(p->scratch + p->slen, s, n);
+    p->slen += n;
+    return 0;
+}
+
+static const char *memmem_s(const char *h, size_t hn, const char *n)
+{
+    size_t nn = strlen(n);
+    if (nn > hn)
+        return NULL;
+    for (size_t i = 0; i + nn <= hn; i++)
+        if (h[i] == n[0] && memcmp(h + i, n, nn) == 0)
+            return h + i;
+    return NULL;
+}
+
+static int ends_with(const char *s, size_t n, const char *suf)
+{
+    size_t k = strlen(suf);
+    return n >= k && memcmp(s + n - k, suf, k) == 0;
+}
+
+/* Does the name look like a Go method, "pkg.(*T).M" (/\.\(.*\)\./)? */
+static int go_method(const char *s, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (s[i] != '.' || s[i + 1] != '(')
+            continue;
+        for (size_t j = n; j-- > i + 2;)
+            if (s[j] == '.' && s[j - 1] == ')')
+                return 1;
+        return 0;
+    }
+    return 0;
+}
+
+/*
+ * Tidy one function name (one part of an "a->b" chain) into the scratch
+ * buffer and record it as a frame.  INLINED: not the first part.
+ */
+static int add_func(struct parser *p, const struct evp_collapse_opts *o,
+                    const char *f, size_t n, const char *pc, size_t pclen,
+                    const char *mod, size_t modlen, int inlined)
+{
+    size_t start = p->slen;
+    if (n == 9 && memcmp(f, "[unknown]", 9) == 0) {
+        const char *base = "unknown";
+        size_t blen = 7;
+        if (!(modlen == 9 && memcmp(mod, "[unknown]", 9) == 0)) {
+            base = mod;
+            blen = modlen;
+            for (size_t i = modlen; i-- > 0;)
+                if (mod[i] == '/') {
+                    base = mod + i + 1;
+                    blen = modlen - i - 1;
+                    break;
+                }
+        }
+        if (scratch_put(p, "[", 1) || scratch_put(p, base, blen))
+            return -ENOMEM;
+        if (o->addrs) {
+            if (scratch_put(p, " <", 2) || scratch_put(p, pc, pclen) ||
+                scratch_put(p, ">", 1))
+                return -ENOMEM;
+        }
+        if (scratch_put(p, "]", 1))
+            return -ENOMEM;
+    } else {
+        if (scratch_put(p, f, n))
+            return -ENOMEM;
+    }
+    /* tidy_generic */
+    char *s = p->scratch + start;
+    size_t len = p->slen - start;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] == ';')
+            s[i] = ':';
+    if (!go_method(s, len)) {
+        for (size_t i = 0; i < len; i++) {
+            if (s[i] != '(')
+                continue;
+            if (len - i - 1 >= 20 &&
+                memcmp(s + i + 1, "anonymous namespace)", 20) == 0)
+                continue;
+            len = i;
+            break;
+        }
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != '"' && s[i] != '\'')
+            s[w++] = s[i];
+    len = w;
+    /* tidy_java */
+    if (p->pname_len >= 4 && memcmp(p->pname, "java", 4) == 0 && len &&
+        s[0] == 'L' && memchr(s, '/', len)) {
+        memmove(s, s + 1, len - 1);
+        len--;
+    }
+    p->slen = start + len;
+    const char *ann = NULL;
+    if (inlined) {
+        if (!memmem_s(s, len, "_[i]"))
+            ann = "_[i]";
+    } else if (o->annotate_kernel && modlen &&
+               (mod[0] == '[' || ends_with(mod, modlen, "vmlinux")) &&
+               !memmem_s(mod, modlen, "unknown")) {
+        ann = "_[k]";
+    } else if (o->annotate_jit && memmem_s(mod, modlen, "/tmp/perf-") &&
+               ends_with(mod, modlen, ".map")) {
+        if (!memmem_s(s, len, "_[j]"))
+            ann = "_[j]";
+    }
+    if (ann && scratch_put(p, ann, 4))
+        return -ENOMEM;
+    if (p->npf == p->cappf) {
+        size_t nc = p->cappf ? p->cappf * 2 : 64;
+        struct pframe *q = realloc(p->pf, nc * sizeof *q);
+        if (!q)
+            return -ENOMEM;
+        p->pf = q;
+        p->cappf = nc;
+    }
+    p->pf[p->npf++] = (struct pframe){start, p->slen - start, mod, modlen};
+    return 0;
+}
+
+/* A callchain line: "^\s*(\w+)\s*(.+) \((.*)\)" (not anchored at the end). */
+static int stack_line(struct parser *p, const struct evp_collapse_opts *o,
+                      const char *l, size_t n)
+{
+    size_t i = 0;
+    while (i < n && is_space(l[i]))
+        i++;
+    size_t pc0 = i;
+    while (i < n && is_word(l[i]))
+        i++;
+    if (i == pc0)
+        return 1;
+    size_t pclen = i - pc0;
+    while (i < n && is_space(l[i]))
+        i++;
+    const char *r = l + i;
+    size_t rn = n - i;
+    /* The last ')' ends the dso; the last " (" with a ')' after it and at
+     * least one character before it ends the symbol (greedy .+). */
+    size_t close = rn;
+    for (size_t j = rn; j-- > 0;)
+        if (r[j] == ')') {
+            close = j;
+            break;
+        }
+    if (close == rn)
+        return 1;
+    size_t k = (size_t)-1;
+    for (size_t j = close; j-- > 1;)
+        if (r[j] == ' ' && r[j + 1] == '(' && j + 2 <= close) {
+            k = j;
+            break;
+        }
+    if (k == (size_t)-1)
+        return 1;
+    if (!p->have_pname)
+        return 0; /* a filtered sample */
+    const char *f = r;
+    size_t fn = k;
+    const char *mod = r + k + 2;
+    size_t modlen = close - (k + 2);
+    /* strip "+0x[0-9a-f]+$" */
+    {
+        size_t j = fn;
+        while (j > 0 && (isdigit((unsigned char)f[j - 1]) ||
+                         (f[j - 1] >= 'a' && f[j - 1] <= 'f')))
+            j--;
+        if (j < fn && j >= 3 && f[j - 1] == 'x' && f[j - 2] == '0' &&
+            f[j - 3] == '+')
+            fn = j - 3;
+    }
+    if (fn && f[0] == '(')
+        return 0; /* process names */
+    p->s.raw_frames++;
+    /* "a->b->c": parts in order; frames are kept leaf first, so push the
+     * parts last to first. */
+    size_t parts[64][2], np = 0, b = 0;
+    for (size_t j = 0; j + 1 < fn && np < 63; j++)
+        if (f[j] == '-' && f[j + 1] == '>') {
+            parts[np][0] = b;
+            parts[np][1] = j - b;
+            np++;
+            b = j + 2;
+            j++;
+        }
+    parts[np][0] = b;
+    parts[np][1] = fn - b;
+    np++;
+    for (size_t q = np; q-- > 0;) {
+        int rc = add_func(p, o, f + parts[q][0], parts[q][1], l + pc0, pclen,
+                          mod, modlen, q > 0);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* "(\S.+?)\s+(\d+)\/*(\d+)*\s+" at the start of a header line. */
+static int header_line(struct parser *p, const struct evp_collapse_opts *o,
+                       const char *l, size_t n, struct evp_collapse_stats *st,
+                       int *keep)
+{
+    size_t i;
+    long pid = -1, tid = -1;
+    size_t comm_end = 0, after = 0;
+    for (i = 2; i < n; i++) {
+        if (!is_space(l[i]))
+            continue;
+        size_t j = i;
+        while (j < n && is_space(l[j]))
+            j++;
+        if (j >= n || !isdigit((unsigned char)l[j]))
+            continue;
+        long a = 0;
+        while (j < n && isdigit((unsigned char)l[j]))
+            a = a * 10 + (l[j++] - '0');
+        int slash = 0;
+        while (j < n && l[j] == '/') {
+            j++;
+            slash = 1;
+        }
+        long b = -1;
+        if (slash && j < n && isdigit((unsigned char)l[j])) {
+            b = 0;
+            while (j < n && isdigit((unsigned char)l[j]))
+                b = b * 10 + (l[j++] - '0');
+        }
+        if (j >= n || !is_space(l[j]))
+            continue;
+        comm_end = i;
+        after = j;
+        if (b >= 0) {
+            pid = a;
+            tid = b;
+        } else {
+            tid = a;
+        }
+        break;
+    }
+    if (!comm_end)
+        return 1;
+    /* Event and period: the line ends with ":\s*(\d+)*\s+(\S+):\s*". */
+    size_t e = n;
+    while (e > after && is_space(l[e - 1]))
+        e--;
+    uint64_t period = 0;
+    const char *ev = NULL;
+    size_t evlen = 0;
+    if (e > after && l[e - 1] == ':') {
+        size_t t = e - 1;
+        size_t s0 = t;
+        while (s0 > after && !is_space(l[s0 - 1]))
+            s0--;
+        if (s0 < t && s0 > after) {
+            size_t q = s0;
+            size_t ws = 0;
+            while (q > after && is_space(l[q - 1]))
+                q--, ws++;
+            size_t d = q;
+            while (d > after && isdigit((unsigned char)l[d - 1]))
+                d--;
+            size_t r = d;
+            while (r > after && is_space(l[r - 1]))
+                r--;
+            if (ws && r > 0 && l[r - 1] == ':') {
+                ev = l + s0;
+                evlen = t - s0;
+                for (size_t z = d; z < q; z++)
+                    period = period * 10 + (uint64_t)(l[z] - '0');
+            }
+        }
+    }
+    /* Time: the token before the event part ending in ':' ("123.456789:"). */
+    p->s.has_time = 0;
+    {
+        size_t q = after;
+        while (q < n) {
+            while (q < n && is_space(l[q]))
+                q++;
+            size_t t0 = q;
+            while (q < n && !is_space(l[q]))
+                q++;
+            if (q > t0 + 1 && l[q - 1] == ':' && isdigit((unsigned char)l[t0])) {
+                uint64_t sec = 0, ns = 0;
+                size_t z = t0;
+                while (z < q - 1 && isdigit((unsigned char)l[z]))
+                    sec = sec * 10 + (uint64_t)(l[z++] - '0');
+                if (z < q - 1 && l[z] == '.') {
+                    z++;
+                    unsigned digits = 0;
+                    while (z < q - 1 && isdigit((unsigned char)l[z])) {
+                        if (digits < 9) {
+                            ns = ns * 10 + (uint64_t)(l[z] - '0');
+                            digits++;
+                        }
+                        z++;
+                    }
+                    while (digits++ < 9)
+                        ns *= 10;
+                }
+                if (z == q - 1) {
+                    p->s.time_ns = sec * 1000000000ull + ns;
+                    p->s.has_time = 1;
+                }
+                break;
+            }
+            if (t0 < n && l[t0] == '[')
+                continue; /* [cpu] */
+            if (q > t0 && l[q - 1] != ':')
+                continue;
+            break;
+        }
+    }
+    if (ev) {
+        const char *want = o->event && *o->event ? o->event : st->event;
+        if (!*want && !(o->event && *o->event)) {
+            size_t c = evlen < sizeof st->event - 1 ? evlen
+                                                      : sizeof st->event - 1;
+            memcpy(st->event, ev, c);
+            st->event[c] = 0;
+            want = st->event;
+        }
+        if (strlen(want) != evlen || memcmp(want, ev, evlen) != 0) {
+            if (!st->other_event[0]) {
+                size_t c = evlen < sizeof st->other_event - 1
+                               ? evlen
+                               : sizeof st->other_event - 1;
+                memcpy(st->other_event, ev, c);
+                st->other_event[c] = 0;
+            }
+            st->filtered++;
+            *keep = 0;
+            return 0;
+        }
+    }
+    *keep = 1;
+    p->s.period = period ? period : 1;
+    p->s.pid = pid;
+    p->s.tid = tid;
+    p->s.comm = l;
+    p->s.comm_len = comm_end;
+    char num[48];
+    size_t extra = 0;
+    if (o->tid && pid >= 0)
+        extra = (size_t)snprintf(num, sizeof num, "-%ld/%ld", pid, tid);
+    else if (o->tid)
+        extra = (size_t)snprintf(num, sizeof num, "-?/%ld", tid);
+    else if (o->pid && pid >= 0)
+        extra = (size_t)snprintf(num, sizeof num, "-%ld", pid);
+    else if (o->pid)
+        extra = (size_t)snprintf(num, sizeof num, "-?");
+    if (reserve(&p->pname, &p->pname_cap, comm_end + extra + 1))
+        return -ENOMEM;
+    memcpy(p->pname, l, comm_end);
+    memcpy(p->pname + comm_end, num, extra);
+    p->pname_len = comm_end + extra;
+    for (size_t z = 0; z < p->pname_len; z++)
+        if (p->pname[z] == ' ')
+            p->pname[z] = '_';
+    p->have_pname = 1;
+    return 0;
+}
+
+static int emit(struct parser *p,
+                int (*cb)(void *ctx, const struct evp_perf_sample *s),
+                void *ctx, struct evp_collapse_stats *st)
+{
+    if (p->npf > p->capfr) {
+        struct evp_perf_frame *q = realloc(p->fr, p->npf * sizeof *q);
+        if (!q)
+            return -ENOMEM;
+        p->fr = q;
+        p->capfr = p->npf;
+    }
+    for (size_t i = 0; i < p->npf; i++) {
+        const struct pframe *f = &p->pf[p->npf - 1 - i];
+        p->fr[i] = (struct evp_perf_frame){p->scratch + f->off, f->len, f->dso,
+                                           f->dso_len};
+    }
+    p->s.frames = p->fr;
+    p->s.nframes = p->npf;
+    p->s.pname = p->pname;
+    p->s.pname_len = p->pname_len;
+    st->samples++;
+    if (p->s.raw_frames > st->max_raw_frames)
+        st->max_raw_frames = p->s.raw_frames;
+    int rc = cb(ctx, &p->s);
+    p->npf = 0;
+    p->slen = 0;
+    p->have_pname = 0;
+    return rc;
+}
+
+int evp_perf_parse(const char *buf, size_t len,
+                   const struct evp_collapse_opts *o,
+                   int (*cb)(void *ctx, const struct evp_perf_sample *s),
+                   void *ctx, struct evp_collapse_stats *st)
+{
+    static const struct evp_collapse_opts defaults;
+    struct parser p;
+    memset(&p, 0, sizeof p);
+    memset(st, 0, sizeof *st);
+    if (!o)
+        o = &defaults;
+    int rc = 0;
+    size_t lineno = 0;
+    size_t pos = 0;
+    while (pos < len && !rc) {
+        const char *l = buf + pos;
+        const char *nl = memchr(l, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - l) : len - pos;
+        pos += n + (nl ? 1 : 0);
+        lineno++;
+        st->lines++;
+        if (n && l[0] == '#')
+            continue;
+        if (n == 0) {
+            if (p.have_pname)
+                rc = emit(&p, cb, ctx, st);
+            p.have_pname = 0;
+            p.npf = 0;
+            p.slen = 0;
+            continue;
+        }
+        if (!is_space(l[0])) {
+            int keep = 0;
+            int h = header_line(&p, o, l, n, st, &keep);
+            if (h < 0) {
+                rc = h;
+                break;
+            }
+            if (h == 0) {
+                if (!keep)
+                    p.have_pname = 0;
+                p.s.line = lineno;
+                p.s.raw_frames = 0;
+                continue;
+            }
+        }
+        int s = stack_line(&p, o, l, n);
+        if (s < 0) {
+            rc = s;
+            break;
+        }
+        if (s == 1) {
+            if (!st->unrecognized)
+                st->first_unrecognized = lineno;
+            st->unrecognized++;
+        }
+    }
+    if (!rc && p.have_pname)
+        rc = emit(&p, cb, ctx, st);
+    free(p.scratch);
+    free(p.pf);
+    free(p.fr);
+    free(p.pname);
+    return rc;
+}
+
+int evp_perf_sample_key(const struct evp_perf_sample *s, char **buf,
+                        size_t *cap, size_t *len)
+{
+    size_t need = s->pname_len + 1;
+    for (size_t i = 0; i < s->nframes; i++)
+        need += s->frames[i].len + 1;
+    if (reserve(buf, cap, need))
+        return -ENOMEM;
+    char *b = *buf;
+    memcpy(b, s->pname, s->pname_len);
+    size_t k = s->pname_len;
+    for (size_t i = 0; i < s->nframes; i++) {
+        b[k++] = ';';
+        memcpy(b + k, s->frames[i].name, s->frames[i].len);
+        k += s->frames[i].len;
+    }
+    *len = k;
+    return 0;
+}
+
+struct collapse_ctx {
+    struct evp_stacks *out;
+    char *key;
+    size_t cap;
+};
+
+static int collapse_cb(void *ctx, const struct evp_perf_sample *s)
+{
+    struct collapse_ctx *c = ctx;
+    size_t len;
+    int rc = evp_perf_sample_key(s, &c->key, &c->cap, &len);
+    if (rc)
+        return rc;
+    return evp_stacks_add(c->out, c->key, len, s->period);
+}
+
+int evp_perf_collapse(const char *buf, size_t len,
+                      const struct evp_collapse_opts *o,
+                      struct evp_stacks *out, struct evp_collapse_stats *st)
+{
+    struct collapse_ctx c = {out, NULL, 0};
+    int rc = evp_perf_parse(buf, len, o, collapse_cb, &c, st);
+    free(c.key);
+    return rc;
+}

@@ -1,0 +1,175 @@
+/*
+ * evalprof's perf side: turning `perf script` text into folded stacks, a
+ * hot-function table, the CPython start-up breakdown and the cross-check
+ * against an evalprof trace, plus running `perf record` itself.
+ *
+ *   perf script text ──► evp_perf_parse (one callback per sample, frames
+ *                        tidied the way stackcollapse-perf.pl tidies them)
+ *                          ├─► evp_stacks (folded lines)  ─► flame graph
+ *                          ├─► evp_hot    (total / self per function)
+ *                          ├─► evp_startup (pymain_init, pyinit_core, ...)
+ *                          └─► evp_xcheck  (eval / runtime / init / fini)
+ *
+ * Nothing here touches a trace except crosscheck.c, which uses the replay
+ * engine.  All functions return 0 or a negative errno-style value.
+ */
+#ifndef EVP_PERF_H
+#define EVP_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- stacks.c: folded-stack accumulator ------------------------------ */
+
+struct evp_stacks;
+
+struct evp_stacks *evp_stacks_new(void);
+void evp_stacks_free(struct evp_stacks *s);
+/* Add VALUE to the stack KEY ("a;b;c", LEN bytes, copied). */
+int evp_stacks_add(struct evp_stacks *s, const char *key, size_t len,
+                   uint64_t value);
+size_t evp_stacks_count(const struct evp_stacks *s);
+uint64_t evp_stacks_total(const struct evp_stacks *s);
+/* Call FN for every stack in byte order of the key; a non-zero return
+ * stops the walk and is returned. */
+int evp_stacks_each(const struct evp_stacks *s,
+                    int (*fn)(void *ctx, const char *key, size_t len,
+                              uint64_t value),
+                    void *ctx);
+/* Write "key value\n" lines in byte order of the key; -EIO on error. */
+int evp_stacks_write(const struct evp_stacks *s, FILE *out);
+
+/* "1,234,567" into BUF. */
+char *evp_perf_count(char *buf, size_t len, uint64_t v);
+
+/* A stable 64-bit hash (never 0). */
+uint64_t evp_perf_hash(const void *p, size_t n);
+
+/* ---- collapse.c: perf script parsing --------------------------------- */
+
+struct evp_perf_frame {
+    const char *name; /* tidied as stackcollapse-perf.pl does */
+    size_t len;
+    const char *dso; /* as printed between the parentheses */
+    size_t dso_len;
+};
+
+struct evp_perf_sample {
+    const char *comm; /* as printed; may contain spaces */
+    size_t comm_len;
+    const char *pname; /* the process-name frame ("comm", "comm-pid",
+                          "comm-pid/tid"; spaces made '_') */
+    size_t pname_len;
+    long pid; /* -1 when perf printed only the thread id */
+    long tid;
+    uint64_t time_ns; /* sample time; valid when has_time */
+    int has_time;
+    uint64_t period; /* the count before the event name, else 1 */
+    const struct evp_perf_frame *frames; /* root first */
+    size_t nframes;
+    size_t raw_frames; /* callchain lines perf printed for the sample */
+    size_t line;       /* line number of the sample's header */
+};
+
+struct evp_collapse_opts {
+    int pid;             /* "comm-pid" process frames */
+    int tid;             /* "comm-pid/tid" */
+    int annotate_kernel; /* "_[k]" on kernel frames */
+    int annotate_jit;    /* "_[j]" on /tmp/perf-PID.map frames */
+    int addrs;           /* "[mod <addr>]" for unresolved frames */
+    const char *event;   /* keep only this event (default: the first) */
+};
+
+struct evp_collapse_stats {
+    uint64_t lines;
+    uint64_t samples;      /* samples handed on */
+    uint64_t filtered;     /* samples of other events */
+    uint64_t unrecognized; /* lines matching no pattern */
+    uint64_t first_unrecognized; /* line number */
+    size_t max_raw_frames;
+    char event[64];   /* the event kept */
+    char other_event[64]; /* first other event met, when any */
+};
+
+/*
+ * Parse perf script text BUF (LEN bytes) and call CB for every sample of
+ * the kept event.  Frames point into scratch memory valid during the
+ * call only.  Returns 0, the callback's non-zero value, or -ENOMEM.
+ */
+int evp_perf_parse(const char *buf, size_t len,
+                   const struct evp_collapse_opts *o,
+                   int (*cb)(void *ctx, const struct evp_perf_sample *s),
+                   void *ctx, struct evp_collapse_stats *st);
+
+/* Collapse into OUT ("pname;root;...;leaf" += period). */
+int evp_perf_collapse(const char *buf, size_t len,
+                      const struct evp_collapse_opts *o,
+                      struct evp_stacks *out, struct evp_collapse_stats *st);
+
+/* Append the folded key of sample S (process frame first) to *BUF. */
+int evp_perf_sample_key(const struct evp_perf_sample *s, char **buf,
+                        size_t *cap, size_t *len);
+
+/* ---- hot.c: hot-function table ------------------------------------- */
+
+struct evp_hot;
+
+struct evp_hot *evp_hot_new(void);
+void evp_hot_free(struct evp_hot *h);
+/* Count one sample: every distinct frame gets total += 1, the leaf self
+ * += 1 (process-name frames are not functions and are left out). */
+int evp_hot_add(struct evp_hot *h, const struct evp_perf_sample *s);
+/* Print the LIMIT hottest functions by self share (Visual Studio's
+ * layout: name, total samples and share, self samples and share). */
+int evp_hot_print(const struct evp_hot *h, FILE *out, size_t limit);
+
+/* ---- startup.c: CPython start-up breakdown ---------------------------- */
+
+enum evp_startup_phase {
+    EVP_SU_INIT_CORE,  /* pymain_init > ... > pyinit_core */
+    EVP_SU_INIT_MAIN,  /* pymain_init > ... > pyinit_main */
+    EVP_SU_INIT_OTHER, /* pymain_init, elsewhere (pre-init, config) */
+    EVP_SU_RUNNING,    /* Py_RunMain, before finalisation */
+    EVP_SU_FINI,       /* Py_FinalizeEx and what follows in Py_RunMain */
+    EVP_SU_MAIN_OTHER, /* under main, none of the above */
+    EVP_SU_LOADER,     /* dynamic loader before main */
+    EVP_SU_KERNEL,     /* kernel only: exec, exit, page faults */
+    EVP_SU_OTHER_PROC, /* other processes (wrappers, shells) */
+    EVP_SU_UNROOTED,   /* user stack that never reaches main/_start */
+    EVP_SU__COUNT
+};
+
+struct evp_startup {
+    uint64_t n[EVP_SU__COUNT];
+    uint64_t total;
+    int seen_pymain_init; /* symbols were available */
+    int seen_init_split;  /* pyinit_core / pyinit_main seen */
+};
+
+/* Classify one sample; COMM_PREFIX selects the profiled program's
+ * samples (others count as EVP_SU_OTHER_PROC); NULL keeps all. */
+enum evp_startup_phase evp_startup_classify(const struct evp_perf_sample *s,
+                                            const char *comm_prefix);
+void evp_startup_add(struct evp_startup *su, const struct evp_perf_sample *s,
+                     const char *comm_prefix);
+int evp_startup_print(const struct evp_startup *su, FILE *out,
+                      const char *what, unsigned runs);
+
+/* Root frames at which a complete user stack ends. */
+int evp_perf_is_root_frame(const char *name, size_t len);
+
+/* ---- crosscheck.c: perf samples against an evalprof trace -------------- */
+
+enum evp_xc_cat {
+    EVP_XC_EVAL,    /* inside the eval function */
+    EVP_XC_RUNTIME, /* runtime other */
+    EVP_XC_INIT,
+    EVP_XC_FINI,
+    EVP_XC__COUNT
+};
+
+/* Category of a perf sample from its stack alone. */
+enum evp_xc_cat evp_xc_classify(const struct evp_perf_sample *s);
+
+#endif /* EVP_PERF_H */

@@ -1,0 +1,808 @@
+/*
+ * Flame graphs: folded stacks merged into a tree and drawn as a
+ * self-contained interactive SVG, in the tradition of flamegraph.pl.
+ *
+ * Input: "frame;frame;...;frame COUNT" lines (a second count makes a
+ * differential line; the second is drawn).  Frames with the same path are
+ * merged; children are ordered by name (byte order), so the picture does
+ * not depend on the order of the input lines and the same stacks always
+ * give the same bytes.
+ *
+ * Speed: consecutive lines usually share a prefix (collapsed output is
+ * sorted), so the frames of the longest common prefix with the previous
+ * line are reused without hashing; the rest are found through one hash
+ * table keyed by (parent, name).  Values are added at the leaf only and
+ * summed up the tree once at the end (a child is always created after its
+ * parent, so one backward pass suffices).
+ *
+ * Output: one <g> per frame wider than the minimum width, holding a
+ * <title> (name, value, share), a <rect> and a <text> label, with the
+ * frame's start, value and depth in data-* attributes so that the embedded
+ * script can zoom exactly.  The script gives hover details, click to zoom,
+ * search (regular expression, highlight and matched share), reset, and
+ * the ?s=TERM URL parameter.  Names never appear inside the script: it
+ * reads them from the <title> elements, so only XML escaping is needed for
+ * them; the only strings written into the script (units, title) go
+ * through JavaScript escaping.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "views.h"
+
+struct node {
+    size_t name; /* offset in the name arena */
+    uint32_t nlen;
+    uint32_t parent;
+    uint32_t first_child;
+    uint32_t next_sibling;
+    double self;
+    double value; /* inclusive, after finish() */
+};
+
+struct slot {
+    uint64_t hash;
+    uint32_t node;
+};
+
+struct evp_flame {
+    struct node *nodes;
+    size_t n, cap;
+    struct slot *tab;
+    size_t tcap, tn;
+    char *names;
+    size_t nlen, ncap;
+    int finished;
+    /* previous line, for prefix reuse */
+    char *prev;
+    size_t prev_len, prev_cap;
+    size_t *ends; /* end offset of each frame of the previous line */
+    uint32_t *path;
+    size_t depth, pcap;
+};
+
+#define NONE UINT32_MAX
+
+static uint64_t hash_name(const char *s, size_t n, uint32_t parent)
+{
+    uint64_t h = 1469598103934665603ull ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 31;
+    }
+    for (; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return h ? h : 1;
+}
+
+struct evp_flame *evp_flame_new(void)
+{
+    struct evp_flame *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->cap = 1024;
+    f->nodes = malloc(f->cap * sizeof *f->nodes);
+    f->tcap = 2048;
+    f->tab = calloc(f->tcap, sizeof *f->tab);
+    if (!f->nodes || !f->tab) {
+        evp_flame_free(f);
+        return NULL;
+    }
+    /* node 0: the root, "all" */
+    f->nodes[0] = (struct node){0, 0, NONE, NONE, NONE, 0, 0};
+    f->n = 1;
+    return f;
+}
+
+void evp_flame_free(struct evp_flame *f)
+{
+    if (!f)
+        return;
+    free(f->nodes);
+    free(f->tab);
+    free(f->names);
+    free(f->prev);
+    free(f->ends);
+    free(f->path);
+    free(f);
+}
+
+static int grow_table(struct evp_flame *f)
+{
+    size_t ncap = f->tcap * 2;
+    struct slot *nt = calloc(ncap, sizeof *nt);
+    if (!nt)
+        return -ENOMEM;
+    for (size_t i = 0; i < f->tcap; i++) {
+        if (!f->tab[i].hash)
+            continue;
+        size_t j = f->tab[i].hash & (ncap - 1);
+        while (nt[j].hash)
+            j = (j + 1) & (ncap - 1);
+        nt[j] = f->tab[i];
+    }
+    free(f->tab);
+    f->tab = nt;
+    f->tcap = ncap;
+    return 0;
+}
+
+/* The child of PARENT named S (N bytes), created when missing. */
+static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
+                      size_t n)
+{
+    uint64_t h = hash_name(s, n, parent);
+    size_t j = h & (f->tcap - 1);
+    for (;;) {
+        struct slot *sl = &f->tab[j];
+        if (!sl->hash)
+            break;
+        if (sl->hash == h) {
+            struct node *c = &f->nodes[sl->node];
+            if (c->parent == parent && c->nlen == n &&
+                memcmp(f->names + c->name, s, n) == 0)
+                return sl->node;
+        }
+        j = (j + 1) & (f->tcap - 1);
+    }
+    if (f->n == f->cap) {
+        size_t nc = f->cap * 2;
+        struct node *nn = realloc(f->nodes, nc * sizeof *nn);
+        if (!nn)
+            return NONE;
+        f->nodes = nn;
+        f->cap = nc;
+    }
+    if (f->nlen + n > f->ncap) {
+        size_t nc = f->ncap ? f->ncap * 2 : 1 << 16;
+        while (nc < f->nlen + n)
+            nc *= 2;
+        char *na = realloc(f->names, nc);
+        if (!na)
+            return NONE;
+        f->names = na;
+        f->ncap = nc;
+    }
+    if (n > UINT32_MAX || f->n >= NONE - 1)
+        return NONE;
+    memcpy(f->names + f->nlen, s, n);
+    uint32_t id = (uint32_t)f->n++;
+    struct node *p = &f->nodes[parent];
+    f->nodes[id] = (struct node){f->nlen, (uint32_t)n, parent, NONE,
+                                 p->first_child, 0, 0};
+    p->first_child = id;
+    f->nlen += n;
+    f->tab[j] = (struct slot){h, id};
+    if (++f->tn * 2 > f->tcap && grow_table(f))
+        return NONE;
+    return id;
+}
+
+static int reserve_path(struct evp_flame *f, size_t need)
+{
+    if (need <= f->pcap)
+        return 0;
+    size_t nc = f->pcap ? f->pcap * 2 : 256;
+    while (nc < need)
+        nc *= 2;
+    size_t *e = realloc(f->ends, nc * sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    f->ends = e;
+    uint32_t *p = realloc(f->path, nc * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    f->path = p;
+    f->pcap = nc;
+    return 0;
+}
+
+int evp_flame_add(struct evp_flame *f, const char *s, size_t len, double value)
+{
+    f->finished = 0;
+    /* Frames of the previous stack that this one repeats. */
+    size_t m = len < f->prev_len ? len : f->prev_len;
+    size_t common = 0;
+    while (common + 8 <= m) {
+        uint64_t a, b;
+        memcpy(&a, s + common, 8);
+        memcpy(&b, f->prev + common, 8);
+        if (a != b)
+            break;
+        common += 8;
+    }
+    while (common < m && s[common] == f->prev[common])
+        common++;
+    size_t k = 0;
+    while (k < f->depth && f->ends[k] <= common &&
+           (f->ends[k] == len || s[f->ends[k]] == ';'))
+        k++;
+    uint32_t cur = k ? f->path[k - 1] : 0;
+    size_t pos = k ? f->ends[k - 1] + 1 : 0;
+    if (len && !(k && f->ends[k - 1] == len)) {
+        for (;;) {
+            const char *semi = memchr(s + pos, ';', len - pos);
+            size_t end = semi ? (size_t)(semi - s) : len;
+            cur = child(f, cur, s + pos, end - pos);
+            if (cur == NONE)
+                return -ENOMEM;
+            if (reserve_path(f, k + 1))
+                return -ENOMEM;
+            f->ends[k] = end;
+            f->path[k] = cur;
+            k++;
+            if (!semi)
+                break;
+            pos = end + 1;
+        }
+    }
+    f->depth = k;
+    f->nodes[cur].self += value;
+    if (len > f->prev_cap) {
+        size_t nc = f->prev_cap ? f->prev_cap : 256;
+        while (nc < len)
+            nc *= 2;
+        char *np = realloc(f->prev, nc);
+        if (!np)
+            return -ENOMEM;
+        f->prev = np;
+        f->prev_cap = nc;
+    }
+    memcpy(f->prev, s, len);
+    f->prev_len = len;
+    return 0;
+}
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+}
+
+/* Parse a trailing count "123" or "1.5" ending at E; returns its start or
+ * NULL. */
+static const char *trailing_count(const char *b, const char *e, double *v)
+{
+    const char *p = e;
+    while (p > b && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    const char *frac = NULL;
+    if (p > b && p[-1] == '.') {
+        frac = p;
+        p--;
+        while (p > b && p[-1] >= '0' && p[-1] <= '9')
+            p--;
+        if (p + 1 == frac)
+            return NULL; /* ".5" */
+    }
+    if (p == e)
+        return NULL;
+    double x = 0;
+    const char *q = p;
+    for (; q < e && *q != '.'; q++)
+        x = x * 10 + (*q - '0');
+    if (frac) {
+        double scale = 0.1;
+        for (q = frac; q < e; q++, scale /= 10)
+            x += (*q - '0') * scale;
+    }
+    *v = x;
+    return p;
+}
+
+int evp_flame_add_folded(struct evp_flame *f, const char *buf, size_t len,
+                         struct evp_flame_stats *st)
+{
+    size_t pos = 0;
+    while (pos < len) {
+        const char *l = buf + pos;
+        const char *nl = memchr(l, '\n', len - pos);
+        size_t n = nl ? (size_t)(nl - l) : len - pos;
+        pos += n + (nl ? 1 : 0);
+        st->lines++;
+        const char *e = l + n;
+        while (e > l && is_blank(e[-1]))
+            e--;
+        if (e == l)
+            continue; /* blank lines are not stacks */
+        double v;
+        const char *c = trailing_count(l, e, &v);
+        if (!c || c == l || !is_blank(c[-1])) {
+            if (!st->malformed)
+                st->first_malformed = st->lines;
+            st->malformed++;
+            continue;
+        }
+        const char *se = c;
+        while (se > l && is_blank(se[-1]))
+            se--;
+        double v1;
+        const char *c2 = trailing_count(l, se, &v1);
+        if (c2 && c2 > l && is_blank(c2[-1])) {
+            st->differential = 1;
+            se = c2;
+            while (se > l && is_blank(se[-1]))
+                se--;
+        }
+        int rc = evp_flame_add(f, l, (size_t)(se - l), v);
+        if (rc)
+            return rc;
+        st->stacks++;
+    }
+    return 0;
+}
+
+static void finish(struct evp_flame *f)
+{
+    if (f->finished)
+        return;
+    for (size_t i = 0; i < f->n; i++)
+        f->nodes[i].value = f->nodes[i].self;
+    for (size_t i = f->n; i-- > 1;)
+        f->nodes[f->nodes[i].parent].value += f->nodes[i].value;
+    f->finished = 1;
+}
+
+double evp_flame_total(const struct evp_flame *f)
+{
+    double t = 0;
+    for (size_t i = 0; i < f->n; i++)
+        t += f->nodes[i].self;
+    return t;
+}
+
+/* ---- drawing -------------------------------------------------------- */
+
+struct draw {
+    struct evp_flame *f;
+    FILE *out;
+    const struct evp_flame_opts *o;
+    double total;
+    double xscale; /* pixels per value unit */
+    double minv;   /* smallest value drawn */
+    int width, fh, height;
+    double ypad1, ypad2;
+    int maxdepth;
+    uint64_t frames;
+};
+
+static const char *g_names; /* for the child sort */
+
+static int cmp_nodes(const void *a, const void *b, const struct node *nodes)
+{
+    const struct node *x = &nodes[*(const uint32_t *)a];
+    const struct node *y = &nodes[*(const uint32_t *)b];
+    size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
+    int c = memcmp(g_names + x->name, g_names + y->name, n);
+    if (c)
+        return c;
+    return x->nlen < y->nlen ? -1 : x->nlen > y->nlen;
+}
+
+static const struct node *g_nodes;
+
+static int cmp_children(const void *a, const void *b)
+{
+    return cmp_nodes(a, b, g_nodes);
+}
+
+/* Visible characters of a name once escaped (invalid bytes and control
+ * characters count four: "\xNN"). */
+static size_t display_len(const char *s, size_t n)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        int k = c >= 0x80 ? evp_utf8_len((const unsigned char *)s + i, n - i)
+                          : 1;
+        if (k == 0 || c < 0x20 || c == 0x7f) {
+            w += 4;
+            i++;
+        } else {
+            w += 1;
+            i += (size_t)k;
+        }
+    }
+    return w;
+}
+
+/* The label: the whole name when it fits, else a prefix and "..", else
+ * nothing (fewer than 3 characters fit). */
+static void put_label(FILE *out, const char *s, size_t n, double w)
+{
+    const double cw = 12 * 0.59;
+    double fit = (w - 3) / cw;
+    if (fit < 3)
+        return;
+    size_t chars = (size_t)fit;
+    if (display_len(s, n) <= chars) {
+        evp_esc_xml(out, s, n);
+        return;
+    }
+    size_t keep = chars - 2, used = 0, i = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        int k = c >= 0x80 ? evp_utf8_len((const unsigned char *)s + i, n - i)
+                          : 1;
+        size_t cw1 = (k == 0 || c < 0x20 || c == 0x7f) ? 4 : 1;
+        size_t step = k ? (size_t)k : 1;
+        if (used + cw1 > keep)
+            break;
+        used += cw1;
+        i += step;
+    }
+    evp_esc_xml(out, s, i);
+    fputs("..", out);
+}
+
+static int has_suffix(const char *s, size_t n, const char *suf)
+{
+    size_t k = strlen(suf);
+    return n >= k && memcmp(s + n - k, suf, k) == 0;
+}
+
+static int has_text(const char *s, size_t n, const char *t)
+{
+    size_t k = strlen(t);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(s + i, t, k) == 0)
+            return 1;
+    return 0;
+}
+
+/* A colour from the name alone (so the same function has the same colour
+ * in every graph), in a palette chosen by what the frame is. */
+static void colour(const char *s, size_t n, int *r, int *g, int *b)
+{
+    uint64_t h = hash_name(s, n, 0);
+    double v1 = (double)(h & 0xffff) / 65535.0;
+    double v2 = (double)((h >> 16) & 0xffff) / 65535.0;
+    double v3 = (double)((h >> 32) & 0xffff) / 65535.0;
+    if (n >= 3 && memcmp(s, "op:", 3) == 0) { /* opcode leaves: aqua */
+        *r = 50 + (int)(60 * v3);
+        *g = 165 + (int)(55 * v3);
+        *b = 165 + (int)(55 * v3);
+    } else if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+        /* phases, runtime, unresolved: grey-blue */
+        *r = 170 + (int)(40 * v1);
+        *g = 175 + (int)(40 * v1);
+        *b = 205 + (int)(40 * v1);
+    } else if (has_suffix(s, n, "_[k]")) { /* kernel: orange */
+        *r = 200 + (int)(55 * v2);
+        *g = 110 + (int)(50 * v2);
+        *b = 20 + (int)(40 * v2);
+    } else if ((n >= 4 && memcmp(s, "py::", 4) == 0) ||
+               has_suffix(s, n, "_[j]") || has_text(s, n, ".py:")) {
+        /* Python functions: green */
+        *r = 50 + (int)(110 * v3);
+        *g = 180 + (int)(60 * v3);
+        *b = 50 + (int)(60 * v3);
+    } else if (has_suffix(s, n, "_[i]")) { /* inlined: aqua-green */
+        *r = 80 + (int)(60 * v1);
+        *g = 200 + (int)(55 * v1);
+        *b = 140 + (int)(55 * v1);
+    } else { /* native code: the classic hot palette */
+        *r = 205 + (int)(50 * v3);
+        *g = (int)(230 * v1);
+        *b = (int)(55 * v2);
+    }
+}
+
+/* "12,345" for whole values, else two decimals. */
+static void put_value(FILE *out, double v)
+{
+    if (v == floor(v) && v < 1.8e19) {
+        char tmp[32], buf[48];
+        int n = snprintf(tmp, sizeof tmp, "%" PRIu64, (uint64_t)v);
+        size_t k = 0;
+        for (int i = 0; i < n; i++) {
+            if (i && (n - i) % 3 == 0)
+                buf[k++] = ',';
+            buf[k++] = tmp[i];
+        }
+        buf[k] = 0;
+        fputs(buf, out);
+    } else {
+        fprintf(out, "%.2f", v);
+    }
+}
+
+/* Plain number for data attributes: exact for whole values. */
+static void put_num(FILE *out, double v)
+{
+    if (v == floor(v) && v < 1.8e19)
+        fprintf(out, "%" PRIu64, (uint64_t)v);
+    else
+        fprintf(out, "%.17g", v);
+}
+
+static void draw_frame(struct draw *d, uint32_t id, double start, int depth)
+{
+    const struct node *nd = &d->f->nodes[id];
+    const char *name = id ? d->f->names + nd->name : "all";
+    size_t nlen = id ? nd->nlen : 3;
+    double x = 10 + start * d->xscale;
+    double w = nd->value * d->xscale;
+    double y = d->o->icicle ? d->ypad1 + depth * d->fh
+                            : d->height - d->ypad2 - (depth + 1) * d->fh;
+    int r, g, b;
+    colour(name, nlen, &r, &g, &b);
+    FILE *out = d->out;
+    fputs("<g data-s=\"", out);
+    put_num(out, start);
+    fputs("\" data-v=\"", out);
+    put_num(out, nd->value);
+    fprintf(out, "\" data-d=\"%d\"><title>", depth);
+    evp_esc_xml(out, name, nlen);
+    fputs(" (", out);
+    put_value(out, nd->value);
+    fputc(' ', out);
+    evp_esc_xml(out, d->o->countname, strlen(d->o->countname));
+    fprintf(out, ", %.2f%%)</title>", d->total > 0 ? 100.0 * nd->value / d->total
+                                                    : 0.0);
+    fprintf(out,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+            "fill=\"rgb(%d,%d,%d)\" rx=\"2\" ry=\"2\"/>",
+            x, y, w, d->fh - 1, r, g, b);
+    fprintf(out, "<text x=\"%.2f\" y=\"%.1f\">", x + 3, y + d->fh - 5.5);
+    put_label(out, name, nlen, w);
+    fputs("</text></g>\n", out);
+    d->frames++;
+}
+
+/* Depth-first over the frames wide enough to draw, children in name
+ * order.  PASS 0 only measures the depth; pass 1 writes. */
+static int walk(struct draw *d, int pass)
+{
+    struct evp_flame *f = d->f;
+    struct item {
+        uint32_t id;
+        int depth;
+        double start;
+    };
+    size_t cap = 1024, n = 0;
+    struct item *st = malloc(cap * sizeof *st);
+    uint32_t *kids = NULL;
+    size_t kcap = 0;
+    if (!st)
+        return -ENOMEM;
+    st[n++] = (struct item){0, 0, 0};
+    g_names = f->names;
+    g_nodes = f->nodes;
+    while (n) {
+        struct item it = st[--n];
+        const struct node *nd = &f->nodes[it.id];
+        if (pass == 0) {
+            if (it.depth > d->maxdepth)
+                d->maxdepth = it.depth;
+        } else {
+            draw_frame(d, it.id, it.start, it.depth);
+        }
+        size_t nk = 0;
+        for (uint32_t c = nd->first_child; c != NONE;
+             c = f->nodes[c].next_sibling) {
+            if (f->nodes[c].value < d->minv || f->nodes[c].value <= 0)
+                continue;
+            if (nk == kcap) {
+                kcap = kcap ? kcap * 2 : 64;
+                uint32_t *nkids = realloc(kids, kcap * sizeof *kids);
+                if (!nkids) {
+                    free(st);
+                    free(kids);
+                    return -ENOMEM;
+                }
+                kids = nkids;
+            }
+            kids[nk++] = c;
+        }
+        if (!nk)
+            continue;
+        qsort(kids, nk, sizeof *kids, cmp_children);
+        /* starts: children sit left to right in name order, after the
+         * parent's self time would be... flamegraph.pl puts children at
+         * the parent's left edge; self time is the gap on the right. */
+        double pos = it.start;
+        if (n + nk > cap) {
+            while (n + nk > cap)
+                cap *= 2;
+            struct item *ns = realloc(st, cap * sizeof *st);
+            if (!ns) {
+                free(st);
+                free(kids);
+                return -ENOMEM;
+            }
+            st = ns;
+        }
+        /* Push in reverse so the first child is drawn first. */
+        double *starts = malloc(nk * sizeof *starts);
+        if (!starts) {
+            free(st);
+            free(kids);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < nk; i++) {
+            starts[i] = pos;
+            pos += f->nodes[kids[i]].value;
+        }
+        for (size_t i = nk; i-- > 0;)
+            st[n++] = (struct item){kids[i], it.depth + 1, starts[i]};
+        free(starts);
+    }
+    free(st);
+    free(kids);
+    return 0;
+}
+
+static const char script[] =
+#include "flamegraph_js.h"
+    ;
+
+int evp_flame_write_svg(struct evp_flame *f, FILE *out,
+                        const struct evp_flame_opts *o,
+                        struct evp_flame_stats *st)
+{
+    finish(f);
+    struct evp_flame_opts def = *o;
+    if (!def.width)
+        def.width = 1200;
+    if (def.width < 200)
+        def.width = 200;
+    if (!def.frame_height)
+        def.frame_height = 16;
+    if (def.min_width < 0)
+        def.min_width = 0.1;
+    if (!def.countname)
+        def.countname = "samples";
+    if (!def.title)
+        def.title = def.icicle ? "Icicle Graph" : "Flame Graph";
+    struct draw d = {0};
+    d.f = f;
+    d.out = out;
+    d.o = &def;
+    d.total = f->nodes[0].value;
+    d.width = def.width;
+    d.fh = def.frame_height;
+    d.xscale = d.total > 0 ? (def.width - 20) / d.total : 0;
+    d.minv = d.xscale > 0 ? def.min_width / d.xscale : 0;
+    d.ypad1 = 12 * 3 + (def.subtitle ? 12 * 2 : 0);
+    d.ypad2 = 12 * 2 + 10;
+    int rc = walk(&d, 0);
+    if (rc)
+        return rc;
+    d.height = (int)(d.ypad1 + d.ypad2 + (d.maxdepth + 1) * d.fh);
+    int W = d.width, H = d.height;
+
+    fprintf(out,
+            "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+            "<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" "
+            "\"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd\">\n"
+            "<svg version=\"1.1\" width=\"%d\" height=\"%d\" "
+            "onload=\"init(evt)\" viewBox=\"0 0 %d %d\" "
+            "xmlns=\"http://www.w3.org/2000/svg\" "
+            "xmlns:xlink=\"http://www.w3.org/1999/xlink\">\n"
+            "<!-- Flame graph drawn by evalprof: frame width is the share "
+            "of the total, children are ordered by name. Click a frame to "
+            "zoom, Ctrl-F or Search to highlight, Escape to reset. -->\n",
+            W, H, W, H);
+    fputs("<defs><linearGradient id=\"background\" y1=\"0\" y2=\"1\" "
+          "x1=\"0\" x2=\"0\"><stop stop-color=\"#eeeeee\" offset=\"5%\"/>"
+          "<stop stop-color=\"#eeeeb0\" offset=\"95%\"/></linearGradient>"
+          "</defs>\n",
+          out);
+    fputs("<style type=\"text/css\">\n"
+          "text { font-family: Verdana, sans-serif; font-size: 12px; "
+          "fill: rgb(0,0,0); }\n"
+          "#title { text-anchor: middle; font-size: 17px; }\n"
+          "#subtitle { text-anchor: middle; fill: rgb(160,160,160); }\n"
+          "#frames > g { cursor: pointer; }\n"
+          "#frames > g:hover > rect { stroke: black; stroke-width: 0.5; }\n"
+          "#frames > g.m > rect { fill: rgb(230,0,230); }\n"
+          "#frames > g.anc > rect { opacity: 0.5; }\n"
+          "#frames > g.hide { display: none; }\n"
+          ".button { cursor: pointer; }\n"
+          ".button:hover { text-decoration: underline; }\n"
+          ".hidden { display: none; }\n"
+          "#search, #matched { text-anchor: end; }\n"
+          "</style>\n",
+          out);
+    /* Configuration for the script: numbers, and two strings escaped for
+     * a JavaScript string literal. */
+    fprintf(out,
+            "<script type=\"text/ecmascript\"><![CDATA[\n"
+            "var evpConfig = {width: %d, xpad: 10, frameHeight: %d, "
+            "fontSize: 12, fontWidth: 0.59, icicle: %s, total: ",
+            W, d.fh, def.icicle ? "true" : "false");
+    put_num(out, d.total);
+    fputs(", units: \"", out);
+    evp_esc_js(out, def.countname, strlen(def.countname));
+    fputs("\", title: \"", out);
+    evp_esc_js(out, def.title, strlen(def.title));
+    fputs("\"};\n", out);
+    fputs(script, out);
+    fputs("]]></script>\n", out);
+    fprintf(out,
+            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+            "fill=\"url(#background)\"/>\n",
+            W, H);
+    fprintf(out, "<text id=\"title\" x=\"%d\" y=\"24\">", W / 2);
+    evp_esc_xml(out, def.title, strlen(def.title));
+    fputs("</text>\n", out);
+    if (def.subtitle) {
+        fprintf(out, "<text id=\"subtitle\" x=\"%d\" y=\"48\">", W / 2);
+        evp_esc_xml(out, def.subtitle, strlen(def.subtitle));
+        fputs("</text>\n", out);
+    }
+    fprintf(out, "<text id=\"details\" x=\"10\" y=\"%d\"> </text>\n", H - 17);
+    fputs("<text id=\"unzoom\" class=\"button hidden\" x=\"10\" y=\"24\">"
+          "Reset Zoom</text>\n",
+          out);
+    fprintf(out,
+            "<text id=\"search\" class=\"button\" x=\"%d\" y=\"24\">Search"
+            "</text>\n",
+            W - 10);
+    fprintf(out, "<text id=\"matched\" x=\"%d\" y=\"%d\"> </text>\n", W - 10,
+            H - 17);
+    fputs("<g id=\"frames\">\n", out);
+    if (d.total > 0) {
+        rc = walk(&d, 1);
+        if (rc)
+            return rc;
+    }
+    fputs("</g>\n</svg>\n", out);
+    if (st) {
+        st->frames = d.frames;
+        st->nodes = f->n;
+    }
+    return ferror(out) ? -EIO : 0;
+}
+
+int evp_flame_slurp(const char *path, char **buf, size_t *len)
+{
+    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!in)
+        return -errno;
+    size_t cap = 1 << 20, n = 0;
+    char *b = malloc(cap + 1);
+    if (!b) {
+        if (in != stdin)
+            fclose(in);
+        return -ENOMEM;
+    }
+    for (;;) {
+        if (n == cap) {
+            cap *= 2;
+            char *nb = realloc(b, cap + 1);
+            if (!nb) {
+                free(b);
+                if (in != stdin)
+                    fclose(in);
+                return -ENOMEM;
+            }
+            b = nb;
+        }
+        size_t r = fread(b + n, 1, cap - n, in);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    int err = ferror(in) ? -EIO : 0;
+    if (in != stdin)
+        fclose(in);
+    if (err) {
+        free(b);
+        return err;
+    }
+    b[n] = 0;
+    *buf = b;
+    *len = n;
+    return 0;
+}
