@@ -303,6 +303,10 @@ static struct buffer *buffer_get(struct thread *t)
             free(b);
             return NULL;
         }
+        /* Touch every page now, on the slow path, rather than take page
+         * faults between events later, where they would read as time
+         * spent in the traced program. */
+        memset(b->recs, 0, (size_t)b->cap * sizeof *b->recs);
     }
     b->n = 0;
     b->written = 0;
@@ -521,6 +525,12 @@ static int attach_locked(const char *name)
     if (!b)
         return -ENOMEM;
     t->buf = b;
+    if (t->live && t->gen == S.gen) {
+        /* Same session, buffer lost to an allocation failure: same stream. */
+        __atomic_store_n(&t->hot.end, b->recs + b->cap, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->hot.pos, b->recs, __ATOMIC_RELEASE);
+        return 0;
+    }
     t->gen = S.gen;
     t->live = 1;
     t->stream = S.next_stream++;
@@ -618,15 +628,17 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
         b->n = b->cap;
         queue_push(b);
         pthread_cond_signal(&S.wake);
+        /* The queued buffer is the writer's now: the thread holds none
+         * while it may wait (the writer can recycle B meanwhile). */
+        t->buf = NULL;
+        __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
         /* Bounded memory: wait for the writer rather than grow forever. */
         while (t->nbuffers >= MAX_BUFFERS_PER_THREAD && S.state == OPEN &&
                S.writer_running)
             pthread_cond_wait(&S.room, &S.mu);
         struct buffer *nb = S.state == OPEN ? buffer_get(t) : NULL;
         if (!nb) {
-            t->buf = NULL;
-            __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
-            __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
             S.dropped++;
             pthread_mutex_unlock(&S.mu);
             return;

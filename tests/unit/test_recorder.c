@@ -1,0 +1,532 @@
+/*
+ * Unit tests of the recorder (src/recorder/recorder.c), checked through
+ * the reader: what was recorded is what is read back, from one thread and
+ * many, through buffer hand-offs, across sessions, in a forked child, in
+ * a killed process and after a write error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "evalprof/recorder.h"
+#include "evalprof/replay.h"
+#include "evalprof/trace.h"
+
+static char tmpdir[64];
+
+static void path_in_tmp(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+static int quiet_warn_count;
+
+static void quiet_warn(void *ctx, const char *path, const char *msg)
+{
+    (void)ctx;
+    (void)path;
+    (void)msg;
+    quiet_warn_count++;
+}
+
+static struct evp_trace *open_trace(const char *path)
+{
+    struct evp_open_opts o = {.warn = quiet_warn};
+    struct evp_trace *t = NULL;
+    char err[256];
+    quiet_warn_count = 0;
+    int rc = evp_trace_open(path, &o, &t, err, sizeof err);
+    if (rc < 0)
+        fail_msg("open %s: %s", path, err);
+    return t;
+}
+
+/* Collects every replayed event of every stream. */
+struct collect {
+    struct evp_event *ev;
+    size_t n, cap;
+    size_t streams;
+    uint32_t stream_of[64];
+    size_t first_of[64];
+};
+
+static int col_begin(void *ctx, const struct evp_stream *s)
+{
+    struct collect *c = ctx;
+    if (c->streams < 64) {
+        c->stream_of[c->streams] = s->id;
+        c->first_of[c->streams] = c->n;
+    }
+    c->streams++;
+    return 0;
+}
+
+static int col_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct collect *c = ctx;
+    if (c->n + n > c->cap) {
+        c->cap = (c->n + n) * 2;
+        c->ev = realloc(c->ev, c->cap * sizeof *c->ev);
+    }
+    memcpy(c->ev + c->n, ev, n * sizeof *ev);
+    c->n += n;
+    return 0;
+}
+
+static void collect(struct evp_trace *t, struct collect *c)
+{
+    static const struct evp_replay_ops ops = {col_begin, col_events, NULL};
+    struct evp_replay_opts o = {.stream = -1};
+    memset(c, 0, sizeof *c);
+    assert_int_equal(evp_replay(t, &o, &ops, c), 0);
+}
+
+static size_t count_kind(const struct collect *c, unsigned kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        n += c->ev[i].kind == kind;
+    return n;
+}
+
+static struct evp_rec_config config(const char *path)
+{
+    struct evp_rec_config cfg = {.path = path,
+                                 .producer = EVP_PRODUCER_SYNTHETIC,
+                                 .can_emit = EVP_KINDS_CLASSIC,
+                                 .flags = EVP_REC_QUIET};
+    return cfg;
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    char path[128];
+    path_in_tmp(path, sizeof path, "basic.evp");
+    struct evp_rec_config cfg = config(path);
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    assert_true(evp_rec_is_open());
+    assert_int_equal(evp_rec_open(&cfg), -EBUSY);
+    assert_int_equal(evp_rec_meta("python.version", "3.13.5"), 0);
+    static const struct evp_opcode_desc ops[] = {{100, 100, "LOAD_CONST"},
+                                                 {201, 100, "LOAD_CONST_X"}};
+    assert_int_equal(evp_rec_opcodes(ops, 2), 0);
+    uint32_t f1 = evp_rec_func("main", "prog.py", 1);
+    uint32_t f2 = evp_rec_func("Klass.method", "lib/k.py", 42);
+    assert_true(f1 >= 1 && f2 == f1 + 1);
+    assert_int_equal(evp_rec_thread_attach("main"), 0);
+
+    evp_rec_event(EVP_EV_INIT, 0);
+    evp_rec_event(EVP_EV_ENTER, f1);
+    evp_rec_event(EVP_EV_LOOP_ENTER, 0);
+    evp_rec_op(100, 7);
+    evp_rec_event(EVP_EV_ENTER, f2);
+    evp_rec_op(201, 70000);
+    evp_rec_event(EVP_EV_EXIT, f2);
+    evp_rec_event(EVP_EV_RUNTIME_OTHER, 0);
+    evp_rec_event(EVP_EV_EXIT, f1);
+    evp_rec_event(EVP_EV_C_CALL, f1); /* not in can_emit: not recorded */
+    evp_rec_event(EVP_EV_FINI, 0);
+    struct evp_rec_stats st;
+    assert_int_equal(evp_rec_close(), 0);
+    assert_int_equal(evp_rec_close(), -ENOTCONN);
+    evp_rec_get_stats(&st);
+    assert_int_equal(st.events, 10);
+    assert_int_equal(st.dropped, 0);
+    assert_true(st.event_cost_ns > 0 && st.event_cost_ns < 10000);
+
+    struct evp_trace *t = open_trace(path);
+    assert_int_equal(quiet_warn_count, 0);
+    const struct evp_trace_info *in = evp_trace_info(t);
+    assert_string_equal(in->producer, "synthetic");
+    assert_string_equal(in->python_version, "3.13.5");
+    assert_int_equal(in->pid, getpid());
+    assert_true(in->has_end);
+    assert_true(in->event_cost_ns > 0);
+    assert_true(in->can_emit & EVP_KIND_BIT(EVP_EV_OP));
+    assert_false(in->can_emit & EVP_KIND_BIT(EVP_EV_C_CALL));
+    assert_string_equal(evp_trace_opname(t, 201), "LOAD_CONST_X");
+    assert_int_equal(evp_trace_opbase(t, 201), 100);
+    assert_string_equal(evp_trace_func(t, f2)->name, "Klass.method");
+    assert_string_equal(evp_trace_func(t, f2)->file, "lib/k.py");
+    assert_int_equal(evp_trace_func(t, f2)->line, 42);
+    assert_int_equal(evp_trace_nstreams(t), 1);
+    assert_string_equal(evp_trace_stream(t, 0)->name, "main");
+
+    struct collect c;
+    collect(t, &c);
+    static const unsigned kinds[] = {
+        EVP_EV_INIT, EVP_EV_ENTER, EVP_EV_LOOP_ENTER, EVP_EV_OP, EVP_EV_ENTER,
+        EVP_EV_OP, EVP_EV_EXIT, EVP_EV_RUNTIME_OTHER, EVP_EV_EXIT, EVP_EV_FINI};
+    static const int depth[] = {0, 0, 1, 1, 1, 2, 1, 1, 0, 0};
+    assert_int_equal(c.n, 10);
+    for (size_t i = 0; i < c.n; i++) {
+        assert_int_equal(c.ev[i].kind, kinds[i]);
+        assert_int_equal(c.ev[i].depth, depth[i]);
+        if (i)
+            assert_true(c.ev[i].ts >= c.ev[i - 1].ts);
+    }
+    assert_int_equal(c.ev[3].aux, 100);
+    assert_int_equal(c.ev[3].arg, 7);
+    assert_int_equal(c.ev[5].aux, 201);
+    assert_int_equal(c.ev[5].arg, 70000);
+    assert_int_equal(c.ev[5].func, f2);
+    assert_int_equal(c.ev[5].parent, f1);
+    assert_true(c.ev[9].flags & EVP_EVF_LAST);
+    free(c.ev);
+    evp_trace_close(t);
+}
+
+static void test_clock_matches_monotonic(void **state)
+{
+    (void)state;
+    char path[128];
+    path_in_tmp(path, sizeof path, "clock.evp");
+    struct evp_rec_config cfg = config(path);
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    uint64_t before[5], after[5];
+    for (int i = 0; i < 5; i++) {
+        before[i] = evp_clock_mono_ns();
+        evp_rec_event(EVP_EV_DISPATCH, 0);
+        after[i] = evp_clock_mono_ns();
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(evp_rec_close(), 0);
+    struct evp_trace *t = open_trace(path);
+    struct collect c;
+    collect(t, &c);
+    assert_int_equal(c.n, 5);
+    for (int i = 0; i < 5; i++) {
+        /* Calibrated ticks land within 20 µs of the monotonic clock. */
+        assert_true(c.ev[i].ts + 20000 >= before[i]);
+        assert_true(c.ev[i].ts <= after[i] + 20000);
+    }
+    free(c.ev);
+    evp_trace_close(t);
+}
+
+struct thread_arg {
+    unsigned id;
+    unsigned n;
+    uint32_t func;
+};
+
+static void *thread_main(void *p)
+{
+    struct thread_arg *a = p;
+    char name[32];
+    snprintf(name, sizeof name, "worker-%u", a->id);
+    evp_rec_thread_attach(name);
+    for (unsigned i = 0; i < a->n; i++) {
+        evp_rec_event(EVP_EV_ENTER, a->func);
+        evp_rec_op(a->id, i);
+        evp_rec_event(EVP_EV_EXIT, a->func);
+    }
+    evp_rec_thread_detach();
+    return NULL;
+}
+
+static void test_threads_and_handoffs(void **state)
+{
+    (void)state;
+    char path[128];
+    path_in_tmp(path, sizeof path, "threads.evp");
+    struct evp_rec_config cfg = config(path);
+    cfg.buffer_events = 1000; /* many hand-offs and chunks */
+    cfg.flush_ms = 5;
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    enum { T = 4, N = 20000 };
+    pthread_t th[T];
+    struct thread_arg args[T];
+    for (unsigned i = 0; i < T; i++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "f%u", i);
+        args[i] = (struct thread_arg){i + 1, N, evp_rec_func(nm, "t.py", i)};
+        pthread_create(&th[i], NULL, thread_main, &args[i]);
+    }
+    for (unsigned i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(evp_rec_close(), 0);
+
+    struct evp_trace *t = open_trace(path);
+    assert_int_equal(quiet_warn_count, 0);
+    assert_int_equal(evp_trace_nstreams(t), T);
+    struct collect c;
+    collect(t, &c);
+    assert_int_equal(count_kind(&c, EVP_EV_OP), T * N);
+    assert_true(count_kind(&c, EVP_EV_RECORDER) >= T * (3 * N / 1000 - 1));
+    /* Each stream is one thread's events, in its own order. */
+    for (size_t s = 0; s < c.streams; s++) {
+        size_t end = s + 1 < c.streams ? c.first_of[s + 1] : c.n;
+        unsigned who = 0, next = 0;
+        for (size_t i = c.first_of[s]; i < end; i++) {
+            const struct evp_event *e = &c.ev[i];
+            if (i > c.first_of[s])
+                assert_true(e->ts >= c.ev[i - 1].ts);
+            if (e->kind != EVP_EV_OP)
+                continue;
+            if (!who)
+                who = e->aux;
+            assert_int_equal(e->aux, who);
+            assert_int_equal(e->arg, next++);
+            assert_int_equal(e->depth, 1);
+        }
+        assert_int_equal(next, N);
+        const struct evp_stream *st = evp_trace_stream(t, s);
+        char want[32];
+        snprintf(want, sizeof want, "worker-%u", who);
+        assert_string_equal(st->name, want);
+    }
+    free(c.ev);
+    evp_trace_close(t);
+}
+
+static void test_sessions_restart(void **state)
+{
+    (void)state;
+    char p1[128], p2[128];
+    path_in_tmp(p1, sizeof p1, "s1.evp");
+    path_in_tmp(p2, sizeof p2, "s2.evp");
+    for (int round = 0; round < 2; round++) {
+        struct evp_rec_config cfg = config(round ? p2 : p1);
+        assert_int_equal(evp_rec_open(&cfg), 0);
+        uint32_t f = evp_rec_func(round ? "second" : "first", "", 0);
+        assert_int_equal(f, 1); /* a fresh function table per session */
+        for (int i = 0; i < 100 + round; i++)
+            evp_rec_event(EVP_EV_ENTER, f);
+        assert_int_equal(evp_rec_close(), 0);
+        evp_rec_event(EVP_EV_ENTER, f); /* between sessions: ignored */
+    }
+    assert_int_equal(evp_rec_func("late", "", 0), 0);
+    for (int round = 0; round < 2; round++) {
+        struct evp_trace *t = open_trace(round ? p2 : p1);
+        struct collect c;
+        collect(t, &c);
+        assert_int_equal(c.n, 100 + round);
+        assert_string_equal(evp_trace_func(t, 1)->name,
+                            round ? "second" : "first");
+        free(c.ev);
+        evp_trace_close(t);
+    }
+}
+
+static void test_open_errors(void **state)
+{
+    (void)state;
+    struct evp_rec_config cfg = config("/nonexistent-dir/x.evp");
+    assert_int_equal(evp_rec_open(&cfg), -ENOENT);
+    assert_false(evp_rec_is_open());
+    cfg.path = NULL;
+    assert_int_equal(evp_rec_open(&cfg), -EINVAL);
+    assert_int_equal(evp_rec_meta("k", "v"), -ENOTCONN);
+    assert_int_equal(evp_rec_close(), -ENOTCONN);
+    /* /dev/full: the header cannot be written. */
+    cfg = config("/dev/full");
+    assert_int_equal(evp_rec_open(&cfg), -ENOSPC);
+    assert_false(evp_rec_is_open());
+}
+
+static void test_fork(void **state)
+{
+    (void)state;
+    for (int follow = 0; follow < 2; follow++) {
+        char path[128], child_path[160];
+        path_in_tmp(path, sizeof path, follow ? "fork-follow.evp" : "fork.evp");
+        struct evp_rec_config cfg = config(path);
+        if (follow)
+            cfg.flags |= EVP_REC_FOLLOW_FORK;
+        assert_int_equal(evp_rec_open(&cfg), 0);
+        uint32_t f = evp_rec_func("parent", "", 0);
+        for (int i = 0; i < 1000; i++)
+            evp_rec_op(1, (uint32_t)i);
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* The child: events of its own, then a normal exit. */
+            for (int i = 0; i < 500; i++)
+                evp_rec_op(2, (uint32_t)i);
+            evp_rec_event(EVP_EV_EXIT, f);
+            _exit(evp_rec_close() == (follow ? 0 : -ENOTCONN) ? 0 : 3);
+        }
+        for (int i = 0; i < 1000; i++)
+            evp_rec_op(3, (uint32_t)i);
+        int ws;
+        waitpid(pid, &ws, 0);
+        assert_true(WIFEXITED(ws));
+        assert_int_equal(WEXITSTATUS(ws), 0);
+        assert_int_equal(evp_rec_close(), 0);
+
+        struct evp_trace *t = open_trace(path);
+        assert_int_equal(quiet_warn_count, 0);
+        struct collect c;
+        collect(t, &c);
+        /* The parent's trace holds only the parent's events. */
+        assert_int_equal(c.n, 2000);
+        for (size_t i = 0; i < c.n; i++)
+            assert_int_equal(c.ev[i].aux, i < 1000 ? 1 : 3);
+        free(c.ev);
+        evp_trace_close(t);
+
+        snprintf(child_path, sizeof child_path, "%s.%d", path, (int)pid);
+        if (!follow) {
+            assert_int_equal(access(child_path, F_OK), -1);
+            continue;
+        }
+        t = open_trace(child_path);
+        assert_int_equal(quiet_warn_count, 0);
+        char ppid[24];
+        snprintf(ppid, sizeof ppid, "%d", (int)getpid());
+        assert_string_equal(evp_trace_meta(t, "parent.pid"), ppid);
+        assert_int_equal(evp_trace_info(t)->pid, pid);
+        assert_string_equal(evp_trace_func(t, f)->name, "parent");
+        collect(t, &c);
+        assert_int_equal(c.n, 501);
+        for (size_t i = 0; i < 500; i++)
+            assert_int_equal(c.ev[i].aux, 2);
+        assert_int_equal(c.ev[500].kind, EVP_EV_EXIT);
+        assert_true(c.ev[500].flags & EVP_EVF_UNMATCHED);
+        free(c.ev);
+        evp_trace_close(t);
+    }
+}
+
+static void test_killed_process_keeps_flushed_events(void **state)
+{
+    (void)state;
+    char path[128];
+    path_in_tmp(path, sizeof path, "killed.evp");
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct evp_rec_config cfg = config(path);
+        cfg.flush_ms = 10;
+        if (evp_rec_open(&cfg) < 0)
+            _exit(3);
+        for (int i = 0; i < 3000; i++)
+            evp_rec_op(5, (uint32_t)i);
+        for (;;)
+            pause(); /* killed here, never closing */
+    }
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    kill(pid, SIGKILL);
+    int ws;
+    waitpid(pid, &ws, 0);
+    assert_true(WIFSIGNALED(ws));
+    struct evp_trace *t = open_trace(path);
+    assert_false(evp_trace_info(t)->has_end);
+    struct collect c;
+    collect(t, &c);
+    assert_int_equal(c.n, 3000);
+    free(c.ev);
+    evp_trace_close(t);
+}
+
+static void test_write_error_stops_cleanly(void **state)
+{
+    (void)state;
+    char path[128];
+    path_in_tmp(path, sizeof path, "efbig.evp");
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* A file size limit makes writes fail part-way, like a full disk. */
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {64 * 1024, 64 * 1024};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        struct evp_rec_config cfg = config(path);
+        cfg.buffer_events = 4096;
+        if (evp_rec_open(&cfg) < 0)
+            _exit(3);
+        for (int i = 0; i < 200000; i++)
+            evp_rec_op((unsigned)(i & 0xff), (uint32_t)i * 2654435761u);
+        int rc = evp_rec_close();
+        struct evp_rec_stats st;
+        evp_rec_get_stats(&st);
+        _exit(rc == -EFBIG && st.dropped > 0 && st.error == -EFBIG ? 0 : 4);
+    }
+    int ws;
+    waitpid(pid, &ws, 0);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    /* What was written before the error reads back: a prefix. */
+    struct evp_trace *t = open_trace(path);
+    struct collect c;
+    collect(t, &c);
+    assert_true(c.n > 1000 && c.n < 200000);
+    for (size_t i = 0, k = 0; i < c.n; i++) {
+        if (c.ev[i].kind != EVP_EV_OP)
+            continue;
+        assert_int_equal(c.ev[i].arg, (uint32_t)k * 2654435761u);
+        k++;
+    }
+    free(c.ev);
+    evp_trace_close(t);
+}
+
+static void test_enabled_mask(void **state)
+{
+    (void)state;
+    char path[128];
+    path_in_tmp(path, sizeof path, "mask.evp");
+    struct evp_rec_config cfg = config(path);
+    cfg.enabled = EVP_KIND_BIT(EVP_EV_OP);
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    evp_rec_event(EVP_EV_DISPATCH, 0);
+    evp_rec_op(1, 1);
+    evp_rec_set_enabled(EVP_KIND_BIT(EVP_EV_DISPATCH));
+    evp_rec_event(EVP_EV_DISPATCH, 0);
+    evp_rec_op(1, 2);
+    assert_int_equal(evp_rec_close(), 0);
+    struct evp_trace *t = open_trace(path);
+    struct collect c;
+    collect(t, &c);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.ev[0].kind, EVP_EV_OP);
+    assert_int_equal(c.ev[1].kind, EVP_EV_DISPATCH);
+    free(c.ev);
+    evp_trace_close(t);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/evp-unit-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_clock_matches_monotonic),
+        cmocka_unit_test(test_threads_and_handoffs),
+        cmocka_unit_test(test_sessions_restart),
+        cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_fork),
+        cmocka_unit_test(test_killed_process_keeps_flushed_events),
+        cmocka_unit_test(test_write_error_stops_cleanly),
+        cmocka_unit_test(test_enabled_mask),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,415 @@
+/*
+ * Unit tests of the replay engine and the text format: elapsed times,
+ * depth and function attribution, inclusive/self time with recursion,
+ * "# log written" exclusion, compensation, unmatched and unclosed frames,
+ * and lossless round trips text -> evp -> text and evp -> text -> evp.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "evalprof/replay.h"
+#include "evalprof/trace.h"
+
+static char tmpdir[64];
+
+static void warn_ignore(void *ctx, const char *path, const char *msg)
+{
+    (void)path;
+    (void)msg;
+    ++*(int *)ctx;
+}
+
+static int nwarn;
+
+static struct evp_trace *open_text(const char *name, const char *text)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    struct evp_open_opts o = {.warn = warn_ignore, .warn_ctx = &nwarn};
+    struct evp_trace *t;
+    char err[256];
+    nwarn = 0;
+    if (evp_trace_open(path, &o, &t, err, sizeof err) < 0)
+        fail_msg("%s: %s", name, err);
+    return t;
+}
+
+static struct evp_trace *open_path(const char *path)
+{
+    struct evp_open_opts o = {.warn = warn_ignore, .warn_ctx = &nwarn};
+    struct evp_trace *t;
+    char err[256];
+    nwarn = 0;
+    if (evp_trace_open(path, &o, &t, err, sizeof err) < 0)
+        fail_msg("%s: %s", path, err);
+    return t;
+}
+
+struct collect {
+    struct evp_event ev[256];
+    size_t n;
+    unsigned streams;
+};
+
+static int col_begin(void *ctx, const struct evp_stream *s)
+{
+    (void)s;
+    ((struct collect *)ctx)->streams++;
+    return 0;
+}
+
+static int col_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct collect *c = ctx;
+    for (size_t i = 0; i < n && c->n < 256; i++)
+        c->ev[c->n++] = ev[i];
+    return 0;
+}
+
+static void replay(struct evp_trace *t, struct collect *c,
+                   struct evp_replay_opts *o)
+{
+    static const struct evp_replay_ops ops = {col_begin, col_events, NULL};
+    memset(c, 0, sizeof *c);
+    assert_int_equal(evp_replay(t, o, &ops, c), 0);
+}
+
+static const char nested[] =
+    "# python: /usr/bin/python3\n"
+    "# argv: python3 prog.py\n"
+    "# start time: 1700000000 s (since epoch)\n"
+    "# start clock: 100.000000000 s (on clock)\n"
+    "# end clock: 100.000010000 s (on clock)\n"
+    "\n"
+    "100.000000000 0\n"
+    "# func: f\n"
+    "100.000001000 3\n"         /* enter f          */
+    "100.000001100 5\n"         /* loop enter       */
+    "100.000001200 9 100\n"     /* op LOAD_CONST    */
+    "# func: f\n"
+    "100.000001500 3\n"         /* enter f (again)  */
+    "# func: g\n"
+    "100.000002000 3\n"         /* enter g          */
+    "100.000002100 9 124\n"
+    "# func: g\n"
+    "100.000003000 4\n"         /* exit g  (1000)   */
+    "# func: f\n"
+    "100.000003500 4\n"         /* exit inner f     */
+    "100.000003600 2\n"         /* runtime other    */
+    "# func: f\n"
+    "100.000005000 4\n"         /* exit outer f     */
+    "100.000006000 1\n";
+
+static void test_depth_and_elapsed(void **state)
+{
+    (void)state;
+    struct evp_trace *t = open_text("nested.trace", nested);
+    assert_int_equal(nwarn, 0);
+    struct collect c;
+    struct evp_replay_opts o = {.stream = -1};
+    replay(t, &c, &o);
+    assert_int_equal(c.n, 12);
+    static const int depth[] = {0, 0, 1, 1, 1, 2, 3, 2, 1, 1, 0, 0};
+    static const uint64_t elapsed[] = {1000, 100, 100, 300, 500, 100,
+                                       900,  500, 100, 1400, 1000, 0};
+    for (size_t i = 0; i < c.n; i++) {
+        assert_int_equal(c.ev[i].depth, depth[i]);
+        assert_int_equal(c.ev[i].elapsed, elapsed[i]);
+    }
+    uint32_t f = c.ev[1].func, g = c.ev[5].func;
+    assert_string_equal(evp_trace_func(t, f)->name, "f");
+    assert_string_equal(evp_trace_func(t, g)->name, "g");
+    assert_int_equal(c.ev[2].func, f);  /* loop enter belongs to f */
+    assert_int_equal(c.ev[6].func, g);  /* op inside g */
+    assert_int_equal(c.ev[6].parent, f);
+    assert_int_equal(c.ev[5].parent, f); /* g's caller: the inner f */
+    assert_int_equal(c.ev[4].parent, f); /* inner f's caller: outer f */
+    assert_true(c.ev[11].flags & EVP_EVF_LAST);
+    assert_string_equal(evp_trace_opname(t, 100), "LOAD_CONST");
+    assert_int_equal(evp_trace_end_ns(t), 100000010000u);
+    evp_trace_close(t);
+}
+
+static void test_function_times(void **state)
+{
+    (void)state;
+    struct evp_trace *t = open_text("nested2.trace", nested);
+    uint32_t n = evp_trace_nfuncs(t);
+    assert_int_equal(n, 2);
+    struct evp_func_stats fs[3] = {{0}};
+    struct evp_replay_stats st;
+    struct evp_replay_opts o = {.stream = -1, .func_stats = fs, .stats = &st};
+    struct collect c;
+    replay(t, &c, &o);
+    /* f (id 1): outer call 1.0 -> 5.0 µs = 4000 ns inclusive, counted once
+     * despite the recursive inner call (1.5 -> 3.5).  g: 2.0 -> 3.0. */
+    assert_int_equal(fs[1].calls, 2);
+    assert_int_equal(fs[1].incl_ns, 4000);
+    assert_int_equal(fs[2].calls, 1);
+    assert_int_equal(fs[2].incl_ns, 1000);
+    assert_int_equal(fs[2].self_ns, 1000);
+    /* self of f: inner 2000 - 1000 (g) + outer 4000 - 2000 (inner f) */
+    assert_int_equal(fs[1].self_ns, 1000 + 2000);
+    assert_int_equal(st.unmatched, 0);
+    assert_int_equal(st.unclosed, 0);
+    assert_int_equal(st.max_depth, 3);
+    assert_int_equal(st.events, 12);
+    evp_trace_close(t);
+}
+
+static void test_log_written_and_compensation(void **state)
+{
+    (void)state;
+    struct evp_trace *t = open_text(
+        "log.trace",
+        "# meta: event_cost.ticks=10\n"
+        "# start clock: 1.000000000 s (on clock)\n"
+        "\n"
+        "1.000000000 8\n"
+        "# log written: 0.000000300\n"
+        "1.000001000 9 1 5\n"
+        "1.000001100 8\n");
+    assert_int_equal(nwarn, 0);
+    assert_true(evp_trace_info(t)->has_oparg);
+    struct collect c;
+    struct evp_replay_stats st;
+    struct evp_replay_opts o = {.stream = -1, .stats = &st};
+    replay(t, &c, &o);
+    assert_int_equal(c.n, 3);
+    assert_int_equal(c.ev[0].elapsed, 700); /* 1000 minus the log write */
+    assert_true(c.ev[0].flags & EVP_EVF_LOG);
+    assert_int_equal(c.ev[1].elapsed, 100);
+    assert_int_equal(c.ev[1].arg, 5);
+    assert_int_equal(st.log_ns, 300);
+    o.compensate = 1;
+    replay(t, &c, &o);
+    assert_int_equal(c.ev[0].elapsed, 690);
+    assert_int_equal(c.ev[1].elapsed, 90);
+    assert_int_equal(c.ev[2].elapsed, 0);
+    /* Writers see the annotation as a record of its own. */
+    o.compensate = 0;
+    o.keep_log = 1;
+    replay(t, &c, &o);
+    assert_int_equal(c.n, 4);
+    assert_int_equal(c.ev[1].kind, EVP_EV_LOG_WRITTEN);
+    assert_int_equal(c.ev[1].arg, 300);
+    evp_trace_close(t);
+}
+
+static void test_unmatched_and_unclosed(void **state)
+{
+    (void)state;
+    struct evp_trace *t = open_text("partial.trace",
+                                    "5.0 8\n"
+                                    "# func: gone\n"
+                                    "5.1 4\n"
+                                    "# func: h\n"
+                                    "5.2 3\n"
+                                    "5.3 8\n");
+    struct evp_func_stats fs[3] = {{0}};
+    struct evp_replay_stats st;
+    struct evp_replay_opts o = {.stream = -1, .func_stats = fs, .stats = &st};
+    struct collect c;
+    replay(t, &c, &o);
+    assert_int_equal(c.n, 4);
+    assert_true(c.ev[1].flags & EVP_EVF_UNMATCHED);
+    assert_int_equal(c.ev[1].depth, 0);
+    assert_int_equal(c.ev[3].depth, 1);
+    assert_int_equal(st.unmatched, 1);
+    assert_int_equal(st.unclosed, 1);
+    /* h is closed at the last event: 5.2 -> 5.3 s */
+    assert_int_equal(fs[2].incl_ns, 100000000);
+    evp_trace_close(t);
+}
+
+static void test_malformed_text_lines(void **state)
+{
+    (void)state;
+    struct evp_trace *t = open_text("bad.trace",
+                                    "1.0 8\n"
+                                    "not an event\n"
+                                    "1.1 99999999\n"
+                                    "1.2 9 100 5 7\n"
+                                    "1.3\n"
+                                    "1.4 8\r\n");
+    /* Four bad lines, each a warning, plus the summary warning. */
+    assert_int_equal(nwarn, 5);
+    assert_int_equal(evp_trace_nwarnings(t), 5);
+    assert_non_null(strstr(evp_trace_warning(t, 0), "line 2"));
+    struct collect c;
+    struct evp_replay_opts o = {.stream = -1};
+    replay(t, &c, &o);
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.ev[1].ts, 1400000000u);
+    evp_trace_close(t);
+}
+
+static const char extended[] =
+    "# python: /opt/py/bin/python3.13\n"
+    "# argv: python3.13 -c pass\n"
+    "# start time: 1700000000 s (since epoch)\n"
+    "# start clock: 50.000000000 s (on clock)\n"
+    "# end clock: 50.000100000 s (on clock)\n"
+    "# meta: python.version=3.13.5\n"
+    "# opcode: 1 POP_TOP 1\n"
+    "# opcode: 200 LOAD_ATTR_SLOT 82\n"
+    "# opcode: 82 LOAD_ATTR 82\n"
+    "# function: 1\t10\t/a b/m.py\t<module>\n"
+    "# function: 2\t20\t/a b/m.py\tweird\\nname\n"
+    "\n"
+    "# thread: 0 111 MainThread\n"
+    "50.000000001 0\n"
+    "# func: <module>\n"
+    "50.000000002 3 1\n"
+    "50.000000003 9 200 70000\n"
+    "# log written: 0.000000001\n"
+    "50.000000005 14 4096\n"
+    "50.000000006 777 3 9\n"
+    "# func: weird\\nname\n"
+    "50.000000007 15 2\n"
+    "# func: weird\\nname\n"
+    "50.000000008 16 2\n"
+    "# func: <module>\n"
+    "50.000000009 4 1\n"
+    "# thread: 1 222 Thread-1\n"
+    "50.000000004 8\n"
+    "50.000000010 1\n";
+
+static void same_events(struct evp_trace *a, struct evp_trace *b)
+{
+    struct collect ca, cb;
+    struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
+    replay(a, &ca, &o);
+    replay(b, &cb, &o);
+    assert_int_equal(ca.n, cb.n);
+    assert_int_equal(ca.streams, cb.streams);
+    for (size_t i = 0; i < ca.n; i++) {
+        assert_int_equal(ca.ev[i].ts, cb.ev[i].ts);
+        assert_int_equal(ca.ev[i].kind, cb.ev[i].kind);
+        assert_int_equal(ca.ev[i].arg, cb.ev[i].arg);
+        assert_int_equal(ca.ev[i].aux, cb.ev[i].aux);
+        assert_int_equal(ca.ev[i].depth, cb.ev[i].depth);
+        const struct evp_func *fa = evp_trace_func(a, ca.ev[i].func);
+        const struct evp_func *fb = evp_trace_func(b, cb.ev[i].func);
+        assert_true((fa == NULL) == (fb == NULL));
+        if (fa) {
+            assert_string_equal(fa->name, fb->name);
+            assert_string_equal(fa->file, fb->file);
+            assert_int_equal(fa->line, fb->line);
+        }
+    }
+    for (size_t s = 0; s < evp_trace_nstreams(a); s++) {
+        assert_string_equal(evp_trace_stream(a, s)->name,
+                            evp_trace_stream(b, s)->name);
+        assert_int_equal(evp_trace_stream(a, s)->tid,
+                         evp_trace_stream(b, s)->tid);
+    }
+    const struct evp_trace_info *ia = evp_trace_info(a), *ib = evp_trace_info(b);
+    assert_string_equal(ia->executable, ib->executable);
+    assert_string_equal(ia->argv, ib->argv);
+    assert_string_equal(ia->python_version, ib->python_version);
+    assert_int_equal(ia->start_ns, ib->start_ns);
+    assert_int_equal(ia->end_ns, ib->end_ns);
+    assert_int_equal(ia->start_wall_ns, ib->start_wall_ns);
+    assert_int_equal(ia->has_oparg, ib->has_oparg);
+    assert_string_equal(evp_trace_opname(a, 200), evp_trace_opname(b, 200));
+    assert_int_equal(evp_trace_opbase(b, 200), 82);
+}
+
+static void test_round_trips(void **state)
+{
+    (void)state;
+    struct evp_trace *a = open_text("ext.trace", extended);
+    assert_int_equal(nwarn, 0);
+    assert_int_equal(evp_trace_nstreams(a), 2);
+    assert_string_equal(evp_trace_func(a, 2)->name, "weird\nname");
+    char evp[160], txt[160], evp2[160], err[256];
+    snprintf(evp, sizeof evp, "%s/ext.evp", tmpdir);
+    snprintf(txt, sizeof txt, "%s/ext2.trace", tmpdir);
+    snprintf(evp2, sizeof evp2, "%s/ext2.evp", tmpdir);
+
+    /* text -> evp (zstd) -> text -> evp */
+    assert_int_equal(evp_trace_write_evp(a, evp, 3, err, sizeof err), 0);
+    struct evp_trace *b = open_path(evp);
+    assert_int_equal(nwarn, 0);
+    assert_false(evp_trace_info(b)->text);
+    same_events(a, b);
+    assert_int_equal(evp_trace_write_text(b, txt, err, sizeof err), 0);
+    struct evp_trace *c = open_path(txt);
+    assert_int_equal(nwarn, 0);
+    same_events(a, c);
+    assert_int_equal(evp_trace_write_evp(c, evp2, 0, err, sizeof err), 0);
+    struct evp_trace *d = open_path(evp2);
+    same_events(a, d);
+    evp_trace_close(a);
+    evp_trace_close(b);
+    evp_trace_close(c);
+    evp_trace_close(d);
+}
+
+static void test_builtin_opcode_tables(void **state)
+{
+    (void)state;
+    char path[160], err[256];
+    snprintf(path, sizeof path, "%s/ops.trace", tmpdir);
+    FILE *f = fopen(path, "w");
+    fputs("1.0 9 100\n", f);
+    fclose(f);
+    struct evp_trace *t;
+    struct evp_open_opts o = {.warn = warn_ignore, .warn_ctx = &nwarn};
+    assert_int_equal(evp_trace_open(path, &o, &t, err, sizeof err), 0);
+    assert_string_equal(evp_trace_opname(t, 100), "LOAD_CONST"); /* 3.10 */
+    evp_trace_close(t);
+    o.python = "3.13";
+    assert_int_equal(evp_trace_open(path, &o, &t, err, sizeof err), 0);
+    assert_string_equal(evp_trace_opname(t, 83), "LOAD_CONST");
+    assert_string_equal(evp_trace_opname(t, 193), "LOAD_ATTR_INSTANCE_VALUE");
+    assert_int_equal(evp_trace_opbase(t, 193), 82);
+    assert_string_equal(evp_trace_opname(t, 82), "LOAD_ATTR");
+    evp_trace_close(t);
+    o.python = "2.7";
+    assert_true(evp_trace_open(path, &o, &t, err, sizeof err) < 0);
+    assert_non_null(strstr(err, "no built-in opcode table for Python 2.7"));
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/evp-replay-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_depth_and_elapsed),
+        cmocka_unit_test(test_function_times),
+        cmocka_unit_test(test_log_written_and_compensation),
+        cmocka_unit_test(test_unmatched_and_unclosed),
+        cmocka_unit_test(test_malformed_text_lines),
+        cmocka_unit_test(test_round_trips),
+        cmocka_unit_test(test_builtin_opcode_tables),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
