@@ -28,6 +28,8 @@ int cmd_summary(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+int cmd_perf(int argc, char **argv);
 
 /* --zstd[=LEVEL]: the level (3 without a value), or -1 after an error. */
 int evp_cli_parse_zstd(const char *arg);

@@ -4,7 +4,9 @@
  *
  *   text    the discussion's text format (plus evalprof's comment lines)
  *   evp     the binary format, optionally zstd-compressed
+ *   folded  collapsed stacks for flame graphs (--ops, --phases)
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,12 +49,30 @@ static int export_evp(struct evp_trace *t, const struct export_opts *o)
     return 0;
 }
 
+static int export_folded(struct evp_trace *t, const struct export_opts *o)
+{
+    FILE *f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");
+    if (!f) {
+        evp_cli_error("%s: %s", o->out, strerror(errno));
+        return 1;
+    }
+    struct evp_folded_opts fo = {o->ops, o->phases, !evp_trace_info(t)->text,
+                                 -1};
+    int rc = evp_view_folded(t, f, &fo);
+    if (f != stdout && fclose(f) != 0 && !rc) {
+        evp_cli_error("%s: write error", o->out);
+        rc = -1;
+    }
+    return rc ? 1 : 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(struct evp_trace *t, const struct export_opts *o);
 } formats[] = {
     {"text", export_text},
     {"evp", export_evp},
+    {"folded", export_folded},
 };
 
 /* Same file? (so that export never truncates its own input) */

@@ -24,11 +24,23 @@ static const struct evp_cmd commands[] = {
     {"info", cmd_info, "print a trace's metadata, streams and warnings",
      "usage: evalprof info [--python X.Y] TRACE\n"},
     {"export", cmd_export, "write a trace in another format",
-     "usage: evalprof export --format text|evp [-o OUT] [--zstd[=LEVEL]]\n"
+     "usage: evalprof export --format text|evp|folded [-o OUT] [--zstd[=LEVEL]]\n"
+     "                       [--ops] [--phases] (folded)\n"
      "                       [--python X.Y] TRACE\n"},
     {"import", cmd_import, "turn a text trace into a binary .evp trace",
      "usage: evalprof import [-o OUT.evp] [--zstd[=LEVEL]] [--python X.Y]\n"
      "                       TEXT-TRACE\n"},
+    {"flamegraph", cmd_flamegraph, "draw an interactive SVG flame graph",
+     "usage: evalprof flamegraph [-o OUT.svg] [--title T] [--subtitle S]\n"
+     "                           [--icicle] [--width PX] [--height PX]\n"
+     "                           [--minwidth PX] [--countname UNIT]\n"
+     "                           [--ops] [--phases] [--input folded|trace]\n"
+     "                           [--python X.Y] TRACE|FOLDED\n"},
+    {"perf", cmd_perf, "profile a command with perf: flame graph, hot table",
+     "usage: evalprof perf [-o DIR] [-F HZ] [-e EVENT] [--call-graph fp|dwarf]\n"
+     "                     [--startup] [--repeat N] [--trace FILE]\n"
+     "                     [--threshold POINTS] [--top N] [--title T] [--pid]\n"
+     "                     [--perf PATH] (-- CMD [ARGS...] | --script FILE)\n"},
 };
 
 static const size_t ncommands = sizeof commands / sizeof commands[0];

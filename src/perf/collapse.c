@@ -276,7 +276,8 @@ static int stack_line(struct parser *p, const struct evp_collapse_opts *o,
     return 0;
 }
 
-/* "(\S.+?)\s+(\d+)\/*(\d+)*\s+" at the start of a header line. */
+/* A sample header: comm, then whitespace, pid[/tid], whitespace (the
+ * reference regex is (\S.+?)\s+(\d+)/?(\d+)?\s+). */
 static int header_line(struct parser *p, const struct evp_collapse_opts *o,
                        const char *l, size_t n, struct evp_collapse_stats *st,
                        int *keep)

@@ -153,11 +153,28 @@ enum evp_startup_phase evp_startup_classify(const struct evp_perf_sample *s,
                                             const char *comm_prefix);
 void evp_startup_add(struct evp_startup *su, const struct evp_perf_sample *s,
                      const char *comm_prefix);
+/* CALLGRAPH: the unwinding mode used ("fp", "dwarf"), NULL unknown. */
 int evp_startup_print(const struct evp_startup *su, FILE *out,
-                      const char *what, unsigned runs);
+                      const char *what, unsigned runs, const char *callgraph);
 
 /* Root frames at which a complete user stack ends. */
 int evp_perf_is_root_frame(const char *name, size_t len);
+
+/* ---- run.c: running perf and the profiled interpreter ------------------ */
+
+/* Path of executable NAME (searched in PATH unless it has a '/'). */
+int evp_perf_which(const char *name, char *buf, size_t len);
+/* Run ARGV; stdout/stderr to files when given; EXTRA_ENV ("K=V", NULL
+ * ended) added to the environment.  Returns the exit status (0-255,
+ * 128+signal) or a negative errno when it could not start. */
+int evp_perf_spawn(char *const argv[], const char *out_path,
+                   const char *err_path, char *const extra_env[]);
+/* CPython version of interpreter EXE; -EINVAL when not CPython. */
+int evp_perf_python_version(const char *exe, int *major, int *minor);
+/* One-line explanation of perf's error text. */
+void evp_perf_explain(const char *text, char *msg, size_t len);
+/* kernel.perf_event_max_stack, -1 when unknown. */
+long evp_perf_max_stack(void);
 
 /* ---- crosscheck.c: perf samples against an evalprof trace -------------- */
 

@@ -176,7 +176,7 @@ static void row(FILE *out, const char *label, uint64_t n, uint64_t total)
 }
 
 int evp_startup_print(const struct evp_startup *su, FILE *out,
-                      const char *what, unsigned runs)
+                      const char *what, unsigned runs, const char *callgraph)
 {
     const uint64_t *n = su->n;
     uint64_t t = su->total;
@@ -209,11 +209,15 @@ int evp_startup_print(const struct evp_startup *su, FILE *out,
                 "\nnote: no pyinit_core/pyinit_main frames: this interpreter "
                 "lacks symbols for its static functions, so initialisation "
                 "is shown undivided\n");
-    if (t && n[EVP_SU_UNROOTED] * 10 > t)
-        fprintf(out,
-                "\nnote: %.0f%% of interpreter stacks stop before main: "
-                "frame-pointer unwinding fails on binaries built without "
-                "frame pointers; use --call-graph dwarf\n",
+    if (t && n[EVP_SU_UNROOTED] * 10 > t) {
+        fprintf(out, "\nnote: %.0f%% of interpreter stacks stop before main: ",
                 100.0 * (double)n[EVP_SU_UNROOTED] / (double)t);
+        if (callgraph && strcmp(callgraph, "dwarf") == 0)
+            fprintf(out, "the unwinder stopped early (code without unwind "
+                         "information, such as -X perf trampolines)\n");
+        else
+            fprintf(out, "frame-pointer unwinding fails on binaries built "
+                         "without frame pointers; use --call-graph dwarf\n");
+    }
     return ferror(out) ? -EIO : 0;
 }

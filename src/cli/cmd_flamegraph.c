@@ -1,0 +1,253 @@
+/*
+ * `evalprof flamegraph`: draw an interactive SVG flame graph from a trace
+ * (binary or text; its folded stacks in nanoseconds) or from folded stacks
+ * made by any tool (stackcollapse-*.pl, inferno, `evalprof perf`).
+ *
+ * The input kind is sniffed: the binary magic or a first line starting
+ * with '#' means a trace, anything else is read as folded stacks;
+ * --input forces one.  The SVG is written whole to a temporary file and
+ * renamed, so a failed run never leaves half a picture behind.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../views/views.h"
+#include "cli.h"
+#include "evalprof/format.h"
+
+/* 1: trace, 0: folded. */
+static int sniff_trace(const char *buf, size_t len)
+{
+    if (len >= 8 && memcmp(buf, EVP_FILE_MAGIC, 8) == 0)
+        return 1;
+    size_t i = 0;
+    while (i < len && (buf[i] == '\n' || buf[i] == '\r' || buf[i] == ' '))
+        i++;
+    return i < len && buf[i] == '#';
+}
+
+static int trace_to_folded(const char *path, const char *python, int ops,
+                           int phases, char **buf, size_t *len)
+{
+    struct evp_trace *t = evp_cli_open_trace(path, python);
+    if (!t)
+        return -1;
+    FILE *mem = open_memstream(buf, len);
+    if (!mem) {
+        evp_trace_close(t);
+        evp_cli_error("flamegraph: out of memory");
+        return -1;
+    }
+    struct evp_folded_opts fo = {ops, phases, !evp_trace_info(t)->text, -1};
+    int rc = evp_view_folded(t, mem, &fo);
+    evp_trace_close(t);
+    if (fclose(mem) != 0 && !rc)
+        rc = -ENOMEM;
+    if (rc) {
+        free(*buf);
+        *buf = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_flamegraph(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"title", required_argument, NULL, 't'},
+        {"subtitle", required_argument, NULL, 's'},
+        {"icicle", no_argument, NULL, 'i'},
+        {"inverted", no_argument, NULL, 'i'},
+        {"width", required_argument, NULL, 'w'},
+        {"height", required_argument, NULL, 'H'},
+        {"minwidth", required_argument, NULL, 'm'},
+        {"countname", required_argument, NULL, 'c'},
+        {"ops", no_argument, NULL, 'O'},
+        {"phases", no_argument, NULL, 'P'},
+        {"input", required_argument, NULL, 'I'},
+        {"python", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    struct evp_flame_opts fo = {.min_width = -1};
+    const char *out = "-", *python = NULL, *input = NULL;
+    int ops = 0, phases = 0, c;
+    long v;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 't': fo.title = optarg; break;
+        case 's': fo.subtitle = optarg; break;
+        case 'i': fo.icicle = 1; break;
+        case 'w':
+            if ((v = evp_cli_parse_long("--width", optarg)) < 0)
+                return 2;
+            if (v < 200 || v > 100000) {
+                evp_cli_error("flamegraph: --width must be 200-100000");
+                return 2;
+            }
+            fo.width = (int)v;
+            break;
+        case 'H':
+            if ((v = evp_cli_parse_long("--height", optarg)) < 0)
+                return 2;
+            if (v < 4 || v > 200) {
+                evp_cli_error("flamegraph: --height must be 4-200");
+                return 2;
+            }
+            fo.frame_height = (int)v;
+            break;
+        case 'm': {
+            char *end;
+            double d = strtod(optarg, &end);
+            if (*end || d < 0 || d > 1000) {
+                evp_cli_error("flamegraph: --minwidth: '%s' is not a width "
+                              "in pixels",
+                              optarg);
+                return 2;
+            }
+            fo.min_width = d;
+            break;
+        }
+        case 'c': fo.countname = optarg; break;
+        case 'O': ops = 1; break;
+        case 'P': phases = 1; break;
+        case 'I':
+            if (strcmp(optarg, "folded") && strcmp(optarg, "trace")) {
+                evp_cli_error("flamegraph: --input is 'folded' or 'trace'");
+                return 2;
+            }
+            input = optarg;
+            break;
+        case 'p': python = optarg; break;
+        case 'h': evp_cli_usage(stdout, "flamegraph"); return evp_cli_finish(0);
+        default: evp_cli_usage(stderr, "flamegraph"); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        evp_cli_usage(stderr, "flamegraph");
+        return 2;
+    }
+    const char *in = argv[optind];
+    if (strcmp(out, "-") == 0 && isatty(1)) {
+        evp_cli_error("flamegraph: refusing to write SVG to a terminal "
+                      "(use -o FILE.svg)");
+        return 2;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    int is_trace;
+    if (input) {
+        is_trace = strcmp(input, "trace") == 0;
+    } else {
+        /* Sniff from the first bytes; a trace is opened by path. */
+        FILE *f = strcmp(in, "-") == 0 ? NULL : fopen(in, "rb");
+        if (!f && strcmp(in, "-") != 0) {
+            evp_cli_error("%s: %s", in, strerror(errno));
+            return 1;
+        }
+        if (f) {
+            char head[256];
+            size_t n = fread(head, 1, sizeof head, f);
+            fclose(f);
+            is_trace = sniff_trace(head, n);
+        } else {
+            is_trace = 0;
+        }
+    }
+    if (is_trace) {
+        if (strcmp(in, "-") == 0) {
+            evp_cli_error("flamegraph: a trace is read from a file, not "
+                          "standard input");
+            return 2;
+        }
+        if (trace_to_folded(in, python, ops, phases, &buf, &len) < 0)
+            return 1;
+        if (!fo.countname)
+            fo.countname = "ns";
+    } else {
+        if (ops || phases)
+            evp_cli_warn("flamegraph: --ops and --phases apply to traces, "
+                         "not to folded input");
+        int rc = evp_flame_slurp(in, &buf, &len);
+        if (rc) {
+            evp_cli_error("%s: %s", in, strerror(-rc));
+            return 1;
+        }
+    }
+    struct evp_flame *fl = evp_flame_new();
+    struct evp_flame_stats st = {0};
+    if (!fl || evp_flame_add_folded(fl, buf, len, &st)) {
+        evp_cli_error("flamegraph: out of memory");
+        evp_flame_free(fl);
+        free(buf);
+        return 1;
+    }
+    free(buf);
+    if (!st.stacks) {
+        if (is_trace)
+            evp_cli_error("%s: the trace has no timed events to draw", in);
+        else
+            evp_cli_error("%s: no folded stacks (expected lines "
+                          "'frame;frame;... COUNT')",
+                          in);
+        evp_flame_free(fl);
+        return 1;
+    }
+    if (evp_flame_total(fl) <= 0) {
+        evp_cli_error("%s: every count is zero: nothing to draw", in);
+        evp_flame_free(fl);
+        return 1;
+    }
+    if (st.malformed)
+        evp_cli_warn("%s: ignored %llu line%s without a trailing count "
+                     "(first: line %llu)",
+                     in, (unsigned long long)st.malformed,
+                     st.malformed == 1 ? "" : "s",
+                     (unsigned long long)st.first_malformed);
+    if (st.differential)
+        evp_cli_warn("%s: two counts per line (differential input): the "
+                     "second count is drawn",
+                     in);
+
+    char *tmp = NULL;
+    FILE *o = stdout;
+    if (strcmp(out, "-") != 0) {
+        if (asprintf(&tmp, "%s.tmp%ld", out, (long)getpid()) < 0) {
+            evp_flame_free(fl);
+            return 1;
+        }
+        o = fopen(tmp, "w");
+        if (!o) {
+            evp_cli_error("%s: %s", out, strerror(errno));
+            free(tmp);
+            evp_flame_free(fl);
+            return 1;
+        }
+    }
+    int rc = evp_flame_write_svg(fl, o, &fo, &st);
+    evp_flame_free(fl);
+    if (tmp) {
+        if (fclose(o) != 0 && !rc)
+            rc = -EIO;
+        if (!rc && rename(tmp, out) != 0)
+            rc = -errno;
+        if (rc) {
+            unlink(tmp);
+            evp_cli_error("%s: %s", out, strerror(-rc));
+        }
+        free(tmp);
+        return rc ? 1 : 0;
+    }
+    if (rc) {
+        evp_cli_error("flamegraph: %s", strerror(-rc));
+        return 1;
+    }
+    return evp_cli_finish(0);
+}

@@ -1,0 +1,276 @@
+/*
+ * The cross-check: does perf's picture of a run agree with the evalprof
+ * trace the same run recorded?  Both are reduced to four shares:
+ *
+ *   inside the eval function  perf: a sample with _PyEval_EvalFrameDefault
+ *                             (or a "py::" trampoline frame) on its stack;
+ *                             trace: time between a push (enter, resume,
+ *                             c call) and its pop
+ *   init                      perf: pymain_init, Py_Initialize*, pre-init;
+ *                             trace: the init event's elapsed time
+ *   fini                      perf: Py_FinalizeEx and friends;
+ *                             trace: the fini event's elapsed time
+ *   runtime other             the rest of the traced process
+ *
+ * Perf is recorded with CLOCK_MONOTONIC timestamps, the clock traces are
+ * converted to, so only samples inside the trace's time window (and of
+ * the traced process, when the trace knows its pid) are counted.  Each
+ * such sample is also looked up in the trace's own timeline for its
+ * thread: "same instant" is the share of samples whose stack says what
+ * the trace says at that moment.  Shares more than the threshold apart
+ * (5 points) are flagged.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../views/views.h"
+#include "perf.h"
+#include "xcheck.h"
+
+static const char *const cat_names[EVP_XC__COUNT] = {
+    "inside the eval function", "runtime other", "init", "fini"};
+
+static int eq(const struct evp_perf_frame *f, const char *s)
+{
+    size_t n = strlen(s);
+    return f->len == n && memcmp(f->name, s, n) == 0;
+}
+
+enum evp_xc_cat evp_xc_classify(const struct evp_perf_sample *s)
+{
+    int init = 0, fini = 0;
+    for (size_t i = 0; i < s->nframes; i++) {
+        const struct evp_perf_frame *f = &s->frames[i];
+        if (eq(f, "_PyEval_EvalFrameDefault") || eq(f, "_PyEval_EvalFrame") ||
+            (f->len > 4 && memcmp(f->name, "py::", 4) == 0))
+            return EVP_XC_EVAL;
+        if (eq(f, "pymain_init") || eq(f, "Py_InitializeFromConfig") ||
+            eq(f, "Py_InitializeEx") || eq(f, "Py_Initialize") ||
+            eq(f, "pyinit_core") || eq(f, "pyinit_main") ||
+            (f->len >= 17 && memcmp(f->name, "_Py_PreInitialize", 17) == 0))
+            init = 1;
+        if (eq(f, "Py_FinalizeEx") || eq(f, "_Py_Finalize") ||
+            eq(f, "Py_Finalize") || eq(f, "pymain_free"))
+            fini = 1;
+    }
+    return init ? EVP_XC_INIT : fini ? EVP_XC_FINI : EVP_XC_RUNTIME;
+}
+
+/* ---- the trace side -------------------------------------------------- */
+
+struct xc_build {
+    struct evp_xc_trace *x;
+    struct evp_xc_timeline *cur;
+    size_t depth;
+};
+
+static int tl_add(struct evp_xc_timeline *tl, uint64_t ts, unsigned cat)
+{
+    if (tl->n && tl->cat[tl->n - 1] == cat)
+        return 0;
+    if (tl->n == tl->cap) {
+        size_t nc = tl->cap ? tl->cap * 2 : 1024;
+        uint64_t *nts = realloc(tl->ts, nc * sizeof *nts);
+        if (!nts)
+            return -ENOMEM;
+        tl->ts = nts;
+        uint8_t *nct = realloc(tl->cat, nc);
+        if (!nct)
+            return -ENOMEM;
+        tl->cat = nct;
+        tl->cap = nc;
+    }
+    tl->ts[tl->n] = ts;
+    tl->cat[tl->n] = (uint8_t)cat;
+    tl->n++;
+    return 0;
+}
+
+static int xc_begin(void *ctx, const struct evp_stream *s)
+{
+    struct xc_build *b = ctx;
+    struct evp_xc_trace *x = b->x;
+    struct evp_xc_timeline *ntl =
+        realloc(x->tl, (x->ntl + 1) * sizeof *ntl);
+    if (!ntl)
+        return -ENOMEM;
+    x->tl = ntl;
+    b->cur = &x->tl[x->ntl++];
+    memset(b->cur, 0, sizeof *b->cur);
+    b->cur->tid = s->tid;
+    b->depth = 0;
+    return 0;
+}
+
+static int xc_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct xc_build *b = ctx;
+    struct evp_xc_trace *x = b->x;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_event *e = &ev[i];
+        if (evp_kind_pushes(e->kind))
+            b->depth++;
+        else if (evp_kind_pops(e->kind) && b->depth)
+            b->depth--;
+        unsigned cat = b->depth ? EVP_XC_EVAL
+                       : e->kind == EVP_EV_INIT ? EVP_XC_INIT
+                       : e->kind == EVP_EV_FINI ? EVP_XC_FINI
+                                                : EVP_XC_RUNTIME;
+        x->ns[cat] += e->elapsed;
+        x->total += e->elapsed;
+        if (e->ts < x->first_ns || !x->first_ns)
+            x->first_ns = e->ts;
+        if (e->ts + e->elapsed > x->last_ns)
+            x->last_ns = e->ts + e->elapsed;
+        if (tl_add(b->cur, e->ts, cat))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+int evp_xc_from_trace(struct evp_trace *t, struct evp_xc_trace *x)
+{
+    memset(x, 0, sizeof *x);
+    const struct evp_trace_info *in = evp_trace_info(t);
+    x->pid = in->pid;
+    x->producer = in->producer;
+    struct xc_build b = {x, NULL, 0};
+    struct evp_replay_opts ro = {.compensate = !in->text, .stream = -1};
+    struct evp_replay_ops ops = {xc_begin, xc_events, NULL};
+    int rc = evp_replay(t, &ro, &ops, &b);
+    x->start_ns = in->start_ns ? in->start_ns : x->first_ns;
+    x->end_ns = in->has_end && in->end_ns ? in->end_ns : x->last_ns;
+    if (x->end_ns < x->last_ns)
+        x->end_ns = x->last_ns;
+    return rc < 0 ? rc : 0;
+}
+
+void evp_xc_trace_free(struct evp_xc_trace *x)
+{
+    for (size_t i = 0; i < x->ntl; i++) {
+        free(x->tl[i].ts);
+        free(x->tl[i].cat);
+    }
+    free(x->tl);
+    memset(x, 0, sizeof *x);
+}
+
+/* ---- the perf side --------------------------------------------------- */
+
+static int trace_cat_at(const struct evp_xc_trace *x, long tid, uint64_t t)
+{
+    const struct evp_xc_timeline *tl = NULL;
+    for (size_t i = 0; i < x->ntl; i++)
+        if (x->tl[i].tid && (long)x->tl[i].tid == tid) {
+            tl = &x->tl[i];
+            break;
+        }
+    if (!tl && x->ntl == 1 && !x->tl[0].tid)
+        tl = &x->tl[0];
+    if (!tl || !tl->n || t < tl->ts[0])
+        return -1;
+    size_t lo = 0, hi = tl->n; /* last index with ts <= t */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (tl->ts[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return tl->cat[lo];
+}
+
+void evp_xc_add(struct evp_xc_perf *p, const struct evp_xc_trace *x,
+                const struct evp_perf_sample *s)
+{
+    if (x->pid > 0 && s->pid >= 0 && s->pid != x->pid) {
+        p->other++;
+        return;
+    }
+    if (s->has_time && s->time_ns < x->start_ns) {
+        p->before++;
+        return;
+    }
+    if (s->has_time && s->time_ns > x->end_ns) {
+        p->after++;
+        return;
+    }
+    enum evp_xc_cat c = evp_xc_classify(s);
+    p->n[c]++;
+    p->total++;
+    if (s->has_time) {
+        int tc = trace_cat_at(x, s->tid, s->time_ns);
+        if (tc >= 0) {
+            p->located++;
+            p->match[c][tc]++;
+        }
+    }
+}
+
+int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
+                 const struct evp_xc_perf *p, double threshold,
+                 const char *trace_path)
+{
+    char a[32], b[32];
+    int flags = 0;
+    fprintf(out, "cross-check: perf samples against the trace ");
+    evp_esc_term(out, trace_path, strlen(trace_path), 0);
+    fprintf(out, " (producer: %s)\n\n", x->producer && *x->producer
+                                            ? x->producer
+                                            : "unknown");
+    fprintf(out, "  %-28s %12s %12s\n", "share of time", "perf", "trace");
+    double pt = p->total ? (double)p->total : 1.0;
+    double tt = x->total ? (double)x->total : 1.0;
+    for (int c = 0; c < EVP_XC__COUNT; c++) {
+        double ps = 100.0 * (double)p->n[c] / pt;
+        double ts = 100.0 * (double)x->ns[c] / tt;
+        double d = fabs(ps - ts);
+        int flag = p->total && x->total && d > threshold;
+        flags += flag;
+        fprintf(out, "  %-28s %11.1f%% %11.1f%%", cat_names[c], ps, ts);
+        if (flag)
+            fprintf(out, "   <- %.1f points apart", d);
+        fputc('\n', out);
+    }
+    fprintf(out, "\n  perf: %s samples in the trace's window",
+            evp_perf_count(a, sizeof a, p->total));
+    if (x->pid > 0)
+        fprintf(out, " from pid %ld", x->pid);
+    fprintf(out, " (left out: %s before it, %s after it",
+            evp_perf_count(a, sizeof a, p->before),
+            evp_perf_count(b, sizeof b, p->after));
+    if (p->other)
+        fprintf(out, ", %s from other processes",
+                evp_perf_count(a, sizeof a, p->other));
+    fprintf(out, ")\n  trace: %.3f ms of events, window %.3f ms\n",
+            (double)x->total / 1e6,
+            (double)(x->end_ns - x->start_ns) / 1e6);
+    if (p->located) {
+        uint64_t same = 0;
+        for (int c = 0; c < EVP_XC__COUNT; c++)
+            same += p->match[c][c];
+        fprintf(out,
+                "  same instant: %.1f%% of %s samples fall where the trace "
+                "is in the same category\n",
+                100.0 * (double)same / (double)p->located,
+                evp_perf_count(a, sizeof a, p->located));
+    }
+    if (!p->total)
+        fprintf(out, "\nnote: no perf sample falls inside the trace's window "
+                     "(was perf recorded with -k CLOCK_MONOTONIC?)\n");
+    else if (flags)
+        fprintf(out,
+                "\n%d share%s disagree by more than %.0f points: the trace's "
+                "events may sit at other boundaries than perf's symbols "
+                "(see docs/EVENTS.md), or the run was too short for %s "
+                "samples to be representative\n",
+                flags, flags == 1 ? "" : "s", threshold,
+                evp_perf_count(a, sizeof a, p->total));
+    else
+        fprintf(out, "\nperf and the trace agree within %.0f points\n",
+                threshold);
+    return flags;
+}
