@@ -23,8 +23,8 @@
 #include "evalprof/replay.h"
 #include "internal.h"
 
-#define BATCH 4096
-#define DECODE 4096
+#define BATCH 512
+#define DECODE 256
 
 
 struct frame {
@@ -75,24 +75,67 @@ static int flush_out(struct rstate *r)
     return r->rc;
 }
 
+/*
+ * The state the per-event loop touches, copied out of struct rstate into
+ * a local so the compiler keeps it in registers: stores into the output
+ * events would otherwise force every rstate field to be reloaded.  It is
+ * written back (hot_sync) before calling anything out of line.
+ */
+struct hot {
+    struct evp_event *out;
+    size_t nout;
+    uint64_t plog;  /* log-written ns inside the pending event */
+    uint64_t cost;
+    uint64_t depth; /* copies of r->depth, r->top, r->parent */
+    uint32_t top, parent;
+    int have;       /* out[nout] holds a pending event */
+    int keep_log;
+    int fstats;
+};
+
+static inline void hot_load(struct hot *h, const struct rstate *r)
+{
+    h->out = (struct evp_event *)r->out;
+    h->nout = r->nout;
+    h->plog = r->pend_log;
+    h->cost = r->cost;
+    h->depth = r->depth;
+    h->top = r->top;
+    h->parent = r->parent;
+    h->have = r->have_pend;
+    h->keep_log = r->keep_log;
+    h->fstats = r->fstats != NULL;
+}
+
+static inline void hot_sync(const struct hot *h, struct rstate *r)
+{
+    r->nout = h->nout;
+    r->pend_log = h->plog;
+    r->have_pend = h->have;
+    r->depth = h->depth;
+    r->top = h->top;
+    r->parent = h->parent;
+}
+
 /* Give the pending event its elapsed time (the next event is at NEXT_NS)
  * and queue it for the view. */
 static inline __attribute__((always_inline)) void
-finish_pending(struct rstate *r, uint64_t next_ns, unsigned flags)
+finish_pending(struct rstate *r, struct hot *h, uint64_t next_ns,
+               unsigned flags)
 {
-    struct evp_event *e = &r->out[r->nout];
+    struct evp_event *e = &h->out[h->nout];
     uint64_t el = 0;
     if (!(flags & (EVP_EVF_LAST | EVP_EVF_GAP))) {
         el = next_ns > e->ts ? next_ns - e->ts : 0;
-        if (r->pend_log) {
-            el = el > r->pend_log ? el - r->pend_log : 0;
+        if (h->plog) {
+            el = el > h->plog ? el - h->plog : 0;
             e->flags |= EVP_EVF_LOG;
         }
-        if (r->cost) {
-            uint64_t c = el < r->cost ? el : r->cost;
+        if (h->cost) {
+            uint64_t c = el < h->cost ? el : h->cost;
             el -= c;
             /* Overhead inside calls matters only for function times. */
-            if (r->fstats)
+            if (h->fstats)
                 r->ovh += c + (e->kind == EVP_EV_RECORDER ? el : 0);
             if (e->kind == EVP_EV_RECORDER)
                 r->st.overhead_ns += el;
@@ -100,11 +143,14 @@ finish_pending(struct rstate *r, uint64_t next_ns, unsigned flags)
     }
     e->elapsed = el;
     e->flags |= (uint16_t)flags;
-    r->nout++;
-    r->have_pend = 0;
-    r->pend_log = 0;
-    if (r->nout == BATCH)
+    h->nout++;
+    h->have = 0;
+    h->plog = 0;
+    if (h->nout == BATCH) {
+        r->nout = h->nout;
         flush_out(r);
+        h->nout = 0;
+    }
 }
 
 static int push_frame(struct rstate *r, uint32_t func, uint64_t ts)
@@ -151,32 +197,36 @@ static void pop_frame(struct rstate *r, uint64_t ts)
 }
 
 static inline __attribute__((always_inline)) void
-one_record(struct rstate *r, const struct evp_rec_record *rec, uint64_t ns)
+one_record(struct rstate *r, struct hot *h, const struct evp_rec_record *rec,
+           uint64_t ns)
 {
     unsigned kind = rec->kind;
-    if (kind == EVP_EV_LOG_WRITTEN && !r->keep_log) {
+    if (EVP_UNLIKELY(kind == EVP_EV_LOG_WRITTEN) && !h->keep_log) {
         r->st.log_ns += rec->arg;
-        if (r->have_pend)
-            r->pend_log += rec->arg;
+        if (h->have)
+            h->plog += rec->arg;
         return;
     }
-    if (r->have_pend)
-        finish_pending(r, ns, 0);
+    if (EVP_LIKELY(h->have))
+        finish_pending(r, h, ns, 0);
 
-    struct evp_event *e = &r->out[r->nout];
+    struct evp_event *e = &h->out[h->nout];
     e->ts = ns;
     e->kind = kind;
     e->arg = rec->arg;
     e->aux = rec->aux;
     e->flags = 0;
-    r->have_pend = 1;
+    h->have = 1;
 
     unsigned nest = kind < EVP_EV__COUNT ? nest_of[kind] : EVP_NEST_NONE;
     if (EVP_LIKELY(nest == EVP_NEST_NONE)) {
-        e->depth = (int32_t)r->depth;
-        e->func = r->top;
-        e->parent = r->parent;
-    } else if (nest == EVP_NEST_PUSH) {
+        e->depth = (int32_t)h->depth;
+        e->func = h->top;
+        e->parent = h->parent;
+        return;
+    }
+    hot_sync(h, r);
+    if (nest == EVP_NEST_PUSH) {
         e->depth = (int32_t)r->depth;
         e->func = rec->arg;
         e->parent = r->top;
@@ -202,16 +252,22 @@ one_record(struct rstate *r, const struct evp_rec_record *rec, uint64_t ns)
             r->st.unmatched++;
         }
     }
+    h->depth = r->depth;
+    h->top = r->top;
+    h->parent = r->parent;
 }
 
 static void replay_segment(struct rstate *r, struct stream *s,
                            struct segment *seg)
 {
     struct evp_trace *t = r->t;
+    struct hot h;
+    hot_load(&h, r);
     if (seg->recs) {
-        for (size_t i = 0; i < seg->nrecs && !r->rc; i++)
-            one_record(r, &seg->recs[i],
+        for (size_t i = 0; i < seg->nrecs; i++)
+            one_record(r, &h, &seg->recs[i],
                        evp_trace_ticks_to_ns(t, seg->recs[i].ts));
+        hot_sync(&h, r);
         return;
     }
     struct evp_rec_record buf[DECODE];
@@ -241,12 +297,13 @@ static void replay_segment(struct rstate *r, struct stream *s,
         for (long i = 0; i < n; i++) {
             int64_t d = (int64_t)(buf[i].ts - at);
             uint64_t ns = an + (uint64_t)(int64_t)(((__int128)d * mult) >> 32);
-            one_record(r, &buf[i], ns);
+            one_record(r, &h, &buf[i], ns);
         }
         done += (uint64_t)n;
         if (r->rc)
-            return;
+            break;
     }
+    hot_sync(&h, r);
 }
 
 static int replay_stream(struct rstate *r, struct stream *s)
@@ -265,16 +322,24 @@ static int replay_stream(struct rstate *r, struct stream *s)
     uint32_t expect = 0;
     for (size_t k = 0; k < s->nsegs && !r->rc; k++) {
         struct segment *seg = &s->segs[k];
-        if (!seg->recs && seg->pf.seq != expect && r->have_pend)
-            finish_pending(r, 0, EVP_EVF_GAP); /* events lost between */
+        if (!seg->recs && seg->pf.seq != expect && r->have_pend) {
+            struct hot h; /* events lost between: no elapsed time */
+            hot_load(&h, r);
+            finish_pending(r, &h, 0, EVP_EVF_GAP);
+            hot_sync(&h, r);
+        }
         expect = seg->pf.seq + 1;
         replay_segment(r, s, seg);
     }
     if (r->rc)
         return r->rc;
     uint64_t last = r->out[r->nout].ts;
-    if (r->have_pend)
-        finish_pending(r, 0, EVP_EVF_LAST);
+    if (r->have_pend) {
+        struct hot h;
+        hot_load(&h, r);
+        finish_pending(r, &h, 0, EVP_EVF_LAST);
+        hot_sync(&h, r);
+    }
     while (r->depth) {
         pop_frame(r, last);
         r->st.unclosed++;

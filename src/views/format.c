@@ -44,10 +44,27 @@ char *evp_fmt_count(char *buf, size_t len, uint64_t v)
  * reports show 22,118,598 ns as "22,118.5 µs". */
 char *evp_fmt_us(char *buf, size_t len, uint64_t ns)
 {
-    char d[48];
-    uint64_t tenths = ns / 100;
-    snprintf(d, sizeof d, "%" PRIu64 ".%u", tenths / 10, (unsigned)(tenths % 10));
-    return group(buf, len, d);
+    /* Hand-rolled: the tree view formats one of these per event. */
+    char tmp[40];
+    char *p = tmp + sizeof tmp;
+    uint64_t tenths = ns / 100, whole = tenths / 10;
+    *--p = '\0';
+    *--p = (char)('0' + tenths % 10);
+    *--p = '.';
+    int digits = 0;
+    do {
+        if (digits && digits % 3 == 0)
+            *--p = ',';
+        *--p = (char)('0' + whole % 10);
+        whole /= 10;
+        digits++;
+    } while (whole);
+    size_t n = (size_t)(tmp + sizeof tmp - p);
+    if (n > len)
+        n = len;
+    memcpy(buf, p, n);
+    buf[len - 1] = '\0';
+    return buf;
 }
 
 char *evp_fmt_us_double(char *buf, size_t len, double us)

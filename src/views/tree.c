@@ -32,14 +32,22 @@ struct tree {
 /* Append S to the line at *POS, escaping what would break a line. */
 static void put(struct tree *tr, size_t *pos, const char *s)
 {
-    for (; *s && *pos + 5 < sizeof tr->line; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f) {
-            *pos += (size_t)snprintf(tr->line + *pos, sizeof tr->line - *pos,
-                                     c == '\n' ? "\\n" : "\\x%02x", c);
-        } else {
-            tr->line[(*pos)++] = (char)c;
-        }
+    for (;;) {
+        const char *p = s;
+        while ((unsigned char)*p >= 0x20 && *p != 0x7f)
+            p++;
+        size_t n = (size_t)(p - s), room = sizeof tr->line - *pos - 8;
+        if (n > room)
+            n = room;
+        memcpy(tr->line + *pos, s, n);
+        *pos += n;
+        if (!*p || n == room)
+            break;
+        /* A control character in a name: shown escaped, on one line. */
+        *pos += (size_t)snprintf(tr->line + *pos, sizeof tr->line - *pos,
+                                 *p == '\n' ? "\\n" : "\\x%02x",
+                                 (unsigned char)*p);
+        s = p + 1;
     }
     tr->line[*pos] = '\0';
 }
@@ -47,12 +55,12 @@ static void put(struct tree *tr, size_t *pos, const char *s)
 /* Pad with spaces to display column COL (at least one space). */
 static void pad(struct tree *tr, size_t *pos, size_t *cols, size_t col)
 {
-    do {
-        if (*pos + 1 >= sizeof tr->line)
-            return;
-        tr->line[(*pos)++] = ' ';
-        (*cols)++;
-    } while (*cols < col);
+    size_t n = *cols < col ? col - *cols : 1;
+    if (n > sizeof tr->line - *pos - 8)
+        n = sizeof tr->line - *pos - 8;
+    memset(tr->line + *pos, ' ', n);
+    *pos += n;
+    *cols += n;
     tr->line[*pos] = '\0';
 }
 
@@ -144,8 +152,8 @@ static void print_indented(struct tree *tr, const struct evp_event *e,
     /* The last line of the discussion's listing has no trailing blanks. */
     while (pos && tr->line[pos - 1] == ' ')
         tr->line[--pos] = '\0';
-    fputs(tr->line, tr->out);
-    putc('\n', tr->out);
+    tr->line[pos++] = '\n';
+    fwrite(tr->line, 1, pos, tr->out);
 }
 
 static void print_raw(struct tree *tr, const struct evp_event *e)
