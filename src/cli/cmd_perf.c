@@ -66,7 +66,7 @@ static int on_sample(void *c, const struct evp_perf_sample *s)
         evp_xc_add(&p->xp, p->xt, s);
     if (p->max_stack > 0 && (long)s->raw_frames >= p->max_stack)
         p->cut++;
-    if (s->nframes) {
+    else if (s->nframes) {
         const struct evp_perf_frame *root = &s->frames[0];
         int kernel_root = root->dso_len && root->dso[0] == '[' &&
                           root->dso_len > 1 && root->dso[1] == 'k';
@@ -255,9 +255,14 @@ static int record(const char *perf, const char *dir, char **cmd, int ncmd,
             return -1;
         }
         snprintf(tmp, sizeof tmp, "%s/perf.script.part", dir);
+        /* perf script cuts stacks at 127 frames unless told otherwise,
+         * whatever the kernel recorded. */
+        char maxs[32];
+        long ms = evp_perf_max_stack();
+        snprintf(maxs, sizeof maxs, "--max-stack=%ld", ms > 127 ? ms : 127);
         char *scr[] = {(char *)perf, "script", "-i", data, "-F",
                        "comm,pid,tid,time,period,event,ip,sym,dso", "--ns",
-                       NULL};
+                       maxs, NULL};
         int s = evp_perf_spawn(scr, tmp, err, NULL);
         if (s != 0) {
             char *text = read_text(err);
@@ -427,6 +432,10 @@ int cmd_perf(int argc, char **argv)
     p.hot = evp_hot_new();
     p.startup = startup;
     p.max_stack = evp_perf_max_stack();
+    /* Text made elsewhere may have been cut by perf script's own default
+     * of 127 frames. */
+    if (script_in && (p.max_stack < 0 || p.max_stack > 127))
+        p.max_stack = 127;
     if (!script_in && is_python(cmd[0]))
         p.comm_prefix = "python";
     struct evp_xc_trace xt;
@@ -522,9 +531,10 @@ int cmd_perf(int argc, char **argv)
         printf("\nwarning: %llu samples (%.1f%%) hit kernel.perf_event_max_"
                "stack=%ld: their stacks are cut and their roots are wrong.\n"
                "  fix: sysctl -w kernel.perf_event_max_stack=1024 (as root),"
-               " then run again\n",
+               " then run again%s\n",
                (unsigned long long)p.cut,
-               100.0 * (double)p.cut / (double)cs.samples, p.max_stack);
+               100.0 * (double)p.cut / (double)cs.samples, p.max_stack,
+               script_in ? " (and give perf script --max-stack=1024)" : "");
     }
     if (p.user && p.unrooted * 5 > p.user && strcmp(cg, "dwarf") != 0) {
         printf("\nnote: %.0f%% of user stacks stop before main or a thread "

@@ -13,7 +13,9 @@
  *     namespace)") is dropped unless the name looks like a Go method, and
  *     quotes are deleted; "a->b" inline chains become "a;b_[i]";
  *   - values are the periods (1 when perf printed none), keys sorted.
- * One difference: a last sample not followed by a blank line is kept.
+ * Two differences: a last sample not followed by a blank line is kept, and
+ * control characters and invalid UTF-8 in names are written "\xNN" (the
+ * reference copies the bytes), so folded output is always UTF-8 text.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../views/views.h"
 #include "perf.h"
 
 struct pframe {
@@ -542,18 +545,19 @@ int evp_perf_parse(const char *buf, size_t len,
 int evp_perf_sample_key(const struct evp_perf_sample *s, char **buf,
                         size_t *cap, size_t *len)
 {
-    size_t need = s->pname_len + 1;
+    /* Frames are escaped for folded output (control characters and
+     * invalid UTF-8 as "\xNN", ';' as ':'), so that a folded file is
+     * always one line of valid UTF-8 text per stack. */
+    size_t need = 4 * s->pname_len + 1;
     for (size_t i = 0; i < s->nframes; i++)
-        need += s->frames[i].len + 1;
+        need += 4 * s->frames[i].len + 1;
     if (reserve(buf, cap, need))
         return -ENOMEM;
     char *b = *buf;
-    memcpy(b, s->pname, s->pname_len);
-    size_t k = s->pname_len;
+    size_t k = evp_esc_folded(b, s->pname, s->pname_len);
     for (size_t i = 0; i < s->nframes; i++) {
         b[k++] = ';';
-        memcpy(b + k, s->frames[i].name, s->frames[i].len);
-        k += s->frames[i].len;
+        k += evp_esc_folded(b + k, s->frames[i].name, s->frames[i].len);
     }
     *len = k;
     return 0;
