@@ -142,7 +142,7 @@ int cmd_flamegraph(int argc, char **argv)
     }
     char *buf = NULL;
     size_t len = 0;
-    int is_trace;
+    int is_trace, mapped = 0;
     if (input) {
         is_trace = strcmp(input, "trace") == 0;
     } else {
@@ -175,21 +175,23 @@ int cmd_flamegraph(int argc, char **argv)
         if (ops || phases)
             evp_cli_warn("flamegraph: --ops and --phases apply to traces, "
                          "not to folded input");
-        int rc = evp_flame_slurp(in, &buf, &len);
+        const char *map;
+        int rc = evp_flame_map(in, &map, &len, &mapped);
         if (rc) {
             evp_cli_error("%s: %s", in, strerror(-rc));
             return 1;
         }
+        buf = (char *)map;
     }
     struct evp_flame *fl = evp_flame_new();
     struct evp_flame_stats st = {0};
     if (!fl || evp_flame_add_folded(fl, buf, len, &st)) {
         evp_cli_error("flamegraph: out of memory");
         evp_flame_free(fl);
-        free(buf);
+        evp_flame_unmap(buf, len, mapped);
         return 1;
     }
-    free(buf);
+    evp_flame_unmap(buf, len, mapped);
     if (!st.stacks) {
         if (is_trace)
             evp_cli_error("%s: the trace has no timed events to draw", in);

@@ -419,9 +419,10 @@ int cmd_perf(int argc, char **argv)
             return 1;
     }
 
-    char *text;
+    const char *text;
     size_t len;
-    int rc = evp_flame_slurp(script, &text, &len);
+    int mapped;
+    int rc = evp_flame_map(script, &text, &len, &mapped);
     if (rc) {
         evp_cli_error("%s: %s", script, strerror(-rc));
         return 1;
@@ -443,7 +444,7 @@ int cmd_perf(int argc, char **argv)
     if (trace) {
         t = evp_cli_open_trace(trace, python);
         if (!t) {
-            free(text);
+            evp_flame_unmap(text, len, mapped);
             evp_stacks_free(p.stacks);
             evp_hot_free(p.hot);
             return 1;
@@ -451,7 +452,7 @@ int cmd_perf(int argc, char **argv)
         if (evp_xc_from_trace(t, &xt) < 0) {
             evp_cli_error("%s: the trace could not be replayed", trace);
             evp_trace_close(t);
-            free(text);
+            evp_flame_unmap(text, len, mapped);
             evp_stacks_free(p.stacks);
             evp_hot_free(p.hot);
             return 1;
@@ -463,7 +464,7 @@ int cmd_perf(int argc, char **argv)
     rc = (!p.stacks || !p.hot)
              ? -ENOMEM
              : evp_perf_parse(text, len, &co, on_sample, &p, &cs);
-    free(text);
+    evp_flame_unmap(text, len, mapped);
     int exit_rc = 0;
     if (rc) {
         evp_cli_error("perf: out of memory collapsing %s", script);

@@ -30,6 +30,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "views.h"
@@ -40,9 +43,16 @@ struct node {
     uint32_t parent;
     uint32_t first_child;
     uint32_t next_sibling;
+    uint32_t nkids;
+    uint32_t nhash; /* hash of the name alone */
     double self;
     double value; /* inclusive, after finish() */
 };
+
+/* A parent with more children than this finds them through the hash
+ * table; smaller families are scanned (their nodes were made together, so
+ * the scan stays in cache, where a big table would miss on every probe). */
+#define FANOUT 12
 
 struct slot {
     uint64_t hash;
@@ -57,9 +67,11 @@ struct evp_flame {
     char *names;
     size_t nlen, ncap;
     int finished;
-    /* previous line, for prefix reuse */
-    char *prev;
-    size_t prev_len, prev_cap;
+    /* previous line, for prefix reuse: PREV points at it, either inside
+     * the caller's buffer (during evp_flame_add_folded) or at OWN */
+    const char *prev;
+    char *own;
+    size_t prev_len, own_cap;
     size_t *ends; /* end offset of each frame of the previous line */
     uint32_t *path;
     size_t depth, pcap;
@@ -99,7 +111,7 @@ struct evp_flame *evp_flame_new(void)
         return NULL;
     }
     /* node 0: the root, "all" */
-    f->nodes[0] = (struct node){0, 0, NONE, NONE, NONE, 0, 0};
+    f->nodes[0] = (struct node){0, 0, NONE, NONE, NONE, 0, 0, 0, 0};
     f->n = 1;
     return f;
 }
@@ -111,7 +123,7 @@ void evp_flame_free(struct evp_flame *f)
     free(f->nodes);
     free(f->tab);
     free(f->names);
-    free(f->prev);
+    free(f->own);
     free(f->ends);
     free(f->path);
     free(f);
@@ -137,23 +149,52 @@ static int grow_table(struct evp_flame *f)
     return 0;
 }
 
+static uint32_t hash32(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static int table_put(struct evp_flame *f, uint32_t id)
+{
+    const struct node *c = &f->nodes[id];
+    uint64_t h = hash_name(f->names + c->name, c->nlen, c->parent);
+    size_t j = h & (f->tcap - 1);
+    while (f->tab[j].hash)
+        j = (j + 1) & (f->tcap - 1);
+    f->tab[j] = (struct slot){h, id};
+    if (++f->tn * 2 > f->tcap)
+        return grow_table(f);
+    return 0;
+}
+
 /* The child of PARENT named S (N bytes), created when missing. */
 static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
                       size_t n)
 {
-    uint64_t h = hash_name(s, n, parent);
-    size_t j = h & (f->tcap - 1);
-    for (;;) {
-        struct slot *sl = &f->tab[j];
-        if (!sl->hash)
-            break;
-        if (sl->hash == h) {
-            struct node *c = &f->nodes[sl->node];
-            if (c->parent == parent && c->nlen == n &&
-                memcmp(f->names + c->name, s, n) == 0)
-                return sl->node;
+    uint32_t nh = hash32(s, n);
+    const struct node *p = &f->nodes[parent];
+    if (p->nkids <= FANOUT) {
+        for (uint32_t c = p->first_child; c != NONE;
+             c = f->nodes[c].next_sibling) {
+            const struct node *cn = &f->nodes[c];
+            if (cn->nhash == nh && cn->nlen == n &&
+                memcmp(f->names + cn->name, s, n) == 0)
+                return c;
         }
-        j = (j + 1) & (f->tcap - 1);
+    } else {
+        uint64_t h = hash_name(s, n, parent);
+        for (size_t j = h & (f->tcap - 1); f->tab[j].hash;
+             j = (j + 1) & (f->tcap - 1)) {
+            if (f->tab[j].hash != h)
+                continue;
+            const struct node *cn = &f->nodes[f->tab[j].node];
+            if (cn->parent == parent && cn->nlen == n &&
+                memcmp(f->names + cn->name, s, n) == 0)
+                return f->tab[j].node;
+        }
     }
     if (f->n == f->cap) {
         size_t nc = f->cap * 2;
@@ -177,14 +218,21 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
         return NONE;
     memcpy(f->names + f->nlen, s, n);
     uint32_t id = (uint32_t)f->n++;
-    struct node *p = &f->nodes[parent];
+    struct node *pp = &f->nodes[parent];
     f->nodes[id] = (struct node){f->nlen, (uint32_t)n, parent, NONE,
-                                 p->first_child, 0, 0};
-    p->first_child = id;
+                                 pp->first_child, 0, nh, 0, 0};
+    pp->first_child = id;
     f->nlen += n;
-    f->tab[j] = (struct slot){h, id};
-    if (++f->tn * 2 > f->tcap && grow_table(f))
+    pp->nkids++;
+    if (pp->nkids == FANOUT + 1) {
+        /* the family outgrows scanning: index every child */
+        for (uint32_t c = pp->first_child; c != NONE;
+             c = f->nodes[c].next_sibling)
+            if (table_put(f, c))
+                return NONE;
+    } else if (pp->nkids > FANOUT + 1 && table_put(f, id)) {
         return NONE;
+    }
     return id;
 }
 
@@ -207,12 +255,39 @@ static int reserve_path(struct evp_flame *f, size_t need)
     return 0;
 }
 
-int evp_flame_add(struct evp_flame *f, const char *s, size_t len, double value)
+/* Keep the previous stack as a pointer when the caller's buffer stays
+ * valid until the next call (STABLE), else copy it. */
+static int remember(struct evp_flame *f, const char *s, size_t len, int stable)
+{
+    f->prev_len = len;
+    if (stable) {
+        f->prev = s;
+        return 0;
+    }
+    if (len > f->own_cap) {
+        size_t nc = f->own_cap ? f->own_cap : 256;
+        while (nc < len)
+            nc *= 2;
+        char *np = realloc(f->own, nc);
+        if (!np)
+            return -ENOMEM;
+        f->own = np;
+        f->own_cap = nc;
+    }
+    memcpy(f->own, s, len);
+    f->prev = f->own;
+    return 0;
+}
+
+static int add_stack(struct evp_flame *f, const char *s, size_t len,
+                     double value, int stable)
 {
     f->finished = 0;
     /* Frames of the previous stack that this one repeats. */
     size_t m = len < f->prev_len ? len : f->prev_len;
     size_t common = 0;
+    while (common + 32 <= m && memcmp(s + common, f->prev + common, 32) == 0)
+        common += 32;
     while (common + 8 <= m) {
         uint64_t a, b;
         memcpy(&a, s + common, 8);
@@ -248,19 +323,12 @@ int evp_flame_add(struct evp_flame *f, const char *s, size_t len, double value)
     }
     f->depth = k;
     f->nodes[cur].self += value;
-    if (len > f->prev_cap) {
-        size_t nc = f->prev_cap ? f->prev_cap : 256;
-        while (nc < len)
-            nc *= 2;
-        char *np = realloc(f->prev, nc);
-        if (!np)
-            return -ENOMEM;
-        f->prev = np;
-        f->prev_cap = nc;
-    }
-    memcpy(f->prev, s, len);
-    f->prev_len = len;
-    return 0;
+    return remember(f, s, len, stable);
+}
+
+int evp_flame_add(struct evp_flame *f, const char *s, size_t len, double value)
+{
+    return add_stack(f, s, len, value, 0);
 }
 
 static int is_blank(char c)
@@ -333,12 +401,13 @@ int evp_flame_add_folded(struct evp_flame *f, const char *buf, size_t len,
             while (se > l && is_blank(se[-1]))
                 se--;
         }
-        int rc = evp_flame_add(f, l, (size_t)(se - l), v);
+        int rc = add_stack(f, l, (size_t)(se - l), v, 1);
         if (rc)
             return rc;
         st->stacks++;
     }
-    return 0;
+    /* The buffer is the caller's: keep a copy of the last stack. */
+    return f->prev_len ? remember(f, f->prev, f->prev_len, 0) : 0;
 }
 
 static void finish(struct evp_flame *f)
@@ -763,6 +832,43 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
         st->nodes = f->n;
     }
     return ferror(out) ? -EIO : 0;
+}
+
+int evp_flame_map(const char *path, const char **buf, size_t *len,
+                  int *mapped)
+{
+    *mapped = 0;
+    if (strcmp(path, "-") != 0) {
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            return -errno;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+            void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
+                           MAP_PRIVATE | MAP_POPULATE, fd, 0);
+            close(fd);
+            if (p == MAP_FAILED)
+                return -errno;
+            madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+            *buf = p;
+            *len = (size_t)st.st_size;
+            *mapped = 1;
+            return 0;
+        }
+        close(fd);
+    }
+    char *b;
+    int rc = evp_flame_slurp(path, &b, len);
+    *buf = b;
+    return rc;
+}
+
+void evp_flame_unmap(const char *buf, size_t len, int mapped)
+{
+    if (mapped)
+        munmap((void *)buf, len);
+    else
+        free((void *)buf);
 }
 
 int evp_flame_slurp(const char *path, char **buf, size_t *len)

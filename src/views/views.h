@@ -127,6 +127,12 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
  * beyond LEN).  Returns 0 or a negative errno. */
 int evp_flame_slurp(const char *path, char **buf, size_t *len);
 
+/* Map a regular file read-only (no NUL after it), else read it as
+ * evp_flame_slurp does; *MAPPED says which, for evp_flame_unmap. */
+int evp_flame_map(const char *path, const char **buf, size_t *len,
+                  int *mapped);
+void evp_flame_unmap(const char *buf, size_t len, int mapped);
+
 /* ---- escaping of untrusted names (svg_escape.c) -------------------- */
 
 /* Bytes of the valid UTF-8 sequence at S (1-4), 0 when invalid. */
