@@ -11,7 +11,8 @@
 #           holds copies of the case's files and of tests/flame/data
 #   check   lines "stdout EXPECTED", "stderr EXPECTED", "file PATH EXPECTED",
 #           "svg PATH EXPECTED" (SVG compared in svgcanon.py's form),
-#           "status N" (expected exit status, default 0)
+#           "status N" (expected exit status, default 0),
+#           "one-error-line" (stderr is one "evalprof: ..." line)
 set -u
 case_dir=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +49,12 @@ while read -r kind a b; do
     case "$kind" in
     stdout) compare stdout.txt "$a" ;;
     stderr) compare stderr.txt "$a" ;;
+    one-error-line)
+        if [ "$(wc -l <stderr.txt)" != 1 ] || ! grep -q '^evalprof: ' stderr.txt; then
+            echo "FAIL: expected one 'evalprof: ...' error line, got:"
+            cat stderr.txt
+            fail=1
+        fi ;;
     file) [ -f "$a" ] || { echo "FAIL: $a not written"; fail=1; continue; }
           compare "$a" "$b" ;;
     svg) [ -f "$a" ] || { echo "FAIL: $a not written"; fail=1; continue; }
