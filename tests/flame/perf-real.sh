@@ -84,6 +84,18 @@ C
     grep -q "hit kernel.perf_event_max_stack=$max" deep.txt || { cat deep.txt; no "cut stacks not reported"; }
     grep -q 'sysctl -w kernel.perf_event_max_stack=' deep.txt || no "no fix suggested for cut stacks"
 fi
+# The cross-check against a trace recorded by the profiled command: the
+# synthetic workload drives the recorder without an interpreter, so perf
+# finds no eval function while the trace spends most time inside frames,
+# and the disagreement must be flagged.
+if [ -n "${SYNTHETIC:-}" ] && [ -x "$SYNTHETIC" ]; then
+    "$EVALPROF" perf --trace syn.evp -o synout -- "$SYNTHETIC" -o syn.evp -n 400000 >xc.txt 2>xc.err ||
+        { cat xc.err; no "evalprof perf --trace failed"; }
+    grep -q '^cross-check: perf samples against the trace' xc.txt || no "no cross-check table"
+    grep -q 'inside the eval function .*<- .* points apart' xc.txt ||
+        { cat xc.txt; no "eval-function disagreement not flagged"; }
+    grep -q 'same instant: ' xc.txt || { cat xc.txt; no "perf samples were not located in the trace's timeline (clock alignment)"; }
+fi
 # perf missing: one line, non-zero exit
 if "$EVALPROF" perf --perf /nonexistent/perf -o x -- true >miss.txt 2>miss.err; then
     no "a missing perf did not fail"
