@@ -4,7 +4,7 @@
 # apt-get; otherwise it prints the exact apt-get line and fails.
 #
 #   tools/bootstrap.sh [GROUP...]    groups: build (default), test, cpython,
-#                                    browser
+#                                    browser, bench
 #
 # Each group lists packages from Debian's archive only.
 set -eu
@@ -13,6 +13,7 @@ pkgs_build="meson ninja-build pkg-config gcc libzstd-dev libxxhash-dev python3-d
 pkgs_test="libcmocka-dev clang libclang-rt-14-dev"
 pkgs_cpython="dpkg-dev build-essential libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev libgdbm-dev xz-utils"
 pkgs_browser="chromium"
+pkgs_bench="libdevel-nytprof-perl"
 
 groups="${*:-build}"
 want=""
@@ -22,7 +23,8 @@ for g in $groups; do
     test) want="$want $pkgs_build $pkgs_test" ;;
     cpython) want="$want $pkgs_cpython" ;;
     browser) want="$want $pkgs_browser" ;;
-    *) echo "bootstrap: unknown group '$g' (build, test, cpython, browser)" >&2; exit 2 ;;
+    bench) want="$want $pkgs_bench" ;;
+    *) echo "bootstrap: unknown group '$g' (build, test, cpython, browser, bench)" >&2; exit 2 ;;
     esac
 done
 

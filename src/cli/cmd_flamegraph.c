@@ -185,13 +185,14 @@ int cmd_flamegraph(int argc, char **argv)
     }
     struct evp_flame *fl = evp_flame_new();
     struct evp_flame_stats st = {0};
+    if (fl)
+        evp_flame_borrow(fl); /* BUF lives until the SVG is written */
     if (!fl || evp_flame_add_folded(fl, buf, len, &st)) {
         evp_cli_error("flamegraph: out of memory");
         evp_flame_free(fl);
         evp_flame_unmap(buf, len, mapped);
         return 1;
     }
-    evp_flame_unmap(buf, len, mapped);
     if (!st.stacks) {
         if (is_trace)
             evp_cli_error("%s: the trace has no timed events to draw", in);
@@ -200,11 +201,13 @@ int cmd_flamegraph(int argc, char **argv)
                           "'frame;frame;... COUNT')",
                           in);
         evp_flame_free(fl);
+        evp_flame_unmap(buf, len, mapped);
         return 1;
     }
     if (evp_flame_total(fl) <= 0) {
         evp_cli_error("%s: every count is zero: nothing to draw", in);
         evp_flame_free(fl);
+        evp_flame_unmap(buf, len, mapped);
         return 1;
     }
     if (st.malformed)
@@ -223,6 +226,7 @@ int cmd_flamegraph(int argc, char **argv)
     if (strcmp(out, "-") != 0) {
         if (asprintf(&tmp, "%s.tmp%ld", out, (long)getpid()) < 0) {
             evp_flame_free(fl);
+            evp_flame_unmap(buf, len, mapped);
             return 1;
         }
         o = fopen(tmp, "w");
@@ -230,11 +234,13 @@ int cmd_flamegraph(int argc, char **argv)
             evp_cli_error("%s: %s", out, strerror(errno));
             free(tmp);
             evp_flame_free(fl);
+            evp_flame_unmap(buf, len, mapped);
             return 1;
         }
     }
     int rc = evp_flame_write_svg(fl, o, &fo, &st);
     evp_flame_free(fl);
+    evp_flame_unmap(buf, len, mapped);
     if (tmp) {
         if (fclose(o) != 0 && !rc)
             rc = -EIO;

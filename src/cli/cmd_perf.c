@@ -136,6 +136,19 @@ static int put_svg(void *ctx, FILE *f)
     return rc;
 }
 
+/* -X perf makes the interpreter write /tmp/perf-PID.map for perf script;
+ * remove the ones this run created once they have been read. */
+static void remove_perf_maps(const struct perf_ctx *p, time_t since)
+{
+    for (size_t i = 0; i < p->npids; i++) {
+        char path[64];
+        struct stat sb;
+        snprintf(path, sizeof path, "/tmp/perf-%ld.map", p->pids[i]);
+        if (stat(path, &sb) == 0 && sb.st_mtime >= since)
+            unlink(path);
+    }
+}
+
 static char *read_text(const char *path)
 {
     char *b;
@@ -400,6 +413,7 @@ int cmd_perf(int argc, char **argv)
     snprintf(folded, sizeof folded, "%s/perf.folded", dir);
     snprintf(svg, sizeof svg, "%s/flamegraph.svg", dir);
     int status = 0, xperf = 0;
+    time_t started = time(NULL);
     if (script_in) {
         snprintf(script, sizeof script, "%s", script_in);
     } else {
@@ -559,6 +573,8 @@ int cmd_perf(int argc, char **argv)
         putchar('\n');
         evp_xc_print(stdout, &xt, &p.xp, threshold, trace);
     }
+    if (xperf)
+        remove_perf_maps(&p, started);
     if (!script_in && status)
         evp_cli_warn("perf: the command exited with status %d", status);
 out:

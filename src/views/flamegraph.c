@@ -38,7 +38,7 @@
 #include "views.h"
 
 struct node {
-    size_t name; /* offset in the name arena */
+    const char *name; /* in the caller's buffer (borrowed) or an arena block */
     uint32_t nlen;
     uint32_t parent;
     uint32_t first_child;
@@ -64,8 +64,12 @@ struct evp_flame {
     size_t n, cap;
     struct slot *tab;
     size_t tcap, tn;
-    char *names;
-    size_t nlen, ncap;
+    char **blocks; /* name arena: blocks never move once made */
+    size_t nblocks;
+    size_t bused, bcap; /* in the current block */
+    int borrow;         /* names may point into the caller's buffer */
+    int summed;         /* finish() has added children into parents */
+    double total;
     int finished;
     /* previous line, for prefix reuse: PREV points at it, either inside
      * the caller's buffer (during evp_flame_add_folded) or at OWN */
@@ -111,7 +115,7 @@ struct evp_flame *evp_flame_new(void)
         return NULL;
     }
     /* node 0: the root, "all" */
-    f->nodes[0] = (struct node){0, 0, NONE, NONE, NONE, 0, 0, 0, 0};
+    f->nodes[0] = (struct node){"all", 3, NONE, NONE, NONE, 0, 0, 0, 0};
     f->n = 1;
     return f;
 }
@@ -122,7 +126,9 @@ void evp_flame_free(struct evp_flame *f)
         return;
     free(f->nodes);
     free(f->tab);
-    free(f->names);
+    for (size_t i = 0; i < f->nblocks; i++)
+        free(f->blocks[i]);
+    free(f->blocks);
     free(f->own);
     free(f->ends);
     free(f->path);
@@ -160,7 +166,7 @@ static uint32_t hash32(const char *s, size_t n)
 static int table_put(struct evp_flame *f, uint32_t id)
 {
     const struct node *c = &f->nodes[id];
-    uint64_t h = hash_name(f->names + c->name, c->nlen, c->parent);
+    uint64_t h = hash_name(c->name, c->nlen, c->parent);
     size_t j = h & (f->tcap - 1);
     while (f->tab[j].hash)
         j = (j + 1) & (f->tcap - 1);
@@ -181,7 +187,7 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
              c = f->nodes[c].next_sibling) {
             const struct node *cn = &f->nodes[c];
             if (cn->nhash == nh && cn->nlen == n &&
-                memcmp(f->names + cn->name, s, n) == 0)
+                memcmp(cn->name, s, n) == 0)
                 return c;
         }
     } else {
@@ -192,7 +198,7 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
                 continue;
             const struct node *cn = &f->nodes[f->tab[j].node];
             if (cn->parent == parent && cn->nlen == n &&
-                memcmp(f->names + cn->name, s, n) == 0)
+                memcmp(cn->name, s, n) == 0)
                 return f->tab[j].node;
         }
     }
@@ -204,25 +210,32 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
         f->nodes = nn;
         f->cap = nc;
     }
-    if (f->nlen + n > f->ncap) {
-        size_t nc = f->ncap ? f->ncap * 2 : 1 << 16;
-        while (nc < f->nlen + n)
-            nc *= 2;
-        char *na = realloc(f->names, nc);
-        if (!na)
-            return NONE;
-        f->names = na;
-        f->ncap = nc;
-    }
     if (n > UINT32_MAX || f->n >= NONE - 1)
         return NONE;
-    memcpy(f->names + f->nlen, s, n);
+    const char *name = s;
+    if (!f->borrow) {
+        if (f->bused + n > f->bcap || !f->nblocks) {
+            size_t bc = n > (1u << 20) ? n : (1u << 20);
+            char **nb = realloc(f->blocks, (f->nblocks + 1) * sizeof *nb);
+            if (!nb)
+                return NONE;
+            f->blocks = nb;
+            if (!(f->blocks[f->nblocks] = malloc(bc)))
+                return NONE;
+            f->nblocks++;
+            f->bused = 0;
+            f->bcap = bc;
+        }
+        char *dst = f->blocks[f->nblocks - 1] + f->bused;
+        memcpy(dst, s, n);
+        f->bused += n;
+        name = dst;
+    }
     uint32_t id = (uint32_t)f->n++;
     struct node *pp = &f->nodes[parent];
-    f->nodes[id] = (struct node){f->nlen, (uint32_t)n, parent, NONE,
+    f->nodes[id] = (struct node){name, (uint32_t)n, parent, NONE,
                                  pp->first_child, 0, nh, 0, 0};
     pp->first_child = id;
-    f->nlen += n;
     pp->nkids++;
     if (pp->nkids == FANOUT + 1) {
         /* the family outgrows scanning: index every child */
@@ -323,6 +336,8 @@ static int add_stack(struct evp_flame *f, const char *s, size_t len,
     }
     f->depth = k;
     f->nodes[cur].self += value;
+    f->nodes[cur].value += value;
+    f->total += value;
     return remember(f, s, len, stable);
 }
 
@@ -414,19 +429,26 @@ static void finish(struct evp_flame *f)
 {
     if (f->finished)
         return;
-    for (size_t i = 0; i < f->n; i++)
-        f->nodes[i].value = f->nodes[i].self;
+    /* value holds each node's own adds until the first finish; children
+     * come after their parents in the array, so one backward pass sums
+     * them up.  Stacks added after a finish need a fresh start. */
+    if (f->summed)
+        for (size_t i = 0; i < f->n; i++)
+            f->nodes[i].value = f->nodes[i].self;
+    f->summed = 1;
     for (size_t i = f->n; i-- > 1;)
         f->nodes[f->nodes[i].parent].value += f->nodes[i].value;
     f->finished = 1;
 }
 
+void evp_flame_borrow(struct evp_flame *f)
+{
+    f->borrow = 1;
+}
+
 double evp_flame_total(const struct evp_flame *f)
 {
-    double t = 0;
-    for (size_t i = 0; i < f->n; i++)
-        t += f->nodes[i].self;
-    return t;
+    return f->total;
 }
 
 /* ---- drawing -------------------------------------------------------- */
@@ -444,14 +466,13 @@ struct draw {
     uint64_t frames;
 };
 
-static const char *g_names; /* for the child sort */
 
 static int cmp_nodes(const void *a, const void *b, const struct node *nodes)
 {
     const struct node *x = &nodes[*(const uint32_t *)a];
     const struct node *y = &nodes[*(const uint32_t *)b];
     size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
-    int c = memcmp(g_names + x->name, g_names + y->name, n);
+    int c = memcmp(x->name, y->name, n);
     if (c)
         return c;
     return x->nlen < y->nlen ? -1 : x->nlen > y->nlen;
@@ -597,8 +618,8 @@ static void put_num(FILE *out, double v)
 static void draw_frame(struct draw *d, uint32_t id, double start, int depth)
 {
     const struct node *nd = &d->f->nodes[id];
-    const char *name = id ? d->f->names + nd->name : "all";
-    size_t nlen = id ? nd->nlen : 3;
+    const char *name = nd->name;
+    size_t nlen = nd->nlen;
     double x = 10 + start * d->xscale;
     double w = nd->value * d->xscale;
     double y = d->o->icicle ? d->ypad1 + depth * d->fh
@@ -645,7 +666,6 @@ static int walk(struct draw *d, int pass)
     if (!st)
         return -ENOMEM;
     st[n++] = (struct item){0, 0, 0};
-    g_names = f->names;
     g_nodes = f->nodes;
     while (n) {
         struct item it = st[--n];
@@ -676,9 +696,9 @@ static int walk(struct draw *d, int pass)
         if (!nk)
             continue;
         qsort(kids, nk, sizeof *kids, cmp_children);
-        /* starts: children sit left to right in name order, after the
-         * parent's self time would be... flamegraph.pl puts children at
-         * the parent's left edge; self time is the gap on the right. */
+        /* Children sit left to right in name order from the parent's
+         * left edge (as in flamegraph.pl); the parent's self time is the
+         * gap left on the right. */
         double pos = it.start;
         if (n + nk > cap) {
             while (n + nk > cap)

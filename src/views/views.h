@@ -105,10 +105,16 @@ struct evp_flame_stats {
 struct evp_flame *evp_flame_new(void);
 void evp_flame_free(struct evp_flame *f);
 
-/* Merge folded text (LEN bytes; need not outlive the call).  Returns 0 or
+/* Merge folded text (LEN bytes; need not outlive the call unless
+ * evp_flame_borrow was called).  Returns 0 or
  * -ENOMEM; malformed lines are counted in ST, not fatal. */
 int evp_flame_add_folded(struct evp_flame *f, const char *buf, size_t len,
                          struct evp_flame_stats *st);
+
+/* From now on names may point into the buffers given to
+ * evp_flame_add_folded instead of being copied: those buffers must then
+ * stay valid until evp_flame_free (saves copying every name). */
+void evp_flame_borrow(struct evp_flame *f);
 
 /* Add VALUE to one stack ("a;b;c", LEN bytes). */
 int evp_flame_add(struct evp_flame *f, const char *stack, size_t len,

@@ -87,6 +87,10 @@ def main():
         svg_checks(out, ['<script>alert("pwn")</script>', "O'Brien & \"Sons\"",
                          "bad\\xff\\xfeutf8", "\u2028sep", "ctl\\x01\\x1b[31mred"],
                    title=TITLE.replace("\u2028", "\u2028"))
+        # a title with a newline stays on one line, as the visible "\x0a"
+        out = os.path.join(tmp, "n.svg")
+        run("flamegraph", "--title", "two\nlines\x1b", "-o", out, os.path.join(DATA, "sample.folded"))
+        svg_checks(out, [], title="two\\x0alines\\x1b")
         # a trace with hostile function names
         out = os.path.join(tmp, "b.svg")
         run("flamegraph", "--ops", "-o", out, os.path.join(DATA, "hostile.trace"))
