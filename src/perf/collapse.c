@@ -73,6 +73,8 @@ static int reserve(char **p, size_t *cap, size_t need)
 
 static int scratch_put(struct parser *p, const char *s, size_t n)
 {
+    if (!n)
+        return 0;
     if (reserve(&p->scratch, &p->scap, p->slen + n))
         return -ENOMEM;
     memcpy(p->scratch + p->slen, s, n);
