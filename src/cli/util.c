@@ -46,7 +46,9 @@ struct evp_trace *evp_cli_open_trace(const char *path, const char *python)
 
 int evp_cli_finish(int status)
 {
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    /* A command that failed has said why in one line already; a second
+     * line about the same full disk would only repeat it. */
+    if ((fflush(stdout) != 0 || ferror(stdout)) && status == 0) {
         int e = errno;
         fprintf(stderr, "evalprof: writing standard output failed: %s\n",
                 e ? strerror(e) : "I/O error");

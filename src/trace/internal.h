@@ -72,6 +72,8 @@ struct evp_trace {
     size_t nwarnings, warnings_cap;
     void (*warn)(void *ctx, const char *path, const char *msg);
     void *warn_ctx;
+    int opened; /* warnings are held back until the open succeeds, so
+                   that a file with nothing readable gives one line */
 
     /* clock: ns = anchor_ns + ((ticks - anchor_ticks) * mult) >> 32 */
     uint64_t anchor_ticks, anchor_ns;

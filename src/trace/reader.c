@@ -37,6 +37,16 @@ static void default_warn(void *ctx, const char *path, const char *msg)
     fprintf(stderr, "evalprof: %s: %s\n", path, msg);
 }
 
+/* Pass warning I on to the caller's callback (the first few only). */
+static void report_warning(struct evp_trace *t, size_t i)
+{
+    if (i < MAX_WARNINGS_PRINTED)
+        t->warn(t->warn_ctx, t->path, t->warnings[i]);
+    else if (i == MAX_WARNINGS_PRINTED)
+        t->warn(t->warn_ctx, t->path,
+                "more warnings follow (`evalprof info` lists them all)");
+}
+
 void evp_trace_warnf(struct evp_trace *t, const char *fmt, ...)
 {
     char msg[512];
@@ -56,11 +66,8 @@ void evp_trace_warnf(struct evp_trace *t, const char *fmt, ...)
     if (!m)
         return;
     t->warnings[t->nwarnings++] = m;
-    if (t->nwarnings <= MAX_WARNINGS_PRINTED)
-        t->warn(t->warn_ctx, t->path, msg);
-    else if (t->nwarnings == MAX_WARNINGS_PRINTED + 1)
-        t->warn(t->warn_ctx, t->path,
-                "more warnings follow (`evalprof info` lists them all)");
+    if (t->opened)
+        report_warning(t, t->nwarnings - 1);
 }
 
 void *evp_trace_own(struct evp_trace *t, void *p)
@@ -129,7 +136,10 @@ int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
                        size_t nlen, const char *file, size_t flen,
                        uint32_t line)
 {
-    if (id == 0 || id > MAX_FUNC_ID)
+    /* Producers number functions from 1 and every entry takes bytes of
+     * the file, so an id far beyond the file's size is damage: refused
+     * before it sizes the table (a 40-byte file must not cost 3 GB). */
+    if (id == 0 || id > MAX_FUNC_ID || id > t->size + 65536)
         return -EINVAL;
     if (id >= t->funcs_cap) {
         size_t cap = t->funcs_cap ? t->funcs_cap : 256;
@@ -494,7 +504,21 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
             continue;
         }
         if (len > left - EVP_CHUNK_HEADER_SIZE) {
+            /* Past the end: the file was cut here, unless whole chunks
+             * follow, in which case it is the length that is damaged. */
+            size_t next = resync(d, size, off);
             lost_events(d, size, off, lost, sizeof lost);
+            if (next < size) {
+                evp_trace_warnf(t,
+                                "chunk %u at byte %zu (%s): length %u runs "
+                                "past the end of the file; %zu bytes "
+                                "skipped%s",
+                                sc.chunk, off, chunk_type_name(type), len,
+                                next - off, lost);
+                off = next;
+                sc.chunk++;
+                continue;
+            }
             evp_trace_warnf(t,
                             "chunk %u at byte %zu truncated (expected %u "
                             "bytes, found %zu); %zu bytes lost%s",
@@ -545,9 +569,22 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
         sc.chunk++;
     }
     if (!good) {
-        snprintf(err, errlen, "no readable chunk");
+        /* One line: what was met first says what the file is. */
+        if (t->nwarnings > 1)
+            snprintf(err, errlen, "no readable chunk: %s (and %zu more "
+                     "problems)", t->warnings[0], t->nwarnings - 1);
+        else if (t->nwarnings)
+            snprintf(err, errlen, "no readable chunk: %s", t->warnings[0]);
+        else
+            snprintf(err, errlen, "no readable chunk");
         return -EPROTO;
     }
+    if (!sc.have_end && !t->nwarnings)
+        evp_trace_warnf(t,
+                        "no end record: the file stops at byte %zu, before "
+                        "the recording finished (anything recorded later "
+                        "is lost; dropped-event counts are unknown)",
+                        size);
 
     /* Clock: anchor at the recorded start; rate from the widest pairs. */
     const char *v;
@@ -568,6 +605,12 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
              (double)(sc.hi_ns - sc.lo_ns);
     if (!tsc)
         hz = 1e9;
+    if (!(hz >= 1e3 && hz <= 1e13)) {
+        /* Damaged metadata: nanoseconds are the best guess. */
+        evp_trace_warnf(t, "implausible clock rate %g Hz; nanoseconds "
+                           "assumed", hz);
+        hz = 1e9;
+    }
     t->anchor_ticks = start_ticks;
     t->anchor_ns = start_ns;
     t->mult = (uint64_t)(1e9 / hz * 4294967296.0 + 0.5);
@@ -739,6 +782,9 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
         t->info.opcode_source = "recorded in the trace";
     }
     evp_trace_finish(t);
+    t->opened = 1;
+    for (size_t i = 0; i < t->nwarnings && i <= MAX_WARNINGS_PRINTED; i++)
+        report_warning(t, i);
     *out = t;
     return 0;
 fail:
@@ -762,7 +808,8 @@ void evp_trace_finish(struct evp_trace *t)
 {
     struct evp_trace_info *i = &t->info;
     const char *v;
-    qsort(t->streams, t->nstreams, sizeof *t->streams, cmp_stream);
+    if (t->nstreams > 1)
+        qsort(t->streams, t->nstreams, sizeof *t->streams, cmp_stream);
     i->events = 0;
     for (size_t s = 0; s < t->nstreams; s++) {
         struct stream *st = &t->streams[s];
@@ -818,6 +865,8 @@ void evp_trace_finish(struct evp_trace *t)
         i->start_wall_ns = (int64_t)strtoull(v, NULL, 10);
     if ((v = evp_trace_meta(t, "event_cost.ticks")) && i->clock_hz > 0)
         i->event_cost_ns = atof(v) * 1e9 / i->clock_hz;
+    if (!(i->event_cost_ns >= 0 && i->event_cost_ns < 1e6))
+        i->event_cost_ns = 0; /* damaged: a cost this high is no cost */
     i->can_emit = EVP_KINDS_CLASSIC;
     if ((v = evp_trace_meta(t, "kinds.can_emit")))
         i->can_emit = strtoull(v, NULL, 0);

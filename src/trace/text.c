@@ -338,8 +338,9 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
         /* ID<TAB>LINE<TAB>FILE<TAB>NAME */
         uint64_t id, line;
         const char *e = parse_u64(skip_spaces(r, end), end, &id), *f, *n;
-        if (!e || *e != '\t' || !(e = parse_u64(e + 1, end, &line)) ||
-            *e != '\t' || !(f = memchr(e + 1, '\t', (size_t)(end - e - 1))) ||
+        if (!e || e == end || *e != '\t' ||
+            !(e = parse_u64(e + 1, end, &line)) || e == end || *e != '\t' ||
+            !(f = memchr(e + 1, '\t', (size_t)(end - e - 1))) ||
             id == 0 || id > (1u << 26) || line > UINT32_MAX) {
             bad_line(rd, "malformed '# function:' line");
             return;
@@ -350,8 +351,11 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
             return;
         size_t nl = unescape(name, strlen(name));
         size_t fl = unescape(file, strlen(file));
-        evp_trace_set_func(t, (uint32_t)id, name, nl, file, fl,
-                           (uint32_t)line);
+        if (evp_trace_set_func(t, (uint32_t)id, name, nl, file, fl,
+                               (uint32_t)line) < 0) {
+            bad_line(rd, "'# function:' id out of range for this file");
+            return;
+        }
         rd->explicit_ids = 1;
     } else if (has_prefix(p, end, "thread:", &r)) {
         uint64_t id, tid;
@@ -484,6 +488,14 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
             if (rd.bad_lines > before && !first_bad)
                 first_bad = p;
         }
+        /* Every line a writer writes ends in a newline: without one, the
+         * file was probably cut inside this line. */
+        if (!nl && e > p)
+            evp_trace_warnf(t,
+                            "line %" PRIu64 ": no newline at the end of the "
+                            "file (cut short?); the line was read as it "
+                            "stands",
+                            rd.line);
         p = nl ? nl + 1 : end;
     }
 
@@ -724,9 +736,10 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
         return -e;
     }
     if (rc < 0) {
+        int e = ferror(f) && errno ? errno : -rc;
         if (f != stdout)
             fclose(f);
-        snprintf(err, errlen, "%s: write failed", path);
+        snprintf(err, errlen, "%s: write failed (%s)", path, strerror(e));
         return rc;
     }
     return 0;

@@ -48,11 +48,14 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
     line(out, prefix, width, "python", in->executable);
     line(out, prefix, width, "argv", in->argv);
     line(out, prefix, width, "start", evp_fmt_wall(a, sizeof a, in->start_wall_ns));
+    /* In unsigned arithmetic: a damaged start time near the end of
+     * int64 must not overflow (it shows as unknown instead). */
     line(out, prefix, width, "end",
          evp_fmt_wall(b, sizeof b,
                       in->start_wall_ns < 0
                           ? -1
-                          : in->start_wall_ns + (int64_t)(end - in->start_ns)));
+                          : (int64_t)((uint64_t)in->start_wall_ns +
+                                      (end - in->start_ns))));
     snprintf(a, sizeof a, "%s µs",
              evp_fmt_us(b, sizeof b, end > in->start_ns ? end - in->start_ns : 0));
     line(out, prefix, width, "elapsed", a);

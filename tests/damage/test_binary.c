@@ -1,0 +1,656 @@
+/*
+ * Damage tests of the binary `.evp` reader (cmocka).
+ *
+ * A small real trace (two threads, a few hundred events, nested calls,
+ * opcodes, a function table) is recorded through the recorder API with
+ * tiny buffers, so each stream spans several chunks.  Then every damaged
+ * copy of it that a crash, a bad disk or a bad copy could leave is read
+ * back, and what survives is compared with the intact trace:
+ *
+ *   - cut at every byte: the open fails with a one-line reason only when
+ *     no chunk is whole, else it warns naming the byte offset of the cut
+ *     chunk and what was lost, and every stream replays exactly the events
+ *     of its whole chunks, a prefix of the intact stream;
+ *   - every byte flipped (three patterns): file-header damage is a
+ *     one-line error or harmless, damage in chunk k is a warning naming
+ *     chunk k's offset, chunk k alone is lost and every other chunk, before
+ *     and after, still reads (resynchronisation);
+ *   - each chunk overwritten, given an absurd length, junk inserted
+ *     between chunks, and a thousand random multi-byte corruptions;
+ *   - the same cuts and flips on a zstd-compressed copy;
+ *   - files that are not traces at all: wrong magic, wrong version, empty,
+ *     a directory, a missing file, /dev/null, random bytes.
+ *
+ * Every damaged trace that opens is also run through every view and both
+ * writers (output thrown away), so the whole read path sees the damage.  The
+ * suite runs under AddressSanitizer and UBSan in CI.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "dmg.h"
+#include "evalprof/format.h"
+
+static uint8_t *intact; /* the recorded trace */
+static size_t intact_size;
+static struct dmg_map map;     /* its chunks */
+static struct dmg_replay orig; /* its events */
+static uint8_t *zintact;       /* the same trace, zstd-compressed chunks */
+static size_t zintact_size;
+static struct dmg_replay zorig;
+
+/* Format a message into a static buffer (for cmocka's fail_msg). */
+static const char *fmt(const char *f, ...)
+{
+    static char buf[1024];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
+}
+
+static void check_one_line(const char *err)
+{
+    assert_true(err[0] != '\0');
+    assert_null(strchr(err, '\n'));
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("intact.evp");
+    int rc = dmg_record(path, 2, 160);
+    if (rc < 0) {
+        fprintf(stderr, "recording failed: %s\n", strerror(-rc));
+        return -1;
+    }
+    long n = dmg_read(path, &intact);
+    if (n <= 0 || dmg_map_chunks(intact, (size_t)n, &map) < 0) {
+        fprintf(stderr, "recorded trace unreadable\n");
+        return -1;
+    }
+    intact_size = (size_t)n;
+
+    struct evp_trace *t;
+    struct dmg_warn w = {0};
+    char err[512];
+    if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0) {
+        fprintf(stderr, "intact trace: %s\n", err);
+        return -1;
+    }
+    dmg_replay_all(t, &orig);
+    const char *zpath = dmg_path("intact-zstd.evp");
+    rc = evp_trace_write_evp(t, zpath, 3, err, sizeof err);
+    evp_trace_close(t);
+    if (rc < 0 || (n = dmg_read(zpath, &zintact)) <= 0) {
+        fprintf(stderr, "zstd copy: %s\n", err);
+        return -1;
+    }
+    zintact_size = (size_t)n;
+    if (dmg_open(zpath, 0, &t, err, sizeof err, &w) < 0)
+        return -1;
+    dmg_replay_all(t, &zorig);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(intact);
+    free(zintact);
+    dmg_replay_free(&orig);
+    dmg_replay_free(&zorig);
+    return 0;
+}
+
+/* Events of STREAM in the chunks wholly before byte CUT. */
+static size_t events_before(uint32_t stream, size_t cut)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < map.n; i++)
+        if (map.c[i].type == EVP_CHUNK_EVENTS && map.c[i].stream == stream &&
+            map.c[i].off + map.c[i].size <= cut)
+            n += map.c[i].count;
+    return n;
+}
+
+/* Every warning of a binary trace says where: a byte offset, or which
+ * chunks of a stream are missing (a consequence of another warning). */
+static void check_warnings_located(const struct dmg_warn *w, const char *what)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (!strstr(w->msg[i], "byte ") && !strstr(w->msg[i], " missing") &&
+            !strstr(w->msg[i], "appears twice") &&
+            !strstr(w->msg[i], "more warnings"))
+            fail_msg("%s: warning without a location: %s", what, w->msg[i]);
+}
+
+/* ---- the intact trace ------------------------------------------------ */
+
+static void test_intact(void **state)
+{
+    (void)state;
+    struct evp_trace *t;
+    struct dmg_warn w = {0};
+    char err[512];
+    assert_int_equal(
+        dmg_open(dmg_path("intact.evp"), 0, &t, err, sizeof err, &w), 0);
+    assert_int_equal(w.n, 0);
+    /* The two workers, and the main thread's init and fini. */
+    assert_int_equal(evp_trace_nstreams(t), 3);
+    assert_int_equal(orig.rc, 0);
+    assert_int_equal(orig.nstreams, 3);
+    /* Several chunks per worker, or the damage tests prove little; each
+     * stream's chunks are in the file in order. */
+    size_t per[DMG_MAX_STREAMS] = {0}, total = 0, busy = 0;
+    uint32_t seq[DMG_MAX_STREAMS] = {0};
+    for (size_t i = 0; i < map.n; i++)
+        if (map.c[i].type == EVP_CHUNK_EVENTS) {
+            assert_int_equal(map.c[i].seq, seq[map.c[i].stream]++);
+            per[map.c[i].stream]++;
+            total += map.c[i].count;
+        }
+    for (size_t s = 0; s < DMG_MAX_STREAMS; s++)
+        busy += per[s] >= 4;
+    assert_int_equal(busy, 2);
+    assert_int_equal(total, dmg_total(&orig));
+    assert_int_equal(total, evp_trace_info(t)->events);
+    assert_true(evp_trace_info(t)->has_end);
+    assert_true(evp_trace_nfuncs(t) >= 6);
+    assert_int_equal(dmg_views(t), 0);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+}
+
+/* ---- cut at every byte -------------------------------------------------- */
+
+static void check_prefix(const struct dmg_replay *got, size_t cut)
+{
+    for (size_t k = 0; k < orig.nstreams; k++) {
+        const struct dmg_stream *o = &orig.s[k];
+        const struct dmg_stream *g = dmg_stream(got, o->id);
+        size_t want = events_before(o->id, cut);
+        size_t n = g ? g->n : 0;
+        if (n != want)
+            fail_msg("cut at %zu: stream %u replays %zu events, expected %zu",
+                     cut, o->id, n, want);
+        for (size_t i = 0; i < n; i++) {
+            const struct dmg_ev *a = &g->ev[i], *b = &o->ev[i];
+            if (!dmg_same_fact(a, b) || a->depth != b->depth ||
+                a->func != b->func)
+                fail_msg("cut at %zu: stream %u event %zu differs", cut, o->id,
+                         i);
+        }
+    }
+    for (size_t k = 0; k < got->nstreams; k++)
+        if (!dmg_stream(&orig, got->s[k].id))
+            fail_msg("cut at %zu: stream %u appeared", cut, got->s[k].id);
+}
+
+static void test_truncate_every_byte(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("cut.evp");
+    struct dmg_warn w = {0};
+    char err[512];
+    for (size_t cut = 0; cut < intact_size; cut++) {
+        assert_int_equal(dmg_write(path, intact, cut), 0);
+        struct evp_trace *t = NULL;
+        int rc = dmg_open(path, 0, &t, err, sizeof err, &w);
+        /* The first chunk not wholly present, and whether any is. */
+        size_t first_cut = cut;
+        int whole = 0;
+        for (size_t i = 0; i < map.n; i++) {
+            if (map.c[i].off + map.c[i].size <= cut) {
+                whole++;
+            } else {
+                first_cut = map.c[i].off;
+                break;
+            }
+        }
+        if (!whole) {
+            if (rc >= 0)
+                fail_msg("cut at %zu: opened with no whole chunk", cut);
+            check_one_line(err);
+            continue;
+        }
+        if (rc < 0)
+            fail_msg("cut at %zu: open failed: %s", cut, err);
+        /* Nothing after the last whole chunk: the reader must say where
+         * the file stops making sense and that something was lost. */
+        if (!dmg_warned(&w, fmt("byte %zu", first_cut)))
+            fail_msg(
+                "cut at %zu: no warning naming byte %zu (%zu warnings%s%s)",
+                cut, first_cut, w.n, w.n ? ", first: " : "",
+                w.n ? w.msg[0] : "");
+        if (!dmg_warned(&w, "lost"))
+            fail_msg("cut at %zu: no warning says what was lost", cut);
+        check_warnings_located(&w, fmt("cut at %zu", cut));
+        struct dmg_replay r;
+        dmg_replay_all(t, &r);
+        assert_int_equal(r.rc, 0);
+        check_prefix(&r, cut);
+        assert_int_equal(dmg_total(&r), evp_trace_info(t)->events);
+        if (cut % 32 == 0 || cut + 16 > intact_size ||
+            dmg_chunk_at(&map, cut) != dmg_chunk_at(&map, cut - 1))
+            assert_int_equal(dmg_views(t), 0);
+        dmg_replay_free(&r);
+        evp_trace_close(t);
+    }
+    dmg_warn_free(&w);
+}
+
+/* ---- one chunk damaged --------------------------------------------------- */
+
+/*
+ * Read PATH, where chunk K (or, when K < 0, no chunk) was damaged: the open
+ * must succeed; when K >= 0 a warning names chunk K's offset; every stream
+ * replays the intact events minus chunk K's.
+ */
+static void check_one_chunk_lost(const char *path, int k, const char *what,
+                                 int views)
+{
+    struct evp_trace *t;
+    struct dmg_warn w = {0};
+    char err[512];
+    if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0)
+        fail_msg("%s: open failed: %s", what, err);
+    if (k >= 0 && !dmg_warned(&w, fmt("byte %zu", map.c[k].off)))
+        fail_msg("%s: no warning names byte %zu (chunk %d)%s%s", what,
+                 map.c[k].off, k, w.n ? "; first: " : "", w.n ? w.msg[0] : "");
+    if (k < 0 && w.n)
+        fail_msg("%s: unexpected warning: %s", what, w.msg[0]);
+    check_warnings_located(&w, what);
+    struct dmg_replay r;
+    dmg_replay_all(t, &r);
+    assert_int_equal(r.rc, 0);
+    const struct dmg_chunk *c = k >= 0 ? &map.c[k] : NULL;
+    for (size_t s = 0; s < orig.nstreams; s++) {
+        const struct dmg_stream *o = &orig.s[s];
+        const struct dmg_stream *g = dmg_stream(&r, o->id);
+        size_t lo = o->n, hi = o->n; /* [lo, hi) is lost */
+        if (c && c->type == EVP_CHUNK_EVENTS && c->stream == o->id) {
+            lo = c->first;
+            hi = c->first + c->count;
+        }
+        size_t want = o->n - (hi - lo), n = g ? g->n : 0;
+        if (n != want)
+            fail_msg("%s: stream %u replays %zu events, expected %zu", what,
+                     o->id, n, want);
+        for (size_t i = 0; i < n; i++) {
+            size_t j = i < lo ? i : i + (hi - lo);
+            if (!dmg_same_fact(&g->ev[i], &o->ev[j]))
+                fail_msg("%s: stream %u event %zu differs", what, o->id, i);
+        }
+    }
+    if (views)
+        assert_int_equal(dmg_views(t), 0);
+    dmg_replay_free(&r);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+}
+
+static void test_flip_every_byte(void **state)
+{
+    (void)state;
+    static const uint8_t patterns[] = {0xff, 0x01, 0x80};
+    const char *path = dmg_path("flip.evp");
+    uint8_t *d = malloc(intact_size);
+    assert_non_null(d);
+    for (size_t o = 0; o < intact_size; o++) {
+        for (size_t p = 0; p < sizeof patterns; p++) {
+            memcpy(d, intact, intact_size);
+            d[o] ^= patterns[p];
+            assert_int_equal(dmg_write(path, d, intact_size), 0);
+            const char *what = fmt("byte %zu ^ 0x%02x", o, patterns[p]);
+            if (o <= 8) {
+                /* Magic or major version: not a trace this reader knows. */
+                struct evp_trace *t;
+                struct dmg_warn w = {0};
+                char err[512];
+                if (dmg_open(path, 0, &t, err, sizeof err, &w) >= 0)
+                    fail_msg("%s: opened", what);
+                check_one_line(err);
+                assert_true(strstr(err, o < 8 ? "bad magic at byte 0"
+                                              : "unsupported format version"));
+                dmg_warn_free(&w);
+                continue;
+            }
+            /* Minor version and reserved header bytes are not checked;
+             * any byte of a chunk is covered by its checksum.  The views
+             * run on every header byte's damage and a sample of the rest
+             * (what they see is the same: a chunk missing). */
+            char wb[64];
+            snprintf(wb, sizeof wb, "%s", what);
+            int k = o < EVP_FILE_HEADER_SIZE ? -1 : dmg_chunk_at(&map, o);
+            int views = p == 0 && (o % 16 == 0 || k < 0 ||
+                                   (o - map.c[k].off < EVP_CHUNK_HEADER_SIZE &&
+                                    (o - map.c[k].off) % 4 == 0));
+            check_one_chunk_lost(path, k, wb, views);
+        }
+    }
+    free(d);
+}
+
+static void test_resync_each_chunk(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("chunk.evp");
+    uint8_t *d = malloc(intact_size + 64);
+    assert_non_null(d);
+    for (size_t k = 0; k < map.n; k++) {
+        const struct dmg_chunk *c = &map.c[k];
+        char what[96];
+
+        /* The payload zeroed. */
+        memcpy(d, intact, intact_size);
+        memset(d + c->off + EVP_CHUNK_HEADER_SIZE, 0,
+               c->size - EVP_CHUNK_HEADER_SIZE);
+        if (c->size > EVP_CHUNK_HEADER_SIZE) {
+            assert_int_equal(dmg_write(path, d, intact_size), 0);
+            snprintf(what, sizeof what, "chunk %zu payload zeroed", k);
+            check_one_chunk_lost(path, (int)k, what, 0);
+        }
+
+        /* The whole chunk, header included, overwritten with 0xa5. */
+        memcpy(d, intact, intact_size);
+        memset(d + c->off, 0xa5, c->size);
+        assert_int_equal(dmg_write(path, d, intact_size), 0);
+        snprintf(what, sizeof what, "chunk %zu overwritten", k);
+        check_one_chunk_lost(path, (int)k, what, 1);
+
+        /* A length that runs past the end of the file (but under the
+         * format's limit): the chunks after it must still be found. */
+        memcpy(d, intact, intact_size);
+        evp_put_u32(d + c->off + 8, 1u << 20);
+        assert_int_equal(dmg_write(path, d, intact_size), 0);
+        snprintf(what, sizeof what, "chunk %zu length 1 MiB", k);
+        check_one_chunk_lost(path, (int)k, what, 1);
+
+        /* A length over the format's limit. */
+        evp_put_u32(d + c->off + 8, 0xfffffff0u);
+        assert_int_equal(dmg_write(path, d, intact_size), 0);
+        snprintf(what, sizeof what, "chunk %zu length 4 GiB", k);
+        check_one_chunk_lost(path, (int)k, what, 0);
+
+        /* 37 bytes of junk inserted before the chunk: nothing is lost,
+         * and the warning names where the junk starts. */
+        memcpy(d, intact, c->off);
+        memset(d + c->off, 'E', 37);
+        memcpy(d + c->off + 37, intact + c->off, intact_size - c->off);
+        assert_int_equal(dmg_write(path, d, intact_size + 37), 0);
+        struct evp_trace *t;
+        struct dmg_warn w = {0};
+        char err[512];
+        if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0)
+            fail_msg("junk before chunk %zu: %s", k, err);
+        if (!dmg_warned(&w, fmt("byte %zu", c->off)))
+            fail_msg("junk before chunk %zu: no warning names byte %zu", k,
+                     c->off);
+        struct dmg_replay r;
+        dmg_replay_all(t, &r);
+        assert_int_equal(dmg_total(&r), dmg_total(&orig));
+        dmg_replay_free(&r);
+        evp_trace_close(t);
+        dmg_warn_free(&w);
+    }
+    free(d);
+}
+
+/* ---- random damage ------------------------------------------------------- */
+
+/*
+ * Is G's event list made of whole chunks of the intact stream O, in order?
+ * (Random damage may cost any set of chunks, never part of one, unless the
+ * damage sits inside a chunk whose checksum still holds, which a 32-bit
+ * checksum makes vanishingly rare.)
+ */
+static int whole_chunks_of(const struct dmg_stream *g,
+                           const struct dmg_stream *o)
+{
+    size_t i = 0;
+    for (size_t k = 0; k < map.n && i < g->n; k++) {
+        const struct dmg_chunk *c = &map.c[k];
+        if (c->type != EVP_CHUNK_EVENTS || c->stream != o->id ||
+            i + c->count > g->n)
+            continue;
+        size_t j = 0;
+        while (j < c->count &&
+               dmg_same_fact(&g->ev[i + j], &o->ev[c->first + j]))
+            j++;
+        if (j == c->count)
+            i += c->count;
+    }
+    return i == g->n;
+}
+
+static void test_random_damage(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("random.evp");
+    uint8_t *d = malloc(intact_size);
+    assert_non_null(d);
+    uint64_t rs = 0x5eed5eed12345678u;
+    int opened = 0;
+    for (int iter = 0; iter < 1000; iter++) {
+        memcpy(d, intact, intact_size);
+        size_t size = intact_size;
+        int spans = 1 + (int)(dmg_rand(&rs) % 6);
+        for (int s = 0; s < spans; s++) {
+            size_t off = EVP_FILE_HEADER_SIZE +
+                         dmg_rand(&rs) % (intact_size - EVP_FILE_HEADER_SIZE);
+            size_t len = 1 + dmg_rand(&rs) % 48;
+            int mode = (int)(dmg_rand(&rs) % 3);
+            for (size_t i = off; i < off + len && i < intact_size; i++)
+                d[i] = mode == 0 ? (uint8_t)dmg_rand(&rs)
+                       : mode == 1
+                           ? 0
+                           : (uint8_t)(d[i] ^ (1u << (dmg_rand(&rs) % 8)));
+        }
+        if (dmg_rand(&rs) % 4 == 0)
+            size = EVP_FILE_HEADER_SIZE + dmg_rand(&rs) % (intact_size - 15);
+        assert_int_equal(dmg_write(path, d, size), 0);
+        struct evp_trace *t;
+        struct dmg_warn w = {0};
+        char err[512];
+        const char *what = fmt("random damage %d", iter);
+        if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0) {
+            check_one_line(err);
+            continue;
+        }
+        opened++;
+        check_warnings_located(&w, what);
+        struct dmg_replay r;
+        dmg_replay_all(t, &r);
+        for (size_t k = 0; k < r.nstreams; k++) {
+            const struct dmg_stream *o = dmg_stream(&orig, r.s[k].id);
+            if (!o || !whole_chunks_of(&r.s[k], o))
+                fail_msg("%s: stream %u is not made of whole intact chunks",
+                         what, r.s[k].id);
+        }
+        if (iter % 8 == 0)
+            assert_int_equal(dmg_views(t), 0);
+        dmg_replay_free(&r);
+        evp_trace_close(t);
+        dmg_warn_free(&w);
+    }
+    /* Most damage leaves something readable. */
+    assert_true(opened > 500);
+    free(d);
+}
+
+/* ---- the compressed copy ------------------------------------------------- */
+
+/* A stream of a damaged compressed copy: all its events or none (each
+ * stream is one EVENTS chunk), or for a cut, a prefix. */
+static void check_z(const struct dmg_replay *r, const char *what, int prefix)
+{
+    for (size_t k = 0; k < r->nstreams; k++) {
+        const struct dmg_stream *g = &r->s[k];
+        const struct dmg_stream *o = dmg_stream(&zorig, g->id);
+        if (!o)
+            fail_msg("%s: stream %u appeared", what, g->id);
+        if (g->n && g->n != o->n && !prefix)
+            fail_msg("%s: stream %u partly read (%zu of %zu)", what, g->id,
+                     g->n, o->n);
+        if (g->n > o->n)
+            fail_msg("%s: stream %u grew", what, g->id);
+        for (size_t i = 0; i < g->n; i++)
+            if (!dmg_same_fact(&g->ev[i], &o->ev[i]))
+                fail_msg("%s: stream %u event %zu differs", what, g->id, i);
+    }
+}
+
+static void test_zstd_damage(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("z.evp");
+    uint8_t *d = malloc(zintact_size);
+    assert_non_null(d);
+    /* The copy really is compressed. */
+    int compressed = 0;
+    for (size_t off = EVP_FILE_HEADER_SIZE; off + 16 <= zintact_size;
+         off += 16 + evp_get_u32(zintact + off + 8))
+        compressed += (zintact[off + 5] & EVP_CHUNK_F_ZSTD) != 0;
+    assert_true(compressed >= 2);
+    for (size_t o = 0; o < zintact_size; o++) {
+        for (int mode = 0; mode < 2; mode++) {
+            size_t size = zintact_size;
+            memcpy(d, zintact, zintact_size);
+            if (mode == 0)
+                size = o;
+            else
+                d[o] ^= 0x41;
+            assert_int_equal(dmg_write(path, d, size), 0);
+            struct evp_trace *t;
+            struct dmg_warn w = {0};
+            char err[512];
+            const char *what =
+                fmt("zstd copy, %s %zu", mode ? "flip at" : "cut at", o);
+            if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0) {
+                check_one_line(err);
+                dmg_warn_free(&w);
+                continue;
+            }
+            if (o >= EVP_FILE_HEADER_SIZE && !w.n)
+                fail_msg("%s: no warning", what);
+            check_warnings_located(&w, what);
+            struct dmg_replay r;
+            dmg_replay_all(t, &r);
+            check_z(&r, what, 0);
+            if (o % 32 == 0)
+                assert_int_equal(dmg_views(t), 0);
+            dmg_replay_free(&r);
+            evp_trace_close(t);
+            dmg_warn_free(&w);
+        }
+    }
+    free(d);
+}
+
+/* ---- not traces at all --------------------------------------------------- */
+
+static void expect_fatal(const char *path, int format, const char *needle)
+{
+    struct evp_trace *t = NULL;
+    struct dmg_warn w = {0};
+    char err[512];
+    int rc = dmg_open(path, format, &t, err, sizeof err, &w);
+    if (rc >= 0)
+        fail_msg("%s: opened (expected \"%s\")", path, needle);
+    assert_null(t);
+    check_one_line(err);
+    if (!strstr(err, needle))
+        fail_msg("%s: error \"%s\" lacks \"%s\"", path, err, needle);
+    dmg_warn_free(&w);
+}
+
+static void test_not_traces(void **state)
+{
+    (void)state;
+    uint8_t *d = malloc(intact_size);
+    assert_non_null(d);
+
+    memcpy(d, intact, intact_size);
+    d[7] = 'X'; /* "EVPTRACX" */
+    dmg_write(dmg_path("magic.evp"), d, intact_size);
+    expect_fatal(dmg_path("magic.evp"), 0, "bad magic at byte 0");
+    expect_fatal(dmg_path("magic.evp"), 1, "bad magic at byte 0");
+
+    memcpy(d, intact, intact_size);
+    d[8] = EVP_FORMAT_MAJOR + 1;
+    dmg_write(dmg_path("v2.evp"), d, intact_size);
+    expect_fatal(dmg_path("v2.evp"), 0, "unsupported format version 2.");
+    d[8] = 0;
+    dmg_write(dmg_path("v0.evp"), d, intact_size);
+    expect_fatal(dmg_path("v0.evp"), 0, "unsupported format version 0.");
+
+    dmg_write(dmg_path("empty.evp"), "", 0);
+    expect_fatal(dmg_path("empty.evp"), 0, "empty file");
+    if (dmg_have_dev_null())
+        expect_fatal("/dev/null", 0, "empty file");
+    else
+        print_message("note: /dev/null is not the null device here; "
+                      "its check is left out\n");
+    expect_fatal(dmg_tmpdir(), 0, "directory");
+    expect_fatal(dmg_path("no-such-file.evp"), 0, "No such file");
+
+    dmg_write(dmg_path("header.evp"), intact, EVP_FILE_HEADER_SIZE);
+    expect_fatal(dmg_path("header.evp"), 0, "no readable chunk");
+    dmg_write(dmg_path("short-header.evp"), intact, 12);
+    expect_fatal(dmg_path("short-header.evp"), 0, "truncated file header");
+
+    /* A header and then nothing but junk: the one-line error says what
+     * the reader met first. */
+    memcpy(d, intact, EVP_FILE_HEADER_SIZE);
+    memset(d + EVP_FILE_HEADER_SIZE, 0x5a, 200);
+    dmg_write(dmg_path("junk.evp"), d, EVP_FILE_HEADER_SIZE + 200);
+    expect_fatal(dmg_path("junk.evp"), 0, "no readable chunk");
+    expect_fatal(dmg_path("junk.evp"), 0, "byte 16");
+
+    /* Random bytes, with and without the magic in front. */
+    uint64_t rs = 42;
+    for (int i = 0; i < 64; i++) {
+        size_t n = 1 + dmg_rand(&rs) % intact_size;
+        for (size_t k = 0; k < n; k++)
+            d[k] = (uint8_t)dmg_rand(&rs);
+        d[0] = d[0] ? d[0] : 1; /* a NUL first byte is text-looking data too */
+        d[1] = 0;               /* and make it plainly binary */
+        dmg_write(dmg_path("random.bin"), d, n);
+        expect_fatal(dmg_path("random.bin"), 0, "not an evalprof trace");
+        if (n > EVP_FILE_HEADER_SIZE) {
+            memcpy(d, intact, EVP_FILE_HEADER_SIZE);
+            dmg_write(dmg_path("random.evp"), d, n);
+            expect_fatal(dmg_path("random.evp"), 0, "no readable chunk");
+        }
+    }
+    /* A text trace forced through the binary reader. */
+    dmg_write(dmg_path("text.trace"), "0.000000001 0\n", 14);
+    expect_fatal(dmg_path("text.trace"), 1, "bad magic at byte 0");
+    free(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_intact),
+        cmocka_unit_test(test_truncate_every_byte),
+        cmocka_unit_test(test_flip_every_byte),
+        cmocka_unit_test(test_resync_each_chunk),
+        cmocka_unit_test(test_random_damage),
+        cmocka_unit_test(test_zstd_damage),
+        cmocka_unit_test(test_not_traces),
+    };
+    return cmocka_run_group_tests_name("damage-binary", tests, setup, teardown);
+}
