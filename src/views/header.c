@@ -10,12 +10,17 @@
 
 #include "views.h"
 
+/* VALUE may come from the trace (executable, argv): escaped as names are
+ * (svg_escape.c), so that it stays on its line and out of the terminal's
+ * control. */
 static void line(FILE *out, const char *prefix, int width, const char *key,
                  const char *value)
 {
     char k[64];
     snprintf(k, sizeof k, "%s%s:", prefix, key);
-    fprintf(out, "%-*s%s\n", width, k, value);
+    fprintf(out, "%-*s", width, k);
+    evp_esc_term(out, value, strlen(value), 0);
+    putc('\n', out);
 }
 
 const char *evp_view_producer_note(const struct evp_trace *t, char *buf,

@@ -36,8 +36,12 @@ static int info_end(void *ctx, const struct evp_stream *s)
 {
     struct info_acc *a = ctx;
     char c[32], d[32];
-    fprintf(a->out, "  %-4u %-10" PRIu64 " %-24s %14s %8u %10s\n", s->id,
-            s->tid, s->name, evp_fmt_count(c, sizeof c, s->events), s->chunks,
+    /* The name comes from the trace: escaped as every view writes names
+     * (svg_escape.c), padded by its display width. */
+    fprintf(a->out, "  %-4u %-10" PRIu64 " ", s->id, s->tid);
+    size_t w = evp_esc_term(a->out, s->name, strlen(s->name), 0);
+    fprintf(a->out, "%*s %14s %8u %10s\n", w < 24 ? (int)(24 - w) : 0, "",
+            evp_fmt_count(c, sizeof c, s->events), s->chunks,
             evp_fmt_count(d, sizeof d, s->dropped));
     fputs("       by kind:", a->out);
     int any = 0;
@@ -74,9 +78,12 @@ int evp_view_info(struct evp_trace *t, FILE *out)
         fprintf(out, "event cost:  %.1f ns (measured by the recorder at start)\n",
                 in->event_cost_ns);
     fputs("can emit:   ", out);
+    const char *sep = " ";
     for (unsigned k = 0; k < EVP_EV__COUNT; k++)
-        if (in->can_emit & EVP_KIND_BIT(k) && k != EVP_EV_LOG_WRITTEN)
-            fprintf(out, " %s,", evp_kind_name(k));
+        if (in->can_emit & EVP_KIND_BIT(k) && k != EVP_EV_LOG_WRITTEN) {
+            fprintf(out, "%s%s", sep, evp_kind_name(k));
+            sep = ", ";
+        }
     fputc('\n', out);
     fprintf(out, "opcodes:     %u base instructions named (%s)\n",
             evp_trace_nopcodes(t), in->opcode_source);
@@ -111,7 +118,11 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     for (size_t i = 0; i < n; i++) {
         const char *k, *val;
         evp_trace_meta_at(t, i, &k, &val);
-        fprintf(out, "  %-24s %s\n", k, val);
+        fputs("  ", out);
+        size_t w = evp_esc_term(out, k, strlen(k), 0);
+        fprintf(out, "%*s ", w < 24 ? (int)(24 - w) : 0, "");
+        evp_esc_term(out, val, strlen(val), 0);
+        fputc('\n', out);
     }
     size_t nw = evp_trace_nwarnings(t);
     if (!nw) {

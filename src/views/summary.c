@@ -20,9 +20,12 @@
 
 #define NKEYS 65536 /* kinds and opcodes are 16-bit */
 
+/* A row owns its name: qsort moves rows, so a pointer into another
+ * row's buffer would name the wrong row after sorting.  Room for 70
+ * columns of 4-byte characters. */
 struct row {
-    const char *name;
-    char buf[160];
+    char name[288];
+    int cols; /* display width of name */
     uint64_t count;
     uint64_t total; /* elapsed ns */
     uint64_t first; /* order of first appearance */
@@ -95,6 +98,20 @@ static int cmp_rows(const void *x, const void *y)
     return (a->first > b->first) - (a->first < b->first);
 }
 
+/* Set R's name from untrusted text S as every view writes names (see
+ * svg_escape.c): control characters and bytes that are not UTF-8 become
+ * "\xNN", and a name wider than 70 columns is cut to end in "..". */
+static void set_name(struct row *r, const char *s)
+{
+    FILE *m = fmemopen(r->name, sizeof r->name, "w");
+    r->name[0] = '\0';
+    r->cols = 0;
+    if (m) {
+        r->cols = (int)evp_esc_term(m, s, strlen(s), 70);
+        fclose(m);
+    }
+}
+
 static void rule(FILE *out, int w, int wide)
 {
     for (int i = 0; i < w + 1; i++)
@@ -117,8 +134,8 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
 {
     int w = 26;
     for (size_t i = 0; i < n; i++)
-        if ((int)strlen(rows[i].name) + 1 > w)
-            w = (int)strlen(rows[i].name) + 1;
+        if (rows[i].cols + 1 > w)
+            w = rows[i].cols + 1;
     fprintf(out, "%s:\n\n", title);
     char line[256];
     FILE *m = fmemopen(line, sizeof line, "w");
@@ -146,7 +163,7 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
         double us = rows[i].count
                         ? (double)rows[i].total / (double)rows[i].count / 1000.0
                         : 0;
-        fprintf(out, " %-*s%12s%12s µs", w, rows[i].name,
+        fprintf(out, " %s%*s%12s%12s µs", rows[i].name, w - rows[i].cols, "",
                 evp_fmt_count(c, sizeof c, rows[i].count),
                 evp_fmt_us_double(mean, sizeof mean, us));
         if (wide)
@@ -199,23 +216,18 @@ static void func_table(FILE *out, const struct evp_trace *t,
             continue;
         struct row *r = &rows[k++];
         const struct evp_func *f = evp_trace_func(t, id);
+        char nm[1024];
         if (f && *f->file)
-            snprintf(r->buf, sizeof r->buf, "%s (%s:%u)", f->name, f->file,
-                     f->line);
+            snprintf(nm, sizeof nm, "%s (%s:%u)", f->name, f->file, f->line);
         else
-            snprintf(r->buf, sizeof r->buf, "%s", f ? f->name : "?");
-        if (strlen(r->buf) > 70)
-            memcpy(r->buf + 67, "...", 4);
-        for (char *p = r->buf; *p; p++)
-            if ((unsigned char)*p < 0x20)
-                *p = '?';
-        r->name = r->buf;
+            snprintf(nm, sizeof nm, "%s", f ? f->name : "?");
+        set_name(r, nm);
         r->count = fs[id].calls + fs[id].resumes;
         r->incl = fs[id].incl_ns;
         r->self = fs[id].self_ns;
         r->first = id;
-        if ((int)strlen(r->name) + 1 > w)
-            w = (int)strlen(r->name) + 1;
+        if (r->cols + 1 > w)
+            w = r->cols + 1;
     }
     qsort(rows, n, sizeof *rows, cmp_func_rows);
     fputs("functions:\n\n", out);
@@ -246,7 +258,8 @@ static void func_table(FILE *out, const struct evp_trace *t,
             break;
         for (size_t i = 0; i < n; i++) {
             char c[32], a[48], b[48], d[48];
-            fprintf(out, " %-*s%12s%12s µs%12s µs%12s µs\n", w, rows[i].name,
+            fprintf(out, " %s%*s%12s%12s µs%12s µs%12s µs\n", rows[i].name,
+                    w - rows[i].cols, "",
                     evp_fmt_count(c, sizeof c, rows[i].count),
                     evp_fmt_us(a, sizeof a, rows[i].incl),
                     evp_fmt_us(b, sizeof b, rows[i].self),
@@ -311,11 +324,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
         if (!a.count[k])
             continue;
         struct row *r = &rows[n++];
-        r->name = evp_kind_name(k);
-        if (!evp_kind_info(k)) {
-            snprintf(r->buf, sizeof r->buf, "%s", r->name);
-            r->name = r->buf;
-        }
+        set_name(r, evp_kind_name(k));
         r->count = a.count[k];
         r->total = a.total[k];
         r->first = a.first[k];
@@ -361,11 +370,9 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
             continue;
         struct row *r = &rows[n++];
         const char *nm = evp_trace_opname(t, op);
-        if (nm)
-            snprintf(r->buf, sizeof r->buf, "%s", nm);
-        else
-            snprintf(r->buf, sizeof r->buf, "<%u>", op);
-        r->name = r->buf;
+        char unk[16];
+        snprintf(unk, sizeof unk, "<%u>", op);
+        set_name(r, nm ? nm : unk);
         r->count = a.opcount[op];
         r->total = a.optotal[op];
         r->first = a.opfirst[op];
@@ -377,7 +384,14 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
                                           "their base instruction)"
                                         : "ops",
               rows, n, wide, grand);
-        fprintf(out, " total: %zu/%u\n\n", n, evp_trace_nopcodes(t));
+        /* Out of the instructions that could have been rows: base
+         * instructions when specialized forms are folded into them, every
+         * named opcode when they are rows of their own. */
+        unsigned named = evp_trace_nopcodes(t);
+        if (!o->group_specialized)
+            for (unsigned op = named = 0; op < NKEYS; op++)
+                named += evp_trace_opname(t, op) != NULL;
+        fprintf(out, " total: %zu/%u\n\n", n, named);
     }
 
     uint64_t called = 0;

@@ -29,25 +29,46 @@ struct tree {
     char line[4096];
 };
 
-/* Append S to the line at *POS, escaping what would break a line. */
+/* Text stops LINE_SLACK bytes before the end of the line buffer: room
+ * for the last escape or character (4 bytes) and the newline. */
+#define LINE_SLACK 8
+
+static size_t room(const struct tree *tr, size_t pos)
+{
+    return pos < sizeof tr->line - LINE_SLACK
+               ? sizeof tr->line - LINE_SLACK - pos
+               : 0;
+}
+
+/* Append S to the line at *POS, escaping what would break a line or a
+ * terminal: control characters and bytes that are not UTF-8 are shown as
+ * "\xNN" (a newline as "\n"), as every view writes names (svg_escape.c).
+ * A line too long for the buffer is cut. */
 static void put(struct tree *tr, size_t *pos, const char *s)
 {
     for (;;) {
         const char *p = s;
-        while ((unsigned char)*p >= 0x20 && *p != 0x7f)
+        while ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f)
             p++;
-        size_t n = (size_t)(p - s), room = sizeof tr->line - *pos - 8;
-        if (n > room)
-            n = room;
+        size_t n = (size_t)(p - s), left = room(tr, *pos);
+        if (n > left)
+            n = left;
         memcpy(tr->line + *pos, s, n);
         *pos += n;
-        if (!*p || n == room)
+        if (!*p || n == left)
             break;
-        /* A control character in a name: shown escaped, on one line. */
-        *pos += (size_t)snprintf(tr->line + *pos, sizeof tr->line - *pos,
-                                 *p == '\n' ? "\\n" : "\\x%02x",
-                                 (unsigned char)*p);
-        s = p + 1;
+        unsigned char c = (unsigned char)*p;
+        /* evp_utf8_len stops at the NUL that ends a short sequence. */
+        int k = c >= 0x80 ? evp_utf8_len((const unsigned char *)p, 4) : 0;
+        if (k) {
+            memcpy(tr->line + *pos, p, (size_t)k);
+            *pos += (size_t)k;
+            s = p + k;
+        } else {
+            *pos += (size_t)snprintf(tr->line + *pos, sizeof tr->line - *pos,
+                                     c == '\n' ? "\\n" : "\\x%02x", c);
+            s = p + 1;
+        }
     }
     tr->line[*pos] = '\0';
 }
@@ -56,8 +77,8 @@ static void put(struct tree *tr, size_t *pos, const char *s)
 static void pad(struct tree *tr, size_t *pos, size_t *cols, size_t col)
 {
     size_t n = *cols < col ? col - *cols : 1;
-    if (n > sizeof tr->line - *pos - 8)
-        n = sizeof tr->line - *pos - 8;
+    if (n > room(tr, *pos))
+        n = room(tr, *pos);
     memset(tr->line + *pos, ' ', n);
     *pos += n;
     *cols += n;
@@ -87,7 +108,14 @@ static void funcname(const struct evp_trace *t, uint32_t id, char *buf,
                      size_t len)
 {
     const struct evp_func *f = evp_trace_func(t, id);
-    if (f)
+    if (f && strlen(f->name) >= len) {
+        /* Longer than the line has room for: cut at a character
+         * boundary, and say so. */
+        size_t cut = len - 3;
+        while (cut && ((unsigned char)f->name[cut] & 0xc0) == 0x80)
+            cut--;
+        snprintf(buf, len, "%.*s..", (int)cut, f->name);
+    } else if (f)
         snprintf(buf, len, "%s", f->name);
     else if (id)
         snprintf(buf, len, "<func %u>", id);
@@ -210,10 +238,15 @@ static int tree_begin(void *ctx, const struct evp_stream *s)
 {
     struct tree *tr = ctx;
     if (tr->nstreams > 1) {
-        char what[256];
-        snprintf(what, sizeof what, "BEGIN TRACE: %s (stream %u, tid %" PRIu64 ")",
-                 s->name, s->id, s->tid);
-        banner(tr->out, what);
+        /* The thread's name comes from the trace: escaped like names. */
+        char what[64];
+        size_t pos = 0;
+        put(tr, &pos, "BEGIN TRACE: ");
+        put(tr, &pos, s->name);
+        snprintf(what, sizeof what, " (stream %u, tid %" PRIu64 ")", s->id,
+                 s->tid);
+        put(tr, &pos, what);
+        banner(tr->out, tr->line);
     } else {
         banner(tr->out, "BEGIN TRACE");
     }
@@ -226,9 +259,10 @@ static int tree_end(void *ctx, const struct evp_stream *s)
     struct tree *tr = ctx;
     fputc('\n', tr->out);
     if (tr->nstreams > 1) {
-        char what[256];
-        snprintf(what, sizeof what, "END TRACE: %s", s->name);
-        banner(tr->out, what);
+        size_t pos = 0;
+        put(tr, &pos, "END TRACE: ");
+        put(tr, &pos, s->name);
+        banner(tr->out, tr->line);
         if (++tr->done < tr->nstreams)
             fputc('\n', tr->out);
     } else {
