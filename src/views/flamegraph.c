@@ -385,6 +385,17 @@ static const char *trailing_count(const char *b, const char *e, double *v)
 int evp_flame_add_folded(struct evp_flame *f, const char *buf, size_t len,
                          struct evp_flame_stats *st)
 {
+    /* Room for as many nodes as the input could make (a frame takes at
+     * least a few bytes), reserved once: the pages are only touched as
+     * nodes are made, and the array is never copied while growing. */
+    size_t want = f->n + len / 24 + 1024;
+    if (want > f->cap && want < (size_t)NONE) {
+        struct node *nn = realloc(f->nodes, want * sizeof *nn);
+        if (nn) {
+            f->nodes = nn;
+            f->cap = want;
+        }
+    }
     size_t pos = 0;
     while (pos < len) {
         const char *l = buf + pos;
