@@ -404,7 +404,7 @@ int cmd_perf(int argc, char **argv)
     if (!cg)
         cg = (startup || trace) ? "dwarf" : "fp";
     if (freq < 0)
-        freq = startup ? 10000 : 999;
+        freq = startup ? 10000 : trace ? 4999 : 999;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         evp_cli_error("%s: %s", dir, strerror(errno));
         return 1;

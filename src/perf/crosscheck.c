@@ -138,7 +138,8 @@ int evp_xc_from_trace(struct evp_trace *t, struct evp_xc_trace *x)
     x->pid = in->pid;
     x->producer = in->producer;
     struct xc_build b = {x, NULL, 0};
-    struct evp_replay_opts ro = {.compensate = !in->text, .stream = -1};
+    /* No compensation: perf sees the recorder's own cost as time too. */
+    struct evp_replay_opts ro = {.compensate = 0, .stream = -1};
     struct evp_replay_ops ops = {xc_begin, xc_events, NULL};
     int rc = evp_replay(t, &ro, &ops, &b);
     x->start_ns = in->start_ns ? in->start_ns : x->first_ns;
