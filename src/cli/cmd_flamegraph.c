@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../views/views.h"
@@ -223,7 +224,18 @@ int cmd_flamegraph(int argc, char **argv)
 
     char *tmp = NULL;
     FILE *o = stdout;
-    if (strcmp(out, "-") != 0) {
+    struct stat ost;
+    if (strcmp(out, "-") != 0 && stat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+        /* A device or pipe (/dev/stdout, a FIFO): write to it directly;
+         * renaming over it would replace it. */
+        o = fopen(out, "w");
+        if (!o) {
+            evp_cli_error("%s: %s", out, strerror(errno));
+            evp_flame_free(fl);
+            evp_flame_unmap(buf, len, mapped);
+            return 1;
+        }
+    } else if (strcmp(out, "-") != 0) {
         if (asprintf(&tmp, "%s.tmp%ld", out, (long)getpid()) < 0) {
             evp_flame_free(fl);
             evp_flame_unmap(buf, len, mapped);
@@ -252,6 +264,15 @@ int cmd_flamegraph(int argc, char **argv)
         }
         free(tmp);
         return rc ? 1 : 0;
+    }
+    if (o != stdout) {
+        if (fclose(o) != 0 && !rc)
+            rc = -EIO;
+        if (rc) {
+            evp_cli_error("%s: %s", out, strerror(-rc));
+            return 1;
+        }
+        return 0;
     }
     if (rc) {
         evp_cli_error("flamegraph: %s", strerror(-rc));

@@ -88,6 +88,17 @@ static int on_sample(void *c, const struct evp_perf_sample *s)
 static int write_file(const char *path,
                       int (*fn)(void *ctx, FILE *f), void *ctx)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* not a regular file: write in place, never rename over it */
+        FILE *f = fopen(path, "w");
+        if (!f)
+            return -errno;
+        int rc = fn(ctx, f);
+        if (fclose(f) != 0 && !rc)
+            rc = -EIO;
+        return rc;
+    }
     char *tmp;
     if (asprintf(&tmp, "%s.tmp%ld", path, (long)getpid()) < 0)
         return -ENOMEM;
