@@ -19,5 +19,16 @@ cmp "$tmp/a.svg" "$tmp/a2.svg" || { echo "FAIL: two runs differ"; fail=1; }
 cmp "$tmp/a.svg" "$tmp/b.svg" || { echo "FAIL: reversed input differs"; fail=1; }
 cmp "$tmp/a.svg" "$tmp/c.svg" || { echo "FAIL: split input differs"; fail=1; }
 python3 "$here/svgcanon.py" "$tmp/a.svg" >/dev/null || fail=1
+# A write error is reported, and a device is written in place, never
+# replaced by renaming a temporary file over it.
+if [ -c /dev/full ]; then
+    if "$EVALPROF" flamegraph -o /dev/full "$tmp/a.folded" 2>/dev/null; then
+        echo "FAIL: writing to /dev/full succeeded"; fail=1
+    fi
+    [ -c /dev/full ] || { echo "FAIL: /dev/full was replaced"; fail=1; }
+    if "$EVALPROF" flamegraph -o - "$tmp/a.folded" >/dev/full 2>/dev/null; then
+        echo "FAIL: a full standard output went unreported"; fail=1
+    fi
+fi
 [ $fail = 0 ] && echo "ok: deterministic ($(grep -c '<g data-s' "$tmp/a.svg") frames)"
 exit $fail
