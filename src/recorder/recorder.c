@@ -505,6 +505,14 @@ static void once_init(void);
 static int attach_locked(const char *name)
 {
     struct thread *t = (struct thread *)evp_rec_tls_;
+    if (t && !t->live && t->nbuffers) {
+        /* Attached again while the writer may still be writing the last
+         * buffer of its previous stream, reading the struct's stream and
+         * sequence numbers without the lock: the new stream gets a struct
+         * of its own; this one is reused once its buffers are written. */
+        t->exited = 1;
+        t = NULL;
+    }
     if (!t) {
         for (t = S.threads; t; t = t->next)
             if (t->exited && !t->nbuffers)
