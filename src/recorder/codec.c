@@ -197,10 +197,12 @@ long evp_events_decode(struct evp_events_cursor *c, struct evp_rec_record *out,
             case EVP_ARG_FUNC: {
                 if (evp_varint_get(&p, end, &v) < 0)
                     goto bad_at_start;
-                int64_t f = (int64_t)last_func + evp_unzigzag(v);
-                if (f < 0 || f > 0xffffffffll)
+                /* Unsigned: a damaged delta near +-2^63 must not
+                 * overflow; any result outside 32 bits is damage. */
+                uint64_t f = (uint64_t)last_func + (uint64_t)evp_unzigzag(v);
+                if (f > 0xffffffffu)
                     goto bad_at_start;
-                arg = (uint64_t)f;
+                arg = f;
                 last_func = (uint32_t)f;
                 break;
             }

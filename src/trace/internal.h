@@ -58,6 +58,7 @@ struct evp_trace {
     /* function table; funcs[0] is the "no function" placeholder */
     struct evp_func *funcs;
     size_t nfuncs, funcs_cap; /* nfuncs counts entries incl. [0] */
+    size_t funcs_named;       /* ids given a name so far */
 
     struct stream *streams;
     size_t nstreams, streams_cap;

@@ -136,10 +136,11 @@ int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
                        size_t nlen, const char *file, size_t flen,
                        uint32_t line)
 {
-    /* Producers number functions from 1 and every entry takes bytes of
-     * the file, so an id far beyond the file's size is damage: refused
-     * before it sizes the table (a 40-byte file must not cost 3 GB). */
-    if (id == 0 || id > MAX_FUNC_ID || id > t->size + 65536)
+    /* Producers number functions densely from 1, so an id far beyond the
+     * count named so far is damage: refused before it sizes the table (a
+     * 40-byte file must not cost 3 GB).  Ids written in increasing order
+     * by a writer always pass if they passed in any order on reading. */
+    if (id == 0 || id > MAX_FUNC_ID || id > t->funcs_named + 65536)
         return -EINVAL;
     if (id >= t->funcs_cap) {
         size_t cap = t->funcs_cap ? t->funcs_cap : 256;
@@ -157,6 +158,7 @@ int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
     char *fl = evp_trace_strdup(t, file, flen);
     if (!n || !fl)
         return -ENOMEM;
+    t->funcs_named += !t->funcs[id].name;
     t->funcs[id] = (struct evp_func){n, fl, line};
     if (id >= t->nfuncs)
         t->nfuncs = id + 1;

@@ -321,6 +321,7 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
         }
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(n1 - n0), n0);
+        name[unescape(name, strlen(name))] = '\0';
         evp_trace_set_opcode(t, (unsigned)op, name, (unsigned)base);
         t->ops_from_trace = 1;
         t->info.opcode_source = "recorded in the trace";
@@ -331,21 +332,28 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
             bad_line(rd, "malformed '# meta:' line (expected key=value)");
             return;
         }
-        char *key = dup_range(t, r, eq);
-        if (key)
-            meta_range(t, key, eq + 1, end);
+        /* The writer escapes both sides (put_escaped). */
+        char *key = dup_range(t, r, eq), *val = dup_range(t, eq + 1, end);
+        if (key && val) {
+            key[unescape(key, strlen(key))] = '\0';
+            val[unescape(val, strlen(val))] = '\0';
+            evp_trace_set_meta(t, key, val);
+        }
     } else if (has_prefix(p, end, "function:", &r)) {
         /* ID<TAB>LINE<TAB>FILE<TAB>NAME */
         uint64_t id, line;
         const char *e = parse_u64(skip_spaces(r, end), end, &id), *f, *n;
         if (!e || e == end || *e != '\t' ||
             !(e = parse_u64(e + 1, end, &line)) || e == end || *e != '\t' ||
-            !(f = memchr(e + 1, '\t', (size_t)(end - e - 1))) ||
             id == 0 || id > (1u << 26) || line > UINT32_MAX) {
             bad_line(rd, "malformed '# function:' line");
             return;
         }
-        n = f + 1;
+        /* An empty NAME leaves no tab: the line's trailing blanks were
+         * trimmed, and the tab before NAME with them. */
+        if (!(f = memchr(e + 1, '\t', (size_t)(end - e - 1))))
+            f = end;
+        n = f < end ? f + 1 : end;
         char *file = dup_range(t, e + 1, f), *name = dup_range(t, n, end);
         if (!file || !name)
             return;
@@ -370,8 +378,11 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
         if (s) {
             s->pub.tid = tid;
             const char *nm = skip_spaces(e2, end);
-            if (nm < end)
+            if (nm < end) {
                 s->name = dup_range(t, nm, end);
+                if (s->name)
+                    s->name[unescape(s->name, strlen(s->name))] = '\0';
+            }
         }
     } else {
         rd->headers--; /* a plain comment */
@@ -568,6 +579,21 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
 
 /* ---- writing ------------------------------------------------------------- */
 
+/* Write S with newlines and carriage returns escaped but backslashes
+ * kept: for the discussion's own header lines, whose readers do not
+ * unescape, yet which must stay one line each. */
+static void put_oneline(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\n')
+            fputs("\\n", f);
+        else if (*s == '\r')
+            fputs("\\r", f);
+        else
+            putc(*s, f);
+    }
+}
+
 /* Write S with newlines, carriage returns and backslashes escaped. */
 static void put_escaped(FILE *f, const char *s)
 {
@@ -611,8 +637,11 @@ struct text_writer {
 static int tw_begin(void *ctx, const struct evp_stream *s)
 {
     struct text_writer *w = ctx;
-    if (w->threads)
-        fprintf(w->f, "# thread: %u %" PRIu64 " %s\n", s->id, s->tid, s->name);
+    if (w->threads) {
+        fprintf(w->f, "# thread: %u %" PRIu64 " ", s->id, s->tid);
+        put_escaped(w->f, s->name);
+        putc('\n', w->f);
+    }
     return 0;
 }
 
@@ -672,13 +701,19 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
     const struct evp_trace_info *in = &t->info;
     const char *v;
 
-    fprintf(f, "# python: %s\n", in->executable);
-    fprintf(f, "# argv: %s\n", in->argv);
-    if ((v = evp_trace_meta(t, "start.time_s")))
-        fprintf(f, "# start time: %s s (since epoch)\n", v);
-    else if (in->start_wall_ns >= 0)
+    fputs("# python: ", f);
+    put_oneline(f, in->executable);
+    fputs("\n# argv: ", f);
+    put_oneline(f, in->argv);
+    putc('\n', f);
+    if ((v = evp_trace_meta(t, "start.time_s"))) {
+        fputs("# start time: ", f);
+        put_oneline(f, v);
+        fputs(" s (since epoch)\n", f);
+    } else if (in->start_wall_ns >= 0) {
         fprintf(f, "# start time: %" PRIu64 " s (since epoch)\n",
                 (uint64_t)in->start_wall_ns / 1000000000u);
+    }
     fputs("# start clock: ", f);
     put_time(f, in->start_ns);
     fputs(" s (on clock)\n", f);
@@ -694,19 +729,26 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
             (in->text && (strcmp(t->meta[i], "producer") == 0 ||
                           strcmp(t->meta[i], "clock") == 0)))
             continue;
-        fprintf(f, "# meta: %s=", t->meta[i]);
+        fputs("# meta: ", f);
+        put_escaped(f, t->meta[i]);
+        putc('=', f);
         put_escaped(f, t->meta[i + 1]);
         putc('\n', f);
     }
     fprintf(f, "# meta: oparg=%d\n", in->has_oparg);
     if (t->ops_from_trace)
         for (unsigned op = 0; op < t->nops; op++)
-            if (t->ops[op].name)
-                fprintf(f, "# opcode: %u %s %u\n", op, t->ops[op].name,
-                        t->ops[op].base);
+            if (t->ops[op].name) {
+                fprintf(f, "# opcode: %u ", op);
+                put_escaped(f, t->ops[op].name);
+                fprintf(f, " %u\n", t->ops[op].base);
+            }
     for (size_t id = 1; id < t->nfuncs; id++) {
         const struct evp_func *fn = &t->funcs[id];
-        if (fn->name && (fn->file[0] || fn->line))
+        /* Files and lines need the table; so does a gap in the ids: names
+         * alone would be renumbered on reading, and an event's bare id
+         * could then name another function. */
+        if (!fn->name || fn->file[0] || fn->line)
             w.ids = 1;
     }
     if (w.ids)

@@ -278,9 +278,11 @@ static void test_out_of_range(void **state)
         "# opcode: 1 ONE 65536",
         "# function: 0\t1\tf.py\tzero",
         "# function: 67108865\t1\tf.py\thuge",
-        /* In range for the format, but no trace this short has that
-         * many functions: refused rather than a 1.6 GB table. */
+        /* In range for the format, but ids are dense: one this far
+         * beyond the functions named so far is refused rather than
+         * allowed to size a 1.6 GB table. */
         "# function: 67108864\t1\tf.py\tfar",
+        "# function: 65537\t1\tf.py\tfirst and too far",
         "# function: 1\t4294967296\tf.py\tline",
         "# thread: 4294967296 1 t",
         "# start clock: 18446744073709551616.0 s (on clock)",
@@ -303,6 +305,25 @@ static void test_out_of_range(void **state)
         dmg_replay_free(&r);
         evp_trace_close(t);
         dmg_warn_free(&w);
+    }
+
+    /* Sparse ids within reach of those named before them are kept; one
+     * beyond that is refused (a warning) and the others still count. */
+    {
+        struct dmg_warn w2 = {0};
+        struct dmg_replay r2;
+        struct evp_trace *t2 = must_open("# function: 65536\t1\tf.py\ta\n"
+                                         "# function: 65537\t1\tf.py\tb\n"
+                                         "# function: 300000\t1\tf.py\tc\n"
+                                         "\n1.0 3 65537\n",
+                                         STR, &w2, &r2);
+        assert_true(dmg_warned(&w2, "line 3:"));
+        assert_string_equal(evp_trace_func(t2, 65536)->name, "a");
+        assert_string_equal(evp_trace_func(t2, 65537)->name, "b");
+        assert_null(evp_trace_func(t2, 300000));
+        dmg_replay_free(&r2);
+        evp_trace_close(t2);
+        dmg_warn_free(&w2);
     }
 
     /* The largest values that are in range are read exactly. */
