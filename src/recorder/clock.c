@@ -51,6 +51,7 @@ void evp_clock_pair(int use_tsc, uint64_t *ticks, uint64_t *ns)
     /* Sandwich the tick read between two clock reads and keep the
      * tightest of a few tries, so the pair is good to a few ns. */
     uint64_t best = UINT64_MAX;
+    *ticks = *ns = 0;
     for (int i = 0; i < 5; i++) {
         uint64_t a = evp_clock_mono_ns();
 #ifdef EVP_HAVE_TSC
