@@ -344,17 +344,18 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
         uint64_t id, line;
         const char *e = parse_u64(skip_spaces(r, end), end, &id), *f, *n;
         if (!e || e == end || *e != '\t' ||
-            !(e = parse_u64(e + 1, end, &line)) || e == end || *e != '\t' ||
+            !(e = parse_u64(e + 1, end, &line)) || (e < end && *e != '\t') ||
             id == 0 || id > (1u << 26) || line > UINT32_MAX) {
             bad_line(rd, "malformed '# function:' line");
             return;
         }
-        /* An empty NAME leaves no tab: the line's trailing blanks were
-         * trimmed, and the tab before NAME with them. */
-        if (!(f = memchr(e + 1, '\t', (size_t)(end - e - 1))))
+        /* An empty NAME (and FILE) leaves no tab: the line's trailing
+         * blanks were trimmed, and the tabs before them with them. */
+        const char *fs = e < end ? e + 1 : end;
+        if (!(f = memchr(fs, '\t', (size_t)(end - fs))))
             f = end;
         n = f < end ? f + 1 : end;
-        char *file = dup_range(t, e + 1, f), *name = dup_range(t, n, end);
+        char *file = dup_range(t, fs, f), *name = dup_range(t, n, end);
         if (!file || !name)
             return;
         size_t nl = unescape(name, strlen(name));

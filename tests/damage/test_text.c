@@ -166,9 +166,9 @@ static void test_malformed_line(void **state)
         "# start clock: yesterday",
         "# opcode: BINARY_ADD",
         "# function: 1 2 3",
-        "# function: 5\t10\t", /* the trailing tab is trimmed */
-        "# function: 5\t10",
         "# function: 5",
+        "# function: 5\t",
+        "# function: 5\tten\tf.py\tf",
         "# thread: main",
         "# meta: no-equals-sign",
     };
@@ -321,6 +321,26 @@ static void test_out_of_range(void **state)
         assert_string_equal(evp_trace_func(t2, 65536)->name, "a");
         assert_string_equal(evp_trace_func(t2, 65537)->name, "b");
         assert_null(evp_trace_func(t2, 300000));
+        dmg_replay_free(&r2);
+        evp_trace_close(t2);
+        dmg_warn_free(&w2);
+    }
+
+    /* Empty names and files: the trailing tabs are trimmed with the
+     * line's blanks, and the line still reads. */
+    {
+        struct dmg_warn w2 = {0};
+        struct dmg_replay r2;
+        struct evp_trace *t2 = must_open("# function: 1\t10\t\t\n"
+                                         "# function: 2\t20\tf.py\t\n"
+                                         "# function: 3\t0\t\tg\n"
+                                         "\n1.0 3 1\n",
+                                         STR, &w2, &r2);
+        assert_int_equal(w2.n, 0);
+        assert_string_equal(evp_trace_func(t2, 1)->name, "");
+        assert_int_equal(evp_trace_func(t2, 1)->line, 10);
+        assert_string_equal(evp_trace_func(t2, 2)->file, "f.py");
+        assert_string_equal(evp_trace_func(t2, 3)->name, "g");
         dmg_replay_free(&r2);
         evp_trace_close(t2);
         dmg_warn_free(&w2);
