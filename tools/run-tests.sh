@@ -6,9 +6,13 @@
 #    interpreters, a browser) and may print notices; a failing preparation
 #    is reported and its dependent tests then skip or fail on their own.
 # 2. Runs the Meson test suites (unit, golden, damage, e2e-*, ...).
-# 3. Prints the skipped tests with their reasons, then the closing line
-#    "N passed, N failed" that CI reads (skipped are counted apart, never
-#    as passed).
+# 3. Without extra arguments (and unless EVP_SANITIZE=0), runs the suites
+#    again under AddressSanitizer+UBSan and the recorder's concurrency
+#    test under ThreadSanitizer, in build-asan and build-tsan
+#    (tools/sanitize-tests.sh).
+# 4. Prints the skipped tests with their reasons, then the closing line
+#    "N passed, N failed" that CI reads, over every run (skipped are
+#    counted apart, never as passed).
 set -u
 BUILD=${1:-build}
 shift 2>/dev/null || true
@@ -26,7 +30,13 @@ done
 echo "== meson test"
 meson test -C "$BUILD" --no-rebuild --print-errorlogs --num-processes 2 "$@"
 rc=$?
-python3 tools/test-summary.py "$BUILD/meson-logs/testlog.json"
+logs="$BUILD/meson-logs/testlog.json"
+if [ $# -eq 0 ] && [ "${EVP_SANITIZE:-1}" != 0 ]; then
+    sh tools/sanitize-tests.sh
+    logs="$logs build-asan/meson-logs/testlog.json build-tsan/meson-logs/testlog.json"
+fi
+# shellcheck disable=SC2086
+python3 tools/test-summary.py $logs
 src=$?
 [ $rc -ne 0 ] && exit 1
 exit $src

@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-"""Summarise a Meson testlog.json for humans and for CI.
+"""Summarise Meson testlog.json files for humans and for CI.
 
-Lists skipped tests with the reason each printed (a line starting with
-"SKIP:" in its output, else its last line), then ends with the line CI
-reads: "N passed, N failed" (skipped tests are neither).
+    test-summary.py TESTLOG.json...
+
+Each file is one `meson test` run (the main build, the sanitizer builds);
+tests of any run but the first are named with their build directory
+("build-asan: evalprof:damage / binary").  Lists skipped tests with the
+reason each printed (a line starting with "SKIP:" in its output, else its
+last line) and failed tests, then ends with the line CI reads, counted
+over every run: "N passed, N failed" (skipped tests are neither).  A log
+that is missing (its build failed before any test ran) counts as one
+failure.
 """
 import json
+import os
 import sys
 
 
@@ -18,25 +26,34 @@ def reason(entry):
     return lines[-1].strip() if lines else "no reason given"
 
 
-def main(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            entries = [json.loads(l) for l in f if l.strip()]
-    except OSError as e:
-        print(f"test-summary: {path}: {e.strerror}")
-        print("0 passed, 1 failed")
-        return 1
+def main(paths):
     passed = failed = 0
     skipped, failures = [], []
-    for e in entries:
-        res = e.get("result", "")
-        if res in ("OK", "EXPECTEDFAIL"):
-            passed += 1
-        elif res == "SKIP":
-            skipped.append(e)
-        else:
+    for n, path in enumerate(paths):
+        # "build-asan/meson-logs/testlog.json" -> "build-asan: "
+        prefix = ""
+        if n:
+            prefix = os.path.basename(os.path.dirname(os.path.dirname(
+                os.path.abspath(path)))) + ": "
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                entries = [json.loads(l) for l in f if l.strip()]
+        except (OSError, ValueError) as e:
+            print(f"test-summary: {path}: {getattr(e, 'strerror', None) or e}")
             failed += 1
-            failures.append(e)
+            failures.append({"name": f"{prefix}(no test log: {path})",
+                             "result": "missing"})
+            continue
+        for e in entries:
+            e = dict(e, name=prefix + e.get("name", "?"))
+            res = e.get("result", "")
+            if res in ("OK", "EXPECTEDFAIL"):
+                passed += 1
+            elif res == "SKIP":
+                skipped.append(e)
+            else:
+                failed += 1
+                failures.append(e)
     if skipped:
         print(f"skipped ({len(skipped)}):")
         for e in skipped:
@@ -51,4 +68,7 @@ def main(path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    if len(sys.argv) < 2:
+        print("usage: test-summary.py TESTLOG.json...", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,136 @@
+#!/bin/sh
+# Sanitizer runs of evalprof's tests: ordinary build directories, run by
+# `make test` and CI after the main suites (tools/run-tests.sh).
+#
+#   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer, whole tree;
+#               suites unit, golden, damage, fuzz-corpus, threads
+#   build-tsan  ThreadSanitizer; only the recorder's concurrency test
+#               (suite threads)
+#
+# Each directory is set up once and then rebuilt incrementally.  Its old
+# testlog.json is removed first, so that a directory that cannot be built
+# leaves no log, which tools/test-summary.py counts as a failure.  When a
+# sanitizer cannot run on this machine at all (a probe program fails), its
+# log gets one skipped entry saying why, instead of failures.
+#
+#   tools/sanitize-tests.sh [asan] [tsan]      (both by default)
+#
+# Sanitizer reports abort the test (halt_on_error, abort_on_error), so a
+# report is a failure, never a line in a log that passes.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+which=${*:-asan tsan}
+cc=${CC:-cc}
+status=0
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:halt_on_error=1:detect_leaks=1:print_summary=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-abort_on_error=1:halt_on_error=1:print_stacktrace=1:print_summary=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-abort_on_error=1:halt_on_error=1:second_deadlock_stack=1}
+
+# skip_log DIR NAME REASON: a testlog.json with one skipped test.
+skip_log() {
+    mkdir -p "$1/meson-logs"
+    python3 - "$1/meson-logs/testlog.json" "$2" "$3" <<'EOF'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps({"name": sys.argv[2], "result": "SKIP",
+                        "stdout": "SKIP: " + sys.argv[3] + "\n"}) + "\n")
+EOF
+}
+
+# probe FLAGS: can this compiler build and run a threaded program with
+# FLAGS?  Prints the reason when not.
+probe() {
+    d=$(mktemp -d)
+    cat >"$d/p.c" <<'EOF'
+#include <pthread.h>
+#include <stdlib.h>
+static void *run(void *p) { return p; }
+int main(void)
+{
+    pthread_t t;
+    char *m = malloc(16);
+    pthread_create(&t, NULL, run, m);
+    pthread_join(t, NULL);
+    free(m);
+    return 0;
+}
+EOF
+    if ! $cc "$@" -pthread -o "$d/p" "$d/p.c" >"$d/log" 2>&1; then
+        echo "$cc $*: cannot build: $(head -n 1 "$d/log")"
+    elif ! "$d/p" >"$d/log" 2>&1; then
+        echo "$cc $*: cannot run: $(grep -m 1 . "$d/log")"
+    fi
+    rm -rf "$d"
+}
+
+# run DIR SETUP-OPTIONS -- NINJA-TARGETS -- MESON-TEST-ARGS
+run() {
+    dir=$1
+    shift
+    setup=""
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do setup="$setup $1"; shift; done
+    shift
+    targets=""
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do targets="$targets $1"; shift; done
+    shift
+    rm -f "$dir/meson-logs/testlog.json"
+    if [ ! -f "$dir/build.ninja" ]; then
+        log=$(mktemp)
+        # shellcheck disable=SC2086
+        if ! meson setup "$dir" $setup >"$log" 2>&1; then
+            echo "== $dir: meson setup failed:"
+            tail -n 5 "$log"
+            rm -f "$log"
+            status=1
+            return
+        fi
+        rm -f "$log"
+    fi
+    # shellcheck disable=SC2086
+    if ! ninja -C "$dir" $targets >"$dir/build.log" 2>&1; then
+        echo "== $dir: build failed (see $dir/build.log)"
+        grep -m 10 -E 'error|FAILED' "$dir/build.log"
+        status=1
+        return
+    fi
+    # shellcheck disable=SC2086
+    meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 "$@" ||
+        status=1
+}
+
+for s in $which; do
+    case "$s" in
+    asan)
+        echo "== build-asan: AddressSanitizer + UBSan"
+        why=$(probe -fsanitize=address,undefined)
+        if [ -n "$why" ]; then
+            echo "   skipped: $why"
+            skip_log build-asan "asan: every suite" "AddressSanitizer cannot run here ($why)"
+            continue
+        fi
+        run build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+            -Dbuildtype=debug -Dpython_ext=disabled -- -- \
+            --suite unit --suite golden --suite damage --suite fuzz-corpus \
+            --suite threads
+        ;;
+    tsan)
+        echo "== build-tsan: ThreadSanitizer (the recorder)"
+        why=$(probe -fsanitize=thread)
+        if [ -n "$why" ]; then
+            echo "   skipped: $why"
+            skip_log build-tsan "tsan: recorder-threads" "ThreadSanitizer cannot run here ($why)"
+            continue
+        fi
+        run build-tsan -Db_sanitize=thread -Dbuildtype=debug \
+            -Dpython_ext=disabled -- tests/threads/recorder_threads -- \
+            --suite threads
+        ;;
+    *)
+        echo "sanitize-tests.sh: unknown run '$s' (asan, tsan)" >&2
+        status=2
+        ;;
+    esac
+done
+exit $status
