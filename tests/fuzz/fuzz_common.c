@@ -550,13 +550,15 @@ void fuzz_roundtrip(struct evp_trace *t, unsigned pick, int text)
         struct evp_trace *tc = fuzz_open(p, 2);
         FUZZ_CHECK(tc != NULL, "the text copy does not open");
         /* Times that go backwards were written as they were, and are
-         * pointed out again; nothing else may be, but for metadata a
-         * binary trace has and text cannot hold (an empty key). */
+         * pointed out again; nothing else may be, but for what a binary
+         * trace can hold and text cannot: an empty metadata key, a start
+         * time that is not a number, an opcode name with blanks. */
         for (size_t i = 0; i < evp_trace_nwarnings(tc); i++) {
             const char *w = evp_trace_warning(tc, i);
             FUZZ_CHECK(strstr(w, "earlier than the previous event") ||
                            (text == 2 && (strstr(w, "'# meta:'") ||
                                           strstr(w, "'# start time:'") ||
+                                          strstr(w, "'# opcode:'") ||
                                           strstr(w, "malformed line"))),
                        "the text copy warns: %s", w);
         }
