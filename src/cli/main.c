@@ -30,6 +30,11 @@ static const struct evp_cmd commands[] = {
     {"import", cmd_import, "turn a text trace into a binary .evp trace",
      "usage: evalprof import [-o OUT.evp] [--zstd[=LEVEL]] [--python X.Y]\n"
      "                       TEXT-TRACE\n"},
+    {"record", cmd_record, "run a Python program and record a trace of it",
+     "usage: evalprof record [-o FILE] [--no-ops] [--threads] "
+     "[--no-follow-fork] [-q]\n"
+     "                       -- PYTHON (SCRIPT | -m MODULE | -c CODE) "
+     "[ARGS...]\n"},
     {"flamegraph", cmd_flamegraph, "draw an interactive SVG flame graph",
      "usage: evalprof flamegraph [-o OUT.svg] [--title T] [--subtitle S]\n"
      "                           [--icicle] [--width PX] [--height PX]\n"

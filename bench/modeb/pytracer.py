@@ -1,0 +1,43 @@
+"""A pure-Python tracer, for comparison: sys.settrace with opcode events.
+
+    python pytracer.py SCRIPT [ARGS...]
+
+Records (event, code, offset, time) for every call, return, exception
+and instruction into a list, the way a tracer written in Python would,
+and prints the event count on stderr at the end.  Runs SCRIPT as
+__main__.
+"""
+import os
+import sys
+import time
+
+
+def main():
+    script = os.path.abspath(sys.argv[1])
+    sys.argv[:] = sys.argv[1:]
+    sys.path[0] = os.path.dirname(script)
+    with open(script, "rb") as f:
+        code = compile(f.read(), script, "exec")
+    events = []
+    put = events.append
+    clock = time.perf_counter_ns
+
+    def tracer(frame, event, arg):
+        if event == "call":
+            frame.f_trace_opcodes = True
+            frame.f_trace_lines = False
+        put((event, frame.f_code, frame.f_lasti, clock()))
+        return tracer
+
+    g = {"__name__": "__main__", "__file__": script,
+         "__builtins__": __builtins__}
+    sys.settrace(tracer)
+    try:
+        exec(code, g)
+    finally:
+        sys.settrace(None)
+        sys.stderr.write("pytracer: %d events\n" % len(events))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Mode B benchmark: what tracing a stock CPython costs, per interpreter.
+
+    python3 bench/modeb/run.py BUILD
+
+For each interpreter the extension was built for, and each workload (the
+bundled demo workload, examples/workload, and a call-heavy one,
+bench/modeb/callheavy.py), runs in one session and interleaved:
+
+    untraced      python script
+    --no-ops      evalprof: frames, C calls, exceptions
+    ops           evalprof: every instruction as well
+    cProfile      python -m cProfile -o /dev/null script
+    py-settrace   a pure-Python sys.settrace tracer with opcode events
+
+and prints the median wall time of each (BENCH_REPS runs, default 3), its
+ratio to the untraced median of the same session, and for the evalprof
+runs the trace size in bytes per second of traced run and per event.  The
+targets (--no-ops no slower than cProfile; ops at most 4x untraced on
+3.12 and 3.13) are printed beside the figures; nothing fails on time.
+
+Environment: BENCH_REPS, BENCH_SCALE (workload size, default 0.15),
+BENCH_PYTHONS (comma-separated version tags or paths to restrict to).
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+HERE = os.path.join(TOP, "bench", "modeb")
+
+
+def interpreters(build):
+    out = subprocess.run([sys.executable,
+                          os.path.join(TOP, "python", "find_interpreters.py")],
+                         capture_output=True, text=True, check=True).stdout
+    pkg = os.path.join(build, "python", "evalprof")
+    want = [w for w in os.environ.get("BENCH_PYTHONS", "").split(",") if w]
+    found = []
+    for line in out.splitlines():
+        f = line.split("\t")
+        if f[0] != "build":
+            continue
+        tag, exe = f[1], f[2]
+        if not os.path.exists(os.path.join(pkg, "_tracer-%s.so" % tag)):
+            continue
+        if want and tag not in want and exe not in want:
+            continue
+        found.append((tag, exe))
+    return found
+
+
+def run(cmd, env):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd),
+                                                   p.returncode,
+                                                   p.stderr[-500:]))
+    return dt, p.stderr
+
+
+def fmt_bytes(n):
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return "%.1f %s" % (n, unit)
+        n /= 1000.0
+    return "%.1f GB" % n
+
+
+def bench(tag, exe, build, workloads, reps, tmp):
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env.pop("PYTHONPATH", None)
+    tenv = dict(env, PYTHONPATH=os.path.join(build, "python"))
+    trace = os.path.join(tmp, "bench.evp")
+    for wname, script in workloads:
+        configs = [
+            ("untraced", [exe] + script, env),
+            ("--no-ops", [exe, "-m", "evalprof", "--no-ops", "-o", trace]
+             + script, tenv),
+            ("ops", [exe, "-m", "evalprof", "-o", trace] + script, tenv),
+            ("cProfile", [exe, "-m", "cProfile", "-o", os.devnull] + script,
+             env),
+            ("py-settrace", [exe, os.path.join(HERE, "pytracer.py")] + script,
+             env),
+        ]
+        times = {name: [] for name, _, _ in configs}
+        sizes = {}
+        for _ in range(reps):
+            for name, cmd, e in configs:
+                dt, err = run(cmd, e)
+                times[name].append(dt)
+                m = re.search(r"\(([\d,]+) events", err)
+                if m and os.path.exists(trace):
+                    sizes.setdefault(name, []).append(
+                        (os.path.getsize(trace),
+                         int(m.group(1).replace(",", "")), dt))
+        base = statistics.median(times["untraced"])
+        print("  %s (%s):" % (wname, " ".join(os.path.relpath(a, TOP)
+                                               if a.startswith(TOP) else a
+                                               for a in script)))
+        print("    %-12s %9s %8s   %s" % ("", "median", "ratio", "trace"))
+        med = {}
+        for name, _, _ in configs:
+            m = statistics.median(times[name])
+            med[name] = m
+            extra = ""
+            if name in sizes:
+                b = statistics.median(s[0] for s in sizes[name])
+                ev = statistics.median(s[1] for s in sizes[name])
+                wall = statistics.median(s[2] for s in sizes[name])
+                extra = "%s, %s events: %s/s of traced run, %.2f B/event" % (
+                    fmt_bytes(b), format(int(ev), ","), fmt_bytes(b / wall),
+                    b / ev if ev else 0.0)
+            print("    %-12s %8.3fs %7.2fx   %s" % (name, m, m / base, extra))
+        ok = med["--no-ops"] <= med["cProfile"]
+        print("    target --no-ops <= cProfile: %s (%.2fx vs %.2fx)"
+              % ("met" if ok else "NOT met", med["--no-ops"] / base,
+                 med["cProfile"] / base))
+        if not tag.startswith("3.11"):
+            ok = med["ops"] <= 4 * base
+            print("    target ops <= 4x untraced: %s (%.2fx)"
+                  % ("met" if ok else "NOT met", med["ops"] / base))
+
+
+def main():
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+    reps = int(os.environ.get("BENCH_REPS", "3"))
+    scale = os.environ.get("BENCH_SCALE", "0.15")
+    workloads = [
+        ("demo workload", [os.path.join(TOP, "examples", "workload",
+                                        "main.py"), "--scale", scale]),
+        ("call-heavy", [os.path.join(HERE, "callheavy.py"), scale]),
+    ]
+    found = interpreters(build)
+    if not found:
+        print("mode B benchmark: no interpreter with evalprof._tracer built "
+              "in %s" % build)
+        return 0
+    print("mode B: tracing stock CPython (median of %d interleaved runs, "
+          "wall time; load average %.1f at start)"
+          % (reps, os.getloadavg()[0]))
+    with tempfile.TemporaryDirectory(prefix="evp-bench-") as tmp:
+        for tag, exe in found:
+            print("CPython %s (%s)" % (tag, exe))
+            bench(tag, exe, build, workloads, reps, tmp)
+    print("load average %.1f at the end" % os.getloadavg()[0])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,399 @@
+/*
+ * evalprof._tracer: the module the evalprof package drives.
+ *
+ *   start(path, ops=True, threads=False, follow_fork=True, opcodes=(),
+ *         meta=None, buffer_events=0, quiet=False, ignore_prefix=None)
+ *   stop() -> dict of figures (events, dropped, bytes, chunks, error)
+ *   active() -> bool
+ *   thread_name(name)  name the calling thread's stream
+ *
+ * start() opens a recorder session (mode B: producer "extension", and the
+ * kinds this producer can emit), records the metadata and opcode table the
+ * package computed, emits init, then installs the hooks: the op, exception
+ * and C call hooks of this version (legacy.c or monitor.c) and the PEP 523
+ * frame hook (evalhook.c).  stop() removes them, emits fini and closes the
+ * trace.  Python code normally goes through evalprof.start()/stop(),
+ * which add the metadata, the exit handler and fork handling.
+ *
+ * Threads: each thread sets itself up on its first event of a session
+ * (evp_thread_setup): it finds its threading name, attaches to the
+ * recorder under that name and, on 3.11, gets the trace and profile
+ * functions.  With threads=False only the thread that called start() is
+ * traced.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tracer.h"
+
+struct evp_session evp_S = {.extra_index = -1, .tool_id = -1};
+__thread struct evp_tls evp_tls __attribute__((tls_model("initial-exec")));
+
+/* ---- threads ------------------------------------------------------------ */
+
+/* The calling thread's threading.Thread name into BUF; 1 if found. */
+static int python_thread_name(char *buf, size_t n)
+{
+    int found = 0;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *name = PyUnicode_FromString("threading");
+    PyObject *threading = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    if (threading == NULL)
+        goto out;
+    PyObject *active = PyObject_GetAttrString(threading, "_active");
+    Py_DECREF(threading);
+    if (active == NULL || !PyDict_Check(active)) {
+        Py_XDECREF(active);
+        goto out;
+    }
+    PyObject *key = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+    PyObject *t = key ? PyDict_GetItemWithError(active, key) : NULL;
+    Py_XDECREF(key);
+    Py_XINCREF(t);
+    Py_DECREF(active);
+    if (t == NULL)
+        goto out;
+    PyObject *tn = PyObject_GetAttrString(t, "_name");
+    Py_DECREF(t);
+    if (tn != NULL && PyUnicode_Check(tn)) {
+        const char *u = PyUnicode_AsUTF8(tn);
+        if (u != NULL) {
+            snprintf(buf, n, "%s", u);
+            found = 1;
+        }
+    }
+    Py_XDECREF(tn);
+out:
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    return found;
+}
+
+/* Attach the calling thread under its Python name when it has one. */
+static void attach_named(struct evp_tls *tl)
+{
+    char name[256];
+    tl->name_tries++;
+    if (python_thread_name(name, sizeof name)) {
+        tl->named = 1;
+        evp_rec_thread_attach(name);
+    }
+    else if (tl->name_tries >= 64) {
+        tl->named = 1; /* give up: "thread <tid>" it stays */
+    }
+}
+
+void evp_thread_name_retry(void)
+{
+    struct evp_tls *tl = &evp_tls;
+    if (tl->on)
+        attach_named(tl);
+    else
+        tl->named = 1;
+}
+
+void evp_thread_setup(PyThreadState *ts)
+{
+    struct evp_tls *tl = &evp_tls;
+    tl->session = evp_S.id;
+    tl->on = 0;
+    tl->named = 1;
+    if (!evp_S.active || !evp_S.all_threads)
+        return; /* the starting thread is set up by start() */
+    tl->on = 1;
+    tl->named = 0;
+    tl->name_tries = 0;
+    attach_named(tl);
+#if EVP_PY311
+    evp_legacy_thread(ts ? ts : PyThreadState_Get());
+#else
+    (void)ts;
+#endif
+}
+
+/* ---- start / stop ----------------------------------------------------------- */
+
+static int add_opcodes(PyObject *seq)
+{
+    for (int i = 0; i < 256; i++)
+        evp_S.deopt[i] = (uint8_t)i;
+    if (seq == NULL || seq == Py_None)
+        return 0;
+    PyObject *fast = PySequence_Fast(seq, "opcodes must be a sequence");
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    struct evp_opcode_desc *d = PyMem_Calloc(n ? (size_t)n : 1, sizeof *d);
+    if (d == NULL) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int op, base;
+        const char *name;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "iis", &op,
+                              &base, &name)) {
+            PyMem_Free(d);
+            Py_DECREF(fast);
+            return -1;
+        }
+        if (op < 0 || op > 255 || base < 0 || base > 255)
+            continue;
+        evp_S.deopt[op] = (uint8_t)base;
+        d[k].opcode = (uint16_t)op;
+        d[k].base = (uint16_t)base;
+        d[k].name = name; /* copied by the recorder */
+        k++;
+    }
+    evp_rec_opcodes(d, (size_t)k);
+    PyMem_Free(d);
+    Py_DECREF(fast);
+    return 0;
+}
+
+static int add_meta(PyObject *meta)
+{
+    if (meta == NULL || meta == Py_None)
+        return 0;
+    if (!PyDict_Check(meta)) {
+        PyErr_SetString(PyExc_TypeError, "meta must be a dict of str");
+        return -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(meta, &pos, &k, &v)) {
+        const char *ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+        const char *vs = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+        if (ks == NULL || vs == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "meta must be a dict of str");
+            return -1;
+        }
+        evp_rec_meta(ks, vs);
+    }
+    return 0;
+}
+
+static uint64_t can_emit(int ops)
+{
+    uint64_t k = EVP_KIND_BIT(EVP_EV_INIT) | EVP_KIND_BIT(EVP_EV_FINI) |
+                 EVP_KIND_BIT(EVP_EV_RUNTIME_OTHER) |
+                 EVP_KIND_BIT(EVP_EV_ENTER) | EVP_KIND_BIT(EVP_EV_EXIT) |
+                 EVP_KIND_BIT(EVP_EV_LOOP_EXCEPTION) |
+                 EVP_KIND_BIT(EVP_EV_C_CALL) | EVP_KIND_BIT(EVP_EV_C_RETURN) |
+                 EVP_KIND_BIT(EVP_EV_C_RAISE) | EVP_KIND_BIT(EVP_EV_RESUME) |
+                 EVP_KIND_BIT(EVP_EV_SUSPEND);
+    if (ops)
+        k |= EVP_KIND_BIT(EVP_EV_OP);
+    return k;
+}
+
+static void remove_hooks(void)
+{
+    evp_evalhook_remove();
+#if EVP_PY311
+    evp_legacy_remove();
+#else
+    evp_monitor_remove();
+#endif
+}
+
+static PyObject *tracer_start(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"path",          "ops",   "threads",
+                             "follow_fork",   "opcodes", "meta",
+                             "buffer_events", "quiet", "ignore_prefix",
+                             NULL};
+    const char *path, *ignore = NULL;
+    int ops = 1, threads = 0, follow_fork = 1, quiet = 0;
+    unsigned int buffer_events = 0;
+    PyObject *opcodes = NULL, *meta = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|pppOOIpz", kwlist, &path,
+                                     &ops, &threads, &follow_fork, &opcodes,
+                                     &meta, &buffer_events, &quiet, &ignore))
+        return NULL;
+    if (evp_S.active) {
+        PyErr_SetString(PyExc_RuntimeError, "evalprof is already tracing");
+        return NULL;
+    }
+    if (evp_registry_init() < 0)
+        return NULL;
+
+    struct evp_rec_config cfg = {
+        .path = path,
+        .producer = EVP_PRODUCER_EXTENSION,
+        .can_emit = can_emit(ops),
+        .flags = (follow_fork ? EVP_REC_FOLLOW_FORK : 0) |
+                 (quiet ? EVP_REC_QUIET : 0),
+        .buffer_events = buffer_events,
+    };
+    int rc = evp_rec_open(&cfg);
+    if (rc < 0) {
+        if (rc == -EBUSY) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "evalprof: a recording is already open in this "
+                            "process");
+        }
+        else {
+            errno = -rc;
+            PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+        }
+        return NULL;
+    }
+    if (add_opcodes(opcodes) < 0 || add_meta(meta) < 0)
+        goto fail_open;
+    evp_rec_meta("mode", "B");
+    evp_rec_meta("tracer.built_for", PY_VERSION);
+#if EVP_PY311
+    evp_rec_meta("tracer.hooks",
+                 ops ? "PEP 523 frame hook; PyEval_SetTrace (PyTrace_OPCODE, "
+                       "PyTrace_EXCEPTION); PyEval_SetProfile (C calls)"
+                     : "PEP 523 frame hook; PyEval_SetProfile (C calls)");
+#else
+    evp_rec_meta("tracer.hooks",
+                 ops ? "PEP 523 frame hook; sys.monitoring (INSTRUCTION, CALL, "
+                       "C_RETURN, C_RAISE, RAISE, RERAISE)"
+                     : "PEP 523 frame hook; sys.monitoring (CALL, C_RETURN, "
+                       "C_RAISE, RAISE, RERAISE)");
+#endif
+
+    free(evp_S.ignore_prefix);
+    evp_S.ignore_prefix = ignore && *ignore ? strdup(ignore) : NULL;
+    evp_S.ignore_len = evp_S.ignore_prefix ? strlen(evp_S.ignore_prefix) : 0;
+    evp_S.interp = PyInterpreterState_Get();
+    evp_S.ops = ops;
+    evp_S.all_threads = threads;
+    evp_S.id++;
+    evp_S.active = 1;
+
+    /* The starting thread is always traced. */
+    struct evp_tls *tl = &evp_tls;
+    tl->session = evp_S.id;
+    tl->on = 1;
+    tl->named = 0;
+    tl->name_tries = 0;
+    attach_named(tl);
+    evp_rec_event(EVP_EV_INIT, 0);
+
+#if EVP_PY311
+    if (evp_legacy_install() < 0)
+        goto fail_hooks;
+#else
+    if (evp_monitor_install() < 0)
+        goto fail_hooks;
+#endif
+    if (evp_evalhook_install() < 0)
+        goto fail_hooks;
+    Py_RETURN_NONE;
+
+fail_hooks:
+    remove_hooks();
+    evp_S.active = 0;
+fail_open:
+    evp_rec_close();
+    return NULL;
+}
+
+static PyObject *stats_dict(int rc)
+{
+    struct evp_rec_stats st;
+    evp_rec_get_stats(&st);
+    return Py_BuildValue("{sKsKsKsKsdsi}", "events",
+                         (unsigned long long)st.events, "dropped",
+                         (unsigned long long)st.dropped, "bytes",
+                         (unsigned long long)st.bytes, "chunks",
+                         (unsigned long long)st.chunks, "event_cost_ns",
+                         st.event_cost_ns, "error", rc < 0 ? -rc : 0);
+}
+
+static PyObject *tracer_stop(PyObject *self, PyObject *unused)
+{
+    if (!evp_S.active) {
+        PyErr_SetString(PyExc_RuntimeError, "evalprof is not tracing");
+        return NULL;
+    }
+    remove_hooks();
+    evp_rec_event(EVP_EV_FINI, 0);
+    evp_S.active = 0;
+    int rc = evp_rec_close();
+    return stats_dict(rc);
+}
+
+static PyObject *tracer_active(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(evp_S.active && evp_rec_is_open());
+}
+
+static PyObject *tracer_thread_name(PyObject *self, PyObject *arg)
+{
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (name == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "thread_name() needs a str");
+        return NULL;
+    }
+    if (evp_S.active && evp_tls.on) {
+        evp_tls.named = 1;
+        evp_rec_thread_attach(name);
+    }
+    Py_RETURN_NONE;
+}
+
+PyMethodDef evp_module_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))tracer_start,
+     METH_VARARGS | METH_KEYWORDS,
+     "start(path, ops=True, threads=False, follow_fork=True, opcodes=(),\n"
+     "      meta=None, buffer_events=0, quiet=False, ignore_prefix=None)\n\n"
+     "Open the trace PATH and start tracing.  Code from files whose name\n"
+     "starts with IGNORE_PREFIX is not traced.  Raises OSError when PATH\n"
+     "cannot be created, RuntimeError when already tracing."},
+    {"stop", tracer_stop, METH_NOARGS,
+     "stop() -> dict\n\nStop tracing, close the trace and return its figures."},
+    {"active", tracer_active, METH_NOARGS, "active() -> bool"},
+    {"thread_name", tracer_thread_name, METH_O,
+     "thread_name(name)\n\nName the calling thread's stream in the trace."},
+    {NULL, NULL, 0, NULL},
+};
+const size_t evp_module_nmethods =
+    sizeof evp_module_methods / sizeof evp_module_methods[0];
+
+static void tracer_free(void *m)
+{
+    if (evp_S.active) {
+        remove_hooks();
+        evp_S.active = 0;
+        evp_rec_close();
+    }
+}
+
+static struct PyModuleDef tracer_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "evalprof._tracer",
+    .m_doc = "evalprof's tracer for stock CPython (mode B): PEP 523 frame "
+             "hook plus the version's op and C call hooks, writing .evp "
+             "traces.",
+    .m_size = -1,
+    .m_methods = evp_module_methods,
+    .m_free = tracer_free,
+};
+
+PyMODINIT_FUNC PyInit__tracer(void);
+
+PyMODINIT_FUNC PyInit__tracer(void)
+{
+    PyObject *m = PyModule_Create(&tracer_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddStringConstant(m, "built_for", PY_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

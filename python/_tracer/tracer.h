@@ -1,0 +1,252 @@
+/*
+ * evalprof._tracer: shared state of the stock-interpreter producer (mode B).
+ *
+ * The extension traces an unmodified CPython 3.11, 3.12 or 3.13 through the
+ * hooks the interpreter offers, and writes what it sees through the
+ * recorder library (include/evalprof/recorder.h):
+ *
+ *   evalhook.c  the PEP 523 frame-evaluation hook: enter, exit, resume,
+ *               suspend and runtime other around every evaluation of a
+ *               Python frame (all versions);
+ *   legacy.c    3.11: a C trace function (PyTrace_OPCODE, PyTrace_EXCEPTION)
+ *               and a C profile function (PyTrace_C_CALL and friends);
+ *   monitor.c   3.12+: sys.monitoring callbacks written in C (INSTRUCTION,
+ *               CALL, C_RETURN, C_RAISE, RAISE, RERAISE);
+ *   registry.c  function ids for code objects and C functions, cached in
+ *               co_extra and a small hash table, and per-code opcode tables;
+ *   module.c    the Python-facing module: start(), stop() and friends.
+ *
+ * Everything here runs with the GIL held (free-threaded builds are
+ * refused), so the shared state needs no locks of its own; the recorder
+ * takes its own lock where it needs one.
+ *
+ * Version differences live in the small inline helpers below, so that the
+ * hook and the callbacks read the same on every version.  The module is
+ * built with hidden visibility: only PyInit__tracer is exported, so these
+ * evp_ names (and the recorder linked in) never meet another copy.
+ */
+#ifndef EVP_TRACER_H
+#define EVP_TRACER_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <opcode.h> /* EXTENDED_ARG, RETURN_GENERATOR */
+
+#if PY_VERSION_HEX < 0x030b0000 || PY_VERSION_HEX >= 0x030e0000
+#error "evalprof._tracer supports CPython 3.11, 3.12 and 3.13"
+#endif
+#ifdef Py_GIL_DISABLED
+#error "evalprof._tracer needs a build with the GIL (not free-threaded)"
+#endif
+
+/* The interpreter's frame layout: internal headers, read only. */
+#define Py_BUILD_CORE 1
+#include "internal/pycore_frame.h"
+#undef Py_BUILD_CORE
+
+#include <stdint.h>
+
+#include "evalprof/recorder.h"
+
+#define EVP_PY311 (PY_VERSION_HEX < 0x030c0000)
+#define EVP_PY313 (PY_VERSION_HEX >= 0x030d0000)
+
+/* ---- session state ------------------------------------------------------ */
+
+struct evp_session {
+    uint64_t id;       /* 0: no session; bumps at every start() */
+    int ops;           /* op events wanted */
+    int all_threads;   /* trace every thread, not only the starter */
+    int active;        /* between start() and stop() */
+    PyInterpreterState *interp;
+    _PyFrameEvalFunction inner; /* the eval function we wrap */
+    Py_ssize_t extra_index;     /* co_extra slot (once per process) */
+    uint8_t deopt[256];         /* executed opcode -> base instruction */
+    int tool_id;                /* sys.monitoring tool, -1 if none (3.12+) */
+    char *ignore_prefix;        /* code from files under this is not traced
+                                   (evalprof's own package) */
+    size_t ignore_len;
+};
+
+extern struct evp_session evp_S;
+
+/* Per-thread state: the thread's view of the session. */
+struct evp_tls {
+    uint64_t session; /* evp_S.id this thread was set up for */
+    int on;           /* this thread is traced */
+    int named;        /* its Python thread name is known */
+    int name_tries;   /* look-ups of the name so far */
+    char *stack_low;  /* below this the C stack is nearly exhausted */
+    /* The code object of the last op event and its record: consecutive
+     * instructions mostly share one.  Valid while code_epoch matches. */
+    PyCodeObject *last_code;
+    struct evp_code *last_rec;
+    uint64_t code_epoch;
+};
+
+extern __thread struct evp_tls evp_tls
+    __attribute__((tls_model("initial-exec")));
+
+/*
+ * Set up the calling thread for the current session (slow path of
+ * evp_thread_on).  TS may be NULL (looked up then).
+ */
+void evp_thread_setup(PyThreadState *ts);
+
+/* Retry finding the thread's Python name (threads announce themselves in
+ * threading._active only after their first frames). */
+void evp_thread_name_retry(void);
+
+/* True when events of the calling thread are recorded. */
+static inline int evp_thread_on(PyThreadState *ts)
+{
+    struct evp_tls *tl = &evp_tls;
+    if (EVP_UNLIKELY(tl->session != evp_S.id))
+        evp_thread_setup(ts);
+    return tl->on;
+}
+
+/* ---- function ids (registry.c) ----------------------------------------- */
+
+/* What evalprof keeps about a code object (in its co_extra slot). */
+struct evp_code {
+    uint64_t session; /* session FUNC belongs to */
+    uint32_t func;    /* recorder function id, 0 if it could not be had */
+    uint8_t creates_gen; /* generator, coroutine or async generator code */
+    uint8_t ignore;      /* evalprof's own code: never traced */
+    uint32_t nunits;     /* code units in OPS */
+    struct evp_op_slot *ops; /* 3.12+: decoded instructions, lazily */
+};
+
+/* One decoded instruction of a code unit (3.12+). */
+struct evp_op_slot {
+    uint32_t oparg;  /* with EXTENDED_ARG prefixes folded in */
+    uint16_t opcode; /* base instruction */
+    uint16_t pad;
+};
+
+/* The evalprof record of CO, created on first use; NULL on failure
+ * (memory). */
+struct evp_code *evp_code_get_slow(PyCodeObject *co);
+
+/* Bumped whenever a code object with a record is freed: a cached
+ * (code, record) pair may then be stale. */
+extern uint64_t evp_code_epoch;
+
+static inline struct evp_code *evp_code_get(PyCodeObject *co)
+{
+    void *p = NULL;
+#if EVP_PY311
+    _PyCode_GetExtra((PyObject *)co, evp_S.extra_index, &p);
+#else
+    PyUnstable_Code_GetExtra((PyObject *)co, evp_S.extra_index, &p);
+#endif
+    struct evp_code *c = p;
+    if (EVP_LIKELY(c != NULL && c->session == evp_S.id))
+        return c;
+    return evp_code_get_slow(co);
+}
+
+/* evp_code_get through the thread's one-entry cache (op events). */
+static inline struct evp_code *evp_code_get_cached(PyCodeObject *co)
+{
+    struct evp_tls *tl = &evp_tls;
+    if (EVP_LIKELY(co == tl->last_code && tl->code_epoch == evp_code_epoch &&
+                   tl->last_rec->session == evp_S.id))
+        return tl->last_rec;
+    struct evp_code *c = evp_code_get(co);
+    if (c != NULL) {
+        tl->last_code = co;
+        tl->last_rec = c;
+        tl->code_epoch = evp_code_epoch;
+    }
+    return c;
+}
+
+/* Decode CO's instructions into C->ops (3.12+).  Returns 0 or -1. */
+int evp_code_decode(PyCodeObject *co, struct evp_code *c);
+
+/*
+ * Function id of a C function for C call events, or 0 for a callable that
+ * is not a C function (or evalprof's own).  CALLABLE is what the
+ * interpreter reports: a builtin function or method, or a method
+ * descriptor.
+ */
+uint32_t evp_cfunc_id(PyObject *callable);
+
+/* Free the registries' memory at module teardown. */
+void evp_registry_fini(void);
+
+/* Allocate the co_extra slot.  Returns 0 or -1 with an exception. */
+int evp_registry_init(void);
+
+/* ---- hooks --------------------------------------------------------------- */
+
+/* Install / remove the frame-evaluation hook (evalhook.c). */
+int evp_evalhook_install(void);
+void evp_evalhook_remove(void);
+
+/* Whether exceptions are reported by the op/exception hooks (else the
+ * eval hook reports a frame left by an exception). */
+extern int evp_precise_exceptions;
+
+#if EVP_PY311
+/* 3.11: trace and profile functions (legacy.c). */
+int evp_legacy_install(void);
+void evp_legacy_remove(void);
+void evp_legacy_thread(PyThreadState *ts);
+#else
+/* 3.12+: sys.monitoring callbacks (monitor.c). */
+int evp_monitor_install(void);
+void evp_monitor_remove(void);
+#endif
+
+/* ---- frames, across versions -------------------------------------------- */
+
+static inline PyCodeObject *evp_frame_code(struct _PyInterpreterFrame *f)
+{
+#if EVP_PY313
+    return (PyCodeObject *)f->f_executable;
+#else
+    return f->f_code;
+#endif
+}
+
+static inline int evp_frame_is_gen(struct _PyInterpreterFrame *f)
+{
+    return f->owner == FRAME_OWNED_BY_GENERATOR;
+}
+
+/*
+ * A generator frame about to be evaluated for the first time: its
+ * resumption point is just after RETURN_GENERATOR (which copied the frame
+ * into the generator), not after a YIELD_VALUE.
+ */
+static inline int evp_gen_first_start(struct _PyInterpreterFrame *f)
+{
+#if EVP_PY313
+    return f->instr_ptr[-1].op.code == RETURN_GENERATOR;
+#elif EVP_PY311
+    return _Py_OPCODE(*f->prev_instr) == RETURN_GENERATOR;
+#else
+    return f->prev_instr->op.code == RETURN_GENERATOR;
+#endif
+}
+
+static inline PyGenObject *evp_frame_gen(struct _PyInterpreterFrame *f)
+{
+    return (PyGenObject *)((char *)f - offsetof(PyGenObject, gi_iframe));
+}
+
+/* The generator suspended (yield, await) rather than finished. */
+static inline int evp_gen_suspended(PyGenObject *g)
+{
+#if EVP_PY313
+    return g->gi_frame_state == FRAME_SUSPENDED ||
+           g->gi_frame_state == FRAME_SUSPENDED_YIELD_FROM;
+#else
+    return g->gi_frame_state == FRAME_SUSPENDED;
+#endif
+}
+
+#endif /* EVP_TRACER_H */

@@ -1,0 +1,296 @@
+"""The evalprof Python API: start(), stop(), profile and friends.
+
+Loads the ``evalprof._tracer`` extension built for this interpreter, gives
+it the trace metadata (interpreter version, mode B, what this producer
+cannot emit) and the interpreter's opcode table, and handles the process
+events a trace must survive:
+
+- interpreter exit: the trace is closed by an exit handler, after
+  non-daemon threads have been joined, so their events are in it;
+- os.fork(): the recorder gives a forked child a trace of its own,
+  ``PATH.<pid>``; here the child's main stream gets its thread name back,
+  and a multiprocessing child (which leaves through os._exit) closes its
+  trace before it goes.
+
+evalprof's own frames are left out of the trace.
+"""
+import atexit
+import os
+import platform
+import sys
+import threading
+
+__version__ = "0.1.0"
+
+# Kinds a stock interpreter cannot show: they are phases inside the eval
+# loop that only the instrumented interpreter (mode A) records.
+_CANNOT_EMIT = ("loop enter, loop slow, loop fast, dispatch, loop error, "
+                "loop exiting, loop exit")
+
+
+class TracerUnavailable(ImportError):
+    """The evalprof._tracer extension is missing for this interpreter."""
+
+
+def _version_tag():
+    return "%s%s" % (platform.python_version(), getattr(sys, "abiflags", ""))
+
+
+def _load_tracer():
+    """Import evalprof._tracer.
+
+    A build directory holds one extension per interpreter it was built for,
+    named ``_tracer-<X.Y.Z><abiflags>.so``; the exact version is preferred,
+    then another build of the same X.Y (their ABI is the same).  A module
+    installed under the standard name is used first.
+    """
+    try:
+        from evalprof import _tracer  # noqa: F401
+        return _tracer
+    except ImportError:
+        pass
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    abiflags = getattr(sys, "abiflags", "")
+    exact = "_tracer-%s.so" % _version_tag()
+    minor = "_tracer-%d.%d." % sys.version_info[:2]
+    try:
+        names = os.listdir(here)
+    except OSError:
+        names = []
+    builds = sorted(n for n in names if n.startswith("_tracer-")
+                    and n.endswith(".so"))
+    if exact in builds:
+        path = os.path.join(here, exact)
+    else:
+        same = [n for n in builds if n.startswith(minor)
+                and n.endswith(abiflags + ".so")]
+        if not same:
+            built = ", ".join(n[len("_tracer-"):-len(".so")]
+                              for n in builds) or "none"
+            raise TracerUnavailable(
+                "evalprof: the evalprof._tracer extension was not built for "
+                "Python %s (%s); built for: %s.  Run `make` in the evalprof "
+                "tree: it builds one for every CPython 3.11-3.13 it finds."
+                % (_version_tag(), sys.executable, built))
+        path = os.path.join(here, same[-1])
+    loader = importlib.machinery.ExtensionFileLoader("evalprof._tracer", path)
+    spec = importlib.util.spec_from_file_location("evalprof._tracer", path,
+                                                  loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules["evalprof._tracer"] = module
+    return module
+
+
+_tracer = None
+_state = {"path": None, "quiet": True, "hooks_set": False}
+_lock = threading.Lock()
+
+
+def _tracer_module():
+    global _tracer
+    if _tracer is None:
+        _tracer = _load_tracer()
+    return _tracer
+
+
+def _opcode_table():
+    """(opcode, base opcode, name) for every opcode this interpreter has,
+    specialized forms included (they map to their base instruction)."""
+    import dis
+    import opcode
+
+    allmap = dict(getattr(dis, "_all_opmap", None) or opcode.opmap)
+    base_of = {}
+    for base, forms in getattr(opcode, "_specializations", {}).items():
+        for form in forms:
+            base_of[form] = base
+    table = []
+    for name, op in allmap.items():
+        if not 0 <= op <= 255:
+            continue  # pseudo-instructions never execute
+        base = base_of.get(name, name)
+        table.append((op, allmap.get(base, op), name))
+    table.sort()
+    return table
+
+
+def _metadata(ops, threads, extra):
+    impl = sys.implementation
+    meta = {
+        "python.version": platform.python_version(),
+        "python.executable": sys.executable or "",
+        "python.implementation": "%s (%s)" % (impl.name, impl.cache_tag),
+        "python.build": " ".join(sys.version.split()),
+        "evalprof.version": __version__,
+        "ops": "on" if ops else "off",
+        "ops.form": ("base instructions: while traced the interpreter runs "
+                     "its generic (unspecialized) instructions"),
+        "threads": "all" if threads else "starting thread only",
+        "cannot_emit": _CANNOT_EMIT + ("" if ops else ", op (--no-ops)")
+        + " (the instrumented interpreter, mode A, records the loop phases)",
+    }
+    for key, value in (extra or {}).items():
+        meta[str(key)] = str(value)
+    return meta
+
+
+def _package_dir():
+    return os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _at_exit():
+    if is_active():
+        stop()
+
+
+def _after_fork_in_child():
+    if not is_active():
+        return
+    try:
+        _tracer.thread_name(threading.current_thread().name)
+    except Exception:
+        pass
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        # A multiprocessing child leaves through os._exit() after running
+        # its finalizers: close the trace in the last of them.
+        util.register_after_fork(_MP_ANCHOR, _mp_child_started)
+
+
+class _Anchor(object):
+    pass
+
+
+_MP_ANCHOR = _Anchor()
+
+
+def _mp_child_started(_anchor):
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.Finalize(None, _at_exit, exitpriority=-1000000)
+
+
+def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
+          quiet=True, meta=None):
+    """Start tracing into PATH (an ``.evp`` file, created or truncated).
+
+    ops: record every instruction executed (op events); False records
+        frames, C calls and exceptions only, at a fraction of the cost.
+    threads: trace every thread, including threads already running;
+        False traces only the calling thread.
+    follow_fork: a forked child writes its own trace, PATH.<pid>.
+    quiet: no summary line on stderr when the trace is closed.
+    meta: extra metadata pairs for the trace.
+
+    Raises OSError when PATH cannot be created (nothing is traced then),
+    RuntimeError when a trace is already being recorded, and
+    TracerUnavailable when the extension is missing for this interpreter.
+    """
+    tracer = _tracer_module()
+    path = os.path.abspath(os.fspath(path))
+    with _lock:
+        if tracer.active():
+            raise RuntimeError("evalprof is already tracing (into %s)"
+                               % _state["path"])
+        if not _state["hooks_set"]:
+            atexit.register(_at_exit)
+            if hasattr(os, "register_at_fork"):
+                os.register_at_fork(after_in_child=_after_fork_in_child)
+            _state["hooks_set"] = True
+        tracer.start(path, ops=bool(ops), threads=bool(threads),
+                     follow_fork=bool(follow_fork), opcodes=_opcode_table(),
+                     meta=_metadata(ops, threads, meta),
+                     ignore_prefix=_package_dir(), quiet=bool(quiet))
+        _state["path"] = path
+        _state["quiet"] = quiet
+
+
+def stop():
+    """Stop tracing and close the trace.
+
+    Returns a dict of figures: events, dropped, bytes, chunks,
+    event_cost_ns, error (an errno, 0 when every write succeeded), path.
+    Raises RuntimeError when not tracing.
+    """
+    tracer = _tracer_module()
+    with _lock:
+        stats = tracer.stop()
+        stats["path"] = _current_path(_state["path"])
+        if not _state["quiet"]:
+            _report(stats)
+        return stats
+
+
+def _current_path(path):
+    """The file this process wrote: a forked child writes PATH.<pid>."""
+    if path is None:
+        return None
+    child = "%s.%d" % (path, os.getpid())
+    if os.path.exists(child):
+        return child
+    return path
+
+
+def _report(stats):
+    size = stats.get("bytes", 0)
+    if size >= 10 * 1024 * 1024:
+        human = "%.1f MB" % (size / 1e6)
+    else:
+        human = "%.1f kB" % (size / 1e3)
+    line = "evalprof: wrote %s (%s events, %s)" % (
+        stats.get("path"), format(stats.get("events", 0), ","), human)
+    if stats.get("dropped"):
+        line += ", %s events lost" % format(stats["dropped"], ",")
+    if stats.get("error"):
+        line += ", write error: %s" % os.strerror(stats["error"])
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def is_active():
+    """True while this process is recording a trace."""
+    return _tracer is not None and _tracer.active()
+
+
+class profile(object):
+    """Trace a block or a function.
+
+        with evalprof.profile("block.evp"):
+            work()
+
+        @evalprof.profile("calls.evp", ops=False)
+        def work(): ...
+
+    The arguments are start()'s.  The figures of the finished trace are in
+    the ``stats`` attribute.
+    """
+
+    def __init__(self, path="evalprof.evp", **options):
+        self.path = path
+        self.options = options
+        self.stats = None
+
+    def __enter__(self):
+        start(self.path, **self.options)
+        return self
+
+    def __exit__(self, *exc):
+        self.stats = stop()
+        return False
+
+    def __call__(self, func):
+        import functools
+
+        @functools.wraps(func)
+        def traced(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+
+        return traced

@@ -1,0 +1,290 @@
+/*
+ * `evalprof record`: run a Python program and record a trace of it.
+ *
+ *   evalprof record [-o FILE] [--no-ops] [--threads] [--no-follow-fork] [-q]
+ *                   -- PYTHON (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+ *
+ * The interpreter is asked what it is (one short probe run) and then
+ * replaced by the traced program (exec, so signals and the exit status are
+ * the program's own):
+ *
+ *   - an evalprof-instrumented interpreter (mode A: it has sys._evalprof)
+ *     runs the program unchanged with EVALPROF=FILE in its environment;
+ *   - a stock CPython 3.11, 3.12 or 3.13 (mode B) runs it through the
+ *     evalprof package built next to this binary (build/python), loaded by
+ *     a -c bootstrap that puts that directory first on sys.path only while
+ *     evalprof is imported.  Neither PYTHONPATH nor a sitecustomize is
+ *     involved, so the program's own are untouched;
+ *   - anything else gets one line naming what is supported.
+ *
+ * The trace path is checked (created and removed again) before anything
+ * runs, so a missing or read-only directory is reported up front.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+extern char **environ;
+
+/* Prints "VERSION IMPL MODE_A FREE_THREADED"; valid Python 2 and 3. */
+static const char probe_code[] =
+    "import sys\n"
+    "i = getattr(sys, 'implementation', None)\n"
+    "g = getattr(sys, '_is_gil_enabled', None)\n"
+    "sys.stdout.write('%d.%d.%d %s %d %d\\n' % (tuple(sys.version_info[:3]) +"
+    " (getattr(i, 'name', 'cpython'), int(hasattr(sys, '_evalprof')),"
+    " int(g is not None and not g()))))\n";
+
+/*
+ * The -c program that runs evalprof's runner from PKGDIR (sys.argv[1]).
+ * One line: it shows in the trace's recorded command line.
+ */
+static const char boot_code[] =
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from evalprof._cli import main; del sys.path[0], sys.argv[1]; "
+    "sys.exit(main(sys.argv[1:], prog='evalprof record -- PYTHON'))";
+
+struct probe {
+    int major, minor, micro;
+    char impl[32];
+    int mode_a;
+    int free_threaded;
+};
+
+/* Run PYTHON with the probe; 0, or -1 after printing why not. */
+static int probe_python(const char *python, struct probe *p)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        evp_cli_error("record: pipe: %s", strerror(errno));
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    char *argv[] = {(char *)python, "-I", "-c", (char *)probe_code, NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, python, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        evp_cli_error("cannot run %s: %s", python, strerror(rc));
+        return -1;
+    }
+    char buf[256];
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof buf - 1 &&
+           (r = read(fds[0], buf + n, sizeof buf - 1 - n)) != 0) {
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        n += (size_t)r;
+    }
+    buf[n] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+        sscanf(buf, "%d.%d.%d %31s %d %d", &p->major, &p->minor, &p->micro,
+               p->impl, &p->mode_a, &p->free_threaded) != 6) {
+        evp_cli_error("%s does not look like a Python interpreter (its "
+                      "version probe failed)",
+                      python);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Make PATH absolute (the program may change directory) and check that
+ * the trace can be created there: create it if missing, then remove it.
+ */
+static int check_output(const char *path, char *abs, size_t len)
+{
+    int n;
+    if (path[0] == '/') {
+        n = snprintf(abs, len, "%s", path);
+    }
+    else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd)) {
+            evp_cli_error("record: cannot find the current directory: %s",
+                          strerror(errno));
+            return -1;
+        }
+        n = snprintf(abs, len, "%s/%s", cwd, path);
+    }
+    if (n < 0 || (size_t)n >= len) {
+        evp_cli_error("cannot write trace %s: path too long", path);
+        return -1;
+    }
+    struct stat st;
+    int existed = stat(abs, &st) == 0;
+    if (existed && S_ISDIR(st.st_mode)) {
+        evp_cli_error("cannot write trace %s: it is a directory", path);
+        return -1;
+    }
+    int fd = open(abs, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        evp_cli_error("cannot write trace %s: %s", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    if (!existed)
+        unlink(abs);
+    return 0;
+}
+
+/* DIR/python, where DIR holds this binary: the built evalprof package. */
+static int package_dir(char *out, size_t len)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    int k = snprintf(out, len, "%s/python", exe);
+    if (k < 0 || (size_t)k >= len)
+        return -1;
+    char init[PATH_MAX + 64];
+    k = snprintf(init, sizeof init, "%s/evalprof/__init__.py", out);
+    if (k < 0 || (size_t)k >= sizeof init)
+        return -1;
+    return access(init, R_OK) == 0 ? 0 : -1;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"no-ops", no_argument, NULL, 'n'},
+        {"threads", no_argument, NULL, 't'},
+        {"no-follow-fork", no_argument, NULL, 'F'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *out = "evalprof.evp";
+    int no_ops = 0, threads = 0, no_fork = 0, quiet = 0, c;
+    optind = 1;
+    /* '+': options end at PYTHON even without "--". */
+    while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'n': no_ops = 1; break;
+        case 't': threads = 1; break;
+        case 'F': no_fork = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': evp_cli_usage(stdout, "record"); return evp_cli_finish(0);
+        default: evp_cli_usage(stderr, "record"); return 2;
+        }
+    }
+    if (optind >= argc) {
+        evp_cli_usage(stderr, "record");
+        evp_cli_error("record: no interpreter given (-- PYTHON script.py)");
+        return 2;
+    }
+    const char *python = argv[optind];
+    char **target = argv + optind + 1;
+    int ntarget = argc - optind - 1;
+    if (ntarget == 0) {
+        evp_cli_usage(stderr, "record");
+        evp_cli_error("record: nothing to run after %s", python);
+        return 2;
+    }
+
+    char abs[PATH_MAX];
+    if (check_output(out, abs, sizeof abs) < 0)
+        return 2;
+    struct probe p;
+    if (probe_python(python, &p) < 0)
+        return 2;
+    fflush(stdout);
+
+    if (p.mode_a) {
+        /* The instrumented interpreter traces itself. */
+        if (no_ops || threads)
+            evp_cli_warn("%s is an instrumented interpreter: --no-ops and "
+                         "--threads apply to stock interpreters only",
+                         python);
+        if (setenv("EVALPROF", abs, 1) < 0) {
+            evp_cli_error("record: setenv: %s", strerror(errno));
+            return 1;
+        }
+        char **args = calloc((size_t)ntarget + 2, sizeof *args);
+        if (!args)
+            return 1;
+        args[0] = (char *)python;
+        memcpy(args + 1, target, (size_t)ntarget * sizeof *args);
+        execvp(python, args);
+        evp_cli_error("cannot run %s: %s", python, strerror(errno));
+        return 1;
+    }
+
+    int supported = strcmp(p.impl, "cpython") == 0 && p.major == 3 &&
+                    p.minor >= 11 && p.minor <= 13 && !p.free_threaded;
+    if (!supported) {
+        evp_cli_error("%s is %s %d.%d.%d%s, which evalprof cannot trace; "
+                      "supported: CPython 3.11, 3.12 and 3.13, or an "
+                      "evalprof-instrumented interpreter",
+                      python, strcmp(p.impl, "cpython") ? p.impl : "Python",
+                      p.major, p.minor, p.micro,
+                      p.free_threaded ? " (free-threaded)" : "");
+        return 2;
+    }
+    char pkg[PATH_MAX + 16];
+    if (package_dir(pkg, sizeof pkg) < 0) {
+        evp_cli_error("record: the evalprof Python package is not built next "
+                      "to this binary (expected %s/evalprof); run make",
+                      pkg);
+        return 2;
+    }
+
+    /* PYTHON -c BOOT PKG [runner options] TARGET... */
+    char **args = calloc((size_t)ntarget + 16, sizeof *args);
+    if (!args)
+        return 1;
+    int k = 0;
+    args[k++] = (char *)python;
+    args[k++] = "-c";
+    args[k++] = (char *)boot_code;
+    args[k++] = pkg;
+    args[k++] = "-o";
+    args[k++] = abs;
+    if (no_ops)
+        args[k++] = "--no-ops";
+    if (threads)
+        args[k++] = "--threads";
+    if (no_fork)
+        args[k++] = "--no-follow-fork";
+    if (quiet)
+        args[k++] = "-q";
+    /* A script whose name starts with '-' must not be read as an option. */
+    if (target[0][0] != '-' || strcmp(target[0], "-") == 0)
+        args[k++] = "--";
+    for (int i = 0; i < ntarget; i++)
+        args[k++] = target[i];
+    args[k] = NULL;
+    execvp(python, args);
+    evp_cli_error("cannot run %s: %s", python, strerror(errno));
+    return 1;
+}

@@ -1,0 +1,672 @@
+"""End-to-end tests of mode B: stock CPython traced by evalprof._tracer.
+
+Run by Meson once per interpreter found and per test class:
+
+    EVP_PYTHON=/path/to/python3.12 EVP_BUILD=build \\
+        python3.12 tests/e2e/modeb/test_modeb.py OpCounts
+
+Each test runs real programs (progs/) under `python -m evalprof` or
+`evalprof record`, reads the trace back through the project's reader
+(`evalprof export --format text`, evptrace.py) and checks it against an
+independent count: a pure-Python opcode counter (opcount.py), cProfile's
+call counts, the program's own known structure, the plain run's output
+and exit status.  A class whose every test is skipped exits 77 after a
+"SKIP: reason" line.
+"""
+import collections
+import json
+import os
+import pstats
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGS = os.path.join(HERE, "progs")
+sys.path.insert(0, HERE)
+
+from evptrace import Trace  # noqa: E402
+
+PY = os.environ.get("EVP_PYTHON", sys.executable)
+BUILD = os.path.abspath(os.environ.get("EVP_BUILD", "build"))
+EVALPROF = os.path.join(BUILD, "evalprof")
+PKG = os.path.join(BUILD, "python")
+VERSION = sys.version_info[:2]
+
+
+def prog(name):
+    return os.path.join(PROGS, name)
+
+
+def env(extra=None, pythonpath=True):
+    e = dict(os.environ)
+    e["PYTHONHASHSEED"] = "0"
+    e.pop("EVALPROF", None)
+    if pythonpath:
+        e["PYTHONPATH"] = PKG + (os.pathsep + e["PYTHONPATH"]
+                                 if e.get("PYTHONPATH") else "")
+    if extra:
+        e.update(extra)
+    return e
+
+
+class Case(unittest.TestCase):
+    """Temporary directory and runners shared by the tests."""
+
+    maxDiff = None
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="evp-modeb-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def traced(self, args, out="t.evp", opts=(), check=True, timeout=120,
+               **kw):
+        """python -m evalprof -q -o OUT OPTS ARGS"""
+        trace = self.path(out)
+        p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace] +
+                           list(opts) + list(args), capture_output=True,
+                           text=True, env=env(), cwd=self.tmp,
+                           timeout=timeout, **kw)
+        if check and p.returncode != 0:
+            self.fail("traced run failed (%d):\n%s%s"
+                      % (p.returncode, p.stdout, p.stderr))
+        return p, trace
+
+    def plain(self, args, check=True, timeout=120):
+        p = subprocess.run([PY] + list(args), capture_output=True, text=True,
+                           env=env(pythonpath=False), cwd=self.tmp,
+                           timeout=timeout)
+        if check and p.returncode != 0:
+            self.fail("plain run failed (%d): %s" % (p.returncode, p.stderr))
+        return p
+
+    def load(self, trace):
+        t = Trace.load(EVALPROF, trace)
+        return t
+
+    def assertBalanced(self, t):
+        for name, open_frames, bad in t.balance():
+            self.assertEqual((open_frames, bad), (0, 0),
+                             "stream %s: %d frames left open, %d exits "
+                             "without an enter" % (name, open_frames, bad))
+
+    def reference(self, script, args=()):
+        out = self.path("ref.json")
+        p = subprocess.run([PY, os.path.join(HERE, "opcount.py"), out,
+                            script] + list(args), capture_output=True,
+                           text=True, env=env(pythonpath=False),
+                           cwd=self.tmp, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out) as f:
+            ref = json.load(f)
+        ops = collections.Counter({(f, o): n for f, o, n in ref["ops"]})
+        return ops, collections.Counter(ref["exceptions"])
+
+    def cprofile(self, script, args=()):
+        out = self.path("prof.out")
+        p = subprocess.run([PY, "-m", "cProfile", "-o", out, script] +
+                           list(args), capture_output=True, text=True,
+                           env=env(pythonpath=False), cwd=self.tmp,
+                           timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return pstats.Stats(out).stats
+
+
+def calls_by_line(t, file):
+    """{(first line, short name): enter + resume} for FILE's functions."""
+    out = collections.Counter()
+    for s in t.streams:
+        for kind, a, b in s.events:
+            if kind in (3, 18):
+                name, ffile, line = t.func(a)
+                if ffile == file:
+                    out[line, name.rsplit(".", 1)[-1]] += 1
+    return out
+
+
+class OpCounts(Case):
+    """op events per function and base opcode equal a pure-Python count."""
+
+    def compare(self, script, args=()):
+        p, trace = self.traced([script] + list(args))
+        t = self.load(trace)
+        ours = t.ops_by_function(script)
+        ref, _ = self.reference(script, args)
+        self.assertGreater(sum(ref.values()), 100)
+        diff = {k: (ours[k], ref[k]) for k in set(ours) | set(ref)
+                if ours[k] != ref[k]}
+        self.assertEqual(diff, {}, "(ours, reference) per (function, "
+                         "opcode) where they differ")
+        return t
+
+    def test_mixed_program(self):
+        t = self.compare(prog("calls.py"))
+        self.assertBalanced(t)
+
+    def test_raises_and_generators(self):
+        self.compare(prog("raises.py"))
+        self.compare(prog("gens.py"))
+
+    def test_extended_arg(self):
+        # More than 256 constants and locals: EXTENDED_ARG prefixes.
+        script = self.path("extended.py")
+        lines = ["def big(a):", "    t = 0.0"]
+        for i in range(300):
+            lines.append("    v%d = a + %d.5" % (i, i))
+        lines.append("    return " + " + ".join("v%d" % i for i in
+                                                range(0, 300, 7)))
+        lines += ["", "for k in range(3):", "    big(k)"]
+        with open(script, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        t = self.compare(script)
+        ops = t.ops_by_function(script)
+        self.assertGreater(ops["big", "EXTENDED_ARG"], 0)
+
+    def test_no_ops(self):
+        p, trace = self.traced([prog("calls.py")], opts=["--no-ops"])
+        t = self.load(trace)
+        kinds = t.kind_counts()
+        self.assertEqual(kinds["op"], 0)
+        self.assertGreater(kinds["enter"], 100)
+        can = int(t.meta["kinds.can_emit"], 0)
+        self.assertFalse(can & (1 << 9), "--no-ops trace claims op events")
+        self.assertIn("op (--no-ops)", t.meta["cannot_emit"])
+
+
+class Calls(Case):
+    """Enter/exit balance, and call counts equal cProfile's."""
+
+    def check_against_cprofile(self, script):
+        p, trace = self.traced([script])
+        t = self.load(trace)
+        self.assertBalanced(t)
+        ours = calls_by_line(t, script)
+        theirs = collections.Counter()
+        for (file, line, name), st in self.cprofile(script).items():
+            if file == script:
+                theirs[line, name] += st[1]
+        self.assertGreater(len(theirs), 3)
+        diff = {k: (ours[k], theirs[k]) for k in set(ours) | set(theirs)
+                if ours[k] != theirs[k]}
+        self.assertEqual(diff, {}, "(ours, cProfile's) call counts per "
+                         "(first line, name) where they differ")
+        return t
+
+    def test_mixed_program(self):
+        t = self.check_against_cprofile(prog("calls.py"))
+        # The output is the program's own.
+        self.assertEqual(self.traced([prog("calls.py")])[0].stdout,
+                         self.plain([prog("calls.py")]).stdout)
+        c = t.kinds_by_function()
+        self.assertEqual(c["len"]["c call"], c["len"]["c return"])
+        self.assertGreater(c["list.append"]["c call"], 49)
+        self.assertEqual(c["str.join"]["c call"], 1)
+        # sorted() calls the lambda: c call, then Python frames inside.
+        self.assertEqual(c["sorted"]["c call"], 1)
+
+    def test_generators_and_coroutines(self):
+        self.check_against_cprofile(prog("gens.py"))
+        self.check_against_cprofile(prog("aio.py"))
+
+    def test_c_calls_match_cprofile(self):
+        script = prog("calls.py")
+        p, trace = self.traced([script])
+        c = self.load(trace).kinds_by_function()
+        stats = self.cprofile(script)
+        want = {}
+        for (file, line, name), st in stats.items():
+            if name == "<built-in method builtins.len>":
+                want["len"] = st[1]
+            elif name == "<method 'append' of 'list' objects>":
+                want["list.append"] = st[1]
+        self.assertEqual(set(want), {"len", "list.append"})
+        for name, n in want.items():
+            self.assertEqual(c[name]["c call"], n, name)
+
+    def test_metadata(self):
+        p, trace = self.traced([prog("gens.py")])
+        t = self.load(trace)
+        import platform
+        self.assertEqual(t.meta["producer"], "extension")
+        self.assertEqual(t.meta["mode"], "B")
+        self.assertEqual(t.meta["python.version"],
+                         subprocess.run([PY, "-c", "import platform; print("
+                                         "platform.python_version())"],
+                                        capture_output=True, text=True)
+                         .stdout.strip())
+        self.assertIn("loop enter", t.meta["cannot_emit"])
+        can = int(t.meta["kinds.can_emit"], 0)
+        for k in (5, 6, 7, 8, 11, 12, 13):
+            self.assertFalse(can & (1 << k), "claims kind %d" % k)
+        for k in (0, 1, 2, 3, 4, 9, 10, 15, 16, 17, 18, 19):
+            self.assertTrue(can & (1 << k), "misses kind %d" % k)
+        info = subprocess.run([EVALPROF, "summary", trace],
+                              capture_output=True, text=True)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        self.assertIn("cannot emit", info.stdout)
+        self.assertIsNotNone(platform)
+
+
+class Exceptions(Case):
+    """loop exception events, and programs that fail or exit."""
+
+    def test_loop_exception_counts(self):
+        script = prog("raises.py")
+        p, trace = self.traced([script])
+        t = self.load(trace)
+        self.assertBalanced(t)
+        _, ref = self.reference(script)
+        self.assertGreater(sum(ref.values()), 10)
+        self.assertEqual(t.exceptions_by_function(script), ref)
+
+    def test_uncaught_exception(self):
+        script = prog("uncaught.py")
+        plain = self.plain([script], check=False)
+        p, trace = self.traced([script], check=False)
+        self.assertEqual(plain.returncode, 1)
+        self.assertEqual(p.returncode, plain.returncode)
+        self.assertEqual(p.stdout, plain.stdout)
+        self.assertEqual(p.stderr, plain.stderr)
+        t = self.load(trace)
+        self.assertEqual(t.kind_counts()["fini"], 1)
+        self.assertIn("inner", {n for n, f, l in t.funcs.values()})
+
+    def test_sys_exit(self):
+        script = prog("exits.py")
+        p, trace = self.traced([script], check=False)
+        self.assertEqual(p.returncode, 3)
+        self.assertEqual(p.stdout, "finishing\n")
+        t = self.load(trace)
+        self.assertEqual(t.kind_counts()["fini"], 1)
+        self.assertBalanced(t)
+
+    def test_killed(self):
+        trace = self.path("killed.evp")
+        proc = subprocess.Popen([PY, "-m", "evalprof", "-q", "-o", trace,
+                                 prog("forever.py")], stdout=subprocess.PIPE,
+                                text=True, env=env(), cwd=self.tmp)
+        self.assertEqual(proc.stdout.readline(), "started\n")
+        time.sleep(0.7)  # a few of the recorder's periodic flushes
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        # Readable up to the last flush: the views work on it.
+        info = subprocess.run([EVALPROF, "summary", "--funcs", trace],
+                              capture_output=True, text=True)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        self.assertRegex(info.stdout, r"\n op +[\d,]{5,} ")
+        self.assertIn("spin (%s" % prog("forever.py"), info.stdout)
+
+
+class Recursion(Case):
+    def test_5000_deep(self):
+        script = prog("recurse.py")
+        plain = self.plain([script])
+        for opts in ([], ["--no-ops"]):
+            p, trace = self.traced([script], opts=opts)
+            self.assertEqual(p.stdout, plain.stdout)
+            t = self.load(trace)
+            self.assertBalanced(t)
+            self.assertGreaterEqual(t.max_depth(), 5001)
+            c = t.kinds_by_function(script)
+            self.assertEqual(c["down"]["enter"], 3 * 5001)
+            self.assertEqual(c["Node.length"]["exit"], 5000)
+
+
+class Generators(Case):
+    EXPECTED = {
+        "produce": {"enter": 2, "suspend": 8, "resume": 8, "exit": 2},
+        "relay": {"enter": 1, "suspend": 3, "resume": 3, "exit": 1},
+        "stopper": {"enter": 1, "suspend": 2, "resume": 2, "exit": 1},
+        "thrower": {"enter": 1, "suspend": 1, "resume": 1, "exit": 1},
+    }
+    if VERSION >= (3, 13):
+        # close() of a generator suspended outside any try block marks it
+        # finished without resuming its frame.
+        EXPECTED["stopper"] = {"enter": 1, "suspend": 2, "resume": 1}
+    if VERSION < (3, 12):
+        # 3.11 closes a never-started generator (when it is freed) by
+        # throwing GeneratorExit into its frame: one evaluation.
+        EXPECTED["never"] = {"enter": 1, "exit": 1}
+
+    def test_generator_events(self):
+        script = prog("gens.py")
+        for opts in ([], ["--no-ops"]):
+            p, trace = self.traced([script], opts=opts)
+            t = self.load(trace)
+            self.assertBalanced(t)
+            c = t.kinds_by_function(script)
+            for name, want in self.EXPECTED.items():
+                self.assertEqual(dict(c[name]), want, name)
+            if "never" not in self.EXPECTED:
+                self.assertNotIn("never", c)
+
+    def test_coroutines(self):
+        script = prog("aio.py")
+        p, trace = self.traced([script])
+        self.assertEqual(p.stdout, self.plain([script]).stdout)
+        t = self.load(trace)
+        self.assertBalanced(t)
+        c = t.kinds_by_function(script)
+        # worker("a", 5) and worker("b", 3) each start once and resume
+        # after every await that suspended.
+        self.assertEqual(c["worker"]["enter"], 2)
+        self.assertEqual(c["worker"]["exit"], 2)
+        self.assertGreater(c["worker"]["resume"], 8)
+        self.assertEqual(c["worker"]["resume"], c["worker"]["suspend"])
+        self.assertEqual(c["leaf"]["enter"], 8)
+        self.assertEqual(c["agen"]["enter"], 1)
+        self.assertEqual(c["agen"]["enter"] + c["agen"]["resume"],
+                         c["agen"]["exit"] + c["agen"]["suspend"])
+
+
+class Threads(Case):
+    def worker_streams(self, t):
+        return {s.name: s for s in t.streams if s.name.startswith("worker")}
+
+    def square_calls(self, t, stream):
+        n = 0
+        for kind, a, b in stream.events:
+            if kind == 3 and t.func(a)[0] == "square":
+                n += 1
+        return n
+
+    def work_ops(self, t, stream):
+        n, stack = 0, []
+        for kind, a, b in stream.events:
+            if kind in (3, 15, 18):
+                stack.append(t.func(a)[0])
+            elif kind in (4, 16, 17, 19):
+                if stack:
+                    stack.pop()
+            elif kind == 9 and stack and stack[-1] in ("work", "square"):
+                n += 1
+        return n
+
+    def test_main_thread_only_by_default(self):
+        p, trace = self.traced([prog("threads.py")])
+        t = self.load(trace)
+        self.assertEqual(self.worker_streams(t), {})
+        busy = [s for s in t.streams if len(s)]
+        self.assertEqual(len(busy), 1, [s.name for s in busy])
+        self.assertEqual(busy[0].name, "MainThread")
+
+    def test_every_thread(self):
+        p, trace = self.traced([prog("threads.py")], opts=["--threads"])
+        t = self.load(trace)
+        self.assertBalanced(t)
+        workers = self.worker_streams(t)
+        self.assertEqual(sorted(workers),
+                         ["worker-1", "worker-2", "worker-3"])
+        for s in workers.values():
+            self.assertEqual(self.square_calls(t, s), 200)
+        # The same work in each thread: the same instructions in work().
+        ops = [self.work_ops(t, s) for s in workers.values()]
+        self.assertEqual(len(set(ops)), 1, ops)
+        self.assertGreater(ops[0], 1000)
+
+    def test_threads_started_before_tracing(self):
+        trace = self.path("api.evp")
+        p = subprocess.run([PY, prog("threads.py"), "--api", trace],
+                           capture_output=True, text=True, env=env(),
+                           cwd=self.tmp, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        t = self.load(trace)
+        workers = self.worker_streams(t)
+        self.assertEqual(sorted(workers),
+                         ["worker-1", "worker-2", "worker-3"])
+        for s in workers.values():
+            self.assertEqual(self.square_calls(t, s), 200)
+            # The frame that was running when tracing began shows its ops.
+            self.assertGreater(sum(1 for k, a, b in s.events if k == 9), 0)
+
+
+class Fork(Case):
+    def child_files(self, trace):
+        return sorted(f for f in os.listdir(self.tmp)
+                      if f.startswith(os.path.basename(trace) + "."))
+
+    def names(self, t):
+        return {t.func(a)[0] for s in t.streams for k, a, b in s.events
+                if k == 3}
+
+    def check(self, mode, complete):
+        p, trace = self.traced([prog("forks.py"), mode])
+        child_pid = int(p.stdout.split()[1])
+        self.assertIn("child %d 0" % child_pid, p.stdout)
+        parent = self.load(trace)
+        self.assertBalanced(parent)
+        self.assertIn("parent_square", self.names(parent))
+        self.assertNotIn("child_square", self.names(parent))
+        files = self.child_files(trace)
+        self.assertEqual(files, ["t.evp.%d" % child_pid])
+        child = self.load(self.path(files[0]))
+        self.assertEqual(child.meta.get("parent.pid"), parent.meta["pid"])
+        self.assertEqual(child.meta.get("pid"), str(child_pid))
+        self.assertIn("child_square", self.names(child))
+        self.assertNotIn("parent_square", self.names(child))
+        if complete:
+            self.assertEqual(child.kind_counts()["fini"], 1)
+        return child
+
+    def test_os_fork(self):
+        self.check("fork", complete=True)
+
+    def test_os_fork_os_exit(self):
+        # os._exit skips every exit handler: the child's trace holds what
+        # was flushed, or only its header; either way never the parent's.
+        p, trace = self.traced([prog("forks.py"), "fork_exit"])
+        parent = self.load(trace)
+        self.assertNotIn("child_square", self.names(parent))
+        for f in self.child_files(trace):
+            info = subprocess.run([EVALPROF, "info", self.path(f)],
+                                  capture_output=True, text=True)
+            self.assertEqual(info.returncode, 0, info.stderr)
+
+    def test_multiprocessing(self):
+        self.check("mp", complete=True)
+
+    def test_no_follow_fork(self):
+        p, trace = self.traced([prog("forks.py"), "fork"],
+                               opts=["--no-follow-fork"])
+        self.assertEqual(self.child_files(trace), [])
+        self.assertNotIn("child_square", self.names(self.load(trace)))
+
+
+class Subprocess(Case):
+    def test_child_interpreter_untraced(self):
+        script = prog("subproc.py")
+        p, trace = self.traced([script])
+        self.assertEqual(p.stdout, self.plain([script]).stdout)
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["t.evp"])
+        t = self.load(trace)
+        self.assertBalanced(t)
+        self.assertIn("parent_work", {n for n, f, l in t.funcs.values()})
+
+
+class BadInput(Case):
+    def old_python(self):
+        for v in ("3.10", "3.9", "3.8"):
+            for root in (os.environ.get("PYENV_ROOT"),
+                         os.path.expanduser("~/.pyenv")):
+                if not root:
+                    continue
+                vdir = os.path.join(root, "versions")
+                if not os.path.isdir(vdir):
+                    continue
+                for d in sorted(os.listdir(vdir)):
+                    exe = os.path.join(vdir, d, "bin", "python" + v)
+                    if d.startswith(v + ".") and os.access(exe, os.X_OK):
+                        return exe
+        return None
+
+    def test_unsupported_interpreter(self):
+        old = self.old_python()
+        if old is None:
+            self.skipTest("no Python older than 3.11 on this machine")
+        marker = self.path("ran")
+        script = self.path("s.py")
+        with open(script, "w") as f:
+            f.write("open(%r, 'w').close()\n" % marker)
+        for cmd in ([old, "-m", "evalprof", "-o", self.path("x.evp"), script],
+                    [EVALPROF, "record", "-o", self.path("x.evp"), "--", old,
+                     script]):
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env(),
+                               cwd=self.tmp)
+            self.assertEqual(p.returncode, 2, cmd)
+            lines = p.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, p.stderr)
+            for v in ("3.11", "3.12", "3.13"):
+                self.assertIn(v, lines[0])
+            self.assertFalse(os.path.exists(marker))
+
+    def unwritable_dir(self):
+        d = self.path("ro")
+        os.mkdir(d)
+        os.chmod(d, 0o555)
+        try:
+            open(os.path.join(d, "probe"), "w").close()
+        except OSError:
+            return d
+        os.unlink(os.path.join(d, "probe"))
+        # root ignores permissions: a directory nobody can create files in
+        for d in ("/sys", "/proc/self"):
+            try:
+                open(os.path.join(d, "evalprof-probe"), "w").close()
+            except OSError:
+                return d
+        return None
+
+    def check_refused(self, trace):
+        marker = self.path("ran")
+        script = self.path("s.py")
+        with open(script, "w") as f:
+            f.write("open(%r, 'w').close()\n" % marker)
+        for cmd in ([PY, "-m", "evalprof", "-o", trace, script],
+                    [EVALPROF, "record", "-o", trace, "--", PY, script]):
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env(),
+                               cwd=self.tmp)
+            self.assertEqual(p.returncode, 2, (cmd, p.stderr))
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn("cannot write trace", p.stderr)
+            self.assertFalse(os.path.exists(marker), "the script ran")
+
+    def test_missing_directory(self):
+        self.check_refused(self.path("no/such/dir/t.evp"))
+
+    def test_read_only_directory(self):
+        d = self.unwritable_dir()
+        if d is None:
+            self.skipTest("no directory here refuses new files")
+        self.check_refused(os.path.join(d, "t.evp"))
+
+
+class Api(Case):
+    def test_api(self):
+        base = self.path("api")
+        p = subprocess.run([PY, prog("apiuse.py"), base], capture_output=True,
+                           text=True, env=env(), cwd=self.tmp, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines(), [
+            "double start refused", "stopped True True",
+            "stop without start refused", "context True",
+            "decorator 8555", "active False"])
+        for i, ops in ((1, True), (2, False), (3, True)):
+            t = self.load("%s-%d.evp" % (base, i))
+            self.assertBalanced(t)
+            self.assertEqual(t.kind_counts()["op"] > 0, ops)
+            self.assertIn("work", {n for n, f, l in t.funcs.values()})
+            # evalprof's own frames are left out.
+            files = {f for n, f, l in t.funcs.values()}
+            self.assertFalse([f for f in files if "/evalprof/" in f], files)
+        self.assertFalse(os.path.exists(base + "-x.evp"))
+
+
+class Record(Case):
+    def test_record_keeps_pythonpath_and_sitecustomize(self):
+        site = self.path("site")
+        os.mkdir(site)
+        with open(os.path.join(site, "sitecustomize.py"), "w") as f:
+            f.write("import builtins\nbuiltins.SITE_MARK = 'mine'\n")
+        script = self.path("s.py")
+        with open(script, "w") as f:
+            f.write("import os, sys\n"
+                    "print(SITE_MARK, os.environ['PYTHONPATH'])\n"
+                    "print(sys.path[0] == os.path.dirname(__file__))\n"
+                    "print(%r in sys.path)\n"
+                    "print(any('build' in p and p.endswith('python') "
+                    "for p in sys.path))\n"
+                    "print(sys.argv[1:])\n" % site)
+        e = dict(os.environ, PYTHONPATH=site, PYTHONHASHSEED="0")
+        trace = self.path("r.evp")
+        p = subprocess.run([EVALPROF, "record", "-q", "-o", trace, "--", PY,
+                            script, "a", "-b"], capture_output=True,
+                           text=True, env=e, cwd=self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        plain = subprocess.run([PY, script, "a", "-b"], capture_output=True,
+                               text=True, env=e, cwd=self.tmp)
+        self.assertEqual(p.stdout, plain.stdout)
+        self.assertEqual(p.stdout.splitlines()[0], "mine " + site)
+        t = self.load(trace)
+        self.assertEqual(t.meta["mode"], "B")
+
+    def test_record_module_code_and_status(self):
+        trace = self.path("r.evp")
+        p = subprocess.run([EVALPROF, "record", "-q", "-o", trace, "--", PY,
+                            "-c", "import sys; print(sys.argv); sys.exit(5)",
+                            "x"], capture_output=True, text=True, env=env(),
+                           cwd=self.tmp)
+        self.assertEqual(p.returncode, 5)
+        self.assertEqual(p.stdout, "['-c', 'x']\n")
+        p = subprocess.run([EVALPROF, "record", "-q", "-o", trace, "--", PY,
+                            "-m", "json.tool", "--help"], capture_output=True,
+                           text=True, env=env(), cwd=self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        plain = subprocess.run([PY, "-m", "json.tool", "--help"],
+                               capture_output=True, text=True, cwd=self.tmp)
+        self.assertEqual(p.stdout, plain.stdout)
+        self.assertGreater(self.load(trace).kind_counts()["op"], 100)
+
+
+class Workload(Case):
+    def test_bundled_workload(self):
+        script = os.path.join(os.path.dirname(os.path.dirname(
+            os.path.dirname(HERE))), "examples", "workload", "main.py")
+        args = [script, "--scale", "0.005", "--no-times"]
+        plain = self.plain(args)
+        p, trace = self.traced(args)
+        self.assertEqual(p.stdout, plain.stdout)
+        t = self.load(trace)
+        self.assertBalanced(t)
+        self.assertGreater(t.kind_counts()["op"], 100000)
+
+
+def main():
+    names = sys.argv[1:] or None
+    loader = unittest.TestLoader()
+    if names:
+        suite = unittest.TestSuite(loader.loadTestsFromName(n, sys.modules[
+            __name__]) for n in names)
+    else:
+        suite = loader.loadTestsFromModule(sys.modules[__name__])
+    print("interpreter: %s (%s)" % (PY, sys.version.split()[0]))
+    result = unittest.TextTestRunner(verbosity=2).run(suite)
+    if not result.wasSuccessful():
+        return 1
+    if result.testsRun and len(result.skipped) == result.testsRun:
+        print("SKIP: %s" % "; ".join(sorted({r for t, r in result.skipped})))
+        return 77
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
