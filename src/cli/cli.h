@@ -28,6 +28,7 @@ int cmd_summary(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_perf(int argc, char **argv);

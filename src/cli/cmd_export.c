@@ -5,6 +5,8 @@
  *   text    the discussion's text format (plus evalprof's comment lines)
  *   evp     the binary format, optionally zstd-compressed
  *   folded  collapsed stacks for flame graphs (--ops, --phases)
+ *   chrome  a timeline in the Trace Event Format (Perfetto, chrome://tracing),
+ *           frames as slices, with --ops instructions and --phases loop phases
  */
 #include <errno.h>
 #include <getopt.h>
@@ -66,6 +68,23 @@ static int export_folded(struct evp_trace *t, const struct export_opts *o)
     return rc ? 1 : 0;
 }
 
+static int export_chrome(struct evp_trace *t, const struct export_opts *o)
+{
+    struct evp_chrome_opts co = {.ops = o->ops, .phases = o->phases,
+                                 .compensate = !evp_trace_info(t)->text};
+    FILE *f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");
+    if (!f) {
+        evp_cli_error("%s: %s", o->out, strerror(errno));
+        return 1;
+    }
+    int rc = evp_view_chrome(t, f, &co);
+    if (f != stdout && (fclose(f) != 0 || rc < 0)) {
+        evp_cli_error("%s: write failed", o->out);
+        return 1;
+    }
+    return rc < 0 ? 1 : 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(struct evp_trace *t, const struct export_opts *o);
@@ -73,6 +92,7 @@ static const struct {
     {"text", export_text},
     {"evp", export_evp},
     {"folded", export_folded},
+    {"chrome", export_chrome},
 };
 
 /* Same file? (so that export never truncates its own input) */

@@ -24,12 +24,16 @@ static const struct evp_cmd commands[] = {
     {"info", cmd_info, "print a trace's metadata, streams and warnings",
      "usage: evalprof info [--python X.Y] TRACE\n"},
     {"export", cmd_export, "write a trace in another format",
-     "usage: evalprof export --format text|evp|folded [-o OUT] [--zstd[=LEVEL]]\n"
-     "                       [--ops] [--phases] (folded)\n"
+     "usage: evalprof export --format text|evp|folded|chrome [-o OUT]\n"
+     "                       [--zstd[=LEVEL]] (evp)\n"
+     "                       [--ops] [--phases] (folded, chrome)\n"
      "                       [--python X.Y] TRACE\n"},
     {"import", cmd_import, "turn a text trace into a binary .evp trace",
      "usage: evalprof import [-o OUT.evp] [--zstd[=LEVEL]] [--python X.Y]\n"
      "                       TEXT-TRACE\n"},
+    {"diff", cmd_diff, "compare two traces: events, opcodes, functions",
+     "usage: evalprof diff [--sort total|count|elapsed|name] [--funcs]\n"
+     "                     [--no-compensate] [--python X.Y] BASE NEW\n"},
     {"record", cmd_record, "run a Python program and record a trace of it",
      "usage: evalprof record [-o FILE] [--no-ops] [--threads] "
      "[--no-follow-fork] [-q]\n"

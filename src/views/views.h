@@ -44,6 +44,29 @@ struct evp_summary_opts {
 int evp_view_summary(struct evp_trace *t, FILE *out,
                      const struct evp_summary_opts *o);
 
+/* ---- diff (diff.c) ------------------------------------------------ */
+struct evp_diff_opts {
+    enum evp_sort sort; /* EVP_SORT_TOTAL (default): by change in total */
+    int funcs;          /* add the per-function table */
+    int compensate;
+};
+
+int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
+                  const struct evp_diff_opts *o);
+
+/* ---- timeline (chrome.c): Trace Event Format JSON ------------------ */
+struct evp_chrome_opts {
+    int ops;    /* every instruction as a slice */
+    int phases; /* the loop's phases as slices */
+    int compensate;
+};
+
+int evp_view_chrome(struct evp_trace *t, FILE *out,
+                    const struct evp_chrome_opts *o);
+
+/* Write STR as a JSON string: quoted, escaped, invalid UTF-8 replaced. */
+void evp_json_string(FILE *f, const char *str);
+
 /* ---- info ---------------------------------------------------------- */
 int evp_view_info(struct evp_trace *t, FILE *out);
 

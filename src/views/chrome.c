@@ -1,0 +1,210 @@
+/*
+ * The timeline view (`evalprof export --format chrome`): the Trace Event
+ * Format (JSON) read by Perfetto (ui.perfetto.dev), chrome://tracing and
+ * speedscope.
+ *
+ * Each thread is a track; each frame (enter/exit, resume/suspend, C calls)
+ * is a slice named after its function.  With ops, every instruction is a
+ * slice inside its frame; with phases, the loop's own phases (loop enter,
+ * eval-breaker checks, dispatch, error and exception paths, loop exit,
+ * runtime other) are too.  init and fini are instant events.  Times are
+ * microseconds from the trace start, to the nanosecond.  Every name is
+ * JSON-escaped, with invalid UTF-8 replaced, so any function name yields a
+ * valid file.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "views.h"
+
+struct chrome {
+    struct evp_trace *t;
+    FILE *out;
+    const struct evp_chrome_opts *o;
+    uint64_t start;
+    long pid;
+    uint64_t tid;
+    int32_t open; /* frames begun and not yet ended in this stream */
+    uint64_t last_ts;
+    int first;
+};
+
+/* Length of the valid UTF-8 sequence at S, or 0. */
+static int utf8_len(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return 1;
+    int n = s[0] >= 0xf0 && s[0] <= 0xf4   ? 4
+            : s[0] >= 0xe0                 ? 3
+            : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+                                           : 0;
+    if (!n)
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+        return 0; /* overlong, surrogate */
+    if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+        return 0;
+    return n;
+}
+
+void evp_json_string(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    putc('"', f);
+    while (*s) {
+        if (*s == '"' || *s == '\\') {
+            putc('\\', f);
+            putc(*s++, f);
+        } else if (*s < 0x20 || *s == 0x7f) {
+            fprintf(f, "\\u%04x", *s++);
+        } else {
+            int n = utf8_len(s);
+            if (!n) {
+                fputs("\\ufffd", f);
+                s++;
+            } else {
+                fwrite(s, 1, (size_t)n, f);
+                s += n;
+            }
+        }
+    }
+    putc('"', f);
+}
+
+static void put_ts(struct chrome *c, const char *key, uint64_t ns)
+{
+    fprintf(c->out, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, ns / 1000, ns % 1000);
+}
+
+static void begin(struct chrome *c, const char *ph)
+{
+    fputs(c->first ? "\n" : ",\n", c->out);
+    c->first = 0;
+    fprintf(c->out, "{\"ph\":\"%s\",\"pid\":%ld,\"tid\":%" PRIu64, ph, c->pid,
+            c->tid);
+}
+
+static void func_name(struct chrome *c, uint32_t id)
+{
+    const struct evp_func *f = evp_trace_func(c->t, id);
+    char buf[32];
+    if (!f)
+        snprintf(buf, sizeof buf, "<func %u>", id);
+    fputs(",\"name\":", c->out);
+    evp_json_string(c->out, f ? f->name : buf);
+}
+
+static int chrome_begin(void *ctx, const struct evp_stream *s)
+{
+    struct chrome *c = ctx;
+    c->tid = s->tid ? s->tid : s->id;
+    c->open = 0;
+    begin(c, "M");
+    fputs(",\"name\":\"thread_name\",\"args\":{\"name\":", c->out);
+    evp_json_string(c->out, s->name);
+    fputs("}}", c->out);
+    return 0;
+}
+
+static int is_phase(unsigned kind)
+{
+    return kind == EVP_EV_RUNTIME_OTHER ||
+           (kind >= EVP_EV_LOOP_ENTER && kind <= EVP_EV_LOOP_EXIT &&
+            kind != EVP_EV_OP) ||
+           kind == EVP_EV_RECORDER;
+}
+
+static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct chrome *c = ctx;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_event *e = &ev[i];
+        uint64_t ts = e->ts > c->start ? e->ts - c->start : 0;
+        c->last_ts = ts + e->elapsed;
+        if (evp_kind_pushes(e->kind)) {
+            begin(c, "B");
+            func_name(c, e->func);
+            fprintf(c->out, ",\"cat\":\"%s\"", evp_kind_name(e->kind));
+            put_ts(c, "ts", ts);
+            fputc('}', c->out);
+            c->open++;
+        } else if (evp_kind_pops(e->kind)) {
+            if (!c->open || (e->flags & EVP_EVF_UNMATCHED))
+                continue; /* began before the trace: nothing to end */
+            begin(c, "E");
+            put_ts(c, "ts", ts);
+            fputc('}', c->out);
+            c->open--;
+        } else if (e->kind == EVP_EV_INIT || e->kind == EVP_EV_FINI) {
+            begin(c, "i");
+            fprintf(c->out, ",\"name\":\"%s\",\"s\":\"p\"",
+                    evp_kind_name(e->kind));
+            put_ts(c, "ts", ts);
+            fputc('}', c->out);
+        } else if ((e->kind == EVP_EV_OP && c->o->ops) ||
+                   (c->o->phases && is_phase(e->kind))) {
+            begin(c, "X");
+            fputs(",\"name\":", c->out);
+            if (e->kind == EVP_EV_OP) {
+                const char *nm = evp_trace_opname(c->t, e->aux);
+                char buf[32];
+                if (!nm)
+                    snprintf(buf, sizeof buf, "<%u>", e->aux);
+                evp_json_string(c->out, nm ? nm : buf);
+                fputs(",\"cat\":\"op\"", c->out);
+            } else {
+                fprintf(c->out, "\"%s\",\"cat\":\"phase\"",
+                        evp_kind_name(e->kind));
+            }
+            put_ts(c, "ts", ts);
+            put_ts(c, "dur", e->elapsed);
+            fputc('}', c->out);
+        }
+    }
+    return ferror(c->out) ? -1 : 0;
+}
+
+static int chrome_end(void *ctx, const struct evp_stream *s)
+{
+    struct chrome *c = ctx;
+    (void)s;
+    /* Frames still open when the trace stops end with it. */
+    while (c->open > 0) {
+        begin(c, "E");
+        put_ts(c, "ts", c->last_ts);
+        fputc('}', c->out);
+        c->open--;
+    }
+    return 0;
+}
+
+int evp_view_chrome(struct evp_trace *t, FILE *out,
+                    const struct evp_chrome_opts *o)
+{
+    const struct evp_trace_info *in = evp_trace_info(t);
+    struct chrome c = {.t = t, .out = out, .o = o, .first = 1};
+    c.start = in->start_ns;
+    c.pid = in->pid >= 0 ? in->pid : 1;
+    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":", out);
+    evp_json_string(out, *in->producer ? in->producer : "unknown");
+    fputs(",\"python\":", out);
+    evp_json_string(out, in->executable);
+    fputs(",\"argv\":", out);
+    evp_json_string(out, in->argv);
+    fputs("},\"traceEvents\":[", out);
+    fputs("\n{\"ph\":\"M\",\"name\":\"process_name\",", out);
+    fprintf(out, "\"pid\":%ld,\"args\":{\"name\":", c.pid);
+    evp_json_string(out, *in->argv ? in->argv : in->path);
+    fputs("}}", out);
+    c.first = 0;
+    static const struct evp_replay_ops ops = {chrome_begin, chrome_events,
+                                              chrome_end};
+    struct evp_replay_opts ro = {.compensate = o->compensate, .stream = -1};
+    int rc = evp_replay(t, &ro, &ops, &c);
+    fputs("\n]}\n", out);
+    return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,264 @@
+/*
+ * The diff view (`evalprof diff BASE NEW`): two runs side by side.
+ *
+ * For every event kind, opcode and (with --funcs) function seen in either
+ * trace: counts and mean elapsed in each, and the change in total elapsed
+ * time, absolute and relative.  Rows are sorted by the size of that change
+ * so the phases and instructions that moved the most come first; functions
+ * are matched by qualified name and file, since ids differ between runs.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+#include "views.h"
+
+struct drow {
+    char name[200];
+    uint64_t count[2], total[2];
+    uint64_t first;
+};
+
+static enum evp_sort dsort;
+
+static double change(const struct drow *r)
+{
+    return (double)r->total[1] - (double)r->total[0];
+}
+
+static double mean(const struct drow *r, int i)
+{
+    return r->count[i] ? (double)r->total[i] / (double)r->count[i] : 0;
+}
+
+static int cmp_drow(const void *x, const void *y)
+{
+    const struct drow *a = x, *b = y;
+    double da, db;
+    switch (dsort) {
+    case EVP_SORT_NAME:
+        return strcmp(a->name, b->name);
+    case EVP_SORT_COUNT:
+        da = fabs((double)a->count[1] - (double)a->count[0]);
+        db = fabs((double)b->count[1] - (double)b->count[0]);
+        break;
+    case EVP_SORT_ELAPSED:
+        da = fabs(mean(a, 1) - mean(a, 0));
+        db = fabs(mean(b, 1) - mean(b, 0));
+        break;
+    default:
+        da = fabs(change(a));
+        db = fabs(change(b));
+        break;
+    }
+    if (da != db)
+        return da < db ? 1 : -1;
+    return (a->first > b->first) - (a->first < b->first);
+}
+
+/* "+1,234.5 µs" / "-0.3 µs" */
+static char *signed_us(char *buf, size_t len, double ns)
+{
+    char u[48];
+    evp_fmt_us(u, sizeof u, (uint64_t)fabs(ns));
+    snprintf(buf, len, "%s%s µs", ns < 0 ? "-" : "+", u);
+    return buf;
+}
+
+static void print_rows(FILE *out, const char *title, const char *unit,
+                       struct drow *rows, size_t n)
+{
+    int w = 26;
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(rows[i].name) + 1 > w)
+            w = (int)strlen(rows[i].name) + 1;
+    qsort(rows, n, sizeof *rows, cmp_drow);
+    fprintf(out, "%s:\n\n", title);
+    char b[32], nw[32];
+    snprintf(b, sizeof b, "base %s", unit);
+    snprintf(nw, sizeof nw, "new %s", unit);
+    fprintf(out, " %-*s %12s %12s %14s %14s %16s\n", w, "name", b, nw,
+            "base mean", "new mean", "total change");
+    for (int i = 0; i < w + 1; i++)
+        putc('-', out);
+    fputs(" ------------ ------------ -------------- -------------- "
+          "---------------- --------\n",
+          out);
+    for (size_t i = 0; i < n; i++) {
+        const struct drow *r = &rows[i];
+        char c0[32], c1[32], m0[48], m1[48], d[64], pct[16];
+        double ch = change(r);
+        if (r->total[0])
+            snprintf(pct, sizeof pct, "%+.1f%%", 100.0 * ch / (double)r->total[0]);
+        else
+            snprintf(pct, sizeof pct, "%s", r->total[1] ? "new" : "");
+        fprintf(out, " %-*s %12s %12s %11s µs %11s µs %16s", w, r->name,
+                evp_fmt_count(c0, sizeof c0, r->count[0]),
+                evp_fmt_count(c1, sizeof c1, r->count[1]),
+                evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0),
+                evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0),
+                signed_us(d, sizeof d, ch));
+        if (*pct)
+            fprintf(out, " %8s", pct);
+        putc('\n', out);
+    }
+    fputc('\n', out);
+}
+
+static void func_key(const struct evp_trace *t, uint32_t id, char *buf,
+                     size_t len)
+{
+    const struct evp_func *f = evp_trace_func(t, id);
+    if (!f)
+        snprintf(buf, len, "<func %u>", id);
+    else if (*f->file)
+        snprintf(buf, len, "%s (%s:%u)", f->name, f->file, f->line);
+    else
+        snprintf(buf, len, "%s", f->name);
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = '?';
+}
+
+static int cmp_rowname(const void *x, const void *y)
+{
+    return strcmp(((const struct drow *)x)->name, ((const struct drow *)y)->name);
+}
+
+/* Function rows: matched by name and file across the two traces. */
+static struct drow *func_rows(struct evp_trace *t[2], struct evp_stats s[2],
+                              size_t *nrows)
+{
+    size_t cap = (size_t)s[0].nfuncs + s[1].nfuncs + 1, n = 0;
+    struct drow *rows = calloc(cap, sizeof *rows);
+    if (!rows)
+        return NULL;
+    for (int side = 0; side < 2; side++) {
+        for (uint32_t id = 1; id <= s[side].nfuncs; id++) {
+            const struct evp_func_stats *fs = &s[side].funcs[id];
+            if (!fs->calls && !fs->resumes)
+                continue;
+            struct drow key;
+            func_key(t[side], id, key.name, sizeof key.name);
+            struct drow *r = NULL;
+            if (side == 1)
+                r = bsearch(&key, rows, n, sizeof *rows, cmp_rowname);
+            if (!r) {
+                r = &rows[n++];
+                snprintf(r->name, sizeof r->name, "%s", key.name);
+                r->first = n;
+            }
+            r->count[side] += fs->calls + fs->resumes;
+            r->total[side] += fs->incl_ns;
+        }
+        if (side == 0)
+            qsort(rows, n, sizeof *rows, cmp_rowname);
+    }
+    *nrows = n;
+    return rows;
+}
+
+int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
+                  const struct evp_diff_opts *o)
+{
+    struct evp_trace *t[2] = {base, new_};
+    struct evp_stats s[2];
+    int rc;
+    if ((rc = evp_stats_compute(base, &s[0], o->compensate, -1, o->funcs)) < 0)
+        return rc;
+    if ((rc = evp_stats_compute(new_, &s[1], o->compensate, -1, o->funcs)) < 0) {
+        evp_stats_free(&s[0]);
+        return rc;
+    }
+    dsort = o->sort;
+    struct drow *rows = calloc(EVP_STATS_KEYS, sizeof *rows);
+    if (!rows) {
+        evp_stats_free(&s[0]);
+        evp_stats_free(&s[1]);
+        return -ENOMEM;
+    }
+
+    fprintf(out, "reading from %s\nreading from %s\n(showing results in "
+                 "'diff' format)\n\n",
+            evp_trace_info(base)->path, evp_trace_info(new_)->path);
+    uint64_t el[2];
+    for (int i = 0; i < 2; i++) {
+        const struct evp_trace_info *in = evp_trace_info(t[i]);
+        uint64_t end = evp_trace_end_ns(t[i]);
+        el[i] = end > in->start_ns ? end - in->start_ns : 0;
+        char note[256], us[48];
+        fprintf(out, "%-11s%s\n", i ? "new:" : "base:", in->path);
+        fprintf(out, "  python:   %s%s%s\n", in->executable,
+                *in->python_version ? " " : "", in->python_version);
+        fprintf(out, "  argv:     %s\n", in->argv);
+        if (*evp_view_producer_note(t[i], note, sizeof note))
+            fprintf(out, "  producer: %s\n", note);
+        fprintf(out, "  elapsed:  %s µs\n", evp_fmt_us(us, sizeof us, el[i]));
+    }
+    if (el[0])
+        fprintf(out, "change:    %+.1f%% elapsed\n",
+                100.0 * ((double)el[1] - (double)el[0]) / (double)el[0]);
+    if (o->compensate)
+        fputs("(recorder cost per event subtracted where measured)\n", out);
+    fputc('\n', out);
+
+    size_t n = 0;
+    for (unsigned k = 0; k < EVP_STATS_KEYS; k++) {
+        if (!s[0].kind_count[k] && !s[1].kind_count[k])
+            continue;
+        struct drow *r = &rows[n++];
+        snprintf(r->name, sizeof r->name, "%s", evp_kind_name(k));
+        for (int i = 0; i < 2; i++) {
+            r->count[i] = s[i].kind_count[k];
+            r->total[i] = s[i].kind_total[k];
+        }
+        r->first = s[0].kind_count[k] ? s[0].kind_first[k]
+                                      : (1u << 20) + s[1].kind_first[k];
+    }
+    print_rows(out, "events", "count", rows, n);
+
+    n = 0;
+    memset(rows, 0, EVP_STATS_KEYS * sizeof *rows);
+    for (unsigned op = 0; op < EVP_STATS_KEYS; op++) {
+        if (!s[0].op_count[op] && !s[1].op_count[op])
+            continue;
+        /* Name by the trace that has it (their opcode tables agree when
+         * both come from the same interpreter version). */
+        const char *nm = evp_trace_opname(s[0].op_count[op] ? base : new_, op);
+        struct drow *r = &rows[n++];
+        if (nm)
+            snprintf(r->name, sizeof r->name, "%s", nm);
+        else
+            snprintf(r->name, sizeof r->name, "<%u>", op);
+        for (int i = 0; i < 2; i++) {
+            r->count[i] = s[i].op_count[op];
+            r->total[i] = s[i].op_total[op];
+        }
+        r->first = s[0].op_count[op] ? s[0].op_first[op]
+                                     : (1u << 20) + s[1].op_first[op];
+    }
+    if (n)
+        print_rows(out, "ops", "count", rows, n);
+    const char *va = evp_trace_info(base)->python_version,
+               *vb = evp_trace_info(new_)->python_version;
+    if (n && strcmp(va, vb) != 0)
+        fprintf(out, "note: the traces come from different interpreter "
+                     "versions (%s, %s); opcode numbers may not match.\n\n",
+                *va ? va : "unknown", *vb ? vb : "unknown");
+
+    if (o->funcs) {
+        struct drow *fr = func_rows(t, s, &n);
+        if (fr) {
+            print_rows(out, "functions (inclusive time)", "calls", fr, n);
+            free(fr);
+        }
+    }
+    free(rows);
+    evp_stats_free(&s[0]);
+    evp_stats_free(&s[1]);
+    return 0;
+}

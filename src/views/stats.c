@@ -1,0 +1,98 @@
+/*
+ * Aggregate figures of a trace, computed by one replay: per event kind and
+ * per opcode the count, the total elapsed time and the order of first
+ * appearance; per function the replay engine's calls, inclusive and self
+ * times; the distinct function names entered.  The summary and diff views
+ * print them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+
+static int stats_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct evp_stats *a = ctx;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_event *e = &ev[i];
+        unsigned k = e->kind;
+        if (!a->kind_count[k]++)
+            a->kind_first[k] = a->kind_seq++;
+        a->kind_total[k] += e->elapsed;
+        if (k == EVP_EV_OP) {
+            unsigned op = e->aux;
+            if (!a->op_count[op]++)
+                a->op_first[op] = a->op_seq++;
+            a->op_total[op] += e->elapsed;
+        } else if (k == EVP_EV_ENTER && e->arg <= a->nfuncs) {
+            a->entered[e->arg] = 1;
+        }
+    }
+    return 0;
+}
+
+void evp_stats_free(struct evp_stats *a)
+{
+    if (!a)
+        return;
+    free(a->kind_count);
+    free(a->entered);
+    free(a->funcs);
+    memset(a, 0, sizeof *a);
+}
+
+int evp_stats_compute(struct evp_trace *t, struct evp_stats *a, int compensate,
+                      long stream, int funcs)
+{
+    memset(a, 0, sizeof *a);
+    a->nfuncs = evp_trace_nfuncs(t);
+    a->kind_count = calloc(6 * (size_t)EVP_STATS_KEYS, sizeof(uint64_t));
+    a->entered = calloc((size_t)a->nfuncs + 1, 1);
+    a->funcs = funcs ? calloc((size_t)a->nfuncs + 1, sizeof *a->funcs) : NULL;
+    if (!a->kind_count || !a->entered || (funcs && !a->funcs)) {
+        evp_stats_free(a);
+        return -ENOMEM;
+    }
+    a->kind_total = a->kind_count + EVP_STATS_KEYS;
+    a->kind_first = a->kind_total + EVP_STATS_KEYS;
+    a->op_count = a->kind_first + EVP_STATS_KEYS;
+    a->op_total = a->op_count + EVP_STATS_KEYS;
+    a->op_first = a->op_total + EVP_STATS_KEYS;
+
+    static const struct evp_replay_ops ops = {NULL, stats_events, NULL};
+    struct evp_replay_opts ro = {.compensate = compensate,
+                                 .stream = stream,
+                                 .func_stats = a->funcs,
+                                 .stats = &a->replay};
+    int rc = evp_replay(t, &ro, &ops, a);
+    if (rc < 0)
+        evp_stats_free(a);
+    return rc < 0 ? rc : 0;
+}
+
+static int cmp_name(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+uint64_t evp_stats_names_called(const struct evp_trace *t,
+                                const struct evp_stats *a)
+{
+    /* Distinct names, as the discussion counts them ("simple" name). */
+    const char **names = calloc((size_t)a->nfuncs + 1, sizeof *names);
+    if (!names)
+        return 0;
+    size_t n = 0;
+    for (uint32_t id = 1; id <= a->nfuncs; id++) {
+        const struct evp_func *f = evp_trace_func(t, id);
+        if (a->entered[id] && f)
+            names[n++] = f->name;
+    }
+    qsort(names, n, sizeof *names, cmp_name);
+    uint64_t called = 0;
+    for (size_t i = 0; i < n; i++)
+        called += i == 0 || strcmp(names[i], names[i - 1]) != 0;
+    free(names);
+    return called;
+}

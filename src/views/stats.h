@@ -1,0 +1,38 @@
+/*
+ * Aggregate figures of a trace (stats.c): counts and elapsed totals per
+ * event kind and per opcode, per-function times, functions entered.
+ * Computed by one replay; printed by the summary and diff views.
+ */
+#ifndef EVP_VIEWS_STATS_H
+#define EVP_VIEWS_STATS_H
+
+#include <stdint.h>
+
+#include "evalprof/replay.h"
+#include "evalprof/trace.h"
+
+#define EVP_STATS_KEYS 65536 /* kinds and opcodes are 16-bit */
+
+struct evp_stats {
+    /* indexed by kind / opcode; one allocation behind kind_count */
+    uint64_t *kind_count, *kind_total, *kind_first;
+    uint64_t *op_count, *op_total, *op_first;
+    uint64_t kind_seq, op_seq;      /* next first-appearance number */
+    uint8_t *entered;               /* per function id: entered at least once */
+    struct evp_func_stats *funcs;   /* per function id, when asked for */
+    uint32_t nfuncs;
+    struct evp_replay_stats replay;
+};
+
+/* Replay T into A (zeroed here).  FUNCS: also per-function times.
+ * Returns 0 or a negative errno; A is freed on failure. */
+int evp_stats_compute(struct evp_trace *t, struct evp_stats *a, int compensate,
+                      long stream, int funcs);
+
+void evp_stats_free(struct evp_stats *a);
+
+/* Number of distinct function names entered. */
+uint64_t evp_stats_names_called(const struct evp_trace *t,
+                                const struct evp_stats *a);
+
+#endif
