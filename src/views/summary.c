@@ -16,9 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats.h"
 #include "views.h"
 
-#define NKEYS 65536 /* kinds and opcodes are 16-bit */
+#define NKEYS EVP_STATS_KEYS
 
 /* A row owns its name: qsort moves rows, so a pointer into another
  * row's buffer would name the wrong row after sorting.  Room for 70
@@ -33,41 +34,7 @@ struct row {
     uint64_t incl, self;
 };
 
-struct acc {
-    uint64_t *count, *total, *first;
-    uint64_t *opcount, *optotal, *opfirst;
-    uint64_t seq, opseq;
-    uint8_t *func_seen;
-    uint32_t nfuncs;
-};
-
-static int sum_events(void *ctx, const struct evp_event *ev, size_t n)
-{
-    struct acc *a = ctx;
-    for (size_t i = 0; i < n; i++) {
-        const struct evp_event *e = &ev[i];
-        unsigned k = e->kind;
-        if (!a->count[k]++)
-            a->first[k] = a->seq++;
-        a->total[k] += e->elapsed;
-        if (k == EVP_EV_OP) {
-            unsigned op = e->aux;
-            if (!a->opcount[op]++)
-                a->opfirst[op] = a->opseq++;
-            a->optotal[op] += e->elapsed;
-        } else if (k == EVP_EV_ENTER && e->arg <= a->nfuncs) {
-            a->func_seen[e->arg] = 1;
-        }
-    }
-    return 0;
-}
-
 static enum evp_sort sort_key;
-
-static int strcmp_ptr(const void *x, const void *y)
-{
-    return strcmp(*(char *const *)x, *(char *const *)y);
-}
 
 static int cmp_rows(const void *x, const void *y)
 {
@@ -277,37 +244,19 @@ static void func_table(FILE *out, const struct evp_trace *t,
 int evp_view_summary(struct evp_trace *t, FILE *out,
                      const struct evp_summary_opts *o)
 {
-    struct acc a = {0};
     uint32_t nfuncs = evp_trace_nfuncs(t);
-    a.nfuncs = nfuncs;
-    a.count = calloc(6 * NKEYS, sizeof(uint64_t));
-    a.func_seen = calloc(nfuncs + 1, 1);
-    struct evp_func_stats *fs =
-        o->funcs ? calloc(nfuncs + 1, sizeof *fs) : NULL;
+    struct evp_stats a;
     struct row *rows = calloc(NKEYS, sizeof *rows);
-    if (!a.count || !a.func_seen || (o->funcs && !fs) || !rows) {
-        free(a.count);
-        free(a.func_seen);
-        free(fs);
+    int rc = rows ? evp_stats_compute(t, &a, o->compensate, o->stream, o->funcs)
+                  : -ENOMEM;
+    if (rc < 0) {
         free(rows);
-        fprintf(stderr, "evalprof: out of memory\n");
-        return -ENOMEM;
+        if (rc == -ENOMEM)
+            fprintf(stderr, "evalprof: out of memory\n");
+        return rc;
     }
-    a.total = a.count + NKEYS;
-    a.first = a.total + NKEYS;
-    a.opcount = a.first + NKEYS;
-    a.optotal = a.opcount + NKEYS;
-    a.opfirst = a.optotal + NKEYS;
-
-    static const struct evp_replay_ops ops = {NULL, sum_events, NULL};
-    struct evp_replay_stats rst;
-    struct evp_replay_opts ro = {.compensate = o->compensate,
-                                 .stream = o->stream,
-                                 .func_stats = fs,
-                                 .stats = &rst};
-    int rc = evp_replay(t, &ro, &ops, &a);
-    if (rc < 0)
-        goto done;
+    struct evp_func_stats *fs = a.funcs;
+    const struct evp_replay_stats rst = a.replay;
 
     const struct evp_trace_info *in = evp_trace_info(t);
     fprintf(out, "reading from %s\n(showing results in 'summary' format)\n\n",
@@ -321,13 +270,13 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
     size_t n = 0;
     uint64_t seen = 0;
     for (unsigned k = 0; k < NKEYS; k++) {
-        if (!a.count[k])
+        if (!a.kind_count[k])
             continue;
         struct row *r = &rows[n++];
         set_name(r, evp_kind_name(k));
-        r->count = a.count[k];
-        r->total = a.total[k];
-        r->first = a.first[k];
+        r->count = a.kind_count[k];
+        r->total = a.kind_total[k];
+        r->first = a.kind_first[k];
         grand += r->total;
         if (k < 64)
             seen |= UINT64_C(1) << k;
@@ -355,27 +304,27 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
     if (o->group_specialized)
         for (unsigned op = 0; op < NKEYS; op++) {
             unsigned base = evp_trace_opbase(t, op);
-            if (base == op || !a.opcount[op])
+            if (base == op || !a.op_count[op])
                 continue;
-            if (!a.opcount[base] || a.opfirst[op] < a.opfirst[base])
-                a.opfirst[base] = a.opfirst[op];
-            a.opcount[base] += a.opcount[op];
-            a.optotal[base] += a.optotal[op];
-            a.opcount[op] = 0;
+            if (!a.op_count[base] || a.op_first[op] < a.op_first[base])
+                a.op_first[base] = a.op_first[op];
+            a.op_count[base] += a.op_count[op];
+            a.op_total[base] += a.op_total[op];
+            a.op_count[op] = 0;
         }
     n = 0;
     grand = 0;
     for (unsigned op = 0; op < NKEYS; op++) {
-        if (!a.opcount[op])
+        if (!a.op_count[op])
             continue;
         struct row *r = &rows[n++];
         const char *nm = evp_trace_opname(t, op);
         char unk[16];
         snprintf(unk, sizeof unk, "<%u>", op);
         set_name(r, nm ? nm : unk);
-        r->count = a.opcount[op];
-        r->total = a.optotal[op];
-        r->first = a.opfirst[op];
+        r->count = a.op_count[op];
+        r->total = a.op_total[op];
+        r->first = a.op_first[op];
         grand += r->total;
     }
     if (n || (in->can_emit & EVP_KIND_BIT(EVP_EV_OP))) {
@@ -394,21 +343,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
         fprintf(out, " total: %zu/%u\n\n", n, named);
     }
 
-    uint64_t called = 0;
-    {
-        /* Distinct names, as the discussion counts ("simple" name). */
-        char **names = calloc(nfuncs + 1, sizeof *names);
-        size_t nn = 0;
-        for (uint32_t id = 1; id <= nfuncs && names; id++) {
-            const struct evp_func *f = evp_trace_func(t, id);
-            if (a.func_seen[id] && f)
-                names[nn++] = (char *)f->name;
-        }
-        qsort(names, nn, sizeof *names, strcmp_ptr);
-        for (size_t i = 0; i < nn; i++)
-            called += i == 0 || strcmp(names[i], names[i - 1]) != 0;
-        free(names);
-    }
+    uint64_t called = evp_stats_names_called(t, &a);
     char c[32];
     fprintf(out, "funcs: %s called (by \"simple\" name)\n",
             evp_fmt_count(c, sizeof c, called));
@@ -423,10 +358,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
                 "mid-call).\n",
                 rst.unmatched, rst.unmatched == 1 ? "" : "s", rst.unclosed,
                 rst.unclosed == 1 ? "" : "s");
-done:
-    free(a.count);
-    free(a.func_seen);
-    free(fs);
+    evp_stats_free(&a);
     free(rows);
-    return rc < 0 ? rc : 0;
+    return 0;
 }
