@@ -743,13 +743,12 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
         }
         rc = read_binary(t, err, errlen);
     } else {
-        /* Text unless it is plainly something else: a NUL or other
-         * control bytes near the start mean binary data. */
+        /* Text unless it is plainly something else: a NUL byte near the
+         * start means binary data (other control bytes can be part of a
+         * name or an argv, and are escaped where they are shown). */
         int looks_binary = t->size >= 4 && memcmp(t->data, "EVPT", 4) == 0;
-        for (size_t k = 0; k < t->size && k < 512 && !looks_binary; k++) {
-            uint8_t c = t->data[k];
-            looks_binary = c < 0x20 && c != '\n' && c != '\r' && c != '\t';
-        }
+        if (!looks_binary)
+            looks_binary = memchr(t->data, 0, t->size < 512 ? t->size : 512) != NULL;
         if (opts->format == 0 && looks_binary) {
             snprintf(err, errlen,
                      "not an evalprof trace (bad magic at byte 0)");
