@@ -169,12 +169,13 @@ static const char *parse_u64(const char *p, const char *end, uint64_t *v)
     return p;
 }
 
-/* "<sec>[.<up to 9 digits>]" as ns; returns the end or NULL. */
+/* "<sec>[.<up to 9 digits>]" as ns, up to 2^64-1 ns (the range of the
+ * binary format's clock); returns the end or NULL. */
 static const char *parse_time(const char *p, const char *end, uint64_t *ns)
 {
     uint64_t sec, frac = 0;
     p = parse_u64(p, end, &sec);
-    if (!p || sec > UINT64_C(18000000000))
+    if (!p || sec > UINT64_MAX / 1000000000u)
         return NULL;
     if (p < end && *p == '.') {
         p++;
@@ -191,6 +192,8 @@ static const char *parse_time(const char *p, const char *end, uint64_t *ns)
         while (digits++ < 9)
             frac *= 10;
     }
+    if (frac > UINT64_MAX - sec * 1000000000u)
+        return NULL;
     *ns = sec * 1000000000u + frac;
     return p;
 }
@@ -763,9 +766,15 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
             put_escaped(f, fn->name);
             putc('\n', f);
         }
+    /* One stream needs no "# thread:" line when it is what reading
+     * without one gives back: stream 0, no tid, the default name, some
+     * events. */
     w.threads = t->nstreams > 1 ||
                 (t->nstreams == 1 && (t->streams[0].pub.id != 0 ||
-                                      t->streams[0].pub.tid != 0));
+                                      t->streams[0].pub.tid != 0 ||
+                                      !t->streams[0].nsegs ||
+                                      strcmp(t->streams[0].pub.name,
+                                             "stream 0") != 0));
     putc('\n', f);
 
     static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL};

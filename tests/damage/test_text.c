@@ -271,7 +271,8 @@ static void test_out_of_range(void **state)
         "17137493.666530000 3 4294967296",         /* function id */
         "17137493.666530000 8 4294967296",         /* plain argument */
         "17137493.666530000 8 1 65536",            /* second argument */
-        "18000000001.000000000 8",                 /* seconds */
+        "18446744074.000000000 8",                 /* over 2^64 ns */
+        "18446744073.709551616 8",                 /* 2^64 ns */
         "18446744073709551616.0 8",                /* seconds over 64 bits */
         "# log written: 5.000000000",              /* over 4.29 s */
         "# opcode: 65536 HUGE",
@@ -352,9 +353,9 @@ static void test_out_of_range(void **state)
     struct evp_trace *t =
         must_open("# function: 4000\t4294967295\tf.py\tlast\n"
                   "\n"
-                  "18000000000.999999999 65535 4294967295 65535\n"
-                  "18000000000.999999999 9 65535 4294967295\n"
-                  "18000000000.999999999 3 4000\n",
+                  "18446744073.709551615 65535 4294967295 65535\n"
+                  "18446744073.709551615 9 65535 4294967295\n"
+                  "18446744073.709551615 3 4000\n",
                   STR, &w, &r);
     assert_int_equal(w.n, 0);
     assert_int_equal(dmg_total(&r), 3);
@@ -364,7 +365,7 @@ static void test_out_of_range(void **state)
     assert_int_equal(r.s[0].ev[1].aux, 65535);
     assert_int_equal(r.s[0].ev[1].arg, 4294967295u);
     assert_int_equal(r.s[0].ev[2].func, 4000);
-    assert_true(r.s[0].ev[0].ts == UINT64_C(18000000000999999999));
+    assert_true(r.s[0].ev[0].ts == UINT64_MAX);
     assert_string_equal(evp_trace_func(t, 4000)->name, "last");
     assert_int_equal(evp_trace_func(t, 4000)->line, 4294967295u);
     dmg_replay_free(&r);

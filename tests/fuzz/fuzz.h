@@ -57,7 +57,8 @@ struct evp_trace *fuzz_open(const char *path, int format);
 /*
  * Run the views over T with output thrown away, their options picked by
  * PICK: tree (the three formats), summary (sorts, --funcs, folded
- * specialized forms, one stream), info.  Checks each succeeds.
+ * specialized forms, one stream), info, folded stacks (and the flame
+ * graph drawn from them).  Checks each succeeds.
  */
 void fuzz_views(struct evp_trace *t, unsigned pick);
 

@@ -295,6 +295,37 @@ void fuzz_views(struct evp_trace *t, unsigned pick)
         FUZZ_CHECK(evp_view_summary(t, out, &so) == 0, "summary view");
     FUZZ_CHECK(evp_view_info(t, out) == 0, "info view");
     FUZZ_CHECK(fclose(out) == 0, "closing the sink");
+
+    /* Folded stacks, and (for some inputs) the flame graph drawn from
+     * them, as `evalprof flamegraph TRACE` does. */
+    char *folded = NULL;
+    size_t flen = 0;
+    FILE *m = open_memstream(&folded, &flen);
+    FUZZ_CHECK(m != NULL, "open_memstream");
+    struct evp_folded_opts fo = {.ops = (int)(pick >> 14 & 1),
+                                 .phases = (int)(pick >> 15 & 1),
+                                 .compensate = (int)(pick & 1),
+                                 .stream = -1};
+    FUZZ_CHECK(evp_view_folded(t, m, &fo) == 0, "folded view");
+    FUZZ_CHECK(fclose(m) == 0, "closing the folded stream");
+    /* Every line ends in a count: the flame graph takes them all. */
+    struct evp_flame *fl = evp_flame_new();
+    struct evp_flame_stats fst = {0};
+    FUZZ_CHECK(fl && evp_flame_add_folded(fl, folded, flen, &fst) == 0,
+               "reading the folded stacks back");
+    FUZZ_CHECK(fst.malformed == 0, "folded view wrote %llu malformed lines",
+               (unsigned long long)fst.malformed);
+    if (!(pick >> 16 & 3) && evp_flame_total(fl) > 0) {
+        out = fopen(sink_path(), "w");
+        FUZZ_CHECK(out != NULL, "%s: %s", sink_path(), strerror(errno));
+        struct evp_flame_opts flo = {.countname = "ns",
+                                     .icicle = (int)(pick >> 18 & 1)};
+        FUZZ_CHECK(evp_flame_write_svg(fl, out, &flo, &fst) == 0,
+                   "flame graph");
+        FUZZ_CHECK(fclose(out) == 0, "closing the sink");
+    }
+    evp_flame_free(fl);
+    free(folded);
 }
 
 /* ---- round trip -----------------------------------------------------------
