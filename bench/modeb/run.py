@@ -13,8 +13,11 @@ bench/modeb/callheavy.py), runs in one session and interleaved:
     py-settrace   a pure-Python sys.settrace tracer with opcode events
 
 and prints the median wall time of each (BENCH_REPS runs, default 3), its
-ratio to the untraced median of the same session, and for the evalprof
-runs the trace size in bytes per second of traced run and per event.  The
+ratio to the untraced median of the same session, the same for CPU time
+(user + system of all the process's threads: steadier than wall time on
+a busy machine, and it counts evalprof's writer thread), and for the
+evalprof runs the trace size in bytes per second of traced run and per
+event.  The targets are judged on wall time.  The
 targets (--no-ops no slower than cProfile; ops at most 4x untraced on
 3.12 and 3.13) are printed beside the figures; nothing fails on time.
 
@@ -23,6 +26,7 @@ BENCH_PYTHONS (comma-separated version tags or paths to restrict to).
 """
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,16 +58,24 @@ def interpreters(build):
     return found
 
 
+def cpu_children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run(cmd, env):
+    """Wall time, CPU time (user + system, every thread) and stderr."""
+    c0 = cpu_children()
     t0 = time.perf_counter()
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE, text=True, env=env)
     dt = time.perf_counter() - t0
+    cpu = cpu_children() - c0
     if p.returncode != 0:
         raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd),
                                                    p.returncode,
                                                    p.stderr[-500:]))
-    return dt, p.stderr
+    return dt, cpu, p.stderr
 
 
 def fmt_bytes(n):
@@ -91,24 +103,29 @@ def bench(tag, exe, build, workloads, reps, tmp):
              env),
         ]
         times = {name: [] for name, _, _ in configs}
+        cpus = {name: [] for name, _, _ in configs}
         sizes = {}
         for _ in range(reps):
             for name, cmd, e in configs:
-                dt, err = run(cmd, e)
+                dt, cpu, err = run(cmd, e)
                 times[name].append(dt)
+                cpus[name].append(cpu)
                 m = re.search(r"\(([\d,]+) events", err)
                 if m and os.path.exists(trace):
                     sizes.setdefault(name, []).append(
                         (os.path.getsize(trace),
                          int(m.group(1).replace(",", "")), dt))
         base = statistics.median(times["untraced"])
+        cbase = statistics.median(cpus["untraced"])
         print("  %s (%s):" % (wname, " ".join(os.path.relpath(a, TOP)
                                                if a.startswith(TOP) else a
                                                for a in script)))
-        print("    %-12s %9s %8s   %s" % ("", "median", "ratio", "trace"))
+        print("    %-12s %9s %8s %9s %8s   %s" % ("", "wall", "ratio", "cpu",
+                                                  "ratio", "trace"))
         med = {}
         for name, _, _ in configs:
             m = statistics.median(times[name])
+            c = statistics.median(cpus[name])
             med[name] = m
             extra = ""
             if name in sizes:
@@ -118,7 +135,8 @@ def bench(tag, exe, build, workloads, reps, tmp):
                 extra = "%s, %s events: %s/s of traced run, %.2f B/event" % (
                     fmt_bytes(b), format(int(ev), ","), fmt_bytes(b / wall),
                     b / ev if ev else 0.0)
-            print("    %-12s %8.3fs %7.2fx   %s" % (name, m, m / base, extra))
+            print("    %-12s %8.3fs %7.2fx %8.3fs %7.2fx   %s"
+                  % (name, m, m / base, c, c / cbase, extra))
         ok = med["--no-ops"] <= med["cProfile"]
         print("    target --no-ops <= cProfile: %s (%.2fx vs %.2fx)"
               % ("met" if ok else "NOT met", med["--no-ops"] / base,

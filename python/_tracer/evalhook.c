@@ -17,10 +17,10 @@
  *     its prologue and RETURN_GENERATOR) is not reported: its time stays
  *     with the caller, as in cProfile and sys.monitoring;
  *   - every exit and suspend is followed by "runtime other", the time
- *     spent back in the runtime until the next event;
- *   - a frame left by an exception gets a "loop exception" just before its
- *     exit when no finer exception hook is active (3.11 without op
- *     tracing).
+ *     spent back in the runtime until the next event.
+ *
+ * (Exceptions are reported where they are raised, by legacy.c and
+ * monitor.c, not here.)
  *
  * Because calls are no longer inlined, each Python call now also nests a C
  * call of the eval function.  3.12 and 3.13 count those against the C
@@ -35,8 +35,6 @@
 #include <pthread.h>
 
 #include "tracer.h"
-
-int evp_precise_exceptions;
 
 /* Keep this much C stack free (at least) below the deepest traced frame. */
 #define STACK_MARGIN (256 * 1024)
@@ -143,8 +141,6 @@ static PyObject *evp_eval_frame(PyThreadState *ts,
     evp_rec_event(enter, func);
     PyObject *r = eval_inner(ts, f, throwflag);
     if (EVP_LIKELY(session == evp_S.id)) {
-        if (r == NULL && !evp_precise_exceptions)
-            evp_rec_event(EVP_EV_LOOP_EXCEPTION, 0);
         evp_rec_event(gen != NULL && evp_gen_suspended(gen) ? EVP_EV_SUSPEND
                                                              : EVP_EV_EXIT,
                       func);

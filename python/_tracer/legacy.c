@@ -18,7 +18,10 @@
  *
  * PyTrace_CALL turns opcode events on (and line events off) for each new
  * frame; PyTrace_EXCEPTION is the frame's "loop exception" (3.11 calls it
- * where the error path starts in each frame an exception reaches).
+ * where the error path starts in each frame an exception reaches).  With
+ * --no-ops the trace function stays, for the exceptions, with opcode
+ * events off: the profile function has already put every instruction on
+ * the tracing path, so it costs little more.
  *
  * The profile function sees calls of builtin functions and methods
  * (PyTrace_C_CALL, _C_RETURN, _C_EXCEPTION), the same set cProfile
@@ -108,15 +111,17 @@ static int profile_fn(PyObject *obj, PyFrameObject *frame, int what,
     return 0;
 }
 
-/* Op events for frames that were running before the trace function was
- * set: they never saw a PyTrace_CALL. */
-static void set_frame_flags(PyThreadState *ts, int on)
+/*
+ * Frames that were running before the trace function was set never saw a
+ * PyTrace_CALL: give them the flags it would have set (ON), or take them
+ * back (removing).
+ */
+static void set_frame_flags(PyThreadState *ts, int on, int removing)
 {
     PyFrameObject *f = PyThreadState_GetFrame(ts);
     while (f != NULL) {
         f->f_trace_opcodes = (char)(on && !ignored(f));
-        if (on)
-            f->f_trace_lines = 0;
+        f->f_trace_lines = (char)removing;
         PyFrameObject *back = PyFrame_GetBack(f);
         Py_DECREF(f);
         f = back;
@@ -128,17 +133,17 @@ void evp_legacy_thread(PyThreadState *ts)
     if (ts->c_profilefunc != profile_fn &&
         _PyEval_SetProfile(ts, profile_fn, NULL) < 0)
         PyErr_Clear();
-    if (evp_S.ops) {
-        if (ts->c_tracefunc != trace_fn &&
-            _PyEval_SetTrace(ts, trace_fn, NULL) < 0)
-            PyErr_Clear();
-        set_frame_flags(ts, 1);
-    }
+    /* The trace function also without op events: it is what reports
+     * exceptions where they are raised (PyTrace_EXCEPTION); the profile
+     * function already puts every instruction on the tracing path. */
+    if (ts->c_tracefunc != trace_fn &&
+        _PyEval_SetTrace(ts, trace_fn, NULL) < 0)
+        PyErr_Clear();
+    set_frame_flags(ts, evp_S.ops, 0);
 }
 
 int evp_legacy_install(void)
 {
-    evp_precise_exceptions = evp_S.ops;
     PyThreadState *self = PyThreadState_Get();
     if (!evp_S.all_threads) {
         evp_legacy_thread(self);
@@ -158,7 +163,7 @@ void evp_legacy_remove(void)
         if (ts->c_tracefunc == trace_fn) {
             if (_PyEval_SetTrace(ts, NULL, NULL) < 0)
                 PyErr_Clear();
-            set_frame_flags(ts, 0);
+            set_frame_flags(ts, 0, 1);
         }
         if (ts->c_profilefunc == profile_fn &&
             _PyEval_SetProfile(ts, NULL, NULL) < 0)

@@ -186,10 +186,6 @@ int evp_registry_init(void);
 int evp_evalhook_install(void);
 void evp_evalhook_remove(void);
 
-/* Whether exceptions are reported by the op/exception hooks (else the
- * eval hook reports a frame left by an exception). */
-extern int evp_precise_exceptions;
-
 #if EVP_PY311
 /* 3.11: trace and profile functions (legacy.c). */
 int evp_legacy_install(void);

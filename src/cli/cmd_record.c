@@ -9,7 +9,9 @@
  * the program's own):
  *
  *   - an evalprof-instrumented interpreter (mode A: it has sys._evalprof)
- *     runs the program unchanged with EVALPROF=FILE in its environment;
+ *     runs the program unchanged with EVALPROF=FILE in its environment
+ *     (and EVALPROF_EVENTS=no-op for --no-ops, EVALPROF_FORK=follow
+ *     unless --no-follow-fork);
  *   - a stock CPython 3.11, 3.12 or 3.13 (mode B) runs it through the
  *     evalprof package built next to this binary (build/python), loaded by
  *     a -c bootstrap that puts that directory first on sys.path only while
@@ -221,12 +223,15 @@ int cmd_record(int argc, char **argv)
     fflush(stdout);
 
     if (p.mode_a) {
-        /* The instrumented interpreter traces itself. */
-        if (no_ops || threads)
-            evp_cli_warn("%s is an instrumented interpreter: --no-ops and "
-                         "--threads apply to stock interpreters only",
+        /* The instrumented interpreter traces itself (its contract:
+         * EVALPROF=FILE, EVALPROF_EVENTS, EVALPROF_FORK). */
+        if (threads)
+            evp_cli_warn("%s is an instrumented interpreter: --threads "
+                         "applies to stock interpreters only",
                          python);
-        if (setenv("EVALPROF", abs, 1) < 0) {
+        if (setenv("EVALPROF", abs, 1) < 0 ||
+            (no_ops && setenv("EVALPROF_EVENTS", "no-op", 1) < 0) ||
+            setenv("EVALPROF_FORK", no_fork ? "stop" : "follow", 1) < 0) {
             evp_cli_error("record: setenv: %s", strerror(errno));
             return 1;
         }

@@ -261,12 +261,13 @@ class Exceptions(Case):
 
     def test_loop_exception_counts(self):
         script = prog("raises.py")
-        p, trace = self.traced([script])
-        t = self.load(trace)
-        self.assertBalanced(t)
         _, ref = self.reference(script)
         self.assertGreater(sum(ref.values()), 10)
-        self.assertEqual(t.exceptions_by_function(script), ref)
+        for opts in ([], ["--no-ops"]):
+            p, trace = self.traced([script], opts=opts)
+            t = self.load(trace)
+            self.assertBalanced(t)
+            self.assertEqual(t.exceptions_by_function(script), ref, opts)
 
     def test_uncaught_exception(self):
         script = prog("uncaught.py")
@@ -635,6 +636,27 @@ class Record(Case):
                                capture_output=True, text=True, cwd=self.tmp)
         self.assertEqual(p.stdout, plain.stdout)
         self.assertGreater(self.load(trace).kind_counts()["op"], 100)
+
+
+    def test_record_instrumented_interpreter(self):
+        # An interpreter built with evalprof's hooks (make cpython) is
+        # recognised and traces itself: mode A.
+        found = [os.path.join(BUILD, "cpython", v, "evalprof", "python")
+                 for v in ("3.13", "3.11")]
+        found = [f for f in found if os.access(f, os.X_OK)]
+        if not found:
+            self.skipTest("no instrumented interpreter in %s/cpython "
+                          "(make cpython)" % BUILD)
+        trace = self.path("a.evp")
+        for opts, ops in (([], True), (["--no-ops"], False)):
+            p = subprocess.run([EVALPROF, "record", "-q", "-o", trace] + opts
+                               + ["--", found[0], prog("gens.py")],
+                               capture_output=True, text=True, env=env(),
+                               cwd=self.tmp, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            t = self.load(trace)
+            self.assertEqual(t.meta["producer"], "instrumented")
+            self.assertEqual(t.kind_counts()["op"] > 0, ops)
 
 
 class Workload(Case):
