@@ -1,0 +1,395 @@
+/*
+ * evalprof_ceval.h for CPython 3.13: evalprof's hooks in the generated
+ * interpreter loop.
+ *
+ * cpython/apply-hooks.py copies this file to Python/evalprof_ceval.h and
+ * includes it in Python/ceval.c right after ceval_macros.h.  It redefines
+ * a few of ceval_macros.h's macros, which generated_cases.c.h expands at
+ * every instruction boundary, and defines the EVP_HOOK_* statements that
+ * apply-hooks.py places at labels of _PyEvalprof_EvalFrameDefault()
+ * (start_frame, resume_frame, error, exception_unwind, exit_unwind).
+ * docs/EVENTS.md describes where each event sits and why.
+ *
+ * apply-hooks.py checks, before including this file, that each macro it
+ * redefines still has the shape written here; a CPython whose macros
+ * changed is refused rather than silently mis-instrumented.
+ *
+ * Cost when not tracing: nothing for the op hook (a second dispatch table,
+ * below); each other hook is one test of the recorder's kind mask and a
+ * not-taken branch.  Frame bookkeeping lives in a few locals of the eval
+ * function (EVP_LOCALS), so nested C-level calls of the eval function keep
+ * their own.
+ */
+#ifndef Py_EVALPROF_CEVAL_H
+#define Py_EVALPROF_CEVAL_H
+
+#include "pycore_evalprof.h"
+#include "evalprof/recorder.h"
+
+#if defined(Py_STATS)
+#  error "evalprof hooks do not support Py_STATS builds (INSTRUCTION_STATS is taken)"
+#endif
+#if defined(Py_GIL_DISABLED)
+#  error "evalprof hooks do not support free-threaded builds"
+#endif
+/* With _Py_TIER2 (or the JIT) built in, traces of micro-ops skip the
+ * tier-1 hooks: docs/EVENTS.md says what is and is not seen. */
+
+/* ---- small helpers (always inlined) --------------------------------- */
+
+/*
+ * The checks read the recorder's kind mask with a plain load, which GCC
+ * turns into one test-with-memory and a branch: every instruction of the
+ * traced program passes two of them, and an atomic load would add a third
+ * machine instruction to each.  The mask changes only when a trace opens
+ * or closes (or in a forked child); a check that sees a stale value then
+ * is harmless, as the recorder drops events outside a session.
+ */
+static inline int
+evp_wants(unsigned kind)
+{
+    return EVP_UNLIKELY((evp_rec_mask_ >> kind) & 1);
+}
+
+/* True while any kind is being recorded. */
+static inline int
+evp_on(void)
+{
+    return EVP_UNLIKELY(evp_rec_mask_ != 0);
+}
+
+static inline void
+evp_emit_if(unsigned kind)
+{
+    if (evp_wants(kind)) {
+        evp_rec_emit(kind, 0, 0);
+    }
+}
+
+/* enter (and optionally loop enter) for FRAME. */
+static inline void
+evp_frame_enter(_PyInterpreterFrame *f, int loop_enter)
+{
+    if (evp_wants(EVP_EV_ENTER)) {
+        evp_rec_emit(EVP_EV_ENTER, 0, _PyEvalprof_CodeId(_PyFrame_GetCode(f)));
+    }
+    if (loop_enter) {
+        evp_emit_if(EVP_EV_LOOP_ENTER);
+    }
+}
+
+/*
+ * FRAME stops being evaluated: "loop exit" now, "exit" once the frame has
+ * been popped (evp_pop_done), so that the clean-up of the frame counts as
+ * the callee's.  The __init__ shim frame that CALL_ALLOC_AND_ENTER_INIT
+ * pushes (code object SHIM, _Py_InitCleanup, which ceval.c declares after
+ * this file) is part of its CALL and was never entered: pop it silently.
+ */
+static inline void
+evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
+                uint32_t *fid)
+{
+    PyCodeObject *co = _PyFrame_GetCode(f);
+    if ((const void *)co == shim) {
+        *popped = 2;
+        return;
+    }
+    evp_emit_if(EVP_EV_LOOP_EXIT);
+    *popped = 1;
+    *fid = evp_wants(EVP_EV_EXIT) ? _PyEvalprof_CodeId(co) : 0;
+}
+
+static inline void
+evp_pop_done(int *popped, uint32_t fid)
+{
+    if (*popped == 1 && evp_wants(EVP_EV_EXIT)) {
+        evp_rec_emit(EVP_EV_EXIT, 0, fid);
+    }
+    *popped = 0;
+}
+
+/* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
+
+/*
+ * First thing in _PyEval_EvalFrameDefault: the frame entered from C.
+ *   evp_c_frame  frame whose enter was emitted here (start_frame skips it)
+ *   evp_popped   0, 1 = a frame was popped and its exit is pending,
+ *                2 = a silent pop (the __init__ shim)
+ *   evp_pop_fid  function id of that pending exit
+ */
+#define EVP_LOCALS \
+    _PyInterpreterFrame *evp_c_frame = NULL; \
+    int evp_popped = 0; \
+    uint32_t evp_pop_fid = 0; \
+    if (evp_on()) { \
+        evp_c_frame = frame; \
+        evp_frame_enter(frame, 0); \
+    }
+
+/* start_frame: a frame pushed by DISPATCH_INLINED (or entered from C). */
+#define EVP_HOOK_START_FRAME() \
+    do { \
+        if (evp_on()) { \
+            if (frame != evp_c_frame) { \
+                evp_frame_enter(frame, 0); \
+            } \
+            evp_c_frame = NULL; \
+        } \
+    } while (0)
+
+/* resume_frame: top of the loop after start_frame, or the caller after
+ * an instrumented return/yield ("goto resume_frame"). */
+#define EVP_HOOK_RESUME_FRAME() \
+    do { \
+        if (evp_on()) { \
+            if (evp_popped) { \
+                evp_pop_done(&evp_popped, evp_pop_fid); \
+            } \
+            else { \
+                evp_emit_if(EVP_EV_LOOP_ENTER); \
+            } \
+        } \
+    } while (0)
+
+#define EVP_HOOK_ERROR() \
+    do { \
+        if (evp_on()) { \
+            evp_emit_if(EVP_EV_LOOP_ERROR); \
+        } \
+    } while (0)
+
+#define EVP_HOOK_EXCEPTION_UNWIND() \
+    do { \
+        if (evp_on()) { \
+            evp_emit_if(EVP_EV_LOOP_EXCEPTION); \
+        } \
+    } while (0)
+
+#define EVP_HOOK_EXIT_UNWIND() \
+    do { \
+        if (evp_on()) { \
+            evp_emit_if(EVP_EV_LOOP_EXITING); \
+        } \
+    } while (0)
+
+/* exit_unwind after the frame was popped: its exit, and runtime other
+ * when the eval function is about to return NULL to C. */
+#define EVP_HOOK_UNWOUND() \
+    do { \
+        if (evp_on()) { \
+            if (evp_popped) { \
+                evp_pop_done(&evp_popped, evp_pop_fid); \
+            } \
+            if (frame == &entry_frame) { \
+                evp_emit_if(EVP_EV_RUNTIME_OTHER); \
+            } \
+        } \
+    } while (0)
+
+/* ---- redefined ceval_macros.h macros -------------------------------- */
+
+/*
+ * op: the untraced program runs CPython's handlers exactly as generated;
+ * the op hook lives in the dispatch table.  DISPATCH_GOTO() jumps through
+ * evp_dispatch_table, which is CPython's opcode_targets while op events
+ * are not recorded, else evp_traced_targets (Python/evalprof_targets.h,
+ * which apply-hooks.py derives from opcode_targets.h).  Its entries lead
+ * each instruction to its own EVP_TRACED_op block (Python/
+ * evalprof_entries.h, placed after the handlers and marked cold), which
+ * records the op event, oparg valid, and jumps straight to the handler's
+ * TARGET_op.  Every handler keeps its own indirect jump, so dispatch is
+ * measured as it really happens, and an untraced instruction pays
+ * nothing for its op hook.
+ *
+ * Each call of the eval function makes the table match the recorder's
+ * mask; a traced entry that finds op events off (the trace closed, a
+ * forked child) switches back to the plain table at once.  DEOPT_IF jumps
+ * to the PREDICTED label inside the base handler and DISPATCH_SAME_OPARG
+ * uses the plain table: either way the instruction counts once.
+ * INSTRUMENTED_LINE, INSTRUMENTED_INSTRUCTION (sys.monitoring prefixes to
+ * the real instruction, which is counted) and INTERPRETER_EXIT (the way
+ * back to C, recorded as runtime other) keep their plain entries.
+ */
+#if !USE_COMPUTED_GOTOS
+#  error "evalprof hooks need computed gotos (GCC or clang)"
+#endif
+
+/* The traced entry reads the mask with an atomic load: with a plain one,
+ * GCC may hoist the read above every dispatch's indirect jump (into the
+ * untraced path) to share it with the traced entries. */
+#define EVP_OP_ENTRY(op) \
+    do { \
+        if (evp_rec_wants(EVP_EV_OP)) { \
+            evp_rec_emit(EVP_EV_OP, (op), (uint32_t)oparg); \
+        } \
+        else { \
+            evp_dispatch_table = opcode_targets; \
+        } \
+    } while (0)
+
+/*
+ * The table dispatch uses.  A global, not a local of the eval function:
+ * one more variable live across the whole loop makes GCC spill hot ones.
+ * Reading it costs what reading the address of CPython's own table costs
+ * (a load).  NULL until the first call of the eval function publishes one
+ * of its two tables.
+ */
+static void **evp_dispatch_table;
+
+#undef DISPATCH_GOTO
+#define DISPATCH_GOTO() goto *evp_dispatch_table[opcode]
+
+/* After the opcode tables, inside _PyEval_EvalFrameDefault. */
+#define EVP_TARGETS \
+    if (EVP_UNLIKELY(evp_dispatch_table == NULL) || \
+        evp_wants(EVP_EV_OP) != \
+            (evp_dispatch_table == evp_traced_targets)) { \
+        evp_dispatch_table = evp_wants(EVP_EV_OP) ? evp_traced_targets \
+                                                  : opcode_targets; \
+    }
+
+/* INTERPRETER_EXIT runs in the entry frame when the eval function returns
+ * to C: runtime other. */
+#undef INSTRUCTION_STATS
+#define INSTRUCTION_STATS(op) \
+    do { \
+        if ((op) == INTERPRETER_EXIT) { \
+            evp_emit_if(EVP_EV_RUNTIME_OTHER); \
+        } \
+    } while (0)
+
+#ifdef LLTRACE
+#  define EVP_LLTRACE_INSTRUCTION() \
+    do { \
+        if (lltrace >= 5) { \
+            lltrace_instruction(frame, stack_pointer, next_instr, opcode, \
+                                oparg); \
+        } \
+    } while (0)
+#else
+#  define EVP_LLTRACE_INSTRUCTION() ((void)0)
+#endif
+
+/* dispatch: DISPATCH() and EXTENDED_ARG, not in the entry frame (that is
+ * the way out of the eval function, shown as runtime other). */
+#undef PRE_DISPATCH_GOTO
+#define PRE_DISPATCH_GOTO() \
+    do { \
+        if (evp_wants(EVP_EV_DISPATCH) && frame != &entry_frame) { \
+            evp_rec_emit(EVP_EV_DISPATCH, 0, 0); \
+        } \
+        EVP_LLTRACE_INSTRUCTION(); \
+    } while (0)
+
+/* Used only to re-run an instruction that has just specialized itself:
+ * the same instruction, counted once (the plain table, no dispatch). */
+#undef DISPATCH_SAME_OPARG
+#define DISPATCH_SAME_OPARG() \
+    { \
+        opcode = next_instr->op.code; \
+        EVP_LLTRACE_INSTRUCTION(); \
+        goto *opcode_targets[opcode]; \
+    }
+
+/* The eval breaker: loop slow when set, loop fast when not. */
+#undef CHECK_EVAL_BREAKER
+#define CHECK_EVAL_BREAKER() \
+    _Py_CHECK_EMSCRIPTEN_SIGNALS_PERIODICALLY(); \
+    QSBR_QUIESCENT_STATE(tstate); \
+    if (_Py_atomic_load_uintptr_relaxed(&tstate->eval_breaker) & \
+        _PY_EVAL_EVENTS_MASK) { \
+        evp_emit_if(EVP_EV_LOOP_SLOW); \
+        if (_Py_HandlePending(tstate) != 0) { \
+            GOTO_ERROR(error); \
+        } \
+    } \
+    else { \
+        evp_emit_if(EVP_EV_LOOP_FAST); \
+    }
+
+/*
+ * RESUME_CHECK (the specialized RESUME of every warm function) folds the
+ * eval-breaker test into "DEOPT_IF(eval_breaker != version, RESUME)":
+ * passing it is the breaker's fast path.  Failing it re-runs RESUME, whose
+ * CHECK_EVAL_BREAKER reports slow or fast.  The comparison with RESUME is
+ * a constant, folded away in every other DEOPT_IF.
+ */
+#undef DEOPT_IF
+#define DEOPT_IF(COND, INSTNAME) \
+    if ((COND)) { \
+        /* This is only a single jump on release builds! */ \
+        UPDATE_MISS_STATS((INSTNAME)); \
+        assert(_PyOpcode_Deopt[opcode] == (INSTNAME)); \
+        GO_TO_INSTRUCTION(INSTNAME); \
+    } \
+    if ((INSTNAME) == RESUME) { \
+        evp_emit_if(EVP_EV_LOOP_FAST); \
+    }
+
+/*
+ * Two specializations do the work of the next instruction too and skip
+ * it (BINARY_OP_INPLACE_ADD_UNICODE its STORE_FAST, CALL_LIST_APPEND its
+ * POP_TOP): count the skipped instruction, so op counts match the
+ * bytecode that ran.
+ */
+static inline void
+evp_skipped_op(const _Py_CODEUNIT *next, int n)
+{
+    if (evp_wants(EVP_EV_OP)) {
+        for (int i = 0; i < n; i++) {
+            evp_rec_emit(EVP_EV_OP, next[i].op.code, next[i].op.arg);
+        }
+    }
+}
+
+#undef SKIP_OVER
+#define SKIP_OVER(x) (evp_skipped_op(next_instr, (x)), next_instr += (x))
+
+/*
+ * Frames end through _Py_LeaveRecursiveCallPy (RETURN_VALUE, RETURN_CONST,
+ * RETURN_GENERATOR, YIELD_VALUE, their INSTRUMENTED_ forms, exit_unwind)
+ * while `frame` is still the one that ends.  The function of that name
+ * stays callable as (_Py_LeaveRecursiveCallPy)(tstate).
+ */
+#define _Py_LeaveRecursiveCallPy(TSTATE) \
+    do { \
+        if (evp_on()) { \
+            evp_frame_leave(frame, &_Py_InitCleanup, &evp_popped, \
+                            &evp_pop_fid); \
+        } \
+        (_Py_LeaveRecursiveCallPy)(TSTATE); \
+    } while (0)
+
+/*
+ * LLTRACE_RESUME_FRAME() follows every frame switch inside the loop: a
+ * pop (returns and yields, after _Py_LeaveRecursiveCallPy: the pending
+ * exit) or a push by _PUSH_FRAME (CALL_PY_EXACT_ARGS, FOR_ITER_GEN, ...:
+ * enter and loop enter, as these never pass start_frame).
+ */
+#define EVP_FRAME_SWITCH() \
+    do { \
+        if (evp_on()) { \
+            if (evp_popped) { \
+                evp_pop_done(&evp_popped, evp_pop_fid); \
+            } \
+            else { \
+                evp_frame_enter(frame, 1); \
+            } \
+        } \
+    } while (0)
+
+#undef LLTRACE_RESUME_FRAME
+#ifdef LLTRACE
+#  define LLTRACE_RESUME_FRAME() \
+    do { \
+        EVP_FRAME_SWITCH(); \
+        lltrace = maybe_lltrace_resume_frame(frame, &entry_frame, GLOBALS()); \
+        if (lltrace < 0) { \
+            goto exit_unwind; \
+        } \
+    } while (0)
+#else
+#  define LLTRACE_RESUME_FRAME() EVP_FRAME_SWITCH()
+#endif
+
+#endif /* !Py_EVALPROF_CEVAL_H */

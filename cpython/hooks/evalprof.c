@@ -1,0 +1,620 @@
+/*
+ * Python/evalprof.c: evalprof's run-time side in an instrumented CPython
+ * (3.11 and 3.13; copied into the source tree by cpython/apply-hooks.py).
+ *
+ * It decides at start-up whether this process records a trace, opens the
+ * recorder (src/recorder, compiled into the interpreter next to this
+ * file), registers the interpreter's opcode names and the functions the
+ * eval-loop hooks meet, publishes sys._evalprof, and closes the trace at
+ * the end of finalisation.  The eval-loop hooks themselves are macros in
+ * Python/evalprof_ceval.h.
+ *
+ * The run-time contract (docs/EVENTS.md):
+ *
+ *   EVALPROF=FILE or -X evalprof=FILE    record a trace into FILE
+ *   EVALPROF_EVENTS=SPEC or -X evalprof_events=SPEC
+ *                                        which event classes to record
+ *   EVALPROF_FORK=follow                 a forked child records into
+ *                                        FILE.<pid> (default: it stops)
+ *
+ * A process whose FILE is already being written by another live process
+ * (a child started with the same environment) writes FILE.<pid> instead:
+ * the first writer holds an flock() on FILE for its whole session.
+ *
+ * Nothing here may change what the program does: problems are reported
+ * in one line on stderr and tracing stays off.
+ */
+#include "Python.h"
+#include "opcode.h"
+
+/*
+ * 3.11 keeps its opcode-name table in pycore_opcode.h under Py_DEBUG only
+ * (a static array).  This file reads the table with Py_DEBUG defined for
+ * that one header, which holds nothing but tables and opcode macros; no
+ * other header is included in between.
+ */
+#if PY_VERSION_HEX < 0x030C0000
+#  ifndef Py_DEBUG
+#    define Py_DEBUG
+#    define EVP_UNDEF_PY_DEBUG
+#  endif
+#  include "pycore_opcode.h"          // _PyOpcode_OpName, _PyOpcode_Deopt
+#  ifdef EVP_UNDEF_PY_DEBUG
+#    undef Py_DEBUG
+#    undef EVP_UNDEF_PY_DEBUG
+#  endif
+#else
+#  include "pycore_opcode_metadata.h" // _PyOpcode_OpName, _PyOpcode_Deopt
+#endif
+
+#include "pycore_initconfig.h"
+#include "pycore_pystate.h"           // _PyInterpreterState_GET()
+#include "pycore_evalprof.h"
+#include "evalprof/recorder.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#define EVP_HOOKS_VERSION "1"
+
+/* Event classes, for EVALPROF_EVENTS (docs/EVENTS.md). */
+struct evp_class {
+    const char *name;
+    uint64_t kinds;
+};
+
+#define K(k) EVP_KIND_BIT(EVP_EV_##k)
+static const struct evp_class evp_classes[] = {
+    {"all", EVP_KINDS_CLASSIC},
+    {"frames", K(ENTER) | K(EXIT) | K(RUNTIME_OTHER)},
+    {"loop", K(LOOP_ENTER) | K(LOOP_EXIT) | K(LOOP_EXITING) |
+             K(LOOP_EXCEPTION) | K(LOOP_ERROR)},
+    {"breaker", K(LOOP_SLOW) | K(LOOP_FAST)},
+    {"dispatch", K(DISPATCH)},
+    {"op", K(OP)},
+    /* single kinds, by their report names with '-' for ' ' */
+    {"runtime-other", K(RUNTIME_OTHER)},
+    {"enter", K(ENTER)},
+    {"exit", K(EXIT)},
+    {"loop-enter", K(LOOP_ENTER)},
+    {"loop-slow", K(LOOP_SLOW)},
+    {"loop-fast", K(LOOP_FAST)},
+    {"loop-exception", K(LOOP_EXCEPTION)},
+    {"loop-error", K(LOOP_ERROR)},
+    {"loop-exiting", K(LOOP_EXITING)},
+    {"loop-exit", K(LOOP_EXIT)},
+};
+/* init and fini frame every trace, whatever the classes; "recorder"
+ * events mark the time a thread spent handing a full buffer over, which
+ * views take out of the surrounding events. */
+#define EVP_ALWAYS (EVP_KIND_BIT(EVP_EV_INIT) | EVP_KIND_BIT(EVP_EV_FINI) \
+                    | EVP_KIND_BIT(EVP_EV_RECORDER))
+#undef K
+
+static struct {
+    int decided;          /* the start-up decision was made */
+    int active;           /* this process opened a trace */
+    int lock_fd;          /* flock() held on the trace path, or -1 */
+    pid_t pid;            /* process that opened it */
+    uint64_t kinds;       /* kinds recorded */
+    char *path;           /* trace file being written */
+    char *events;         /* EVALPROF_EVENTS as given ("all" by default) */
+} evp = {.lock_fd = -1};
+
+/* One line on stderr: "evalprof: ...". */
+static void
+evp_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("evalprof: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    va_end(ap);
+}
+
+/* ---- the event-class list -------------------------------------------- */
+
+/*
+ * Parse SPEC ("op", "no-dispatch", "frames,op", "all,-breaker", "0x3ff")
+ * into *KINDS.  Terms are applied left to right; a list that starts with
+ * a removal starts from "all".  Returns 0, or -1 after reporting the
+ * offending term.
+ */
+static int
+evp_parse_events(const char *spec, uint64_t *kinds)
+{
+    uint64_t set = 0;
+    int first = 1;
+    const char *p = spec;
+
+    if (spec[0] == '0' && (spec[1] == 'x' || spec[1] == 'X')) {
+        char *end;
+        unsigned long long v = strtoull(spec, &end, 16);
+        if (*end != '\0' || (v & ~(unsigned long long)EVP_KINDS_CLASSIC)) {
+            evp_say("EVALPROF_EVENTS: bad kind mask '%s'; tracing is off", spec);
+            return -1;
+        }
+        *kinds = (uint64_t)v | EVP_ALWAYS;
+        return 0;
+    }
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char term[64];
+        int remove = 0;
+        if (len >= sizeof term) {
+            len = sizeof term - 1;
+        }
+        memcpy(term, p, len);
+        term[len] = '\0';
+        char *t = term;
+        for (char *c = t; *c; c++) {
+            if (*c == '_' || *c == ' ') {
+                *c = '-';
+            }
+        }
+        if (strncmp(t, "no-", 3) == 0) {
+            remove = 1;
+            t += 3;
+        }
+        else if (t[0] == '-') {
+            remove = 1;
+            t += 1;
+        }
+        if (*t) {
+            const struct evp_class *c = NULL;
+            for (size_t i = 0; i < Py_ARRAY_LENGTH(evp_classes); i++) {
+                if (strcmp(evp_classes[i].name, t) == 0) {
+                    c = &evp_classes[i];
+                    break;
+                }
+            }
+            if (c == NULL) {
+                evp_say("EVALPROF_EVENTS: unknown event class '%s' (known: "
+                        "all, frames, loop, breaker, dispatch, op, or a "
+                        "kind such as loop-fast); tracing is off", t);
+                return -1;
+            }
+            if (first && remove) {
+                set = EVP_KINDS_CLASSIC;
+            }
+            if (remove) {
+                set &= ~c->kinds;
+            }
+            else {
+                set |= c->kinds;
+            }
+            first = 0;
+        }
+        p += len;
+        if (*p == ',') {
+            p++;
+        }
+    }
+    if (first) {
+        set = EVP_KINDS_CLASSIC;   /* empty list: everything */
+    }
+    *kinds = set | EVP_ALWAYS;
+    return 0;
+}
+
+/* ---- start-up ---------------------------------------------------------- */
+
+/*
+ * Claim PATH for this process with an exclusive flock(); when another
+ * live process holds it, claim PATH.<pid>.  Returns the path to write
+ * (malloc'ed) with evp.lock_fd set, or NULL after reporting why.
+ */
+static char *
+evp_claim_path(const char *path)
+{
+    char *mine = strdup(path);
+    if (mine == NULL) {
+        return NULL;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int fd = open(mine, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            evp_say("cannot write trace %s: %s; tracing is off", mine,
+                    strerror(errno));
+            free(mine);
+            return NULL;
+        }
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            evp.lock_fd = fd;
+            return mine;
+        }
+        close(fd);
+        if (attempt == 0) {
+            size_t n = strlen(path) + 32;
+            char *alt = malloc(n);
+            if (alt == NULL) {
+                break;
+            }
+            snprintf(alt, n, "%s.%ld", path, (long)getpid());
+            free(mine);
+            mine = alt;
+        }
+    }
+    evp_say("cannot lock trace %s: %s; tracing is off", mine,
+            strerror(errno));
+    free(mine);
+    return NULL;
+}
+
+/* Names and base instructions of every opcode this interpreter has. */
+static void
+evp_register_opcodes(void)
+{
+    struct evp_opcode_desc ops[256];
+    size_t n = 0;
+
+    for (int i = 0; i < 256; i++) {
+        const char *name = _PyOpcode_OpName[i];
+        if (name == NULL || name[0] == '\0' || name[0] == '<') {
+            continue;
+        }
+        int base = _PyOpcode_Deopt[i];
+        if (base == 0 && i != 0) {
+            base = i;
+        }
+        /* INSTRUMENTED_X stands in for X while sys.monitoring is on. */
+        if (strncmp(name, "INSTRUMENTED_", 13) == 0) {
+            for (int j = 0; j < 256; j++) {
+                const char *b = _PyOpcode_OpName[j];
+                if (b != NULL && j != i && strcmp(b, name + 13) == 0) {
+                    base = j;
+                    break;
+                }
+            }
+        }
+        ops[n].opcode = (uint16_t)i;
+        ops[n].base = (uint16_t)base;
+        ops[n].name = name;
+        n++;
+    }
+    evp_rec_opcodes(ops, n);
+}
+
+static void
+evp_add_meta(void)
+{
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[len > 0 ? len : 0] = '\0';
+
+    evp_rec_meta("python.version", PY_VERSION);
+    evp_rec_meta("python.implementation", "cpython");
+    evp_rec_meta("python.executable", exe);
+#if PY_VERSION_HEX >= 0x030D0000
+    evp_rec_meta("python.interpreter", "generated (bytecodes.c)");
+#else
+    evp_rec_meta("python.interpreter", "hand-written (ceval.c)");
+#endif
+#ifdef Py_DEBUG
+    evp_rec_meta("python.build", "debug");
+#else
+    evp_rec_meta("python.build", "release");
+#endif
+#if defined(_Py_JIT)
+    evp_rec_meta("python.jit", "built in: traces it runs skip tier-1 hooks");
+#elif defined(_Py_TIER2)
+    evp_rec_meta("python.tier2", "built in: traces it runs skip tier-1 hooks");
+#endif
+    evp_rec_meta("evalprof.hooks", EVP_HOOKS_VERSION);
+    evp_rec_meta("evalprof.events", evp.events);
+}
+
+/*
+ * In a forked child: the recorder either stopped (the default) or goes on
+ * into PATH.<pid> (EVALPROF_FORK=follow).  Drop our copy of the lock.
+ */
+static void
+evp_after_fork_child(void)
+{
+    if (!evp.active) {
+        return;
+    }
+    if (evp.lock_fd >= 0) {
+        close(evp.lock_fd);
+        evp.lock_fd = -1;
+    }
+    if (!evp_rec_is_open()) {
+        evp.active = 0;
+        return;
+    }
+    size_t n = strlen(evp.path) + 32;
+    char *p = malloc(n);
+    if (p != NULL) {
+        snprintf(p, n, "%s.%ld", evp.path, (long)getpid());
+        free(evp.path);
+        evp.path = p;
+    }
+    evp.pid = getpid();
+}
+
+/*
+ * Start tracing into PATH with the event list EVENTS (NULL: all).
+ */
+static void
+evp_start(const char *path, const char *events)
+{
+    uint64_t kinds;
+
+    if (path[0] == '\0') {
+        return;
+    }
+    if (events == NULL || events[0] == '\0') {
+        events = "all";
+    }
+    if (evp_parse_events(events, &kinds) < 0) {
+        return;
+    }
+    char *mine = evp_claim_path(path);
+    if (mine == NULL) {
+        return;
+    }
+    const char *fork_mode = getenv("EVALPROF_FORK");
+    struct evp_rec_config cfg = {
+        .path = mine,
+        .producer = EVP_PRODUCER_INSTRUMENTED,
+        .can_emit = EVP_KINDS_CLASSIC,
+        .enabled = kinds,
+        .flags = (fork_mode && strcmp(fork_mode, "follow") == 0)
+                     ? EVP_REC_FOLLOW_FORK : 0,
+    };
+    int rc = evp_rec_open(&cfg);
+    if (rc < 0) {
+        evp_say("cannot write trace %s: %s; tracing is off", mine,
+                strerror(-rc));
+        close(evp.lock_fd);
+        evp.lock_fd = -1;
+        free(mine);
+        return;
+    }
+    evp.path = mine;
+    evp.events = strdup(events);
+    evp.kinds = kinds;
+    evp.pid = getpid();
+    evp.active = 1;
+    evp_add_meta();
+    evp_register_opcodes();
+    pthread_atfork(NULL, NULL, evp_after_fork_child);
+    evp_rec_thread_attach("main");
+    evp_rec_event(EVP_EV_INIT, 0);
+}
+
+/* The value of option -X NAME=VALUE in an option word, or NULL. */
+static const char *
+evp_xoption(const char *opt, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(opt, name, n) == 0 && opt[n] == '=') {
+        return opt + n + 1;
+    }
+    return NULL;
+}
+
+/*
+ * Find -X evalprof=FILE and -X evalprof_events=SPEC among the
+ * interpreter's options (before the script, -c or -m), the way
+ * Python's own option parser reads them.
+ */
+static void
+evp_scan_argv(int argc, char **argv, const char **path, const char **events)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a == NULL || a[0] != '-' || a[1] == '\0') {
+            return;                         /* script name or "-" */
+        }
+        if (a[1] == '-') {
+            if (a[2] == '\0') {
+                return;                     /* "--" */
+            }
+            if (strcmp(a, "--check-hash-based-pycs") == 0) {
+                i++;
+            }
+            continue;
+        }
+        for (int j = 1; a[j]; j++) {
+            char c = a[j];
+            if (c == 'c' || c == 'm') {
+                return;                     /* the rest is the program's */
+            }
+            if (c == 'W' || c == 'X') {
+                const char *val = a[j + 1] ? a + j + 1
+                                  : (i + 1 < argc ? argv[++i] : NULL);
+                if (c == 'X' && val != NULL) {
+                    const char *v;
+                    if ((v = evp_xoption(val, "evalprof")) != NULL) {
+                        *path = v;
+                    }
+                    else if ((v = evp_xoption(val, "evalprof_events"))) {
+                        *events = v;
+                    }
+                    else if (strcmp(val, "evalprof") == 0) {
+                        evp_say("-X evalprof needs a file name "
+                                "(-X evalprof=FILE); tracing is off");
+                    }
+                }
+                break;
+            }
+        }
+    }
+}
+
+void
+_PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
+                         char *const *bytes_argv, wchar_t *const *wchar_argv)
+{
+    const char *path = NULL, *events = NULL;
+    char **argv = NULL;
+    int n = argc > INT_MAX ? INT_MAX : (int)argc;
+
+    if (evp.decided) {
+        return;
+    }
+    evp.decided = 1;
+    if (use_bytes_argv) {
+        argv = (char **)bytes_argv;
+    }
+    else if (wchar_argv != NULL && n > 0) {
+        /* Py_Main(): options are ASCII; other words come out empty. */
+        argv = calloc((size_t)n, sizeof *argv);
+        for (int i = 0; argv != NULL && i < n; i++) {
+            size_t len = wcslen(wchar_argv[i]);
+            argv[i] = malloc(len * 4 + 1);
+            if (argv[i] == NULL || wcstombs(argv[i], wchar_argv[i],
+                                            len * 4 + 1) == (size_t)-1) {
+                free(argv[i]);
+                argv[i] = strdup("");
+            }
+        }
+    }
+    if (argv != NULL) {
+        evp_scan_argv(n, argv, &path, &events);
+    }
+    if (path == NULL) {
+        path = getenv("EVALPROF");
+    }
+    if (events == NULL) {
+        events = getenv("EVALPROF_EVENTS");
+    }
+    if (path != NULL) {
+        evp_start(path, events);
+    }
+    if (argv != NULL && !use_bytes_argv) {
+        for (int i = 0; i < n; i++) {
+            free(argv[i]);
+        }
+        free(argv);
+    }
+}
+
+void
+_PyEvalprof_InitFromEnv(void)
+{
+    if (evp.decided) {
+        return;
+    }
+    evp.decided = 1;
+    const char *path = getenv("EVALPROF");
+    if (path != NULL) {
+        evp_start(path, getenv("EVALPROF_EVENTS"));
+    }
+}
+
+/* ---- functions ----------------------------------------------------------- */
+
+static const char *
+evp_utf8(PyObject *s, const char *fallback)
+{
+    const char *u = s != NULL && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s)
+                                                   : NULL;
+    if (u == NULL) {
+        PyErr_Clear();
+        return fallback;
+    }
+    return u;
+}
+
+uint32_t
+_PyEvalprof_RegisterCode(PyCodeObject *co)
+{
+    if (!evp_rec_is_open()) {
+        return 0;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+#endif
+    const char *name = evp_utf8(co->co_qualname, "<unnamed>");
+    const char *file = evp_utf8(co->co_filename, "");
+    int line = co->co_firstlineno > 0 ? co->co_firstlineno : 0;
+    uint32_t id = evp_rec_func(name, file, (uint32_t)line);
+    co->_co_evalprof_id = id;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(type, value, tb);
+#endif
+    return id;
+}
+
+/* ---- sys._evalprof, fork, finalisation --------------------------------- */
+
+int
+_PyEvalprof_InitSys(PyObject *sysdict)
+{
+    PyObject *info;
+
+    if (evp.active && evp_rec_is_open() && evp.pid == getpid()) {
+        info = Py_BuildValue("{s:s, s:s, s:K, s:l, s:s}",
+                             "path", evp.path,
+                             "events", evp.events,
+                             "kinds", (unsigned long long)evp.kinds,
+                             "pid", (long)evp.pid,
+                             "hooks", EVP_HOOKS_VERSION);
+        if (info == NULL) {
+            return -1;
+        }
+        if (_Py_IsMainInterpreter(_PyInterpreterState_GET())) {
+            const PyConfig *config = _Py_GetConfig();
+            if (config->executable != NULL) {
+                PyObject *exe = PyUnicode_FromWideChar(config->executable,
+                                                       -1);
+                const char *u = exe ? PyUnicode_AsUTF8(exe) : NULL;
+                if (u != NULL) {
+                    evp_rec_meta("python.executable", u);
+                }
+                Py_XDECREF(exe);
+                PyErr_Clear();
+            }
+        }
+    }
+    else {
+        info = Py_NewRef(Py_None);
+    }
+    int rc = PyDict_SetItemString(sysdict, "_evalprof", info);
+    Py_DECREF(info);
+    return rc;
+}
+
+int
+_PyEvalprof_HelperThreads(void)
+{
+    return evp_rec_is_open() ? 1 : 0;
+}
+
+void
+_PyEvalprof_Fini(void)
+{
+    if (!evp.active) {
+        return;
+    }
+    if (evp_rec_is_open()) {
+        evp_rec_event(EVP_EV_FINI, 0);
+        int rc = evp_rec_close();
+        if (rc < 0 && rc != -ENOTCONN) {
+            evp_say("trace %s may be incomplete: %s", evp.path,
+                    strerror(-rc));
+        }
+    }
+    if (evp.lock_fd >= 0) {
+        close(evp.lock_fd);
+        evp.lock_fd = -1;
+    }
+    evp.active = 0;
+}

@@ -1,0 +1,78 @@
+/*
+ * pycore_evalprof.h: evalprof's entry points inside an instrumented
+ * CPython (copied to Include/internal/ by cpython/apply-hooks.py).
+ *
+ * The interpreter calls these from a handful of places that
+ * apply-hooks.py inserts: the start of pymain_init() and
+ * Py_InitializeFromConfig() (tracing starts), the creation of the sys
+ * module (sys._evalprof), the end of finalisation (tracing ends) and the
+ * fork warning of os.fork() (the recorder's writer thread is not the
+ * program's).  The eval-loop hooks themselves live in
+ * Python/evalprof_ceval.h and only need _PyEvalprof_CodeId() from here.
+ *
+ * Everything here is cheap when tracing is off: the start-up functions
+ * read one environment variable and scan argv once, and nothing else runs
+ * unless a trace is being recorded.
+ */
+#ifndef Py_INTERNAL_EVALPROF_H
+#define Py_INTERNAL_EVALPROF_H
+
+#ifndef Py_BUILD_CORE
+#  error "this header requires Py_BUILD_CORE define"
+#endif
+
+#include <stdint.h>
+#include <wchar.h>
+
+/*
+ * Decide whether to trace, from "-X evalprof=FILE" in ARGV or else the
+ * EVALPROF environment variable, and if so start the recording and emit
+ * the init event.  Called first thing in pymain_init(); only the first
+ * call of the process does anything.  Problems (bad event list, an
+ * unwritable file) are reported on stderr in one line and leave tracing
+ * off; the interpreter runs on unchanged.
+ */
+extern void _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
+                                     char *const *bytes_argv,
+                                     wchar_t *const *wchar_argv);
+
+/* The same for embedders that call Py_InitializeFromConfig() directly:
+ * only the environment is consulted. */
+extern void _PyEvalprof_InitFromEnv(void);
+
+/*
+ * Emit the fini event and close the trace.  Called at the very end of
+ * Py_FinalizeEx(), after the low-level exit functions.
+ */
+extern void _PyEvalprof_Fini(void);
+
+/*
+ * Set sys._evalprof in a new sys module's dict: a dict describing the
+ * trace while one is being recorded, else None.  Its presence tells tools
+ * that this is an evalprof interpreter.  Returns 0, or -1 with an
+ * exception set.
+ */
+extern int _PyEvalprof_InitSys(PyObject *sysdict);
+
+/* Threads evalprof itself runs in this process (the recorder's writer
+ * while a trace is open), for os.fork()'s multi-threading warning. */
+extern int _PyEvalprof_HelperThreads(void);
+
+/*
+ * The trace's function id of code object CO (registered on first use
+ * under name co_qualname, file co_filename, line co_firstlineno), or 0
+ * when no trace is open.  Saves and restores any exception that is set.
+ */
+extern uint32_t _PyEvalprof_RegisterCode(PyCodeObject *co);
+
+static inline uint32_t
+_PyEvalprof_CodeId(PyCodeObject *co)
+{
+    uint32_t id = co->_co_evalprof_id;
+    if (id == 0) {
+        id = _PyEvalprof_RegisterCode(co);
+    }
+    return id;
+}
+
+#endif /* !Py_INTERNAL_EVALPROF_H */

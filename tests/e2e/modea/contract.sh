@@ -1,0 +1,109 @@
+#!/bin/sh
+# The instrumented interpreter's run-time contract (docs/EVENTS.md):
+# tracing is off unless asked for; EVALPROF and -X evalprof start it;
+# event classes select kinds; sys._evalprof tells an instrumented
+# interpreter and describes the trace; child processes get their own
+# files; bad input is one line on stderr and changes nothing else.
+#
+#   contract.sh VERSION BUILD_DIR CHECK_TRACE
+. "$(dirname "$0")/lib.sh"
+
+# --- off by default ---------------------------------------------------------
+out=$("$PY" -c 'import sys; print(sys._evalprof)' 2>"$T/err")
+[ "$out" = "None" ] && [ ! -s "$T/err" ] && ok "sys._evalprof is None when not tracing" ||
+    fail "untraced: sys._evalprof printed '$out', stderr: $(cat "$T/err")"
+
+# --- EVALPROF=FILE ------------------------------------------------------------
+out=$(EVALPROF="$T/env.evp" "$PY" -c 'import sys; d = sys._evalprof; print(d["path"], d["events"], d["pid"] > 0)')
+[ "$out" = "$T/env.evp all True" ] && ok "EVALPROF: sys._evalprof describes the trace" ||
+    fail "EVALPROF: sys._evalprof gave '$out'"
+"$CHECK" "$T/env.evp" > "$T/env.out" || fail "EVALPROF trace does not check: $(grep FAIL "$T/env.out")"
+[ "$(value "kind init" "$T/env.out")" = 1 ] && [ "$(value "kind fini" "$T/env.out")" = 1 ] &&
+    ok "one init and one fini" || fail "init/fini counts: $(grep -E 'kind (init|fini)' "$T/env.out" | tr '\n' ' ')"
+
+# --- -X evalprof=FILE, -X evalprof_events=op ------------------------------------
+"$PY" -X evalprof="$T/x.evp" -X evalprof_events=op -c 'sum(range(1000))'
+"$CHECK" "$T/x.evp" > "$T/x.out" || fail "-X trace does not check"
+nop=$(value "kind op" "$T/x.out")
+others=$(awk '$1 == "kind" && $2 != "op" && $2 != "init" && $2 != "fini" { s += $3 } END { print s + 0 }' "$T/x.out")
+[ "${nop:-0}" -gt 0 ] && [ "$others" = 0 ] && ok "-X evalprof_events=op records op events only ($nop)" ||
+    fail "-X evalprof_events=op: $nop op events, $others others"
+
+# --- event classes ---------------------------------------------------------------
+EVALPROF="$T/nd.evp" EVALPROF_EVENTS=no-dispatch "$PY" -c 'sum(range(1000))'
+"$CHECK" "$T/nd.evp" > "$T/nd.out" || fail "no-dispatch trace does not check"
+[ "$(value "kind dispatch" "$T/nd.out")" = 0 ] && [ "$(value "kind op" "$T/nd.out")" -gt 0 ] &&
+    [ "$(value "kind enter" "$T/nd.out")" -gt 0 ] && ok "EVALPROF_EVENTS=no-dispatch" ||
+    fail "no-dispatch: dispatch=$(value "kind dispatch" "$T/nd.out")"
+EVALPROF="$T/fr.evp" EVALPROF_EVENTS=frames,loop-fast "$PY" -c 'sum(range(1000))'
+"$CHECK" "$T/fr.evp" > "$T/fr.out" || fail "frames trace does not check"
+[ "$(value "kind op" "$T/fr.out")" = 0 ] && [ "$(value "kind enter" "$T/fr.out")" -gt 0 ] &&
+    [ "$(value "kind loop-fast" "$T/fr.out")" -gt 0 ] && [ "$(value "kind loop-enter" "$T/fr.out")" = 0 ] &&
+    ok "EVALPROF_EVENTS=frames,loop-fast" || fail "frames,loop-fast: wrong kinds"
+
+# --- bad input: one line on stderr, nothing else changes --------------------------
+ref=$("$PY" -c 'print(6 * 7)')
+check_bad() {  # check_bad WHAT ENV... -- ARGS...
+    what=$1; shift
+    out=$(env "$@" -c 'import sys; print(6 * 7, sys._evalprof)' 2>"$T/err"); rc=$?
+    lines=$(wc -l < "$T/err")
+    if [ "$rc" = 0 ] && [ "$out" = "$ref None" ] && [ "$lines" = 1 ] && grep -q '^evalprof: ' "$T/err"; then
+        ok "$what: $(cat "$T/err")"
+    else
+        fail "$what: rc=$rc out='$out' stderr=$(cat "$T/err")"
+    fi
+}
+check_bad "unwritable trace path" EVALPROF=/nonexistent/dir/t.evp "$PY"
+check_bad "trace path is a directory" EVALPROF="$T" "$PY"
+check_bad "unknown event class" EVALPROF="$T/bad.evp" EVALPROF_EVENTS=op,bogus "$PY"
+check_bad "-X evalprof without a file" "$PY" -X evalprof
+[ ! -e "$T/bad.evp" ] && ok "no trace file after a refused event list" || fail "a trace file was created"
+
+# --- exit status and output unchanged ---------------------------------------------
+EVALPROF="$T/exit.evp" "$PY" -c 'import sys; print("out"); sys.exit(3)' > "$T/o" 2>&1
+rc=$?
+[ "$rc" = 3 ] && [ "$(cat "$T/o")" = out ] && ok "exit status and output kept (3)" || fail "exit status $rc, output $(cat "$T/o")"
+"$CHECK" "$T/exit.evp" > "$T/exit.out" && [ "$(value "kind fini" "$T/exit.out")" = 1 ] &&
+    ok "sys.exit(3): trace complete" || fail "sys.exit(3): trace incomplete"
+a=$("$PY" "$PROGRAMS/workload.py")
+b=$(EVALPROF="$T/w.evp" "$PY" "$PROGRAMS/workload.py")
+[ "$a" = "$b" ] && ok "workload output identical traced and untraced ($a)" || fail "workload: '$a' vs '$b'"
+
+# --- child processes ----------------------------------------------------------------
+EVALPROF="$T/par.evp" "$PY" -c '
+import subprocess, sys
+r = subprocess.run([sys.executable, "-c", "import sys; print(sys._evalprof[\"path\"])"],
+                   capture_output=True, text=True)
+print(r.stdout.strip())' > "$T/child_path"
+child=$(cat "$T/child_path")
+case "$child" in
+"$T/par.evp."[0-9]*) ok "a child interpreter writes FILE.<pid> ($(basename "$child"))" ;;
+*) fail "child trace path '$child'" ;;
+esac
+"$CHECK" "$T/par.evp" > /dev/null && "$CHECK" "$child" > /dev/null &&
+    ok "parent and child traces both check" || fail "parent or child trace does not check"
+
+EVALPROF="$T/fork.evp" "$PY" -c '
+import os
+pid = os.fork()
+if pid == 0:
+    sum(range(100))
+    os._exit(0)
+os.waitpid(pid, 0)
+sum(range(100))' 2>"$T/err"
+[ ! -s "$T/err" ] && ok "fork: no warning about threads" || fail "fork printed: $(cat "$T/err")"
+"$CHECK" "$T/fork.evp" > /dev/null && ok "fork: the parent's trace checks" || fail "fork: parent trace"
+n=$(ls "$T" | grep -c '^fork\.evp\.')
+[ "$n" = 0 ] && ok "fork: a forked child stops recording by default" || fail "fork: $n child traces"
+EVALPROF="$T/ff.evp" EVALPROF_FORK=follow "$PY" -c '
+import os, sys
+pid = os.fork()
+if pid == 0:
+    sum(range(100))
+    sys.stdout.flush()
+    os._exit(0)
+os.waitpid(pid, 0)'
+n=$(ls "$T" | grep -c '^ff\.evp\.[0-9]')
+[ "$n" = 1 ] && ok "EVALPROF_FORK=follow: the child writes FILE.<pid>" || fail "EVALPROF_FORK=follow: $n child traces"
+
+finish

@@ -1,0 +1,56 @@
+#!/bin/sh
+# A subset of CPython's own regression suite, from the same source tree as
+# the instrumented interpreter, with tracing off and with every event
+# traced.  With tracing on, the trace of the test runner itself must be
+# complete and balanced, and every child interpreter's trace readable.
+#
+#   regrtest.sh VERSION BUILD_DIR CHECK_TRACE off|on
+. "$(dirname "$0")/lib.sh"
+MODE=$4
+TESTS="test_grammar test_exceptions test_generators test_coroutines
+       test_sys_settrace test_threading test_json test_re"
+
+# Sequential and in one process (no -j): the runner's own trace then
+# covers every test.
+run() {
+    # shellcheck disable=SC2086
+    "$PY" -m test --timeout 600 $TESTS > "$T/regrtest.log" 2>&1
+}
+case "$MODE" in
+off)
+    run; rc=$?
+    ;;
+on)
+    EVALPROF="$T/rt.evp" EVALPROF_EVENTS=all run; rc=$?
+    ;;
+*)
+    echo "usage: regrtest.sh VERSION BUILD_DIR CHECK_TRACE off|on"; exit 2 ;;
+esac
+tail -n 6 "$T/regrtest.log"
+if [ "$rc" = 0 ] && grep -q "Result: SUCCESS\|Tests result: SUCCESS" "$T/regrtest.log"; then
+    ok "regrtest ($MODE): all $(echo $TESTS | wc -w) test files pass"
+else
+    grep -E "FAIL|ERROR|Error" "$T/regrtest.log" | head -n 20
+    fail "regrtest ($MODE) exit status $rc"
+fi
+
+if [ "$MODE" = on ]; then
+    if "$CHECK" "$T/rt.evp" --kinds all > "$T/rt.out"; then
+        ok "runner trace: $(value events "$T/rt.out") events, balanced, all 14 kinds, max depth $(value max_depth "$T/rt.out")"
+    else
+        grep FAIL "$T/rt.out"
+        fail "the test runner's trace"
+    fi
+    n=0 bad=0
+    for f in "$T"/rt.evp.*; do
+        [ -e "$f" ] || continue
+        n=$((n + 1))
+        # Children may end abruptly (os._exit, crashes the tests provoke)
+        # or leave daemon threads running: they only need to be readable.
+        "$CHECK" "$f" > "$T/child.out"
+        [ $? -le 1 ] || { bad=$((bad + 1)); echo "unreadable: $f"; }
+    done
+    [ "$bad" = 0 ] && ok "$n child interpreter traces readable" || fail "$bad of $n child traces unreadable"
+    echo "trace sizes: $(du -sh "$T" | cut -f1) in $((n + 1)) files"
+fi
+finish

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Builds the instrumented CPython interpreters that the e2e-modea tests
+# run (3.13 and 3.11, from Debian's source packages), reusing a build whose
+# source and hooks are unchanged.  The plain baseline builds are left to
+# the benchmarks (`make bench`), to keep CI short.
+#
+# For each version it records the outcome in
+# BUILD/cpython/X.Y/evalprof.status, which the tests read:
+#   ok                       built or up to date
+#   unavailable: <reason>    the source package cannot be obtained here
+#                            (the tests skip)
+#   failed: <reason>         anything else (the tests fail)
+BUILD=${1:-build}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 1
+case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
+
+sh tools/bootstrap.sh build cpython || echo "prepare cpython: some build dependencies are missing (see above)"
+status=0
+for ver in 3.13 3.11; do
+    mkdir -p "$BUILD/cpython/$ver"
+    out="$BUILD/cpython/$ver/evalprof.status"
+    start=$(date +%s)
+    sh cpython/build.sh --version "$ver" --variant evalprof --build-dir "$BUILD" > "$BUILD/cpython/$ver/prepare.log" 2>&1
+    rc=$?
+    last=$(grep '^evalprof-cpython: ' "$BUILD/cpython/$ver/prepare.log" | tail -n 1 | sed 's/^evalprof-cpython: //')
+    case $rc in
+    0) echo ok > "$out"; echo "prepare cpython $ver: $last ($(( $(date +%s) - start ))s)" ;;
+    3) echo "unavailable: $last" > "$out"; echo "prepare cpython $ver: not built: $last" ;;
+    *) echo "failed: $last" > "$out"; echo "prepare cpython $ver: FAILED: $last"; status=1 ;;
+    esac
+done
+exit $status
