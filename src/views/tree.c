@@ -138,8 +138,9 @@ static void print_indented(struct tree *tr, const struct evp_event *e,
     }
     pad(tr, &pos, &cols, NAME_COL);
     size_t start = cols;
-    if (indent)
-        for (int32_t d = 0; d < e->depth; d++) {
+    if (indent) /* up to a full line: a deep stack must not cost
+                   depth steps per event once nothing more fits */
+        for (int32_t d = 0; d < e->depth && room(tr, pos) > 0; d++) {
             put(tr, &pos, "|  ");
             cols += 3;
         }
