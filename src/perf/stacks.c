@@ -110,7 +110,7 @@ int evp_stacks_add(struct evp_stacks *s, const char *key, size_t len,
         }
         j = (j + 1) & (s->cap - 1);
     }
-    if (s->alen + len > s->acap) {
+    if (!s->arena || s->alen + len > s->acap) { /* an empty first key too */
         size_t ncap = s->acap ? s->acap * 2 : 65536;
         while (ncap < s->alen + len)
             ncap *= 2;
