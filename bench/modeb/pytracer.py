@@ -36,6 +36,9 @@ def main():
 
     g = {"__name__": "__main__", "__file__": script,
          "__builtins__": __builtins__}
+    # 3.12.1 turns opcode events on only once some frame asked for them
+    # before sys.settrace; flags set from the 'call' event alone do not.
+    sys._getframe().f_trace_opcodes = True
     sys.settrace(tracer)
     try:
         exec(code, g)

@@ -17,10 +17,12 @@
  *     its prologue and RETURN_GENERATOR) is not reported: its time stays
  *     with the caller, as in cProfile and sys.monitoring;
  *   - every exit and suspend is followed by "runtime other", the time
- *     spent back in the runtime until the next event.
- *
- * (Exceptions are reported where they are raised, by legacy.c and
- * monitor.c, not here.)
+ *     spent back in the runtime until the next event;
+ *   - exceptions are reported where they are raised, by legacy.c and
+ *     monitor.c; only where no such hook is active (3.11 without op
+ *     tracing, whose trace function would cost more than cProfile) does a
+ *     frame left by an exception get a "loop exception" here, just before
+ *     its exit.
  *
  * Because calls are no longer inlined, each Python call now also nests a C
  * call of the eval function.  3.12 and 3.13 count those against the C
@@ -43,6 +45,8 @@
  * PY_EVAL_C_STACK_UNITS in Python/ceval.c; measured the same on 3.12.1,
  * 3.13.0). */
 #define EVAL_C_UNITS 2
+
+int evp_precise_exceptions;
 
 static void find_stack_low(struct evp_tls *tl)
 {
@@ -141,6 +145,8 @@ static PyObject *evp_eval_frame(PyThreadState *ts,
     evp_rec_event(enter, func);
     PyObject *r = eval_inner(ts, f, throwflag);
     if (EVP_LIKELY(session == evp_S.id)) {
+        if (r == NULL && !evp_precise_exceptions)
+            evp_rec_event(EVP_EV_LOOP_EXCEPTION, 0);
         evp_rec_event(gen != NULL && evp_gen_suspended(gen) ? EVP_EV_SUSPEND
                                                              : EVP_EV_EXIT,
                       func);

@@ -18,10 +18,11 @@
  *
  * PyTrace_CALL turns opcode events on (and line events off) for each new
  * frame; PyTrace_EXCEPTION is the frame's "loop exception" (3.11 calls it
- * where the error path starts in each frame an exception reaches).  With
- * --no-ops the trace function stays, for the exceptions, with opcode
- * events off: the profile function has already put every instruction on
- * the tracing path, so it costs little more.
+ * where the error path starts in each frame an exception reaches).
+ * Without op events there is no trace function (with it, every
+ * instruction would also go through the line-event check: more than
+ * cProfile costs), and the eval hook reports frames left by an exception
+ * instead.
  *
  * The profile function sees calls of builtin functions and methods
  * (PyTrace_C_CALL, _C_RETURN, _C_EXCEPTION), the same set cProfile
@@ -133,17 +134,17 @@ void evp_legacy_thread(PyThreadState *ts)
     if (ts->c_profilefunc != profile_fn &&
         _PyEval_SetProfile(ts, profile_fn, NULL) < 0)
         PyErr_Clear();
-    /* The trace function also without op events: it is what reports
-     * exceptions where they are raised (PyTrace_EXCEPTION); the profile
-     * function already puts every instruction on the tracing path. */
+    if (!evp_S.ops)
+        return;
     if (ts->c_tracefunc != trace_fn &&
         _PyEval_SetTrace(ts, trace_fn, NULL) < 0)
         PyErr_Clear();
-    set_frame_flags(ts, evp_S.ops, 0);
+    set_frame_flags(ts, 1, 0);
 }
 
 int evp_legacy_install(void)
 {
+    evp_precise_exceptions = evp_S.ops;
     PyThreadState *self = PyThreadState_Get();
     if (!evp_S.all_threads) {
         evp_legacy_thread(self);

@@ -212,6 +212,7 @@ static int pick_tool(PyObject *mon)
 
 int evp_monitor_install(void)
 {
+    evp_precise_exceptions = 1;
     PyObject *mon = monitoring();
     if (mon == NULL)
         return -1;

@@ -182,6 +182,10 @@ int evp_registry_init(void);
 
 /* ---- hooks --------------------------------------------------------------- */
 
+/* Exceptions are reported where raised (by legacy.c or monitor.c); when
+ * 0, the eval hook reports frames left by an exception instead. */
+extern int evp_precise_exceptions;
+
 /* Install / remove the frame-evaluation hook (evalhook.c). */
 int evp_evalhook_install(void);
 void evp_evalhook_remove(void);

@@ -267,7 +267,14 @@ class Exceptions(Case):
             p, trace = self.traced([script], opts=opts)
             t = self.load(trace)
             self.assertBalanced(t)
-            self.assertEqual(t.exceptions_by_function(script), ref, opts)
+            want = ref
+            if VERSION < (3, 12) and opts:
+                # 3.11 without op tracing has no trace function: only
+                # frames left by an exception are marked, at their exit
+                # (deep() unwinds six frames, four times; the iterator's
+                # __next__ ends in StopIteration once).
+                want = {"deep": 24, "Count.__next__": 1}
+            self.assertEqual(t.exceptions_by_function(script), want, opts)
 
     def test_uncaught_exception(self):
         script = prog("uncaught.py")
