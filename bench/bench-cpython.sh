@@ -22,4 +22,4 @@ done
 [ -n "$ok" ] || exit 1
 reps=5
 [ -n "${EVP_BENCH_QUICK:-}" ] && reps=3
-python3 bench/cpython/bench.py "$BUILD" --versions "${ok#,}" --reps "$reps"
+python3 bench/cpython/bench.py "$BUILD" --versions "${ok#,}" --reps "$reps" --scale 2

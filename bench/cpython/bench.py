@@ -179,8 +179,8 @@ def bench_version(build, ver, reps, scale, tmp):
         TARGETS["all"]))
     counts = []
     for w in WORKLOADS:
-        a = instructions(plain, w, scale)
-        b = instructions(evp, w, scale)
+        a = instructions(plain, w, 1)
+        b = instructions(evp, w, 1)
         if a and b:
             counts.append((w, a, b))
     if counts:

@@ -30,9 +30,9 @@
 
 /*
  * The checks read the recorder's kind mask with a plain load, which GCC
- * turns into one test-with-memory and a branch: every instruction of the
- * traced program passes two of them, and an atomic load would add a third
- * machine instruction to each.  The mask changes only when a trace opens
+ * turns into one test-with-memory and a branch: every instruction passes
+ * one (the dispatch hook), and an atomic load would add a third machine
+ * instruction to it.  The mask changes only when a trace opens
  * or closes (or in a forked child); a check that sees a stale value then
  * is harmless, as the recorder drops events outside a session.
  */
@@ -49,15 +49,29 @@ evp_on(void)
     return EVP_UNLIKELY(evp_rec_mask_ != 0);
 }
 
+/*
+ * What the hooks do once they know an event is wanted is out of line and
+ * cold: inlined at every hook site, the recorder's store path (and the
+ * registers it needs) makes GCC spill hot values in the untraced path.
+ * Only the op entries, the most frequent events, store inline.
+ */
+#define EVP_COLD __attribute__((noinline, cold))
+
+static EVP_COLD void
+evp_event(unsigned kind)
+{
+    evp_rec_emit(kind, 0, 0);
+}
+
 static inline void
 evp_emit_if(unsigned kind)
 {
     if (evp_wants(kind)) {
-        evp_rec_emit(kind, 0, 0);
+        evp_event(kind);
     }
 }
 
-static inline void
+static EVP_COLD void
 evp_frame_enter(_PyInterpreterFrame *f)
 {
     if (evp_wants(EVP_EV_ENTER)) {
@@ -67,7 +81,7 @@ evp_frame_enter(_PyInterpreterFrame *f)
 
 /* "loop exit" now; "exit" once the frame is popped (evp_pop_done), so
  * that the frame's clean-up counts as the callee's. */
-static inline void
+static EVP_COLD void
 evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
 {
     evp_emit_if(EVP_EV_LOOP_EXIT);
@@ -75,7 +89,7 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
     *fid = evp_wants(EVP_EV_EXIT) ? _PyEvalprof_CodeId(f->f_code) : 0;
 }
 
-static inline void
+static EVP_COLD void
 evp_pop_done(int *popped, uint32_t fid)
 {
     if (*popped && evp_wants(EVP_EV_EXIT)) {
@@ -165,7 +179,7 @@ evp_pop_done(int *popped, uint32_t fid)
  * opcode and oparg out of the untraced path.  (Superinstructions have no
  * guard: EVP_OP_ENTRY_PAIR counts their second half on entry.)
  */
-static inline void
+static EVP_COLD void
 evp_fused_op(const _Py_CODEUNIT *instr)
 {
     evp_rec_emit(EVP_EV_OP, _PyOpcode_Deopt[_Py_OPCODE(*instr)],
@@ -322,7 +336,7 @@ static void **evp_dispatch_table;
 #define PRE_DISPATCH_GOTO() \
     do { \
         if (evp_wants(EVP_EV_DISPATCH)) { \
-            evp_rec_emit(EVP_EV_DISPATCH, 0, 0); \
+            evp_event(EVP_EV_DISPATCH); \
         } \
         EVP_LLTRACE_INSTRUCTION(); \
     } while (0)
@@ -352,7 +366,7 @@ static void **evp_dispatch_table;
  * themselves and skip the CALL after them: count that CALL here, where
  * the call starts.
  */
-static inline void
+static EVP_COLD void
 evp_skipped_call(const _Py_CODEUNIT *next)
 {
     if (evp_wants(EVP_EV_OP)) {

@@ -6,7 +6,7 @@
  * includes it in Python/ceval.c right after ceval_macros.h.  It redefines
  * a few of ceval_macros.h's macros, which generated_cases.c.h expands at
  * every instruction boundary, and defines the EVP_HOOK_* statements that
- * apply-hooks.py places at labels of _PyEvalprof_EvalFrameDefault()
+ * apply-hooks.py places at labels of _PyEval_EvalFrameDefault()
  * (start_frame, resume_frame, error, exception_unwind, exit_unwind).
  * docs/EVENTS.md describes where each event sits and why.
  *
@@ -39,9 +39,9 @@
 
 /*
  * The checks read the recorder's kind mask with a plain load, which GCC
- * turns into one test-with-memory and a branch: every instruction of the
- * traced program passes two of them, and an atomic load would add a third
- * machine instruction to each.  The mask changes only when a trace opens
+ * turns into one test-with-memory and a branch: every instruction passes
+ * one (the dispatch hook), and an atomic load would add a third machine
+ * instruction to it.  The mask changes only when a trace opens
  * or closes (or in a forked child); a check that sees a stale value then
  * is harmless, as the recorder drops events outside a session.
  */
@@ -58,16 +58,30 @@ evp_on(void)
     return EVP_UNLIKELY(evp_rec_mask_ != 0);
 }
 
+/*
+ * What the hooks do once they know an event is wanted is out of line and
+ * cold: inlined at every hook site, the recorder's store path (and the
+ * registers it needs) makes GCC spill hot values in the untraced path.
+ * Only the op entries, the most frequent events, store inline.
+ */
+#define EVP_COLD __attribute__((noinline, cold))
+
+static EVP_COLD void
+evp_event(unsigned kind)
+{
+    evp_rec_emit(kind, 0, 0);
+}
+
 static inline void
 evp_emit_if(unsigned kind)
 {
     if (evp_wants(kind)) {
-        evp_rec_emit(kind, 0, 0);
+        evp_event(kind);
     }
 }
 
 /* enter (and optionally loop enter) for FRAME. */
-static inline void
+static EVP_COLD void
 evp_frame_enter(_PyInterpreterFrame *f, int loop_enter)
 {
     if (evp_wants(EVP_EV_ENTER)) {
@@ -85,7 +99,7 @@ evp_frame_enter(_PyInterpreterFrame *f, int loop_enter)
  * pushes (code object SHIM, _Py_InitCleanup, which ceval.c declares after
  * this file) is part of its CALL and was never entered: pop it silently.
  */
-static inline void
+static EVP_COLD void
 evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
                 uint32_t *fid)
 {
@@ -99,7 +113,7 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
     *fid = evp_wants(EVP_EV_EXIT) ? _PyEvalprof_CodeId(co) : 0;
 }
 
-static inline void
+static EVP_COLD void
 evp_pop_done(int *popped, uint32_t fid)
 {
     if (*popped == 1 && evp_wants(EVP_EV_EXIT)) {
@@ -276,7 +290,7 @@ static void **evp_dispatch_table;
 #define PRE_DISPATCH_GOTO() \
     do { \
         if (evp_wants(EVP_EV_DISPATCH) && frame != &entry_frame) { \
-            evp_rec_emit(EVP_EV_DISPATCH, 0, 0); \
+            evp_event(EVP_EV_DISPATCH); \
         } \
         EVP_LLTRACE_INSTRUCTION(); \
     } while (0)
@@ -332,7 +346,7 @@ static void **evp_dispatch_table;
  * POP_TOP): count the skipped instruction, so op counts match the
  * bytecode that ran.
  */
-static inline void
+static EVP_COLD void
 evp_skipped_op(const _Py_CODEUNIT *next, int n)
 {
     if (evp_wants(EVP_EV_OP)) {

@@ -369,8 +369,10 @@ evp_start(const char *path, const char *events)
         .producer = EVP_PRODUCER_INSTRUMENTED,
         .can_emit = EVP_KINDS_CLASSIC,
         .enabled = kinds,
-        .flags = (fork_mode && strcmp(fork_mode, "follow") == 0)
-                     ? EVP_REC_FOLLOW_FORK : 0,
+        /* quiet: a write error is reported once, by _PyEvalprof_Fini */
+        .flags = EVP_REC_QUIET |
+                 ((fork_mode && strcmp(fork_mode, "follow") == 0)
+                  ? EVP_REC_FOLLOW_FORK : 0),
     };
     int rc = evp_rec_open(&cfg);
     if (rc < 0) {
@@ -607,9 +609,16 @@ _PyEvalprof_Fini(void)
     if (evp_rec_is_open()) {
         evp_rec_event(EVP_EV_FINI, 0);
         int rc = evp_rec_close();
+        struct evp_rec_stats st;
+        evp_rec_get_stats(&st);
         if (rc < 0 && rc != -ENOTCONN) {
-            evp_say("trace %s may be incomplete: %s", evp.path,
-                    strerror(-rc));
+            evp_say("trace %s is incomplete: %s (%llu events lost)",
+                    evp.path, strerror(-rc),
+                    (unsigned long long)st.dropped);
+        }
+        else if (st.dropped) {
+            evp_say("trace %s: %llu events lost", evp.path,
+                    (unsigned long long)st.dropped);
         }
     }
     if (evp.lock_fd >= 0) {

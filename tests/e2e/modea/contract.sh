@@ -59,6 +59,27 @@ check_bad "unknown event class" EVALPROF="$T/bad.evp" EVALPROF_EVENTS=op,bogus "
 check_bad "-X evalprof without a file" "$PY" -X evalprof
 [ ! -e "$T/bad.evp" ] && ok "no trace file after a refused event list" || fail "a trace file was created"
 
+# A disk that fills up while tracing: one line at exit, the program as
+# usual, the trace readable up to the error (needs a small tmpfs: root).
+mkdir -p "$T/tiny"
+if mount -t tmpfs -o size=256k tmpfs "$T/tiny" 2>/dev/null; then
+    out=$(EVALPROF="$T/tiny/t.evp" "$PY" -c '
+s = 0
+for i in range(200000): s += i
+print(s)' 2>"$T/err"); rc=$?
+    if [ "$rc" = 0 ] && [ "$out" = 19999900000 ] && [ "$(wc -l < "$T/err")" = 1 ] &&
+       grep -q '^evalprof: trace .* is incomplete: No space left on device' "$T/err"; then
+        ok "disk full: $(cat "$T/err")"
+    else
+        fail "disk full: rc=$rc out=$out stderr=$(cat "$T/err")"
+    fi
+    "$CHECK" "$T/tiny/t.evp" > /dev/null 2>&1
+    [ $? -le 1 ] && ok "disk full: the partial trace is readable" || fail "disk full: partial trace unreadable"
+    umount "$T/tiny"
+else
+    echo "note: no tmpfs mount here (not root?): disk-full check not run"
+fi
+
 # --- exit status and output unchanged ---------------------------------------------
 EVALPROF="$T/exit.evp" "$PY" -c 'import sys; print("out"); sys.exit(3)' > "$T/o" 2>&1
 rc=$?

@@ -29,7 +29,7 @@ if [ ! -x "$CHECK" ]; then
 fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/evp-modea-XXXXXX")
-trap 'rm -rf "$T"' EXIT INT TERM
+trap 'umount "$T/tiny" 2>/dev/null; rm -rf "$T"' EXIT INT TERM
 # The tests decide themselves what is traced.
 unset EVALPROF EVALPROF_EVENTS EVALPROF_FORK EVALPROF_CLOCK
 
