@@ -14,6 +14,9 @@
 #   --build-dir D   the project's build directory (default: build)
 #   --jobs N        parallel make jobs (default: number of CPUs)
 #
+# EVALPROF_DEBIAN_SOURCES names another deb822 file to take the Debian
+# archive entry from (tests use it to simulate an unreachable archive).
+#
 # Layout, per version, under BUILD/cpython/X.Y/:
 #   src/            the pristine source (never configured in place)
 #   src-evalprof/   the same source with evalprof's hooks applied
@@ -54,18 +57,25 @@ while [ $# -gt 0 ]; do
     --variant) [ $# -ge 2 ] || die "--variant needs evalprof, plain or both"; variant=$2; shift 2 ;;
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a directory"; build=$2; shift 2 ;;
     --jobs) [ $# -ge 2 ] || die "--jobs needs a number"; jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
     esac
 done
 case "$variant" in evalprof|plain|both) ;; *) die "--variant must be evalprof, plain or both" ;; esac
 case "$build" in /*) ;; *) build="$top/$build" ;; esac
+if [ -n "$src" ]; then
+    [ -d "$src" ] || die "--src $src: no such directory"
+    src=$(cd "$src" && pwd)
+fi
 
 # configure and make write to /dev/null; on a shared machine a tool that
 # "atomically" renames its output over /dev/null replaces the device.
 [ -c /dev/null ] || die "/dev/null is not the null device (it was replaced by a file); restore it with: rm -f /dev/null; mknod -m 666 /dev/null c 1 3"
 
 python=$(command -v python3) || die "python3 is needed to apply the hooks (tools/bootstrap.sh build)"
+# CPython's build dependencies (Debian packages; a no-op once installed).
+sh "$top/tools/bootstrap.sh" cpython >&2 ||
+    echo "evalprof-cpython: some CPython build dependencies are missing: optional modules may not build" >&2
 
 # ---- sources ----------------------------------------------------------------
 
@@ -74,7 +84,7 @@ python=$(command -v python3) || die "python3 is needed to apply the hooks (tools
 # the archive address is the machine's own, never one written here.
 debian_src_entry() {
     suites=$1
-    f=/etc/apt/sources.list.d/debian.sources
+    f=${EVALPROF_DEBIAN_SOURCES:-/etc/apt/sources.list.d/debian.sources}
     if [ -r "$f" ]; then
         awk -v suites="$suites" '
             BEGIN { RS = ""; ORS = "\n\n" }
@@ -120,8 +130,10 @@ fetch_debian() {
     set -- -o Dir::Etc::sourcelist="$apt/empty.list" -o Dir::Etc::sourceparts="$apt/sources" \
         -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" \
         -o APT::Sandbox::User="$(id -un)" -q
-    if ! apt-get "$@" update >"$apt/update.log" 2>&1; then
-        unavailable "cannot obtain Debian source package $pkg: apt-get update failed ($(grep -E '^(E|W):' "$apt/update.log" | head -n 1); log: $apt/update.log)"
+    # apt-get update exits 0 when an archive cannot be reached: read its log.
+    if ! apt-get "$@" update >"$apt/update.log" 2>&1 ||
+       grep -qE '^(E:|W: Failed to fetch)' "$apt/update.log"; then
+        unavailable "cannot obtain Debian source package $pkg: apt-get update failed ($(grep -E '^(E|W):' "$apt/update.log" | head -n 1 | cut -c1-160); log: $apt/update.log)"
     fi
     if ! (cd "$dl" && apt-get "$@" source --download-only --tar-only "$pkg") >"$apt/source-$ver.log" 2>&1; then
         unavailable "cannot obtain Debian source package $pkg ($(grep -E '^E:' "$apt/source-$ver.log" | head -n 1 | cut -c1-160); log: $apt/source-$ver.log)"
