@@ -141,6 +141,11 @@ static PyObject *evp_eval_frame(PyThreadState *ts,
     }
     if (EVP_UNLIKELY(!evp_tls.named))
         evp_thread_name_retry();
+#if EVP_PY311
+    if (EVP_UNLIKELY(ts->c_profilefunc == NULL ||
+                     (evp_S.ops && ts->c_tracefunc == NULL)))
+        evp_legacy_thread(ts);
+#endif
 
     evp_rec_event(enter, func);
     PyObject *r = eval_inner(ts, f, throwflag);

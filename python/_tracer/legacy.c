@@ -28,7 +28,11 @@
  * (PyTrace_C_CALL, _C_RETURN, _C_EXCEPTION), the same set cProfile
  * counts.  Both functions are per thread: start() sets them on the
  * starting thread (every thread with threads=True), and a thread that
- * appears later gets them at its first frame (evp_thread_setup).
+ * appears later gets them at its first frame (evp_thread_setup).  They
+ * share their slots with sys.settrace and sys.setprofile, and never take
+ * a slot the program uses: while the program has its own tracer or
+ * profiler set, that thread's ops or C calls are not seen; once it
+ * removes it, the next frame takes the slot back (evp_legacy_thread).
  */
 #include "tracer.h"
 
@@ -129,31 +133,57 @@ static void set_frame_flags(PyThreadState *ts, int on, int removing)
     }
 }
 
+/*
+ * Take the trace and profile slots of TS where they are empty: a tracer or
+ * profiler the program set itself (a debugger, coverage, cProfile) keeps
+ * its slot.  Returns 1 when a slot was left to someone else.
+ */
+static int take_slots(PyThreadState *ts)
+{
+    int foreign = 0;
+    if (ts->c_profilefunc == NULL) {
+        if (_PyEval_SetProfile(ts, profile_fn, NULL) < 0)
+            PyErr_Clear();
+    }
+    else if (ts->c_profilefunc != profile_fn) {
+        foreign = 1;
+    }
+    if (!evp_S.ops)
+        return foreign;
+    if (ts->c_tracefunc == NULL) {
+        if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0)
+            PyErr_Clear();
+        else
+            set_frame_flags(ts, 1, 0);
+    }
+    else if (ts->c_tracefunc != trace_fn) {
+        foreign = 1;
+    }
+    return foreign;
+}
+
 void evp_legacy_thread(PyThreadState *ts)
 {
-    if (ts->c_profilefunc != profile_fn &&
-        _PyEval_SetProfile(ts, profile_fn, NULL) < 0)
-        PyErr_Clear();
-    if (!evp_S.ops)
-        return;
-    if (ts->c_tracefunc != trace_fn &&
-        _PyEval_SetTrace(ts, trace_fn, NULL) < 0)
-        PyErr_Clear();
-    set_frame_flags(ts, 1, 0);
+    take_slots(ts);
 }
 
 int evp_legacy_install(void)
 {
     evp_precise_exceptions = evp_S.ops;
-    PyThreadState *self = PyThreadState_Get();
+    int foreign = 0;
     if (!evp_S.all_threads) {
-        evp_legacy_thread(self);
-        return 0;
+        foreign = take_slots(PyThreadState_Get());
     }
-    /* Threads already running: from here, under the GIL. */
-    for (PyThreadState *ts = PyInterpreterState_ThreadHead(evp_S.interp);
-         ts != NULL; ts = PyThreadState_Next(ts))
-        evp_legacy_thread(ts);
+    else {
+        /* Threads already running: from here, under the GIL. */
+        for (PyThreadState *ts = PyInterpreterState_ThreadHead(evp_S.interp);
+             ts != NULL; ts = PyThreadState_Next(ts))
+            foreign |= take_slots(ts);
+    }
+    if (foreign)
+        PySys_WriteStderr("evalprof: the program has its own trace or profile "
+                          "function set (sys.settrace, sys.setprofile): "
+                          "op or C call events are missing while it is\n");
     return 0;
 }
 

@@ -23,7 +23,9 @@
  * the interpreter runs its generic instructions, so ops are base
  * instructions.
  *
- * The tool id is the profiler's (2) when free, else another free one.
+ * The tool id is 4 or 3 when free (ids no standard tool claims), so that a
+ * traced program can still use a debugger, coverage or cProfile through
+ * sys.monitoring; else the profiler's (2), else the optimizer's (5).
  */
 #include "tracer.h"
 
@@ -189,7 +191,7 @@ static long event_bit(PyObject *mon, const char *name)
 
 static int pick_tool(PyObject *mon)
 {
-    static const int order[] = {2, 5, 4, 3};
+    static const int order[] = {4, 3, 2, 5};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         PyObject *who = PyObject_CallMethod(mon, "get_tool", "i", order[i]);
         if (who == NULL)

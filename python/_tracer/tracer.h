@@ -194,6 +194,8 @@ void evp_evalhook_remove(void);
 /* 3.11: trace and profile functions (legacy.c). */
 int evp_legacy_install(void);
 void evp_legacy_remove(void);
+/* Take the calling thread's trace and profile slots where they are empty
+ * (a new thread, or the program removed its own tracer). */
 void evp_legacy_thread(PyThreadState *ts);
 #else
 /* 3.12+: sys.monitoring callbacks (monitor.c). */

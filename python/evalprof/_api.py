@@ -183,7 +183,8 @@ def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
     threads: trace every thread, including threads already running;
         False traces only the calling thread.
     follow_fork: a forked child writes its own trace, PATH.<pid>.
-    quiet: no summary line on stderr when the trace is closed.
+    quiet: no summary line on stderr when the trace is closed (problems
+        writing the trace are reported either way).
     meta: extra metadata pairs for the trace.
 
     Raises OSError when PATH cannot be created (nothing is traced then),
@@ -204,7 +205,7 @@ def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
         tracer.start(path, ops=bool(ops), threads=bool(threads),
                      follow_fork=bool(follow_fork), opcodes=_opcode_table(),
                      meta=_metadata(ops, threads, meta),
-                     ignore_prefix=_package_dir(), quiet=bool(quiet))
+                     ignore_prefix=_package_dir())
         _state["path"] = path
         _state["quiet"] = quiet
 

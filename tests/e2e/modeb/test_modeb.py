@@ -599,6 +599,36 @@ class Api(Case):
         self.assertFalse(os.path.exists(base + "-x.evp"))
 
 
+    def test_program_can_use_cprofile_and_settrace(self):
+        # evalprof leaves the standard tools' sys.monitoring ids free.
+        code = ("import cProfile, sys\n"
+                "p = cProfile.Profile()\n"
+                "p.enable(); sum(range(10)); p.disable()\n"
+                "seen = []\n"
+                "def tr(f, e, a): seen.append(e); return tr\n"
+                "def g(): return 1\n"
+                "sys.settrace(tr); g(); sys.settrace(None)\n"
+                "def after():\n"
+                "    x = 0\n"
+                "    for i in range(5):\n"
+                "        x += len([i])\n"
+                "    return x\n"
+                "after()\n"
+                "print('ok', 'call' in seen)\n")
+        p, trace = self.traced(["-c", code])
+        self.assertEqual(p.stdout, "ok True\n")
+        t = self.load(trace)
+        # Once the program's own tracer is gone, evalprof sees ops and C
+        # calls again (3.11 shares the trace and profile slots).
+        ops = t.ops_by_function("<string>")
+        self.assertGreater(sum(n for (f, o), n in ops.items()
+                               if f == "after"), 20)
+        lens = sum(1 for st, kind, a, b, fid in t.walk()
+                   if kind == 15 and t.func(a)[0] == "len"
+                   and t.func(fid)[0] == "after")
+        self.assertEqual(lens, 5)
+
+
 class Record(Case):
     def test_record_keeps_pythonpath_and_sitecustomize(self):
         site = self.path("site")
