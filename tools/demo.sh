@@ -36,6 +36,8 @@ rm -f "$trace" "$trace".*
 
 echo "== evalprof demo: tracing examples/workload (scale $SCALE) on" \
     "$($PYTHON -c 'import platform, sys; print("CPython", platform.python_version(), "(" + sys.executable + ")")')"
+echo "== (every instruction is recorded: about a minute and 2 GB at scale" \
+    "1; DEMO_SCALE=0.1 for a quick look)"
 start=$(date +%s)
 "$evalprof" record -o "$trace" -- "$PYTHON" examples/workload/main.py \
     --scale "$SCALE"

@@ -303,7 +303,7 @@ class Exceptions(Case):
                                  prog("forever.py")], stdout=subprocess.PIPE,
                                 text=True, env=env(), cwd=self.tmp)
         self.assertEqual(proc.stdout.readline(), "started\n")
-        time.sleep(0.7)  # a few of the recorder's periodic flushes
+        time.sleep(1.5)  # several of the recorder's periodic flushes
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         proc.stdout.close()
