@@ -613,10 +613,10 @@ def main():
 
     if args.fingerprint:
         h = hashlib.sha256()
+        # this tool and every file it copies into a tree
         files = [os.path.join("cpython", "apply-hooks.py")]
-        for d in ("cpython/hooks", "src/recorder", "include/evalprof"):
-            files += [os.path.join(d, f)
-                      for f in sorted(os.listdir(os.path.join(TOP, d)))]
+        files += sorted({ed.src for v in SPECS.values() for ed in v()
+                         if isinstance(ed, Copy)})
         for rel in files:
             h.update(rel.encode() + b"\0")
             with open(os.path.join(TOP, rel), "rb") as f:
