@@ -72,7 +72,7 @@ double evp_clock_calibrate(int use_tsc, unsigned spin_us)
 {
     if (!use_tsc)
         return 1e9;
-    uint64_t t0, n0, t1, n1;
+    uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
     evp_clock_pair(1, &t0, &n0);
     do
         evp_clock_pair(1, &t1, &n1);

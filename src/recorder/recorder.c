@@ -866,7 +866,7 @@ static int cmp_double(const void *a, const void *b)
  */
 static double measure_event_cost(void)
 {
-    enum { N = 4096, ROUNDS = 9 };
+    enum { N = 2048, ROUNDS = 7 };
     static struct evp_rec_record scratch[N];
     struct evp_rec_thread probe = {scratch, scratch + N};
     struct evp_rec_thread *saved = evp_rec_tls_;
@@ -1091,7 +1091,10 @@ int evp_rec_open(const struct evp_rec_config *cfg)
     evp_rec_use_tsc_ = !mono && evp_clock_tsc_invariant();
     uint64_t t0, n0;
     evp_clock_pair(evp_rec_use_tsc_, &t0, &n0);
-    S.hz = evp_clock_calibrate(evp_rec_use_tsc_, 1000);
+    /* A short first estimate: the reader calibrates from the clock pairs
+     * of every chunk and the end record, and needs this one only for
+     * traces shorter than 5 ms.  Every traced process pays it at start. */
+    S.hz = evp_clock_calibrate(evp_rec_use_tsc_, 250);
     S.event_cost_ticks = measure_event_cost();
 
     for (size_t i = 0; i < S.nmeta; i++)
