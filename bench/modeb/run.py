@@ -20,7 +20,8 @@ ratio to the untraced median of the same session, the same for CPU time
 (user + system of all the process's threads: steadier than wall time on
 a busy machine, and it counts evalprof's writer thread), and for the
 evalprof runs the trace size in bytes per second of traced run and per
-event.  The targets are judged on wall time.  The
+event.  The targets are judged on both (wall time is what a user waits;
+on a busy machine CPU time is the steadier figure).  The
 targets (--no-ops no slower than cProfile; ops at most 4x untraced on
 3.12 and 3.13) are printed beside the figures; nothing fails on time.
 
@@ -145,16 +146,25 @@ def bench(tag, exe, build, workloads, reps, tmp):
                     b / ev if ev else 0.0)
             print("    %-12s %8.3fs %7.2fx %8.3fs %7.2fx   %s"
                   % (name, m, m / base, c, c / cbase, extra))
-        ok = med["--no-ops"] <= med["cProfile"]
-        print("    target --no-ops <= cProfile: %s (%.2fx vs %.2fx)"
-              % ("met" if ok else "NOT met", med["--no-ops"] / base,
-                 med["cProfile"] / base))
+        cmed = {name: statistics.median(cpus[name]) for name in cpus}
+
+        def verdict(ok):
+            return "met" if ok else "NOT met"
+
+        print("    target --no-ops <= cProfile: wall %s (%.2fx vs %.2fx), "
+              "cpu %s (%.2fx vs %.2fx)"
+              % (verdict(med["--no-ops"] <= med["cProfile"]),
+                 med["--no-ops"] / base, med["cProfile"] / base,
+                 verdict(cmed["--no-ops"] <= cmed["cProfile"]),
+                 cmed["--no-ops"] / cbase, cmed["cProfile"] / cbase))
         if not tag.startswith("3.11"):
-            ok = med["ops"] <= 4 * base
-            print("    target ops <= 4x untraced: %s (%.2fx; the "
-                  "sys.monitoring floor alone: %.2fx)"
-                  % ("met" if ok else "NOT met", med["ops"] / base,
-                     med["mon. floor"] / base))
+            print("    target ops <= 4x untraced: wall %s (%.2fx), cpu %s "
+                  "(%.2fx); the sys.monitoring floor alone: %.2fx wall, "
+                  "%.2fx cpu"
+                  % (verdict(med["ops"] <= 4 * base), med["ops"] / base,
+                     verdict(cmed["ops"] <= 4 * cbase), cmed["ops"] / cbase,
+                     med["mon. floor"] / base,
+                     cmed["mon. floor"] / cbase))
 
 
 def main():
