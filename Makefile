@@ -44,7 +44,7 @@ asan:
 	@sh tools/bootstrap.sh test
 	@[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 	@ninja -C build-asan
-	@meson test -C build-asan --print-errorlogs --suite unit --suite golden --suite damage
+	@sh tools/sanitize-tests.sh asan
 
 fuzz:
 	@sh tools/bootstrap.sh test
