@@ -6,7 +6,7 @@
 #   make demo       trace the bundled example workload and show the reports
 #   make bench      run the benchmarks (figures beside same-run baselines)
 #   make cpython    build instrumented CPython (CPYTHON=3.13|3.11, CPYTHON_SRC=DIR)
-#   make asan       build and run the unit tests under Address/UB sanitizers
+#   make asan       the sanitizer runs alone (ASan+UBSan suites, TSan recorder)
 #   make fuzz       build the libFuzzer targets and run each for a while
 
 BUILD ?= build
@@ -42,9 +42,7 @@ cpython: build
 
 asan:
 	@sh tools/bootstrap.sh test
-	@[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
-	@ninja -C build-asan
-	@sh tools/sanitize-tests.sh asan
+	@sh tools/sanitize-tests.sh asan tsan
 
 fuzz:
 	@sh tools/bootstrap.sh test
