@@ -17,6 +17,7 @@ int cmd_diff(int argc, char **argv)
         {"funcs", no_argument, NULL, 'F'},
         {"python", required_argument, NULL, 'p'},
         {"no-compensate", no_argument, NULL, 'n'},
+        {"ns", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     struct evp_diff_opts o = {.sort = EVP_SORT_TOTAL, .compensate = 1};
@@ -44,6 +45,7 @@ int cmd_diff(int argc, char **argv)
         case 'F': o.funcs = 1; break;
         case 'p': python = optarg; break;
         case 'n': o.compensate = 0; break;
+        case 'N': evp_fmt_set_ns(1); break;
         case 'h': evp_cli_usage(stdout, "diff"); return evp_cli_finish(0);
         default: evp_cli_usage(stderr, "diff"); return 2;
         }

@@ -20,6 +20,7 @@ int cmd_summary(int argc, char **argv)
         {"python", required_argument, NULL, 'p'},
         {"no-compensate", no_argument, NULL, 'n'},
         {"compensate", no_argument, NULL, 'c'},
+        {"ns", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     struct evp_summary_opts o = {.sort = EVP_SORT_COUNT, .stream = -1};
@@ -53,6 +54,7 @@ int cmd_summary(int argc, char **argv)
         case 'p': python = optarg; break;
         case 'n': compensate = 0; break;
         case 'c': compensate = 1; break;
+        case 'N': evp_fmt_set_ns(1); break;
         case 'h': evp_cli_usage(stdout, "summary"); return evp_cli_finish(0);
         default: evp_cli_usage(stderr, "summary"); return 2;
         }

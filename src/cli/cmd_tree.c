@@ -17,6 +17,7 @@ int cmd_tree(int argc, char **argv)
         {"python", required_argument, NULL, 'p'},
         {"no-compensate", no_argument, NULL, 'n'},
         {"compensate", no_argument, NULL, 'c'},
+        {"ns", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     struct evp_tree_opts o = {.format = EVP_TREE_SIMPLE_INDENT, .stream = -1};
@@ -46,6 +47,7 @@ int cmd_tree(int argc, char **argv)
         case 'p': python = optarg; break;
         case 'n': compensate = 0; break;
         case 'c': compensate = 1; break;
+        case 'N': evp_fmt_set_ns(1); break;
         case 'h': evp_cli_usage(stdout, "tree"); return evp_cli_finish(0);
         default: evp_cli_usage(stderr, "tree"); return 2;
         }

@@ -16,10 +16,10 @@
 static const struct evp_cmd commands[] = {
     {"tree", cmd_tree, "print the trace as an indented event tree",
      "usage: evalprof tree [--format simple-indent|simple|raw] [--stream N]\n"
-     "                     [--no-compensate] [--python X.Y] TRACE\n"},
+     "                     [--no-compensate] [--ns] [--python X.Y] TRACE\n"},
     {"summary", cmd_summary, "print event, opcode and function tables",
      "usage: evalprof summary [--sort name|count|elapsed|total] [--funcs]\n"
-     "                        [--group-specialized] [--no-compensate]\n"
+     "                        [--group-specialized] [--no-compensate] [--ns]\n"
      "                        [--python X.Y] TRACE\n"},
     {"info", cmd_info, "print a trace's metadata, streams and warnings",
      "usage: evalprof info [--python X.Y] TRACE\n"},
@@ -33,7 +33,7 @@ static const struct evp_cmd commands[] = {
      "                       TEXT-TRACE\n"},
     {"diff", cmd_diff, "compare two traces: events, opcodes, functions",
      "usage: evalprof diff [--sort total|count|elapsed|name] [--funcs]\n"
-     "                     [--no-compensate] [--python X.Y] BASE NEW\n"},
+     "                     [--no-compensate] [--ns] [--python X.Y] BASE NEW\n"},
     {"record", cmd_record, "run a Python program and record a trace of it",
      "usage: evalprof record [-o FILE] [--no-ops] [--threads] "
      "[--no-follow-fork] [-q]\n"

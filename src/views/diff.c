@@ -65,7 +65,7 @@ static char *signed_us(char *buf, size_t len, double ns)
 {
     char u[48];
     evp_fmt_us(u, sizeof u, (uint64_t)fabs(ns));
-    snprintf(buf, len, "%s%s µs", ns < 0 ? "-" : "+", u);
+    snprintf(buf, len, "%s%s %s", ns < 0 ? "-" : "+", u, evp_fmt_unit());
     return buf;
 }
 
@@ -96,11 +96,11 @@ static void print_rows(FILE *out, const char *title, const char *unit,
             snprintf(pct, sizeof pct, "%+.1f%%", 100.0 * ch / (double)r->total[0]);
         else
             snprintf(pct, sizeof pct, "%s", r->total[1] ? "new" : "");
-        fprintf(out, " %-*s %12s %12s %11s µs %11s µs %16s", w, r->name,
+        fprintf(out, " %-*s %12s %12s %11s %s %11s %s %16s", w, r->name,
                 evp_fmt_count(c0, sizeof c0, r->count[0]),
                 evp_fmt_count(c1, sizeof c1, r->count[1]),
-                evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0),
-                evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0),
+                evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0), evp_fmt_unit(),
+                evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0), evp_fmt_unit(),
                 signed_us(d, sizeof d, ch));
         if (*pct)
             fprintf(out, " %8s", pct);
@@ -197,7 +197,8 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         fprintf(out, "  argv:     %s\n", in->argv);
         if (*evp_view_producer_note(t[i], note, sizeof note))
             fprintf(out, "  producer: %s\n", note);
-        fprintf(out, "  elapsed:  %s µs\n", evp_fmt_us(us, sizeof us, el[i]));
+        fprintf(out, "  elapsed:  %s %s\n", evp_fmt_us(us, sizeof us, el[i]),
+                evp_fmt_unit());
     }
     if (el[0])
         fprintf(out, "change:    %+.1f%% elapsed\n",

@@ -61,8 +61,9 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                           ? -1
                           : (int64_t)((uint64_t)in->start_wall_ns +
                                       (end - in->start_ns))));
-    snprintf(a, sizeof a, "%s µs",
-             evp_fmt_us(b, sizeof b, end > in->start_ns ? end - in->start_ns : 0));
+    snprintf(a, sizeof a, "%s %s",
+             evp_fmt_us(b, sizeof b, end > in->start_ns ? end - in->start_ns : 0),
+             evp_fmt_unit());
     line(out, prefix, width, "elapsed", a);
 
     char note[256];

@@ -130,11 +130,12 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
         double us = rows[i].count
                         ? (double)rows[i].total / (double)rows[i].count / 1000.0
                         : 0;
-        fprintf(out, " %s%*s%12s%12s µs", rows[i].name, w - rows[i].cols, "",
+        fprintf(out, " %s%*s%12s%12s %s", rows[i].name, w - rows[i].cols, "",
                 evp_fmt_count(c, sizeof c, rows[i].count),
-                evp_fmt_us_double(mean, sizeof mean, us));
+                evp_fmt_us_double(mean, sizeof mean, us), evp_fmt_unit());
         if (wide)
-            fprintf(out, "%12s µs %6.1f%%", evp_fmt_us(tot, sizeof tot, rows[i].total),
+            fprintf(out, "%12s %s %6.1f%%", evp_fmt_us(tot, sizeof tot, rows[i].total),
+                    evp_fmt_unit(),
                     grand ? 100.0 * (double)rows[i].total / (double)grand : 0.0);
         putc('\n', out);
     }
@@ -225,16 +226,18 @@ static void func_table(FILE *out, const struct evp_trace *t,
             break;
         for (size_t i = 0; i < n; i++) {
             char c[32], a[48], b[48], d[48];
-            fprintf(out, " %s%*s%12s%12s µs%12s µs%12s µs\n", rows[i].name,
+            const char *u = evp_fmt_unit();
+            fprintf(out, " %s%*s%12s%12s %s%12s %s%12s %s\n", rows[i].name,
                     w - rows[i].cols, "",
                     evp_fmt_count(c, sizeof c, rows[i].count),
-                    evp_fmt_us(a, sizeof a, rows[i].incl),
-                    evp_fmt_us(b, sizeof b, rows[i].self),
+                    evp_fmt_us(a, sizeof a, rows[i].incl), u,
+                    evp_fmt_us(b, sizeof b, rows[i].self), u,
                     evp_fmt_us_double(d, sizeof d,
                                       rows[i].count ? (double)rows[i].incl /
                                                           (double)rows[i].count /
                                                           1000.0
-                                                    : 0));
+                                                    : 0),
+                    u);
         }
     }
     fprintf(out, " total: %zu functions\n", n);

@@ -132,7 +132,8 @@ static void print_indented(struct tree *tr, const struct evp_event *e,
 
     if (!(e->flags & (EVP_EVF_LAST | EVP_EVF_GAP))) {
         char us[48];
-        snprintf(buf, sizeof buf, "%7s µs", evp_fmt_us(us, sizeof us, e->elapsed));
+        snprintf(buf, sizeof buf, "%7s %s", evp_fmt_us(us, sizeof us, e->elapsed),
+                 evp_fmt_unit());
         put(tr, &pos, buf);
         cols = width(tr->line);
     }

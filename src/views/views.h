@@ -182,6 +182,10 @@ size_t evp_esc_folded(char *dst, const char *s, size_t n);
 char *evp_fmt_count(char *buf, size_t len, uint64_t v);
 /* ns as "1,782.7" (µs with one decimal, thousands separated) */
 char *evp_fmt_us(char *buf, size_t len, uint64_t ns);
+/* Durations in whole nanoseconds ("1,782,700") instead of µs; the unit
+ * name printed after them is evp_fmt_unit() ("µs" or "ns"). */
+void evp_fmt_set_ns(int ns);
+const char *evp_fmt_unit(void);
 /* a mean in µs, as evp_fmt_us */
 char *evp_fmt_us_double(char *buf, size_t len, double us);
 /* epoch ns as "2021-03-31 20:27:25.663947 UTC" */
