@@ -45,12 +45,12 @@ end=$(date +%s)
 echo "== traced run took $((end - start)) s"
 echo
 
-"$evalprof" summary "$trace"
+"$evalprof" summary --ns "$trace"
 echo
 
 # The tree view streams: keep its first lines.
 status=0
-"$evalprof" tree "$trace" 2>/dev/null | head -n "$TREE_LINES" > "$tree" ||
+"$evalprof" tree --ns "$trace" 2>/dev/null | head -n "$TREE_LINES" > "$tree" ||
     status=$?
 lines=$(wc -l < "$tree")
 size=$(du -h "$trace" | cut -f1)
