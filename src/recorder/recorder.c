@@ -111,6 +111,7 @@ static struct {
     struct func *funcs;
     size_t nfuncs, funcs_cap;
     size_t funcs_queued; /* functions already in a chunk for the writer */
+    int deferred;        /* the file is created by the first write */
     /* figures */
     uint64_t events, dropped, bytes, chunks, backwards;
     int error;
@@ -166,11 +167,22 @@ static int write_all(int fd, const struct iovec *iov, int n)
     return 0;
 }
 
+static int open_deferred(void);
+
 /* Write one chunk; after the first error nothing more is written. */
 static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     if (S.error)
         return S.error;
+    if (S.fd < 0 && S.deferred) {
+        int rc = open_deferred();
+        if (rc < 0) {
+            S.error = rc;
+            warn("%s: cannot create the trace (%s); recording stopped",
+                 S.path, -rc);
+            return rc;
+        }
+    }
     uint8_t h[EVP_CHUNK_HEADER_SIZE];
     evp_chunk_header(h, type, 0, payload, (uint32_t)len);
     struct iovec iov[2] = {{h, sizeof h}, {(void *)payload, len}};
@@ -904,7 +916,7 @@ static void fork_parent(void)
     pthread_mutex_unlock(&S.mu);
 }
 
-static int start_file(const char *path);
+static int start_file(const char *path, int deferred);
 
 /*
  * In a forked child: the parent's file, buffers and threads are not ours.
@@ -952,7 +964,9 @@ static void fork_child(void)
     char ppid[24];
     snprintf(ppid, sizeof ppid, "%ld", (long)getppid());
     meta_remember("parent.pid", ppid);
-    int rc = start_file(child_path);
+    /* Created by the first write, so that a child which only execs (a
+     * subprocess) leaves no empty trace behind. */
+    int rc = start_file(child_path, 1);
     free(child_path);
     if (rc < 0)
         return;
@@ -972,62 +986,86 @@ static void once_init(void)
 }
 
 /*
- * Create PATH, write the header and everything a new reader needs
- * (metadata, opcodes, functions), and start the writer.  Used by open and
- * by a forked child.  Leaves the session OPEN on success.
+ * Write the file header and what a new reader needs first: the metadata,
+ * the opcode table and the functions registered so far.
  */
-static int start_file(const char *path)
+static int file_begin(void)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    char *p = strdup(path);
-    if (!p) {
-        close(fd);
-        return -ENOMEM;
-    }
-    free(S.path);
-    S.path = p;
-    S.fd = fd;
-    S.error = 0;
-    S.events = S.dropped = S.bytes = S.chunks = S.backwards = 0;
-    S.next_stream = 0;
-
     uint8_t fh[EVP_FILE_HEADER_SIZE];
     evp_file_header(fh);
     struct iovec iov = {fh, sizeof fh};
-    int rc = write_all(fd, &iov, 1);
+    int rc = write_all(S.fd, &iov, 1);
     if (rc < 0)
-        goto fail;
-    S.bytes = sizeof fh;
-
-    char pidv[24];
-    snprintf(pidv, sizeof pidv, "%ld", (long)getpid());
-    meta_remember("pid", pidv);
+        return rc;
+    S.bytes += sizeof fh;
     struct pending *m = meta_chunk(S.meta, S.nmeta);
-    if (!m) {
-        rc = -ENOMEM;
-        goto fail;
-    }
+    if (!m)
+        return -ENOMEM;
     rc = write_chunk(m->type, m->payload, m->len);
     free(m);
     if (rc < 0)
-        goto fail;
+        return rc;
     if (S.opcodes && (rc = write_chunk(EVP_CHUNK_OPCODES, S.opcodes,
                                        S.opcodes_len)) < 0)
-        goto fail;
-    if (S.nfuncs) {
-        struct pending *f = funcs_chunk(0, S.nfuncs);
-        if (!f) {
-            rc = -ENOMEM;
-            goto fail;
-        }
+        return rc;
+    if (S.funcs_queued) {
+        struct pending *f = funcs_chunk(0, S.funcs_queued);
+        if (!f)
+            return -ENOMEM;
         rc = write_chunk(f->type, f->payload, f->len);
         free(f);
-        if (rc < 0)
+    }
+    return rc;
+}
+
+/* Create S.path and write its beginning (writer thread, first write). */
+static int open_deferred(void)
+{
+    int fd = open(S.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    S.fd = fd;
+    S.deferred = 0;
+    int rc = file_begin();
+    if (rc < 0) {
+        close(fd);
+        S.fd = -1;
+    }
+    return rc;
+}
+
+/*
+ * Set up a session writing PATH and start the writer.  Unless DEFERRED,
+ * the file is created and its beginning written now (so that open errors
+ * reach evp_rec_open's caller); else the first write creates it.  Used by
+ * open and by a forked child.  Leaves the session OPEN on success.
+ */
+static int start_file(const char *path, int deferred)
+{
+    char *p = strdup(path);
+    if (!p)
+        return -ENOMEM;
+    free(S.path);
+    S.path = p;
+    S.fd = -1;
+    S.deferred = deferred;
+    S.error = 0;
+    S.events = S.dropped = S.bytes = S.chunks = S.backwards = 0;
+    S.next_stream = 0;
+    char pidv[24];
+    snprintf(pidv, sizeof pidv, "%ld", (long)getpid());
+    meta_remember("pid", pidv);
+    S.funcs_queued = S.nfuncs; /* written by file_begin */
+
+    int rc = 0;
+    if (!deferred) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return -errno;
+        S.fd = fd;
+        if ((rc = file_begin()) < 0)
             goto fail;
     }
-    S.funcs_queued = S.nfuncs;
     size_t need = evp_events_bound(S.cfg.buffer_events);
     if (need > S.encode_cap) {
         uint8_t *e = realloc(S.encode_buf, need);
@@ -1049,8 +1087,10 @@ static int start_file(const char *path)
         goto fail;
     return 0;
 fail:
-    close(fd);
+    if (S.fd >= 0)
+        close(S.fd);
     S.fd = -1;
+    S.deferred = 0;
     S.error = 0;
     return rc;
 }
@@ -1114,7 +1154,7 @@ int evp_rec_open(const struct evp_rec_config *cfg)
     add_auto_meta(t0, n0, wall);
     S.cfg.producer = NULL;
 
-    int rc = start_file(cfg->path);
+    int rc = start_file(cfg->path, 0);
     if (rc < 0) {
         pthread_mutex_lock(&S.mu);
         S.state = CLOSED;
@@ -1206,9 +1246,10 @@ int evp_rec_close(void)
     S.writer_running = 0;
     writer_round(); /* whatever the writer had not taken yet */
     write_end();
-    if (close(S.fd) < 0 && !S.error)
+    if (S.fd >= 0 && close(S.fd) < 0 && !S.error)
         S.error = -errno;
     S.fd = -1;
+    S.deferred = 0;
     if (S.dropped && !(S.cfg.flags & EVP_REC_QUIET))
         fprintf(stderr, "evalprof: %s: %llu events could not be written\n",
                 S.path, (unsigned long long)S.dropped);

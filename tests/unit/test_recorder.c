@@ -404,6 +404,32 @@ static void test_fork(void **state)
     }
 }
 
+static void test_fork_exec_leaves_no_file(void **state)
+{
+    (void)state;
+    char path[128], child_path[160];
+    path_in_tmp(path, sizeof path, "fork-exec.evp");
+    struct evp_rec_config cfg = config(path);
+    cfg.flags |= EVP_REC_FOLLOW_FORK;
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    evp_rec_op(1, 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* What subprocess does: a few events, then exec. */
+        evp_rec_op(2, 2);
+        execl("/bin/true", "true", (char *)NULL);
+        _exit(127);
+    }
+    int ws;
+    waitpid(pid, &ws, 0);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    assert_int_equal(evp_rec_close(), 0);
+    snprintf(child_path, sizeof child_path, "%s.%d", path, (int)pid);
+    assert_int_equal(access(child_path, F_OK), -1);
+    assert_int_equal(errno, ENOENT);
+}
+
 static void test_killed_process_keeps_flushed_events(void **state)
 {
     (void)state;
@@ -524,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_sessions_restart),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_fork),
+        cmocka_unit_test(test_fork_exec_leaves_no_file),
         cmocka_unit_test(test_killed_process_keeps_flushed_events),
         cmocka_unit_test(test_write_error_stops_cleanly),
         cmocka_unit_test(test_enabled_mask),
