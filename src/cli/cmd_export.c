@@ -4,7 +4,7 @@
  *
  *   text    the discussion's text format (plus evalprof's comment lines)
  *   evp     the binary format, optionally zstd-compressed
- *   folded  collapsed stacks for flame graphs (--ops, --phases)
+ *   folded  collapsed stacks for flame graphs (--ops, --phases, --max-depth)
  *   chrome  a timeline in the Trace Event Format (Perfetto, chrome://tracing),
  *           frames as slices, with --ops instructions and --phases loop phases
  */
@@ -24,6 +24,7 @@ struct export_opts {
     int zstd;        /* level, 0 none */
     int ops;         /* folded: opcode leaves */
     int phases;      /* folded: loop phases as leaves */
+    long max_depth;  /* folded: frames kept on a stack, 0 all */
 };
 
 static int export_text(struct evp_trace *t, const struct export_opts *o)
@@ -58,8 +59,11 @@ static int export_folded(struct evp_trace *t, const struct export_opts *o)
         evp_cli_error("%s: %s", o->out, strerror(errno));
         return 1;
     }
-    struct evp_folded_opts fo = {o->ops, o->phases, !evp_trace_info(t)->text,
-                                 -1};
+    struct evp_folded_opts fo = {.ops = o->ops,
+                                 .phases = o->phases,
+                                 .compensate = !evp_trace_info(t)->text,
+                                 .stream = -1,
+                                 .max_depth = (size_t)o->max_depth};
     int rc = evp_view_folded(t, f, &fo);
     if (f != stdout && fclose(f) != 0 && !rc) {
         evp_cli_error("%s: write error", o->out);
@@ -124,10 +128,11 @@ int cmd_export(int argc, char **argv)
         {"zstd", optional_argument, NULL, 'z'},
         {"ops", no_argument, NULL, 'O'},
         {"phases", no_argument, NULL, 'P'},
+        {"max-depth", required_argument, NULL, 'D'},
         {"python", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct export_opts o = {.out = "-"};
+    struct export_opts o = {.out = "-", .max_depth = EVP_FOLDED_DEFAULT_DEPTH};
     const char *fmt = NULL, *python = NULL;
     int c;
     optind = 1;
@@ -141,6 +146,10 @@ int cmd_export(int argc, char **argv)
             break;
         case 'O': o.ops = 1; break;
         case 'P': o.phases = 1; break;
+        case 'D':
+            if ((o.max_depth = evp_cli_parse_long("--max-depth", optarg)) < 0)
+                return 2;
+            break;
         case 'p': python = optarg; break;
         case 'h': evp_cli_usage(stdout, "export"); return evp_cli_finish(0);
         default: evp_cli_usage(stderr, "export"); return 2;

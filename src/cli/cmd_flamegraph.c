@@ -32,29 +32,37 @@ static int sniff_trace(const char *buf, size_t len)
     return i < len && buf[i] == '#';
 }
 
-static int trace_to_folded(const char *path, const char *python, int ops,
-                           int phases, char **buf, size_t *len)
+struct feed {
+    struct evp_flame *fl;
+    struct evp_flame_stats *st;
+};
+
+static int feed_line(void *ctx, const char *stack, size_t len, uint64_t ns)
+{
+    struct feed *fd = ctx;
+    fd->st->lines++;
+    fd->st->stacks++;
+    return evp_flame_add(fd->fl, stack, len, (double)ns);
+}
+
+/* A trace's folded stacks straight into FL, line by line (never the whole
+ * text in memory: deep stacks make it far larger than the tree). */
+static int trace_to_flame(const char *path, const char *python, int ops,
+                          int phases, size_t max_depth, struct evp_flame *fl,
+                          struct evp_flame_stats *st)
 {
     struct evp_trace *t = evp_cli_open_trace(path, python);
     if (!t)
         return -1;
-    FILE *mem = open_memstream(buf, len);
-    if (!mem) {
-        evp_trace_close(t);
-        evp_cli_error("flamegraph: out of memory");
-        return -1;
-    }
-    struct evp_folded_opts fo = {ops, phases, !evp_trace_info(t)->text, -1};
-    int rc = evp_view_folded(t, mem, &fo);
+    struct evp_folded_opts fo = {.ops = ops,
+                                 .phases = phases,
+                                 .compensate = !evp_trace_info(t)->text,
+                                 .stream = -1,
+                                 .max_depth = max_depth};
+    struct feed fd = {fl, st};
+    int rc = evp_view_folded_each(t, &fo, feed_line, &fd);
     evp_trace_close(t);
-    if (fclose(mem) != 0 && !rc)
-        rc = -ENOMEM;
-    if (rc) {
-        free(*buf);
-        *buf = NULL;
-        return -1;
-    }
-    return 0;
+    return rc ? -1 : 0;
 }
 
 int cmd_flamegraph(int argc, char **argv)
@@ -72,13 +80,14 @@ int cmd_flamegraph(int argc, char **argv)
         {"ops", no_argument, NULL, 'O'},
         {"phases", no_argument, NULL, 'P'},
         {"input", required_argument, NULL, 'I'},
+        {"max-depth", required_argument, NULL, 'D'},
         {"python", required_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     struct evp_flame_opts fo = {.min_width = -1};
     const char *out = "-", *python = NULL, *input = NULL;
-    int ops = 0, phases = 0, c;
-    long v;
+    int ops = 0, phases = 0, depth_given = 0, c;
+    long v, max_depth = EVP_FOLDED_DEFAULT_DEPTH;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -126,6 +135,11 @@ int cmd_flamegraph(int argc, char **argv)
             }
             input = optarg;
             break;
+        case 'D':
+            if ((max_depth = evp_cli_parse_long("--max-depth", optarg)) < 0)
+                return 2;
+            depth_given = 1;
+            break;
         case 'p': python = optarg; break;
         case 'h': evp_cli_usage(stdout, "flamegraph"); return evp_cli_finish(0);
         default: evp_cli_usage(stderr, "flamegraph"); return 2;
@@ -162,37 +176,45 @@ int cmd_flamegraph(int argc, char **argv)
             is_trace = 0;
         }
     }
+    struct evp_flame *fl = evp_flame_new();
+    struct evp_flame_stats st = {0};
+    if (!fl) {
+        evp_cli_error("flamegraph: out of memory");
+        return 1;
+    }
     if (is_trace) {
         if (strcmp(in, "-") == 0) {
             evp_cli_error("flamegraph: a trace is read from a file, not "
                           "standard input");
+            evp_flame_free(fl);
             return 2;
         }
-        if (trace_to_folded(in, python, ops, phases, &buf, &len) < 0)
+        if (trace_to_flame(in, python, ops, phases, (size_t)max_depth, fl,
+                           &st) < 0) {
+            evp_flame_free(fl);
             return 1;
+        }
         if (!fo.countname)
             fo.countname = "ns";
     } else {
-        if (ops || phases)
-            evp_cli_warn("flamegraph: --ops and --phases apply to traces, "
-                         "not to folded input");
+        if (ops || phases || depth_given)
+            evp_cli_warn("flamegraph: --ops, --phases and --max-depth apply "
+                         "to traces, not to folded input");
         const char *map;
         int rc = evp_flame_map(in, &map, &len, &mapped);
         if (rc) {
             evp_cli_error("%s: %s", in, strerror(-rc));
+            evp_flame_free(fl);
             return 1;
         }
         buf = (char *)map;
-    }
-    struct evp_flame *fl = evp_flame_new();
-    struct evp_flame_stats st = {0};
-    if (fl)
         evp_flame_borrow(fl); /* BUF lives until the SVG is written */
-    if (!fl || evp_flame_add_folded(fl, buf, len, &st)) {
-        evp_cli_error("flamegraph: out of memory");
-        evp_flame_free(fl);
-        evp_flame_unmap(buf, len, mapped);
-        return 1;
+        if (evp_flame_add_folded(fl, buf, len, &st)) {
+            evp_cli_error("flamegraph: out of memory");
+            evp_flame_free(fl);
+            evp_flame_unmap(buf, len, mapped);
+            return 1;
+        }
     }
     if (!st.stacks) {
         if (is_trace)

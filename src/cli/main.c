@@ -27,6 +27,7 @@ static const struct evp_cmd commands[] = {
      "usage: evalprof export --format text|evp|folded|chrome [-o OUT]\n"
      "                       [--zstd[=LEVEL]] (evp)\n"
      "                       [--ops] [--phases] (folded, chrome)\n"
+     "                       [--max-depth N] (folded; default 1024, 0: all)\n"
      "                       [--python X.Y] TRACE\n"},
     {"import", cmd_import, "turn a text trace into a binary .evp trace",
      "usage: evalprof import [-o OUT.evp] [--zstd[=LEVEL]] [--python X.Y]\n"
@@ -44,6 +45,7 @@ static const struct evp_cmd commands[] = {
      "                           [--icicle] [--width PX] [--height PX]\n"
      "                           [--minwidth PX] [--countname UNIT]\n"
      "                           [--ops] [--phases] [--input folded|trace]\n"
+     "                           [--max-depth N] (default 1024, 0: all)\n"
      "                           [--python X.Y] TRACE|FOLDED\n"},
     {"perf", cmd_perf, "profile a command with perf: flame graph, hot table",
      "usage: evalprof perf [-o DIR] [-F HZ] [-e EVENT] [--call-graph fp|dwarf]\n"

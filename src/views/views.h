@@ -90,16 +90,33 @@ const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
  * add up to the traced time.  With several streams each stack starts with
  * the stream's name.  OPS adds the opcode as a leaf "op:NAME"; PHASES adds
  * the loop phase as a leaf "[dispatch]", "[op]" ... (both: "[op];op:NAME").
+ * MAX_DEPTH (0: no limit) cuts stacks after that many frames: the time of
+ * the frames below goes to one "[N deeper frames]" leaf under the frame at
+ * the cap (N: the most frames it stands for), and a note on stderr says
+ * so.  Memory is O(tree nodes + depth) whatever the length of the lines.
  */
 struct evp_folded_opts {
     int ops;
     int phases;
     int compensate;
-    long stream; /* -1: all */
+    long stream;      /* -1: all */
+    size_t max_depth; /* frames kept on a stack; 0: all */
 };
+
+/* The command line's max_depth: deeper than any real Python stack (the
+ * default recursion limit is 1000), shallow enough that no line is long. */
+#define EVP_FOLDED_DEFAULT_DEPTH 1024
 
 int evp_view_folded(struct evp_trace *t, FILE *out,
                     const struct evp_folded_opts *o);
+
+/* The same lines handed to FN one at a time, in the same order: STACK
+ * ("a;b;c", LEN bytes, no newline) is valid during the call only.  FN
+ * returns 0 or a negative errno, which stops the walk and is returned. */
+int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
+                         int (*fn)(void *ctx, const char *stack, size_t len,
+                                   uint64_t ns),
+                         void *ctx);
 
 /* ---- flame graphs (flamegraph.c) ----------------------------------- */
 
