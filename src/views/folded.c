@@ -636,7 +636,9 @@ static int push_level(struct walk *w, size_t first, size_t end)
                 (struct item){nmv->rank_block, (uint32_t)i, (uint32_t)j, 1};
         i = j;
     }
-    qsort(w->items + ibase, w->nitems - ibase, sizeof *w->items, cmp_item);
+    if (w->nitems > ibase) /* (ITEMS is still NULL before the first) */
+        qsort(w->items + ibase, w->nitems - ibase, sizeof *w->items,
+              cmp_item);
     w->lv[w->depth++] =
         (struct level){base, total, ibase, w->nitems - ibase, 0, w->path_len};
     return 0;
