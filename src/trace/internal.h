@@ -60,8 +60,12 @@ struct evp_trace {
     size_t nfuncs, funcs_cap; /* nfuncs counts entries incl. [0] */
     size_t funcs_named;       /* ids given a name so far */
 
-    struct stream *streams;
+    struct stream *streams; /* sorted by id once the trace is open */
     size_t nstreams, streams_cap;
+    /* streams by id: open addressing on the id's hash, each slot the
+     * stream's index + 1 (0: empty); at most half full */
+    uint32_t *stream_slots;
+    size_t stream_slots_cap;
 
     /* opcode table */
     struct opcode_entry *ops;
@@ -98,6 +102,9 @@ EVP_HIDDEN int evp_trace_set_func(struct evp_trace *t, uint32_t id,
                                   const char *name, size_t nlen,
                                   const char *file, size_t flen,
                                   uint32_t line);
+/* The stream with id ID, added (empty) when new; NULL when out of
+ * memory.  O(1): traces may have tens of thousands of threads.  The
+ * pointer is valid until the next stream is added. */
 EVP_HIDDEN struct stream *evp_trace_get_stream(struct evp_trace *t,
                                                uint32_t id);
 EVP_HIDDEN int evp_stream_add_segment(struct stream *s,

@@ -165,11 +165,47 @@ int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
     return 0;
 }
 
+static size_t stream_hash(uint32_t id)
+{
+    uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ h >> 29);
+}
+
+/* (Re)build the id index, with room for one more stream: when it fills
+ * up, and after the streams are sorted. */
+static int index_streams(struct evp_trace *t)
+{
+    size_t cap = t->stream_slots_cap ? t->stream_slots_cap : 16;
+    while ((t->nstreams + 1) * 2 > cap)
+        cap *= 2;
+    uint32_t *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->nstreams; i++) {
+        size_t j = stream_hash(t->streams[i].pub.id) & (cap - 1);
+        while (slots[j])
+            j = (j + 1) & (cap - 1);
+        slots[j] = (uint32_t)i + 1;
+    }
+    free(t->stream_slots);
+    t->stream_slots = slots;
+    t->stream_slots_cap = cap;
+    return 0;
+}
+
 struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
 {
-    for (size_t i = 0; i < t->nstreams; i++)
-        if (t->streams[i].pub.id == id)
-            return &t->streams[i];
+    if ((t->nstreams + 1) * 2 > t->stream_slots_cap) {
+        if (t->nstreams >= UINT32_MAX - 1)
+            return NULL; /* slots hold 32-bit indexes */
+        if (index_streams(t) < 0)
+            return NULL;
+    }
+    size_t mask = t->stream_slots_cap - 1;
+    size_t j = stream_hash(id) & mask;
+    for (; t->stream_slots[j]; j = (j + 1) & mask)
+        if (t->streams[t->stream_slots[j] - 1].pub.id == id)
+            return &t->streams[t->stream_slots[j] - 1];
     if (t->nstreams == t->streams_cap) {
         size_t cap = t->streams_cap ? 2 * t->streams_cap : 8;
         struct stream *s = realloc(t->streams, cap * sizeof *s);
@@ -181,13 +217,14 @@ struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
     struct stream *s = &t->streams[t->nstreams++];
     memset(s, 0, sizeof *s);
     s->pub.id = id;
+    t->stream_slots[j] = (uint32_t)t->nstreams;
     return s;
 }
 
 int evp_stream_add_segment(struct stream *s, const struct segment *seg)
 {
     if (s->nsegs == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 16;
+        size_t cap = s->cap ? 2 * s->cap : 2; /* many threads, few chunks */
         struct segment *n = realloc(s->segs, cap * sizeof *n);
         if (!n)
             return -ENOMEM;
@@ -809,8 +846,16 @@ void evp_trace_finish(struct evp_trace *t)
 {
     struct evp_trace_info *i = &t->info;
     const char *v;
-    if (t->nstreams > 1)
+    if (t->nstreams > 1) {
         qsort(t->streams, t->nstreams, sizeof *t->streams, cmp_stream);
+        /* the indexes moved (a failure leaves the index empty, rebuilt
+         * by the next lookup) */
+        if (index_streams(t) < 0) {
+            free(t->stream_slots);
+            t->stream_slots = NULL;
+            t->stream_slots_cap = 0;
+        }
+    }
     i->events = 0;
     for (size_t s = 0; s < t->nstreams; s++) {
         struct stream *st = &t->streams[s];
@@ -894,6 +939,7 @@ void evp_trace_close(struct evp_trace *t)
     for (size_t i = 0; i < t->nstreams; i++)
         free(t->streams[i].segs);
     free(t->streams);
+    free(t->stream_slots);
     free(t->ops);
     for (size_t i = 0; i < t->nwarnings; i++)
         free(t->warnings[i]);

@@ -112,7 +112,9 @@ struct reader {
     struct evp_trace *t;
     struct intern names;
     struct tstream *streams;
-    size_t nstreams;
+    size_t nstreams, streams_cap;
+    uint32_t *slots; /* streams by id: index + 1, open addressing; 0 empty */
+    size_t slots_cap;
     struct tstream *cur;
     const char *pending; /* "# func:" name for the next event */
     size_t pending_len;
@@ -124,7 +126,9 @@ struct reader {
 static int vec_push(struct rec_vec *v, const struct evp_rec_record *r)
 {
     if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 4096;
+        /* small at first: a trace may have tens of thousands of
+         * threads with a handful of events each */
+        size_t cap = v->cap ? v->cap * 2 : 64;
         struct evp_rec_record *n = realloc(v->v, cap * sizeof *n);
         if (!n)
             return -1;
@@ -135,20 +139,50 @@ static int vec_push(struct rec_vec *v, const struct evp_rec_record *r)
     return 0;
 }
 
+static size_t id_slot(uint32_t id, size_t cap)
+{
+    uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ h >> 29) & (cap - 1);
+}
+
+/* The stream with id ID, made when new: a hash on the id, since a trace
+ * may switch between tens of thousands of threads. */
 static struct tstream *stream_for(struct reader *rd, uint32_t id)
 {
-    for (size_t i = 0; i < rd->nstreams; i++)
-        if (rd->streams[i].id == id)
-            return &rd->streams[i];
-    struct tstream *s =
-        realloc(rd->streams, (rd->nstreams + 1) * sizeof *rd->streams);
-    if (!s)
-        return NULL;
-    rd->streams = s;
-    s = &rd->streams[rd->nstreams++];
+    if ((rd->nstreams + 1) * 2 > rd->slots_cap) {
+        size_t cap = rd->slots_cap ? 2 * rd->slots_cap : 16;
+        uint32_t *slots = calloc(cap, sizeof *slots);
+        if (!slots || rd->nstreams >= UINT32_MAX - 1) {
+            free(slots);
+            return NULL;
+        }
+        for (size_t i = 0; i < rd->nstreams; i++) {
+            size_t j = id_slot(rd->streams[i].id, cap);
+            while (slots[j])
+                j = (j + 1) & (cap - 1);
+            slots[j] = (uint32_t)i + 1;
+        }
+        free(rd->slots);
+        rd->slots = slots;
+        rd->slots_cap = cap;
+    }
+    size_t j = id_slot(id, rd->slots_cap);
+    for (; rd->slots[j]; j = (j + 1) & (rd->slots_cap - 1))
+        if (rd->streams[rd->slots[j] - 1].id == id)
+            return &rd->streams[rd->slots[j] - 1];
+    if (rd->nstreams == rd->streams_cap) {
+        size_t cap = rd->streams_cap ? 2 * rd->streams_cap : 8;
+        struct tstream *s = realloc(rd->streams, cap * sizeof *s);
+        if (!s)
+            return NULL;
+        rd->streams = s;
+        rd->streams_cap = cap;
+        rd->cur = NULL; /* the array moved */
+    }
+    struct tstream *s = &rd->streams[rd->nstreams++];
     memset(s, 0, sizeof *s);
     s->id = id;
-    rd->cur = NULL; /* the array moved */
+    rd->slots[j] = (uint32_t)rd->nstreams;
     return s;
 }
 
@@ -522,6 +556,7 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
             free(rd.streams[i].recs.v);
         free(rd.streams);
         free(rd.names.slots);
+        free(rd.slots);
         return -EPROTO;
     }
     if (rd.bad_lines)
@@ -548,6 +583,7 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
     }
     free(rd.streams);
     free(rd.names.slots);
+    free(rd.slots);
 
     /* The clock is the trace's own: ticks are nanoseconds. */
     const char *v;

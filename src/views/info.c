@@ -14,22 +14,38 @@
 struct info_acc {
     FILE *out;
     uint64_t *count; /* per kind, current stream */
+    uint16_t *seen;  /* kinds counted in the current stream, so that a
+                        stream costs its kinds, not all 65536 (a trace
+                        may have tens of thousands of threads) */
+    size_t nseen;
     uint64_t unmatched;
 };
 
 static int info_begin(void *ctx, const struct evp_stream *s)
 {
     struct info_acc *a = ctx;
-    memset(a->count, 0, 65536 * sizeof *a->count);
+    (void)s;
+    for (size_t i = 0; i < a->nseen; i++) /* a stream left unfinished */
+        a->count[a->seen[i]] = 0;
+    a->nseen = 0;
     return 0;
 }
 
 static int info_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct info_acc *a = ctx;
-    for (size_t i = 0; i < n; i++)
-        a->count[ev[i].kind]++;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t k = (uint16_t)ev[i].kind;
+        if (!a->count[k]++)
+            a->seen[a->nseen++] = k;
+    }
     return 0;
+}
+
+static int cmp_kind(const void *x, const void *y)
+{
+    uint16_t a = *(const uint16_t *)x, b = *(const uint16_t *)y;
+    return (a > b) - (a < b);
 }
 
 static int info_end(void *ctx, const struct evp_stream *s)
@@ -44,14 +60,15 @@ static int info_end(void *ctx, const struct evp_stream *s)
             evp_fmt_count(c, sizeof c, s->events), s->chunks,
             evp_fmt_count(d, sizeof d, s->dropped));
     fputs("       by kind:", a->out);
-    int any = 0;
-    for (unsigned k = 0; k < 65536; k++)
-        if (a->count[k]) {
-            fprintf(a->out, "%s %s %s", any ? ";" : "", evp_kind_name(k),
-                    evp_fmt_count(c, sizeof c, a->count[k]));
-            any = 1;
-        }
-    fputs(any ? "\n" : " (none)\n", a->out);
+    qsort(a->seen, a->nseen, sizeof *a->seen, cmp_kind);
+    for (size_t i = 0; i < a->nseen; i++) {
+        unsigned k = a->seen[i];
+        fprintf(a->out, "%s %s %s", i ? ";" : "", evp_kind_name(k),
+                evp_fmt_count(c, sizeof c, a->count[k]));
+        a->count[k] = 0;
+    }
+    fputs(a->nseen ? "\n" : " (none)\n", a->out);
+    a->nseen = 0;
     return 0;
 }
 
@@ -100,14 +117,20 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     fputs("\nstreams:\n  id   tid        name                             "
           "events   chunks    dropped\n",
           out);
-    struct info_acc acc = {.out = out, .count = calloc(65536, sizeof(uint64_t))};
-    if (!acc.count)
+    struct info_acc acc = {.out = out,
+                           .count = calloc(65536, sizeof(uint64_t)),
+                           .seen = malloc(65536 * sizeof(uint16_t))};
+    if (!acc.count || !acc.seen) {
+        free(acc.count);
+        free(acc.seen);
         return -1;
+    }
     static const struct evp_replay_ops ops = {info_begin, info_events, info_end};
     struct evp_replay_stats st;
     struct evp_replay_opts ro = {.stream = -1, .stats = &st};
     int rc = evp_replay(t, &ro, &ops, &acc);
     free(acc.count);
+    free(acc.seen);
     if (st.unmatched || st.unclosed)
         fprintf(out, "  (%" PRIu64 " unmatched exits, %" PRIu64
                      " frames open at the end)\n",
