@@ -276,9 +276,21 @@ int evp_trace_builtin_opcodes(struct evp_trace *t, const char *version)
 
 /* ---- binary chunks -------------------------------------------------------- */
 
+/*
+ * Decompressed bytes a file may cost: 1000 times its size plus 64 MiB.
+ * A zstd chunk may declare up to 64 MiB however small it is, so without
+ * a bound a crafted file of many tiny chunks would make the reader
+ * allocate without end; real traces compress by 2-10 times, and the floor
+ * lets any one chunk through.  What is attempted counts, whether or not
+ * it then decompresses, so the bound holds for time as well as memory.
+ */
+#define INFLATE_RATIO 1000u
+#define INFLATE_FLOOR ((uint64_t)EVP_CHUNK_MAX_PAYLOAD)
+
 struct scan {
     struct evp_trace *t;
     uint32_t chunk; /* chunk number, from 0 */
+    uint64_t inflated, inflate_limit; /* decompressed bytes, and the bound */
     /* clock pairs for calibration */
     uint64_t lo_ticks, lo_ns, hi_ticks, hi_ns;
     int have_pair;
@@ -428,14 +440,37 @@ static int parse_end(struct scan *sc, const uint8_t *p, size_t len)
     return 0;
 }
 
-/* Decompress a zstd payload into an owned buffer. */
-static int inflate(struct scan *sc, const uint8_t **p, size_t *len)
+static const char *chunk_type_name(unsigned type);
+
+/* Decompress a zstd payload (the chunk at OFF) into an owned buffer.
+ * Returns 0, -1 when malformed, or -2 when it would pass the file's bound
+ * on decompressed bytes (warned here).  The declared size is checked
+ * against the frame's own and the bound before anything is allocated. */
+static int inflate(struct scan *sc, const uint8_t **p, size_t *len,
+                   size_t off, unsigned type)
 {
     if (*len < 4)
         return -1;
     uint32_t raw = evp_get_u32(*p);
     if (raw > EVP_CHUNK_MAX_PAYLOAD)
         return -1;
+    unsigned long long framed = ZSTD_getFrameContentSize(*p + 4, *len - 4);
+    if (framed == ZSTD_CONTENTSIZE_ERROR ||
+        (framed != ZSTD_CONTENTSIZE_UNKNOWN && framed != raw))
+        return -1;
+    if (raw > sc->inflate_limit - sc->inflated) {
+        evp_trace_warnf(sc->t,
+                        "chunk %u at byte %zu (%s): %zu compressed bytes "
+                        "declare %u decompressed, past the limit for this "
+                        "file (%llu bytes, %u times its size plus %u MiB; "
+                        "%llu already used); chunk skipped",
+                        sc->chunk, off, chunk_type_name(type), *len - 4, raw,
+                        (unsigned long long)sc->inflate_limit, INFLATE_RATIO,
+                        (unsigned)(INFLATE_FLOOR >> 20),
+                        (unsigned long long)sc->inflated);
+        return -2;
+    }
+    sc->inflated += raw;
     uint8_t *out = malloc(raw ? raw : 1);
     if (!out)
         return -1;
@@ -509,6 +544,7 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
     const uint8_t *d = t->data;
     size_t size = t->size;
     struct scan sc = {.t = t};
+    sc.inflate_limit = INFLATE_FLOOR + (uint64_t)size * INFLATE_RATIO;
     size_t off = EVP_FILE_HEADER_SIZE;
     unsigned good = 0;
 
@@ -582,7 +618,7 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
         size_t plen = len;
         int rc = 0;
         if (flags & EVP_CHUNK_F_ZSTD)
-            rc = inflate(&sc, &payload, &plen);
+            rc = inflate(&sc, &payload, &plen, off, type);
         if (rc == 0) {
             switch (type) {
             case EVP_CHUNK_META: rc = parse_meta(&sc, payload, plen); break;
@@ -598,11 +634,11 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
                 break;
             }
         }
-        if (rc < 0)
+        if (rc == -1)
             evp_trace_warnf(t, "chunk %u at byte %zu (%s): malformed payload; "
                                "chunk skipped",
                             sc.chunk, off, chunk_type_name(type));
-        else
+        else if (rc == 0)
             good++;
         off += EVP_CHUNK_HEADER_SIZE + len;
         sc.chunk++;

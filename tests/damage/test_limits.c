@@ -5,7 +5,14 @@
  *   - many streams: a trace of 50,000 threads, as text and as the same
  *     trace written as `.evp`, opens in well under a second and replays
  *     every stream, sorted by id (looking a stream up by id was a linear
- *     search, so opening was quadratic in the threads).
+ *     search, so opening was quadratic in the threads);
+ *   - a zstd bomb: a 40 KB file of chunks that each declare 16 MiB
+ *     decompressed.  The reader inflates up to its bound (1000 times the
+ *     file's size plus 64 MiB) and refuses every chunk past it with a
+ *     warning naming the chunk and its byte offset, instead of
+ *     allocating a gigabyte;
+ *   - a chunk whose declared size is not its zstd frame's is malformed,
+ *     refused before anything is allocated.
  *
  * Runs in suite 'damage' (also under AddressSanitizer, build-asan).
  */
@@ -19,6 +26,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "dmg.h"
 #include "evalprof/format.h"
@@ -142,10 +150,123 @@ static void test_many_streams(void **state)
     assert_true(bin_open < 2.0);
 }
 
+/* An EVENTS chunk of RAW zero bytes (stream 0, no events), compressed. */
+static uint8_t *bomb_chunk(uint32_t raw, size_t *len)
+{
+    uint8_t *plain = calloc(raw, 1);
+    size_t bound = ZSTD_compressBound(raw);
+    uint8_t *c = malloc(EVP_CHUNK_HEADER_SIZE + 4 + bound);
+    assert_non_null(plain);
+    assert_non_null(c);
+    size_t zn = ZSTD_compress(c + EVP_CHUNK_HEADER_SIZE + 4, bound, plain,
+                              raw, 19);
+    assert_false(ZSTD_isError(zn));
+    free(plain);
+    uint8_t *payload = c + EVP_CHUNK_HEADER_SIZE;
+    evp_put_u32(payload, raw);
+    evp_chunk_header(c, EVP_CHUNK_EVENTS, EVP_CHUNK_F_ZSTD, payload,
+                     (uint32_t)(4 + zn));
+    *len = EVP_CHUNK_HEADER_SIZE + 4 + zn;
+    return c;
+}
+
+static void test_zstd_bomb(void **state)
+{
+    (void)state;
+    enum { CHUNKS = 64 };
+    const uint32_t raw = 16u << 20;
+    size_t clen;
+    uint8_t *chunk = bomb_chunk(raw, &clen);
+    size_t size = EVP_FILE_HEADER_SIZE + CHUNKS * clen;
+    uint8_t *file = malloc(size);
+    assert_non_null(file);
+    evp_file_header(file);
+    for (size_t i = 0; i < CHUNKS; i++)
+        memcpy(file + EVP_FILE_HEADER_SIZE + i * clen, chunk, clen);
+    free(chunk);
+    const char *path = dmg_path("bomb.evp");
+    assert_int_equal(dmg_write(path, file, size), 0);
+    free(file);
+    printf("  %d chunks of %zu bytes, each declaring %u: a %zu-byte file "
+           "declaring %llu\n",
+           CHUNKS, clen, raw, size, (unsigned long long)CHUNKS * raw);
+
+    uint64_t limit = (64u << 20) + 1000 * (uint64_t)size;
+    size_t fit = (size_t)(limit / raw);
+    assert_true(fit >= 1 && fit < CHUNKS / 2);
+
+    struct dmg_warn w = {0};
+    struct evp_trace *t;
+    char err[512];
+    assert_int_equal(dmg_open(path, 0, &t, err, sizeof err, &w), 0);
+    /* The chunks within the bound are read, the rest refused. */
+    assert_int_equal(evp_trace_nstreams(t), 1);
+    assert_int_equal(evp_trace_stream(t, 0)->chunks, fit);
+    size_t refused = 0, last = 0; /* (the trace keeps every warning) */
+    for (size_t i = 0; i < evp_trace_nwarnings(t); i++)
+        if (strstr(evp_trace_warning(t, i), "past the limit for this file")) {
+            refused++;
+            last = i;
+        }
+    assert_int_equal(refused, CHUNKS - fit);
+    /* Each refusal names its chunk and byte offset. */
+    char want[128];
+    snprintf(want, sizeof want, "chunk %zu at byte %zu (events): ", fit,
+             EVP_FILE_HEADER_SIZE + fit * clen);
+    assert_true(dmg_warned(&w, want));
+    snprintf(want, sizeof want, "chunk %d at byte %zu (events): ",
+             CHUNKS - 1, EVP_FILE_HEADER_SIZE + (CHUNKS - 1) * clen);
+    assert_non_null(strstr(evp_trace_warning(t, last), want));
+    assert_true(dmg_warned(&w, "1000 times its size plus 64 MiB"));
+    /* What was read replays (no events: only zeros). */
+    assert_int_equal(dmg_views(t), 0);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+}
+
+static void test_zstd_size_mismatch(void **state)
+{
+    (void)state;
+    size_t clen;
+    uint8_t *chunk = bomb_chunk(4096, &clen);
+    /* Declare 64 MiB for a frame that says 4096 bytes. */
+    uint8_t *payload = chunk + EVP_CHUNK_HEADER_SIZE;
+    evp_put_u32(payload, EVP_CHUNK_MAX_PAYLOAD);
+    evp_chunk_header(chunk, EVP_CHUNK_EVENTS, EVP_CHUNK_F_ZSTD, payload,
+                     (uint32_t)(clen - EVP_CHUNK_HEADER_SIZE));
+    size_t size = EVP_FILE_HEADER_SIZE + 2 * clen;
+    uint8_t *file = malloc(size);
+    assert_non_null(file);
+    evp_file_header(file);
+    memcpy(file + EVP_FILE_HEADER_SIZE, chunk, clen);
+    uint8_t *good = bomb_chunk(4096, &clen);
+    memcpy(file + EVP_FILE_HEADER_SIZE + clen, good, clen);
+    free(good);
+    free(chunk);
+    const char *path = dmg_path("mismatch.evp");
+    assert_int_equal(dmg_write(path, file, size), 0);
+    free(file);
+
+    struct dmg_warn w = {0};
+    struct evp_trace *t;
+    char err[512];
+    assert_int_equal(dmg_open(path, 0, &t, err, sizeof err, &w), 0);
+    char want[128];
+    snprintf(want, sizeof want,
+             "chunk 0 at byte %d (events): malformed payload",
+             EVP_FILE_HEADER_SIZE);
+    assert_true(dmg_warned(&w, want));
+    assert_int_equal(evp_trace_stream(t, 0)->chunks, 1);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_streams),
+        cmocka_unit_test(test_zstd_bomb),
+        cmocka_unit_test(test_zstd_size_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
