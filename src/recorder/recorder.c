@@ -398,8 +398,29 @@ struct snap {
  * One round: pending chunks, queued buffers, then the new records of live
  * buffers.  Caller holds S.mu; it is released while writing.
  */
-static void writer_round(void)
+/* Any records not yet written?  (Caller holds S.mu.) */
+static int records_waiting(void)
 {
+    if (S.queue_head)
+        return 1;
+    for (struct thread *t = S.threads; t; t = t->next) {
+        if (!t->live || !t->buf)
+            continue;
+        struct evp_rec_record *pos =
+            __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
+        if (pos > t->buf->recs + t->buf->written &&
+            pos <= t->buf->recs + t->buf->cap)
+            return 1;
+    }
+    return 0;
+}
+
+static void writer_round(int force)
+{
+    /* A file not created yet waits for records: a forked child that
+     * only execs must leave nothing behind (close forces the write). */
+    if (!force && S.deferred && S.fd < 0 && !records_waiting())
+        return;
     if (S.nfuncs > S.funcs_queued) {
         /* Before any events that may name them. */
         struct pending *f = funcs_chunk(S.funcs_queued, S.nfuncs);
@@ -459,7 +480,7 @@ static void *writer_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     pthread_mutex_lock(&S.mu);
     while (!S.writer_stop) {
-        if (!S.queue_head && !S.pend_head) {
+        if (!S.queue_head) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             uint64_t ns = (uint64_t)until.tv_nsec +
@@ -470,7 +491,7 @@ static void *writer_main(void *arg)
             if (S.writer_stop)
                 break;
         }
-        writer_round();
+        writer_round(0);
     }
     pthread_mutex_unlock(&S.mu);
     return NULL;
@@ -1244,7 +1265,7 @@ int evp_rec_close(void)
 
     pthread_mutex_lock(&S.mu);
     S.writer_running = 0;
-    writer_round(); /* whatever the writer had not taken yet */
+    writer_round(1); /* whatever the writer had not taken yet */
     write_end();
     if (S.fd >= 0 && close(S.fd) < 0 && !S.error)
         S.error = -errno;
