@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "evalprof/recorder.h"
 
@@ -138,6 +139,27 @@ void evp_chunk_header(uint8_t out[EVP_CHUNK_HEADER_SIZE], unsigned type,
 
 /* Fill the 16-byte file header. */
 void evp_file_header(uint8_t out[EVP_FILE_HEADER_SIZE]);
+
+/*
+ * Table entries, the one definition of their bytes (docs/FORMAT.md):
+ * a string is a varint length and the bytes.  Each returns the bytes
+ * written at OUT, which must hold evp_str_bound() of every string plus
+ * EVP_VARINT_MAX per number.
+ */
+static inline size_t evp_str_bound(const char *s)
+{
+    return EVP_VARINT_MAX + strlen(s);
+}
+size_t evp_put_str(uint8_t *out, const char *s);
+/* FUNCS entry: id, qualified name, file, first line. */
+size_t evp_func_entry_put(uint8_t *out, uint32_t id, const char *name,
+                          const char *file, uint32_t line);
+/* OPCODES entry: opcode, base opcode, name. */
+size_t evp_opcode_entry_put(uint8_t *out, unsigned opcode, unsigned base,
+                            const char *name);
+/* THREAD payload: stream, OS thread id, name. */
+size_t evp_thread_put(uint8_t *out, uint32_t stream, uint64_t tid,
+                      const char *name);
 
 /* Worst-case encoded size of N records (prefix included). */
 static inline size_t evp_events_bound(size_t n)

@@ -49,6 +49,41 @@ void evp_chunk_header(uint8_t out[EVP_CHUNK_HEADER_SIZE], unsigned type,
     evp_put_u32(out + 12, evp_chunk_checksum(out, payload, len));
 }
 
+size_t evp_put_str(uint8_t *out, const char *s)
+{
+    size_t n = strlen(s), k = evp_varint_put(out, n);
+    memcpy(out + k, s, n);
+    return k + n;
+}
+
+size_t evp_func_entry_put(uint8_t *out, uint32_t id, const char *name,
+                          const char *file, uint32_t line)
+{
+    size_t k = evp_varint_put(out, id);
+    k += evp_put_str(out + k, name);
+    k += evp_put_str(out + k, file);
+    k += evp_varint_put(out + k, line);
+    return k;
+}
+
+size_t evp_opcode_entry_put(uint8_t *out, unsigned opcode, unsigned base,
+                            const char *name)
+{
+    size_t k = evp_varint_put(out, opcode);
+    k += evp_varint_put(out + k, base);
+    k += evp_put_str(out + k, name);
+    return k;
+}
+
+size_t evp_thread_put(uint8_t *out, uint32_t stream, uint64_t tid,
+                      const char *name)
+{
+    size_t k = evp_varint_put(out, stream);
+    k += evp_varint_put(out + k, tid);
+    k += evp_put_str(out + k, name);
+    return k;
+}
+
 void evp_file_header(uint8_t out[EVP_FILE_HEADER_SIZE])
 {
     memcpy(out, EVP_FILE_MAGIC, 8);

@@ -248,23 +248,9 @@ static struct pending *meta_chunk(char **kv, size_t n)
     return p;
 }
 
-static size_t func_entry(uint8_t *o, uint32_t id, const struct func *f)
-{
-    size_t ln = strlen(f->name), lf = strlen(f->file), k = 0;
-    k += evp_varint_put(o + k, id);
-    k += evp_varint_put(o + k, ln);
-    memcpy(o + k, f->name, ln);
-    k += ln;
-    k += evp_varint_put(o + k, lf);
-    memcpy(o + k, f->file, lf);
-    k += lf;
-    k += evp_varint_put(o + k, f->line);
-    return k;
-}
-
 static size_t func_entry_bound(const struct func *f)
 {
-    return 4 * EVP_VARINT_MAX + strlen(f->name) + strlen(f->file);
+    return 2 * EVP_VARINT_MAX + evp_str_bound(f->name) + evp_str_bound(f->file);
 }
 
 /* FUNCS chunk for ids [first, last). */
@@ -278,22 +264,20 @@ static struct pending *funcs_chunk(size_t first, size_t last)
         return NULL;
     size_t k = evp_varint_put(p->payload, last - first);
     for (size_t i = first; i < last; i++)
-        k += func_entry(p->payload + k, (uint32_t)(i + 1), &S.funcs[i]);
+        k += evp_func_entry_put(p->payload + k, (uint32_t)(i + 1),
+                                S.funcs[i].name, S.funcs[i].file,
+                                S.funcs[i].line);
     p->len = k;
     return p;
 }
 
 static struct pending *thread_chunk(const struct thread *t, const char *name)
 {
-    size_t ln = strlen(name);
-    struct pending *p = pending_new(EVP_CHUNK_THREAD, 3 * EVP_VARINT_MAX + ln);
+    struct pending *p =
+        pending_new(EVP_CHUNK_THREAD, 2 * EVP_VARINT_MAX + evp_str_bound(name));
     if (!p)
         return NULL;
-    size_t k = evp_varint_put(p->payload, t->stream);
-    k += evp_varint_put(p->payload + k, (uint64_t)t->tid);
-    k += evp_varint_put(p->payload + k, ln);
-    memcpy(p->payload + k, name, ln);
-    p->len = k + ln;
+    p->len = evp_thread_put(p->payload, t->stream, (uint64_t)t->tid, name);
     return p;
 }
 
@@ -766,20 +750,14 @@ int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
 {
     size_t bound = EVP_VARINT_MAX;
     for (size_t i = 0; i < n; i++)
-        bound += 3 * EVP_VARINT_MAX + (ops[i].name ? strlen(ops[i].name) : 0);
+        bound += 2 * EVP_VARINT_MAX + evp_str_bound(ops[i].name ? ops[i].name : "");
     uint8_t *buf = malloc(bound);
     if (!buf)
         return -ENOMEM;
     size_t k = evp_varint_put(buf, n);
-    for (size_t i = 0; i < n; i++) {
-        const char *nm = ops[i].name ? ops[i].name : "";
-        size_t l = strlen(nm);
-        k += evp_varint_put(buf + k, ops[i].opcode);
-        k += evp_varint_put(buf + k, ops[i].base);
-        k += evp_varint_put(buf + k, l);
-        memcpy(buf + k, nm, l);
-        k += l;
-    }
+    for (size_t i = 0; i < n; i++)
+        k += evp_opcode_entry_put(buf + k, ops[i].opcode, ops[i].base,
+                                  ops[i].name ? ops[i].name : "");
     pthread_mutex_lock(&S.mu);
     int rc = -ENOTCONN;
     if (S.state == OPEN || S.state == OPENING) {

@@ -92,15 +92,11 @@ static int ew_begin(void *ctx, const struct evp_stream *s)
     struct ewriter *w = ctx;
     w->stream = s->id;
     w->seq = 0;
-    size_t nl = strlen(s->name);
-    uint8_t *p = malloc(3 * EVP_VARINT_MAX + nl);
+    uint8_t *p = malloc(2 * EVP_VARINT_MAX + evp_str_bound(s->name));
     if (!p)
         return w->err = -ENOMEM;
-    size_t k = evp_varint_put(p, s->id);
-    k += evp_varint_put(p + k, s->tid);
-    k += evp_varint_put(p + k, nl);
-    memcpy(p + k, s->name, nl);
-    int rc = put_chunk(w, EVP_CHUNK_THREAD, p, k + nl);
+    size_t k = evp_thread_put(p, s->id, s->tid, s->name);
+    int rc = put_chunk(w, EVP_CHUNK_THREAD, p, k);
     free(p);
     return rc;
 }
@@ -186,13 +182,13 @@ static int write_tables(struct ewriter *w)
     size_t cap = EVP_VARINT_MAX, n = 0;
     for (unsigned op = 0; op < t->nops; op++)
         if (t->ops[op].name) {
-            cap += 3 * EVP_VARINT_MAX + strlen(t->ops[op].name);
+            cap += 2 * EVP_VARINT_MAX + evp_str_bound(t->ops[op].name);
             n++;
         }
     for (size_t id = 1; id < t->nfuncs; id++)
         if (t->funcs[id].name)
-            cap += 4 * EVP_VARINT_MAX + strlen(t->funcs[id].name) +
-                   strlen(t->funcs[id].file);
+            cap += 2 * EVP_VARINT_MAX + evp_str_bound(t->funcs[id].name) +
+                   evp_str_bound(t->funcs[id].file);
     uint8_t *p = malloc(cap);
     if (!p)
         return w->err = -ENOMEM;
@@ -203,12 +199,7 @@ static int write_tables(struct ewriter *w)
             const char *nm = t->ops[op].name;
             if (!nm)
                 continue;
-            size_t l = strlen(nm);
-            k += evp_varint_put(p + k, op);
-            k += evp_varint_put(p + k, t->ops[op].base);
-            k += evp_varint_put(p + k, l);
-            memcpy(p + k, nm, l);
-            k += l;
+            k += evp_opcode_entry_put(p + k, op, t->ops[op].base, nm);
         }
         rc = put_chunk(w, EVP_CHUNK_OPCODES, p, k);
     }
@@ -221,15 +212,8 @@ static int write_tables(struct ewriter *w)
             const struct evp_func *f = &t->funcs[id];
             if (!f->name)
                 continue;
-            size_t nl = strlen(f->name), fl = strlen(f->file);
-            k += evp_varint_put(p + k, id);
-            k += evp_varint_put(p + k, nl);
-            memcpy(p + k, f->name, nl);
-            k += nl;
-            k += evp_varint_put(p + k, fl);
-            memcpy(p + k, f->file, fl);
-            k += fl;
-            k += evp_varint_put(p + k, f->line);
+            k += evp_func_entry_put(p + k, (uint32_t)id, f->name, f->file,
+                                    f->line);
         }
         rc = put_chunk(w, EVP_CHUNK_FUNCS, p, k);
     }
