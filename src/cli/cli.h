@@ -52,6 +52,40 @@ void evp_cli_usage(FILE *f, const char *cmd);
  */
 struct evp_trace *evp_cli_open_trace(const char *path, const char *python);
 
+/*
+ * Options the reports share: --python X.Y, --stream N, --compensate /
+ * --no-compensate, --ns.  Put EVP_CLI_COMMON_LONGOPTS in a getopt_long
+ * table and hand every option to evp_cli_common_option first.
+ */
+struct evp_cli_common {
+    const char *python; /* opcode table for text traces, NULL: default */
+    long stream;        /* -1: every stream */
+    int compensate;     /* -1 until the trace is open: then on for .evp */
+};
+
+#define EVP_CLI_COMMON_INIT {NULL, -1, -1}
+#define EVP_CLI_COMMON_LONGOPTS                                              \
+    {"stream", required_argument, NULL, 's'},                                \
+        {"python", required_argument, NULL, 'p'},                            \
+        {"no-compensate", no_argument, NULL, 'n'},                           \
+        {"compensate", no_argument, NULL, 'c'},                              \
+    {                                                                        \
+        "ns", no_argument, NULL, 'N'                                         \
+    }
+
+/* 1: C was a shared option and is handled; 0: not one; -1: bad value
+ * (reported; exit 2). */
+int evp_cli_common_option(int c, const char *arg, struct evp_cli_common *o);
+
+/* Open PATH for command CMD, settle the compensation default from the
+ * trace and check --stream against it.  NULL after reporting. */
+struct evp_trace *evp_cli_open_common(const char *cmd, const char *path,
+                                      struct evp_cli_common *o);
+
+/* --sort name|count|elapsed|total for command CMD: 0, or -1 after
+ * reporting.  (enum evp_sort is in src/views/views.h.) */
+int evp_cli_parse_sort(const char *cmd, const char *arg, int *sort);
+
 /* Flush stdout and report a write error (perf's run_builtin check).
  * Returns STATUS, or 1 when stdout could not be written. */
 int evp_cli_finish(int status);

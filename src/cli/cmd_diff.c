@@ -15,37 +15,31 @@ int cmd_diff(int argc, char **argv)
     static const struct option longopts[] = {
         {"sort", required_argument, NULL, 'o'},
         {"funcs", no_argument, NULL, 'F'},
-        {"python", required_argument, NULL, 'p'},
-        {"no-compensate", no_argument, NULL, 'n'},
-        {"ns", no_argument, NULL, 'N'},
+        EVP_CLI_COMMON_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct evp_diff_opts o = {.sort = EVP_SORT_TOTAL, .compensate = 1};
-    const char *python = NULL;
-    int c;
+    struct evp_diff_opts o = {.sort = EVP_SORT_TOTAL};
+    struct evp_cli_common co = EVP_CLI_COMMON_INIT;
+    int c, k, sort;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:Fh", longopts, NULL)) != -1) {
+        if (c == 's') {
+            evp_cli_error("diff: --stream is not supported (both traces "
+                          "are compared whole)");
+            return 2;
+        }
+        if ((k = evp_cli_common_option(c, optarg, &co)) != 0) {
+            if (k < 0)
+                return 2;
+            continue;
+        }
         switch (c) {
         case 'o':
-            if (strcmp(optarg, "total") == 0)
-                o.sort = EVP_SORT_TOTAL;
-            else if (strcmp(optarg, "count") == 0)
-                o.sort = EVP_SORT_COUNT;
-            else if (strcmp(optarg, "elapsed") == 0)
-                o.sort = EVP_SORT_ELAPSED;
-            else if (strcmp(optarg, "name") == 0)
-                o.sort = EVP_SORT_NAME;
-            else {
-                evp_cli_error("diff: unknown sort '%s' (total, count, "
-                              "elapsed, name)",
-                              optarg);
+            if (evp_cli_parse_sort("diff", optarg, &sort) < 0)
                 return 2;
-            }
+            o.sort = (enum evp_sort)sort;
             break;
         case 'F': o.funcs = 1; break;
-        case 'p': python = optarg; break;
-        case 'n': o.compensate = 0; break;
-        case 'N': evp_fmt_set_ns(1); break;
         case 'h': evp_cli_usage(stdout, "diff"); return evp_cli_finish(0);
         default: evp_cli_usage(stderr, "diff"); return 2;
         }
@@ -54,10 +48,12 @@ int cmd_diff(int argc, char **argv)
         evp_cli_usage(stderr, "diff");
         return 2;
     }
-    struct evp_trace *a = evp_cli_open_trace(argv[optind], python);
+    /* Compensation applies where a trace measured its cost (binary). */
+    o.compensate = co.compensate != 0;
+    struct evp_trace *a = evp_cli_open_trace(argv[optind], co.python);
     if (!a)
         return 1;
-    struct evp_trace *b = evp_cli_open_trace(argv[optind + 1], python);
+    struct evp_trace *b = evp_cli_open_trace(argv[optind + 1], co.python);
     if (!b) {
         evp_trace_close(a);
         return 1;

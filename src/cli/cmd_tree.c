@@ -13,18 +13,19 @@ int cmd_tree(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'},
-        {"stream", required_argument, NULL, 's'},
-        {"python", required_argument, NULL, 'p'},
-        {"no-compensate", no_argument, NULL, 'n'},
-        {"compensate", no_argument, NULL, 'c'},
-        {"ns", no_argument, NULL, 'N'},
+        EVP_CLI_COMMON_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct evp_tree_opts o = {.format = EVP_TREE_SIMPLE_INDENT, .stream = -1};
-    const char *python = NULL;
-    int compensate = -1, c;
+    struct evp_tree_opts o = {.format = EVP_TREE_SIMPLE_INDENT};
+    struct evp_cli_common co = EVP_CLI_COMMON_INIT;
+    int c, k;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:s:h", longopts, NULL)) != -1) {
+        if ((k = evp_cli_common_option(c, optarg, &co)) != 0) {
+            if (k < 0)
+                return 2;
+            continue;
+        }
         switch (c) {
         case 'f':
             if (strcmp(optarg, "simple-indent") == 0)
@@ -40,14 +41,6 @@ int cmd_tree(int argc, char **argv)
                 return 2;
             }
             break;
-        case 's':
-            if ((o.stream = evp_cli_parse_long("--stream", optarg)) < 0)
-                return 2;
-            break;
-        case 'p': python = optarg; break;
-        case 'n': compensate = 0; break;
-        case 'c': compensate = 1; break;
-        case 'N': evp_fmt_set_ns(1); break;
         case 'h': evp_cli_usage(stdout, "tree"); return evp_cli_finish(0);
         default: evp_cli_usage(stderr, "tree"); return 2;
         }
@@ -56,16 +49,11 @@ int cmd_tree(int argc, char **argv)
         evp_cli_usage(stderr, "tree");
         return 2;
     }
-    struct evp_trace *t = evp_cli_open_trace(argv[optind], python);
+    struct evp_trace *t = evp_cli_open_common("tree", argv[optind], &co);
     if (!t)
         return 1;
-    o.compensate = compensate < 0 ? !evp_trace_info(t)->text : compensate;
-    if (o.stream >= (long)evp_trace_nstreams(t)) {
-        evp_cli_error("tree: --stream %ld: the trace has %zu stream(s)",
-                      o.stream, evp_trace_nstreams(t));
-        evp_trace_close(t);
-        return 2;
-    }
+    o.compensate = co.compensate;
+    o.stream = co.stream;
     static char buf[1 << 16];
     setvbuf(stdout, buf, _IOFBF, sizeof buf);
     int rc = evp_view_tree(t, stdout, &o);

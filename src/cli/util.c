@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../views/views.h"
 #include "cli.h"
 
 void evp_cli_error(const char *fmt, ...)
@@ -42,6 +43,64 @@ struct evp_trace *evp_cli_open_trace(const char *path, const char *python)
         return NULL;
     }
     return t;
+}
+
+int evp_cli_common_option(int c, const char *arg, struct evp_cli_common *o)
+{
+    switch (c) {
+    case 's':
+        return (o->stream = evp_cli_parse_long("--stream", arg)) < 0 ? -1 : 1;
+    case 'p':
+        o->python = arg;
+        return 1;
+    case 'n':
+        o->compensate = 0;
+        return 1;
+    case 'c':
+        o->compensate = 1;
+        return 1;
+    case 'N':
+        evp_fmt_set_ns(1);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+struct evp_trace *evp_cli_open_common(const char *cmd, const char *path,
+                                      struct evp_cli_common *o)
+{
+    struct evp_trace *t = evp_cli_open_trace(path, o->python);
+    if (!t)
+        return NULL;
+    if (o->compensate < 0)
+        o->compensate = !evp_trace_info(t)->text;
+    if (o->stream >= (long)evp_trace_nstreams(t)) {
+        evp_cli_error("%s: --stream %ld: the trace has %zu stream(s)", cmd,
+                      o->stream, evp_trace_nstreams(t));
+        evp_trace_close(t);
+        return NULL;
+    }
+    return t;
+}
+
+int evp_cli_parse_sort(const char *cmd, const char *arg, int *sort)
+{
+    static const struct {
+        const char *name;
+        enum evp_sort sort;
+    } sorts[] = {{"name", EVP_SORT_NAME},
+                 {"count", EVP_SORT_COUNT},
+                 {"elapsed", EVP_SORT_ELAPSED},
+                 {"total", EVP_SORT_TOTAL}};
+    for (size_t i = 0; i < sizeof sorts / sizeof sorts[0]; i++)
+        if (strcmp(arg, sorts[i].name) == 0) {
+            *sort = (int)sorts[i].sort;
+            return 0;
+        }
+    evp_cli_error("%s: unknown sort '%s' (name, count, elapsed, total)", cmd,
+                  arg);
+    return -1;
 }
 
 int evp_cli_finish(int status)
