@@ -186,6 +186,78 @@ size_t evp_events_encode(uint8_t *out, struct evp_events_prefix *prefix,
 int evp_events_prefix_read(const uint8_t *payload, size_t len,
                            struct evp_events_prefix *prefix);
 
+/* Argument class (enum evp_arg_class) of each kind below EVP_EV__COUNT. */
+extern const uint8_t evp_arg_class_of[EVP_EV__COUNT];
+
+/*
+ * Decode the event at *PP (before END) into OUT.  *TS holds the previous
+ * event's ticks and *LAST_FUNC the previous function id of the chunk;
+ * both are advanced.  Returns 0, or -1 for malformed input, leaving
+ * everything as it was.  Inline: it is the inner loop of every replay.
+ */
+static inline int evp_event_decode_one(const uint8_t **pp, const uint8_t *end,
+                                       uint64_t *ts, uint32_t *last_func,
+                                       struct evp_rec_record *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t h, v, kind, aux = 0, arg = 0;
+    uint32_t lf = *last_func;
+    if (EVP_LIKELY(end - p >= 2 && p[1] < 0x80 && p[0] >= 0x80)) {
+        h = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        p += 2;
+    } else if (evp_varint_get(&p, end, &h) < 0) {
+        return -1;
+    }
+    unsigned code = (unsigned)(h & 15);
+    kind = code;
+    if (code == EVP_CODE_RAW) {
+        if (evp_varint_get(&p, end, &kind) < 0 ||
+            evp_varint_get(&p, end, &aux) < 0 ||
+            evp_varint_get(&p, end, &arg) < 0 || kind > 0xffff ||
+            aux > 0xffff || arg > 0xffffffffu)
+            return -1;
+    } else {
+        if (code == EVP_CODE_EXTENDED &&
+            (evp_varint_get(&p, end, &kind) < 0 || kind >= EVP_EV__COUNT ||
+             kind < EVP_CODE_EXTENDED))
+            return -1;
+        switch (evp_arg_class_of[kind]) {
+        case EVP_ARG_FUNC: {
+            if (evp_varint_get(&p, end, &v) < 0)
+                return -1;
+            /* Unsigned: a damaged delta near +-2^63 must not overflow;
+             * any result outside 32 bits is damage. */
+            uint64_t f = (uint64_t)lf + (uint64_t)evp_unzigzag(v);
+            if (f > 0xffffffffu)
+                return -1;
+            arg = f;
+            lf = (uint32_t)f;
+            break;
+        }
+        case EVP_ARG_OP:
+            if (p >= end)
+                return -1;
+            aux = *p++;
+            if (aux == 0xff &&
+                (evp_varint_get(&p, end, &aux) < 0 || aux > 0xffff))
+                return -1;
+            if (evp_varint_get(&p, end, &arg) < 0 || arg > 0xffffffffu)
+                return -1;
+            break;
+        default:
+            break;
+        }
+    }
+    *ts += h >> 4;
+    out->ts = *ts;
+    out->kind = (uint16_t)kind;
+    out->aux = (uint16_t)aux;
+    out->arg = (uint32_t)arg;
+    *last_func = lf;
+    *pp = p;
+    return 0;
+}
+
 /* Cursor over an EVENTS body. */
 struct evp_events_cursor {
     const uint8_t *p, *end;

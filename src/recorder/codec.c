@@ -15,20 +15,6 @@
 
 #include "evalprof/format.h"
 
-/* Argument class of kinds below EVP_EV__COUNT, as a byte table for the
- * hot decode loop. */
-static uint8_t arg_class[EVP_EV__COUNT];
-static int arg_class_ready;
-
-static void arg_class_init(void)
-{
-    if (__atomic_load_n(&arg_class_ready, __ATOMIC_ACQUIRE))
-        return;
-    for (unsigned k = 0; k < EVP_EV__COUNT; k++)
-        arg_class[k] = (uint8_t)evp_kind_info(k)->arg;
-    __atomic_store_n(&arg_class_ready, 1, __ATOMIC_RELEASE);
-}
-
 uint32_t evp_chunk_checksum(const uint8_t *header12, const uint8_t *payload,
                             size_t len)
 {
@@ -101,7 +87,6 @@ size_t evp_events_encode(uint8_t *out, struct evp_events_prefix *pf,
                          const struct evp_rec_record *recs, size_t n,
                          uint64_t *backwards)
 {
-    arg_class_init();
     uint8_t *p = out + EVP_EVENTS_PREFIX_SIZE;
     uint64_t prev = n ? recs[0].ts : pf->base_ticks;
     uint32_t last_func = 0;
@@ -123,7 +108,7 @@ size_t evp_events_encode(uint8_t *out, struct evp_events_prefix *pf,
         unsigned kind = r->kind;
         unsigned code, form;
         if (kind < EVP_EV__COUNT) {
-            form = arg_class[kind];
+            form = evp_arg_class_of[kind];
             code = kind < EVP_CODE_EXTENDED ? kind : EVP_CODE_EXTENDED;
             if ((form == EVP_ARG_NONE && (r->aux || r->arg)) ||
                 (form == EVP_ARG_FUNC && r->aux))
@@ -183,7 +168,6 @@ int evp_events_prefix_read(const uint8_t *payload, size_t len,
 void evp_events_cursor_init(struct evp_events_cursor *c, const uint8_t *payload,
                             size_t len, const struct evp_events_prefix *pf)
 {
-    arg_class_init();
     c->p = payload + EVP_EVENTS_PREFIX_SIZE;
     c->end = payload + len;
     c->ts = pf->base_ticks;
@@ -195,87 +179,20 @@ void evp_events_cursor_init(struct evp_events_cursor *c, const uint8_t *payload,
 long evp_events_decode(struct evp_events_cursor *c, struct evp_rec_record *out,
                        size_t max)
 {
-    const uint8_t *p = c->p, *end = c->end;
-    uint64_t ts = c->ts;
-    uint32_t last_func = c->last_func;
-    size_t n = 0;
-    uint64_t h, v, aux, arg;
-
     if (c->bad)
         return -1;
     if (max > c->left)
         max = c->left;
-    while (n < max) {
-        const uint8_t *start = p;
-        if (EVP_LIKELY(end - p >= 2 && p[1] < 0x80 && p[0] >= 0x80)) {
-            h = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
-            p += 2;
-        } else if (evp_varint_get(&p, end, &h) < 0) {
-            goto bad;
-        }
-        unsigned code = (unsigned)(h & 15);
-        uint64_t kind = code;
-        uint64_t ev_ts = ts + (h >> 4);
-        aux = arg = 0;
-        if (code == EVP_CODE_RAW) {
-            if (evp_varint_get(&p, end, &kind) < 0 ||
-                evp_varint_get(&p, end, &aux) < 0 ||
-                evp_varint_get(&p, end, &arg) < 0 || kind > 0xffff ||
-                aux > 0xffff || arg > 0xffffffffu)
-                goto bad_at_start;
-        } else {
-            if (code == EVP_CODE_EXTENDED &&
-                (evp_varint_get(&p, end, &kind) < 0 ||
-                 kind >= EVP_EV__COUNT || kind < EVP_CODE_EXTENDED))
-                goto bad_at_start;
-            switch (arg_class[kind]) {
-            case EVP_ARG_FUNC: {
-                if (evp_varint_get(&p, end, &v) < 0)
-                    goto bad_at_start;
-                /* Unsigned: a damaged delta near +-2^63 must not
-                 * overflow; any result outside 32 bits is damage. */
-                uint64_t f = (uint64_t)last_func + (uint64_t)evp_unzigzag(v);
-                if (f > 0xffffffffu)
-                    goto bad_at_start;
-                arg = f;
-                last_func = (uint32_t)f;
-                break;
-            }
-            case EVP_ARG_OP:
-                if (p >= end)
-                    goto bad_at_start;
-                aux = *p++;
-                if (aux == 0xff &&
-                    (evp_varint_get(&p, end, &aux) < 0 || aux > 0xffff))
-                    goto bad_at_start;
-                if (evp_varint_get(&p, end, &arg) < 0 || arg > 0xffffffffu)
-                    goto bad_at_start;
-                break;
-            default:
-                break;
-            }
-        }
-        ts = ev_ts;
-        out[n].ts = ts;
-        out[n].kind = (uint16_t)kind;
-        out[n].aux = (uint16_t)aux;
-        out[n].arg = (uint32_t)arg;
+    size_t n = 0;
+    while (n < max &&
+           evp_event_decode_one(&c->p, c->end, &c->ts, &c->last_func,
+                                &out[n]) == 0)
         n++;
-        continue;
-    bad_at_start:
-        p = start;
-    bad:
+    c->left -= (uint32_t)n;
+    if (n < max) {
         /* Hand out what was decoded; report the damage on the next call. */
         c->bad = 1;
-        c->p = p;
-        c->ts = ts;
-        c->last_func = last_func;
-        c->left -= (uint32_t)n;
         return n ? (long)n : -1;
     }
-    c->p = p;
-    c->ts = ts;
-    c->last_func = last_func;
-    c->left -= (uint32_t)n;
     return (long)n;
 }

@@ -24,7 +24,6 @@
 #include "internal.h"
 
 #define BATCH 512
-#define DECODE 256
 
 
 struct frame {
@@ -270,37 +269,33 @@ static void replay_segment(struct rstate *r, struct stream *s,
         hot_sync(&h, r);
         return;
     }
-    struct evp_rec_record buf[DECODE];
-    struct evp_events_cursor c;
-    evp_events_cursor_init(&c, seg->payload, seg->len, &seg->pf);
-    uint64_t done = 0;
-    /* Inline tick conversion: the hot loop of every view. */
+    /* Decoded one event at a time straight into the replay: no batch
+     * buffer between the codec and the engine. */
+    struct evp_events_prefix *pf = &seg->pf;
+    const uint8_t *p = seg->payload + EVP_EVENTS_PREFIX_SIZE;
+    const uint8_t *end = seg->payload + seg->len;
+    uint64_t ticks = pf->base_ticks;
+    uint32_t last_func = 0, done = 0;
     const uint64_t at = t->anchor_ticks, an = t->anchor_ns, mult = t->mult;
-    for (;;) {
-        long n = evp_events_decode(&c, buf, DECODE);
-        if (n < 0) {
+    struct evp_rec_record rec;
+    while (done < pf->count) {
+        if (evp_event_decode_one(&p, end, &ticks, &last_func, &rec) < 0) {
             if (!seg->reported) /* once per trace, not once per view */
                 evp_trace_warnf(t,
                                 "stream %u, chunk %u at byte %" PRIu64
-                                ": malformed event data after %" PRIu64
-                                " of %u events; the rest of the chunk is "
-                                "skipped",
+                                ": malformed event data after %u of %u "
+                                "events; the rest of the chunk is skipped",
                                 s->pub.id, seg->chunk, seg->offset, done,
-                                seg->pf.count);
+                                pf->count);
             seg->reported = 1;
             break;
         }
-        if (n == 0)
-            break;
-        /* r->rc is checked per batch: a view that stops sees no more
+        int64_t d = (int64_t)(rec.ts - at);
+        uint64_t ns = an + (uint64_t)(int64_t)(((__int128)d * mult) >> 32);
+        one_record(r, &h, &rec, ns);
+        /* r->rc is checked now and then: a view that stops sees no more
          * callbacks (flush_out), the rest is cheap decoding. */
-        for (long i = 0; i < n; i++) {
-            int64_t d = (int64_t)(buf[i].ts - at);
-            uint64_t ns = an + (uint64_t)(int64_t)(((__int128)d * mult) >> 32);
-            one_record(r, &h, &buf[i], ns);
-        }
-        done += (uint64_t)n;
-        if (r->rc)
+        if (EVP_UNLIKELY((++done & 4095) == 0) && r->rc)
             break;
     }
     hot_sync(&h, r);
