@@ -183,6 +183,16 @@ def common_edits(ver):
                  r"PyObject \*\*sysmod_p\)$"],
         within=80, what="_PyImport_FixupBuiltin() in _PySys_Create()"))
 
+    # os._exit() closes the trace: a forked child usually leaves that way
+    e.append(Insert("Modules/posixmodule.c", r'^#include "Python\.h"$',
+                    '#include "pycore_evalprof.h"   ' + MARK,
+                    what='#include "Python.h"'))
+    e.append(Insert(
+        "Modules/posixmodule.c", r"^    _exit\(status\);$",
+        c_line(4, "_PyEvalprof_Exit();"), where="before",
+        anchors=[r"^os__exit_impl\(PyObject \*module, int status\)$"],
+        within=4, what="_exit(status) in os__exit_impl()"))
+
     # the eval function's locals and the labels both loops share
     ceval = "Python/ceval.c"
     head = (r"^_PyEval_EvalFrameDefault\(PyThreadState \*tstate, "
@@ -288,10 +298,6 @@ def edits_313():
                r"_Py_InitCleanup;$", "the __init__ shim _Py_InitCleanup"),
     ]
     # os.fork() warns when the process has more than one thread (3.12+).
-    e.append(Insert("Modules/posixmodule.c",
-                    r'^#include "Python\.h"$',
-                    '#include "pycore_evalprof.h"   ' + MARK,
-                    what='#include "Python.h"'))
     e.append(Insert(
         "Modules/posixmodule.c", r"^    if \(num_python_threads <= 0\) \{$",
         c_line(4, "num_python_threads -= _PyEvalprof_HelperThreads();"),

@@ -627,3 +627,14 @@ _PyEvalprof_Fini(void)
     }
     evp.active = 0;
 }
+
+void
+_PyEvalprof_Exit(void)
+{
+    /* os._exit() skips finalisation and the C exit functions: what the
+     * threads recorded since the last flush would be lost.  No fini
+     * event, since the interpreter is not finalised. */
+    if (evp.active && evp_rec_is_open()) {
+        evp_rec_close();
+    }
+}

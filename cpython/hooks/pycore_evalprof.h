@@ -5,9 +5,9 @@
  * The interpreter calls these from a handful of places that
  * apply-hooks.py inserts: the start of pymain_init() and
  * Py_InitializeFromConfig() (tracing starts), the creation of the sys
- * module (sys._evalprof), the end of finalisation (tracing ends) and the
- * fork warning of os.fork() (the recorder's writer thread is not the
- * program's).  The eval-loop hooks themselves live in
+ * module (sys._evalprof), the end of finalisation (tracing ends),
+ * os._exit() (the trace is closed) and the fork warning of os.fork()
+ * (the recorder's writer thread is not the program's).  The eval-loop hooks themselves live in
  * Python/evalprof_ceval.h and only need _PyEvalprof_CodeId() from here.
  *
  * Everything here is cheap when tracing is off: the start-up functions
@@ -45,6 +45,13 @@ extern void _PyEvalprof_InitFromEnv(void);
  * Py_FinalizeEx(), after the low-level exit functions.
  */
 extern void _PyEvalprof_Fini(void);
+
+/*
+ * Close the trace without a fini event: os._exit() calls this just
+ * before _exit(), which would lose the records not yet written (a
+ * multiprocessing child, or any forked child, leaves this way).
+ */
+extern void _PyEvalprof_Exit(void);
 
 /*
  * Set sys._evalprof in a new sys module's dict: a dict describing the

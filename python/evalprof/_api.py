@@ -147,6 +147,28 @@ def _at_exit():
         stop()
 
 
+def _wrap_os_exit():
+    """Make os._exit() close the trace first.
+
+    os._exit() skips every exit handler, so a forked child leaving that
+    way (the usual way) would lose what it recorded since the writer's
+    last flush.  The wrapper behaves as os._exit() otherwise.
+    """
+    original = os._exit
+    if getattr(original, "_evalprof_original", None) is not None:
+        return
+
+    def _exit(status):
+        _at_exit()
+        original(status)
+
+    _exit.__name__ = original.__name__
+    _exit.__qualname__ = getattr(original, "__qualname__", "_exit")
+    _exit.__doc__ = original.__doc__
+    _exit._evalprof_original = original
+    os._exit = _exit
+
+
 def _after_fork_in_child():
     if not is_active():
         return
@@ -199,6 +221,7 @@ def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
                                % _state["path"])
         if not _state["hooks_set"]:
             atexit.register(_at_exit)
+            _wrap_os_exit()
             if hasattr(os, "register_at_fork"):
                 os.register_at_fork(after_in_child=_after_fork_in_child)
             _state["hooks_set"] = True

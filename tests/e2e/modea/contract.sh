@@ -116,15 +116,39 @@ sum(range(100))' 2>"$T/err"
 "$CHECK" "$T/fork.evp" > /dev/null && ok "fork: the parent's trace checks" || fail "fork: parent trace"
 n=$(ls "$T" | grep -c '^fork\.evp\.')
 [ "$n" = 0 ] && ok "fork: a forked child stops recording by default" || fail "fork: $n child traces"
+# A forked child leaves through os._exit() at once: os._exit() closes its
+# trace, so the records not yet written by the writer thread are kept.
 EVALPROF="$T/ff.evp" EVALPROF_FORK=follow "$PY" -c '
 import os, sys
 pid = os.fork()
 if pid == 0:
-    sum(range(100))
+    for i in range(1000):
+        pass
     sys.stdout.flush()
     os._exit(0)
 os.waitpid(pid, 0)'
 n=$(ls "$T" | grep -c '^ff\.evp\.[0-9]')
 [ "$n" = 1 ] && ok "EVALPROF_FORK=follow: the child writes FILE.<pid>" || fail "EVALPROF_FORK=follow: $n child traces"
+ops=$("$CHECK" "$T"/ff.evp.[0-9]* 2>&1 | awk '$1 == "kind" && $2 == "op" { print $3 }')
+[ "${ops:-0}" -ge 2000 ] && ok "EVALPROF_FORK=follow: the child's loop is in its trace up to os._exit() ($ops ops)" ||
+    fail "EVALPROF_FORK=follow: the child's trace holds ${ops:-no} op events, want >= 2000"
+
+# os._exit() in the traced process itself: the trace ends with its end
+# record (no warning) and holds the loop; the module's frame stays open.
+EVALPROF="$T/ox.evp" "$PY" -c '
+import os
+for i in range(1000):
+    pass
+os._exit(5)'
+rc=$?
+[ "$rc" = 5 ] && ok "os._exit(5): exit status kept" || fail "os._exit(5): exit status $rc"
+"$CHECK" "$T/ox.evp" > "$T/ox.out" 2>&1
+ops=$(awk '$1 == "kind" && $2 == "op" { print $3 }' "$T/ox.out")
+if ! grep -q 'warning' "$T/ox.out" && [ "$(awk '$1 == "unclosed" { print $2 }' "$T/ox.out")" = 1 ] &&
+   [ "${ops:-0}" -ge 2000 ]; then
+    ok "os._exit(): the trace is complete ($ops ops, the module frame left open)"
+else
+    fail "os._exit(): $(tr '\n' ' ' < "$T/ox.out")"
+fi
 
 finish

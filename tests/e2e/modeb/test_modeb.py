@@ -121,6 +121,12 @@ class Case(unittest.TestCase):
         return pstats.Stats(out).stats
 
 
+def enters(t, name):
+    """Enter events of the functions called NAME, in every stream."""
+    return sum(1 for s in t.streams for kind, a, b in s.events
+               if kind == 3 and t.func(a)[0] == name)
+
+
 def calls_by_line(t, file):
     """{(first line, short name): enter + resume} for FILE's functions."""
     out = collections.Counter()
@@ -470,15 +476,33 @@ class Fork(Case):
         self.check("fork", complete=True)
 
     def test_os_fork_os_exit(self):
-        # os._exit skips every exit handler: the child's trace holds what
-        # was flushed, or only its header; either way never the parent's.
+        # os._exit skips every exit handler, but evalprof's os._exit
+        # closes the trace first: the child's trace is complete.
         p, trace = self.traced([prog("forks.py"), "fork_exit"])
+        self.assertEqual(p.returncode, 0, p.stderr)
         parent = self.load(trace)
         self.assertNotIn("child_square", self.names(parent))
-        for f in self.child_files(trace):
-            info = subprocess.run([EVALPROF, "info", self.path(f)],
-                                  capture_output=True, text=True)
-            self.assertEqual(info.returncode, 0, info.stderr)
+        files = self.child_files(trace)
+        self.assertEqual(len(files), 1, files)
+        info = subprocess.run([EVALPROF, "info", self.path(files[0])],
+                              capture_output=True, text=True)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        self.assertRegex(info.stdout, r"(?m)^warnings:\s+none$")
+        child = self.load(self.path(files[0]))
+        self.assertEqual(enters(child, "child_square"), 100)
+
+    def test_os_exit(self):
+        # os._exit in the traced process itself: the trace is complete and
+        # the exit status kept.
+        p, trace = self.traced(["-c", "import os\n"
+                                "def f(): pass\n"
+                                "for i in range(50): f()\n"
+                                "os._exit(7)"], check=False)
+        self.assertEqual(p.returncode, 7, p.stderr)
+        info = subprocess.run([EVALPROF, "info", trace],
+                              capture_output=True, text=True)
+        self.assertRegex(info.stdout, r"(?m)^warnings:\s+none$")
+        self.assertEqual(enters(self.load(trace), "f"), 50)
 
     def test_multiprocessing(self):
         self.check("mp", complete=True)
