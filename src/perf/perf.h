@@ -43,9 +43,6 @@ int evp_stacks_write(const struct evp_stacks *s, FILE *out);
 /* "1,234,567" into BUF. */
 char *evp_perf_count(char *buf, size_t len, uint64_t v);
 
-/* A stable 64-bit hash (never 0). */
-uint64_t evp_perf_hash(const void *p, size_t n);
-
 /* ---- collapse.c: perf script parsing --------------------------------- */
 
 struct evp_perf_frame {

@@ -16,6 +16,7 @@
 
 #include "evalprof/format.h"
 #include "evalprof/trace.h"
+#include "itab.h"
 
 struct segment {
     /* binary: an EVENTS payload (into the mapping or an owned buffer) */
@@ -62,10 +63,7 @@ struct evp_trace {
 
     struct stream *streams; /* sorted by id once the trace is open */
     size_t nstreams, streams_cap;
-    /* streams by id: open addressing on the id's hash, each slot the
-     * stream's index + 1 (0: empty); at most half full */
-    uint32_t *stream_slots;
-    size_t stream_slots_cap;
+    struct evp_itab stream_index; /* stream id -> index in streams */
 
     /* opcode table */
     struct opcode_entry *ops;

@@ -165,47 +165,48 @@ int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
     return 0;
 }
 
-static size_t stream_hash(uint32_t id)
+struct stream_key {
+    const struct evp_trace *t;
+    uint32_t id;
+};
+
+static int same_stream(const void *ctx, uint32_t i)
 {
-    uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h ^ h >> 29);
+    const struct stream_key *k = ctx;
+    return k->t->streams[i].pub.id == k->id;
 }
 
-/* (Re)build the id index, with room for one more stream: when it fills
- * up, and after the streams are sorted. */
+/* Index the streams by id again (they were sorted). */
 static int index_streams(struct evp_trace *t)
 {
-    size_t cap = t->stream_slots_cap ? t->stream_slots_cap : 16;
-    while ((t->nstreams + 1) * 2 > cap)
-        cap *= 2;
-    uint32_t *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return -ENOMEM;
+    evp_itab_clear(&t->stream_index);
     for (size_t i = 0; i < t->nstreams; i++) {
-        size_t j = stream_hash(t->streams[i].pub.id) & (cap - 1);
-        while (slots[j])
-            j = (j + 1) & (cap - 1);
-        slots[j] = (uint32_t)i + 1;
+        struct stream_key k = {t, t->streams[i].pub.id};
+        uint64_t h = evp_itab_hash_u64(k.id);
+        size_t at;
+        if (evp_itab_find(&t->stream_index, h, same_stream, &k, &at) ==
+                EVP_ITAB_NONE &&
+            evp_itab_put(&t->stream_index, at, h, (uint32_t)i) < 0)
+            return -ENOMEM;
     }
-    free(t->stream_slots);
-    t->stream_slots = slots;
-    t->stream_slots_cap = cap;
     return 0;
 }
 
+/* The stream with id ID, made when new: a hash on the id, since a trace
+ * may switch between tens of thousands of threads. */
 struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
 {
-    if ((t->nstreams + 1) * 2 > t->stream_slots_cap) {
-        if (t->nstreams >= UINT32_MAX - 1)
-            return NULL; /* slots hold 32-bit indexes */
-        if (index_streams(t) < 0)
-            return NULL;
-    }
-    size_t mask = t->stream_slots_cap - 1;
-    size_t j = stream_hash(id) & mask;
-    for (; t->stream_slots[j]; j = (j + 1) & mask)
-        if (t->streams[t->stream_slots[j] - 1].pub.id == id)
-            return &t->streams[t->stream_slots[j] - 1];
+    /* the index holds every stream, or is rebuilt (after a failure) */
+    if (t->stream_index.n != t->nstreams && index_streams(t) < 0)
+        return NULL;
+    struct stream_key k = {t, id};
+    uint64_t h = evp_itab_hash_u64(id);
+    size_t at;
+    uint32_t i = evp_itab_find(&t->stream_index, h, same_stream, &k, &at);
+    if (i != EVP_ITAB_NONE)
+        return &t->streams[i];
+    if (t->nstreams >= UINT32_MAX - 1)
+        return NULL; /* the index holds 32-bit indexes */
     if (t->nstreams == t->streams_cap) {
         size_t cap = t->streams_cap ? 2 * t->streams_cap : 8;
         struct stream *s = realloc(t->streams, cap * sizeof *s);
@@ -214,10 +215,11 @@ struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
         t->streams = s;
         t->streams_cap = cap;
     }
+    if (evp_itab_put(&t->stream_index, at, h, (uint32_t)t->nstreams) < 0)
+        return NULL;
     struct stream *s = &t->streams[t->nstreams++];
     memset(s, 0, sizeof *s);
     s->pub.id = id;
-    t->stream_slots[j] = (uint32_t)t->nstreams;
     return s;
 }
 
@@ -884,13 +886,9 @@ void evp_trace_finish(struct evp_trace *t)
     const char *v;
     if (t->nstreams > 1) {
         qsort(t->streams, t->nstreams, sizeof *t->streams, cmp_stream);
-        /* the indexes moved (a failure leaves the index empty, rebuilt
-         * by the next lookup) */
-        if (index_streams(t) < 0) {
-            free(t->stream_slots);
-            t->stream_slots = NULL;
-            t->stream_slots_cap = 0;
-        }
+        /* the indexes moved (after a failure, the next lookup tries
+         * again) */
+        index_streams(t);
     }
     i->events = 0;
     for (size_t s = 0; s < t->nstreams; s++) {
@@ -975,7 +973,7 @@ void evp_trace_close(struct evp_trace *t)
     for (size_t i = 0; i < t->nstreams; i++)
         free(t->streams[i].segs);
     free(t->streams);
-    free(t->stream_slots);
+    evp_itab_free(&t->stream_index);
     free(t->ops);
     for (size_t i = 0; i < t->nwarnings; i++)
         free(t->warnings[i]);

@@ -36,63 +36,33 @@
 
 /* ---- name interning --------------------------------------------------- */
 
-struct intern {
-    uint32_t *slots; /* function ids, 0 = empty */
-    size_t cap;      /* power of two */
+struct name_key {
+    const struct evp_trace *t;
+    const char *name;
     size_t n;
 };
 
-static uint64_t hash_bytes(const char *s, size_t n)
+static int same_name(const void *ctx, uint32_t id)
 {
-    uint64_t h = 1469598103934665603u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 1099511628211u;
-    return h;
-}
-
-static int intern_grow(struct evp_trace *t, struct intern *in)
-{
-    size_t cap = in->cap ? in->cap * 2 : 1024;
-    uint32_t *s = calloc(cap, sizeof *s);
-    if (!s)
-        return -1;
-    for (size_t i = 0; i < in->cap; i++) {
-        uint32_t id = in->slots[i];
-        if (!id)
-            continue;
-        const char *nm = t->funcs[id].name;
-        size_t j = hash_bytes(nm, strlen(nm)) & (cap - 1);
-        while (s[j])
-            j = (j + 1) & (cap - 1);
-        s[j] = id;
-    }
-    free(in->slots);
-    in->slots = s;
-    in->cap = cap;
-    return 0;
+    const struct name_key *k = ctx;
+    const char *nm = k->t->funcs[id].name;
+    return strncmp(nm, k->name, k->n) == 0 && nm[k->n] == '\0';
 }
 
 /* The id of function NAME, adding it when new; 0 when out of memory. */
-static uint32_t intern_func(struct evp_trace *t, struct intern *in,
+static uint32_t intern_func(struct evp_trace *t, struct evp_itab *names,
                             const char *name, size_t n)
 {
-    if ((in->n + 1) * 2 > in->cap && intern_grow(t, in) < 0)
+    struct name_key k = {t, name, n};
+    uint64_t h = evp_itab_hash_bytes(name, n);
+    size_t at;
+    uint32_t id = evp_itab_find(names, h, same_name, &k, &at);
+    if (id != EVP_ITAB_NONE)
+        return id;
+    id = (uint32_t)t->nfuncs;
+    if (evp_trace_set_func(t, id, name, n, "", 0, 0) < 0 ||
+        evp_itab_put(names, at, h, id) < 0)
         return 0;
-    size_t j = hash_bytes(name, n) & (in->cap - 1);
-    for (;;) {
-        uint32_t id = in->slots[j];
-        if (!id)
-            break;
-        const char *nm = t->funcs[id].name;
-        if (strncmp(nm, name, n) == 0 && nm[n] == '\0')
-            return id;
-        j = (j + 1) & (in->cap - 1);
-    }
-    uint32_t id = (uint32_t)t->nfuncs;
-    if (evp_trace_set_func(t, id, name, n, "", 0, 0) < 0)
-        return 0;
-    in->slots[j] = id;
-    in->n++;
     return id;
 }
 
@@ -110,11 +80,10 @@ struct tstream {
 
 struct reader {
     struct evp_trace *t;
-    struct intern names;
+    struct evp_itab names;   /* function names -> ids */
     struct tstream *streams;
     size_t nstreams, streams_cap;
-    uint32_t *slots; /* streams by id: index + 1, open addressing; 0 empty */
-    size_t slots_cap;
+    struct evp_itab stream_index; /* stream id -> index in streams */
     struct tstream *cur;
     const char *pending; /* "# func:" name for the next event */
     size_t pending_len;
@@ -139,37 +108,29 @@ static int vec_push(struct rec_vec *v, const struct evp_rec_record *r)
     return 0;
 }
 
-static size_t id_slot(uint32_t id, size_t cap)
+struct tstream_key {
+    const struct reader *rd;
+    uint32_t id;
+};
+
+static int same_tstream(const void *ctx, uint32_t i)
 {
-    uint64_t h = (uint64_t)id * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h ^ h >> 29) & (cap - 1);
+    const struct tstream_key *k = ctx;
+    return k->rd->streams[i].id == k->id;
 }
 
 /* The stream with id ID, made when new: a hash on the id, since a trace
  * may switch between tens of thousands of threads. */
 static struct tstream *stream_for(struct reader *rd, uint32_t id)
 {
-    if ((rd->nstreams + 1) * 2 > rd->slots_cap) {
-        size_t cap = rd->slots_cap ? 2 * rd->slots_cap : 16;
-        uint32_t *slots = calloc(cap, sizeof *slots);
-        if (!slots || rd->nstreams >= UINT32_MAX - 1) {
-            free(slots);
-            return NULL;
-        }
-        for (size_t i = 0; i < rd->nstreams; i++) {
-            size_t j = id_slot(rd->streams[i].id, cap);
-            while (slots[j])
-                j = (j + 1) & (cap - 1);
-            slots[j] = (uint32_t)i + 1;
-        }
-        free(rd->slots);
-        rd->slots = slots;
-        rd->slots_cap = cap;
-    }
-    size_t j = id_slot(id, rd->slots_cap);
-    for (; rd->slots[j]; j = (j + 1) & (rd->slots_cap - 1))
-        if (rd->streams[rd->slots[j] - 1].id == id)
-            return &rd->streams[rd->slots[j] - 1];
+    struct tstream_key k = {rd, id};
+    uint64_t h = evp_itab_hash_u64(id);
+    size_t at;
+    uint32_t i = evp_itab_find(&rd->stream_index, h, same_tstream, &k, &at);
+    if (i != EVP_ITAB_NONE)
+        return &rd->streams[i];
+    if (rd->nstreams >= UINT32_MAX - 1)
+        return NULL;
     if (rd->nstreams == rd->streams_cap) {
         size_t cap = rd->streams_cap ? 2 * rd->streams_cap : 8;
         struct tstream *s = realloc(rd->streams, cap * sizeof *s);
@@ -179,10 +140,11 @@ static struct tstream *stream_for(struct reader *rd, uint32_t id)
         rd->streams_cap = cap;
         rd->cur = NULL; /* the array moved */
     }
+    if (evp_itab_put(&rd->stream_index, at, h, (uint32_t)rd->nstreams) < 0)
+        return NULL;
     struct tstream *s = &rd->streams[rd->nstreams++];
     memset(s, 0, sizeof *s);
     s->id = id;
-    rd->slots[j] = (uint32_t)rd->nstreams;
     return s;
 }
 
@@ -555,8 +517,8 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
         for (size_t i = 0; i < rd.nstreams; i++)
             free(rd.streams[i].recs.v);
         free(rd.streams);
-        free(rd.names.slots);
-        free(rd.slots);
+        evp_itab_free(&rd.names);
+        evp_itab_free(&rd.stream_index);
         return -EPROTO;
     }
     if (rd.bad_lines)
@@ -582,8 +544,8 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
             evp_stream_add_segment(s, &seg);
     }
     free(rd.streams);
-    free(rd.names.slots);
-    free(rd.slots);
+    evp_itab_free(&rd.names);
+    evp_itab_free(&rd.stream_index);
 
     /* The clock is the trace's own: ticks are nanoseconds. */
     const char *v;

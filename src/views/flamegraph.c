@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../trace/itab.h"
 #include "views.h"
 
 struct node {
@@ -54,16 +55,10 @@ struct node {
  * the scan stays in cache, where a big table would miss on every probe). */
 #define FANOUT 12
 
-struct slot {
-    uint64_t hash;
-    uint32_t node;
-};
-
 struct evp_flame {
     struct node *nodes;
     size_t n, cap;
-    struct slot *tab;
-    size_t tcap, tn;
+    struct evp_itab index; /* (parent, name) -> node, big families only */
     char **blocks; /* name arena: blocks never move once made */
     size_t nblocks;
     size_t bused, bcap; /* in the current block */
@@ -108,9 +103,7 @@ struct evp_flame *evp_flame_new(void)
         return NULL;
     f->cap = 1024;
     f->nodes = malloc(f->cap * sizeof *f->nodes);
-    f->tcap = 2048;
-    f->tab = calloc(f->tcap, sizeof *f->tab);
-    if (!f->nodes || !f->tab) {
+    if (!f->nodes || evp_itab_reserve(&f->index, 1024) < 0) {
         evp_flame_free(f);
         return NULL;
     }
@@ -125,7 +118,7 @@ void evp_flame_free(struct evp_flame *f)
     if (!f)
         return;
     free(f->nodes);
-    free(f->tab);
+    evp_itab_free(&f->index);
     for (size_t i = 0; i < f->nblocks; i++)
         free(f->blocks[i]);
     free(f->blocks);
@@ -133,26 +126,6 @@ void evp_flame_free(struct evp_flame *f)
     free(f->ends);
     free(f->path);
     free(f);
-}
-
-static int grow_table(struct evp_flame *f)
-{
-    size_t ncap = f->tcap * 2;
-    struct slot *nt = calloc(ncap, sizeof *nt);
-    if (!nt)
-        return -ENOMEM;
-    for (size_t i = 0; i < f->tcap; i++) {
-        if (!f->tab[i].hash)
-            continue;
-        size_t j = f->tab[i].hash & (ncap - 1);
-        while (nt[j].hash)
-            j = (j + 1) & (ncap - 1);
-        nt[j] = f->tab[i];
-    }
-    free(f->tab);
-    f->tab = nt;
-    f->tcap = ncap;
-    return 0;
 }
 
 static uint32_t hash32(const char *s, size_t n)
@@ -163,17 +136,29 @@ static uint32_t hash32(const char *s, size_t n)
     return h;
 }
 
+struct child_probe {
+    const struct evp_flame *f;
+    uint32_t parent;
+    const char *s;
+    size_t n;
+};
+
+static int same_child(const void *ctx, uint32_t id)
+{
+    const struct child_probe *p = ctx;
+    const struct node *cn = &p->f->nodes[id];
+    return cn->parent == p->parent && cn->nlen == p->n &&
+           memcmp(cn->name, p->s, p->n) == 0;
+}
+
 static int table_put(struct evp_flame *f, uint32_t id)
 {
     const struct node *c = &f->nodes[id];
+    struct child_probe p = {f, c->parent, c->name, c->nlen};
     uint64_t h = hash_name(c->name, c->nlen, c->parent);
-    size_t j = h & (f->tcap - 1);
-    while (f->tab[j].hash)
-        j = (j + 1) & (f->tcap - 1);
-    f->tab[j] = (struct slot){h, id};
-    if (++f->tn * 2 > f->tcap)
-        return grow_table(f);
-    return 0;
+    size_t at;
+    evp_itab_find(&f->index, h, same_child, &p, &at); /* a new name */
+    return evp_itab_put(&f->index, at, h, id);
 }
 
 /* The child of PARENT named S (N bytes), created when missing. */
@@ -191,16 +176,12 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
                 return c;
         }
     } else {
-        uint64_t h = hash_name(s, n, parent);
-        for (size_t j = h & (f->tcap - 1); f->tab[j].hash;
-             j = (j + 1) & (f->tcap - 1)) {
-            if (f->tab[j].hash != h)
-                continue;
-            const struct node *cn = &f->nodes[f->tab[j].node];
-            if (cn->parent == parent && cn->nlen == n &&
-                memcmp(cn->name, s, n) == 0)
-                return f->tab[j].node;
-        }
+        struct child_probe cp = {f, parent, s, n};
+        size_t at;
+        uint32_t c = evp_itab_find(&f->index, hash_name(s, n, parent),
+                                   same_child, &cp, &at);
+        if (c != EVP_ITAB_NONE)
+            return c;
     }
     if (f->n == f->cap) {
         size_t nc = f->cap * 2;

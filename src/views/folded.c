@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../trace/itab.h"
 #include "views.h"
 
 /* Keys: a function id, or a tagged leaf. */
@@ -57,11 +58,6 @@ struct fnode {
     uint64_t ns;
 };
 
-struct fslot {
-    uint64_t h;
-    uint32_t node;
-};
-
 /* A "[N deeper frames]" leaf and the most frames it has stood for. */
 struct deep_leaf {
     uint32_t node;
@@ -73,8 +69,7 @@ struct folded {
     const struct evp_folded_opts *o;
     struct fnode *nodes;
     size_t n, cap;
-    struct fslot *tab;
-    size_t tcap;
+    struct evp_itab index; /* (parent, key) -> node */
     uint32_t *stack;
     size_t depth, scap;
     uint32_t base; /* root of the current stream */
@@ -88,43 +83,26 @@ struct folded {
     size_t deepest;  /* most frames on a stack that was cut */
 };
 
-static uint64_t hkey(uint32_t parent, uint32_t key)
-{
-    uint64_t h = ((uint64_t)parent << 32 | key) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 31;
-    return h ? h : 1;
-}
+struct node_probe {
+    const struct folded *f;
+    uint32_t parent, key;
+};
 
-static int fgrow(struct folded *f)
+static int same_node(const void *ctx, uint32_t id)
 {
-    size_t nc = f->tcap * 2;
-    struct fslot *nt = calloc(nc, sizeof *nt);
-    if (!nt)
-        return -ENOMEM;
-    for (size_t i = 0; i < f->tcap; i++) {
-        if (!f->tab[i].h)
-            continue;
-        size_t j = f->tab[i].h & (nc - 1);
-        while (nt[j].h)
-            j = (j + 1) & (nc - 1);
-        nt[j] = f->tab[i];
-    }
-    free(f->tab);
-    f->tab = nt;
-    f->tcap = nc;
-    return 0;
+    const struct node_probe *p = ctx;
+    const struct fnode *nd = &p->f->nodes[id];
+    return nd->parent == p->parent && nd->key == p->key;
 }
 
 static uint32_t node_of(struct folded *f, uint32_t parent, uint32_t key)
 {
-    uint64_t h = hkey(parent, key);
-    size_t j = h & (f->tcap - 1);
-    while (f->tab[j].h) {
-        struct fnode *nd = &f->nodes[f->tab[j].node];
-        if (f->tab[j].h == h && nd->parent == parent && nd->key == key)
-            return f->tab[j].node;
-        j = (j + 1) & (f->tcap - 1);
-    }
+    struct node_probe p = {f, parent, key};
+    uint64_t h = evp_itab_hash_u64((uint64_t)parent << 32 | key);
+    size_t at;
+    uint32_t id = evp_itab_find(&f->index, h, same_node, &p, &at);
+    if (id != EVP_ITAB_NONE)
+        return id;
     if (f->n >= UINT32_MAX - 1)
         return UINT32_MAX; /* ids are 32-bit */
     if (f->n == f->cap) {
@@ -135,11 +113,10 @@ static uint32_t node_of(struct folded *f, uint32_t parent, uint32_t key)
         f->nodes = nn;
         f->cap = nc;
     }
-    uint32_t id = (uint32_t)f->n++;
-    f->nodes[id] = (struct fnode){parent, key, 0};
-    f->tab[j] = (struct fslot){h, id};
-    if (f->n * 2 > f->tcap && fgrow(f))
+    id = (uint32_t)f->n;
+    if (evp_itab_put(&f->index, at, h, id) < 0)
         return UINT32_MAX;
+    f->nodes[f->n++] = (struct fnode){parent, key, 0};
     return id;
 }
 
@@ -265,34 +242,46 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
     return 0;
 }
 
+/* Room for NEED elements of SIZE bytes in *P (0 or -ENOMEM). */
+static int reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 256;
+    while (nc < need)
+        nc *= 2;
+    void *np = realloc(*p, nc * size);
+    if (!np)
+        return -ENOMEM;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
 /* ---- names -------------------------------------------------------------- */
 
 /*
  * The distinct names of the tree: each key is named once (KEYS maps a key
- * to its name), equal names are one entry (interned through HTAB), and
- * every name has the rank of its own line ("N") and of its block of
- * descendants ("N;") in byte order.
+ * to its name), equal names are one entry of STR, and every name has the
+ * rank of its own line ("N") and of its block of descendants ("N;") in
+ * byte order.
  */
-struct name {
-    size_t off; /* in the arena */
-    size_t len;
-    uint32_t rank_own, rank_block;
+struct rank {
+    uint32_t own, block;
 };
 
-struct kslot {
-    uint32_t key;
-    uint32_t name; /* UINT32_MAX: empty */
+struct key_name {
+    uint32_t key, name;
 };
 
 struct names {
-    struct name *v;
-    size_t n, cap;
-    char *arena;
-    size_t alen, acap;
-    uint32_t *htab; /* name ids + 1 by hash of the bytes; 0: empty */
-    size_t hcap;
-    struct kslot *keys;
+    struct evp_strset str;
+    struct rank *rank; /* by name id, once ranked */
+    struct evp_itab keys; /* key -> index in kv */
+    struct key_name *kv;
     size_t kn, kcap;
+    char *buf; /* a name being formatted */
+    size_t bufcap;
 };
 
 /* The folded name of key K into BUF (room for 4 * (159 + file) + 40
@@ -365,124 +354,54 @@ static size_t name_room(const struct folded *f, uint32_t k)
     return 4 * n + 40;
 }
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
+struct key_probe {
+    const struct names *nm;
+    uint32_t key;
+};
 
-static int names_rehash(struct names *nm)
+static int same_key(const void *ctx, uint32_t i)
 {
-    size_t nc = nm->hcap ? nm->hcap * 2 : 1024;
-    uint32_t *nt = calloc(nc, sizeof *nt);
-    if (!nt)
-        return -ENOMEM;
-    for (size_t i = 0; i < nm->n; i++) {
-        size_t j =
-            hash_bytes(nm->arena + nm->v[i].off, nm->v[i].len) & (nc - 1);
-        while (nt[j])
-            j = (j + 1) & (nc - 1);
-        nt[j] = (uint32_t)i + 1;
-    }
-    free(nm->htab);
-    nm->htab = nt;
-    nm->hcap = nc;
-    return 0;
-}
-
-static int keys_rehash(struct names *nm)
-{
-    size_t nc = nm->kcap ? nm->kcap * 2 : 1024;
-    struct kslot *nt = malloc(nc * sizeof *nt);
-    if (!nt)
-        return -ENOMEM;
-    for (size_t i = 0; i < nc; i++)
-        nt[i].name = UINT32_MAX;
-    for (size_t i = 0; i < nm->kcap; i++) {
-        if (nm->keys[i].name == UINT32_MAX)
-            continue;
-        size_t j = hkey(0, nm->keys[i].key) & (nc - 1);
-        while (nt[j].name != UINT32_MAX)
-            j = (j + 1) & (nc - 1);
-        nt[j] = nm->keys[i];
-    }
-    free(nm->keys);
-    nm->keys = nt;
-    nm->kcap = nc;
-    return 0;
+    const struct key_probe *p = ctx;
+    return p->nm->kv[i].key == p->key;
 }
 
 /* The name id of key K, made (and interned) on first use; UINT32_MAX
  * when out of memory. */
 static uint32_t name_of(struct folded *f, struct names *nm, uint32_t k)
 {
-    size_t j = hkey(0, k) & (nm->kcap - 1);
-    for (; nm->keys[j].name != UINT32_MAX; j = (j + 1) & (nm->kcap - 1))
-        if (nm->keys[j].key == k)
-            return nm->keys[j].name;
-    /* Format it at the end of the arena, then keep it only if new. */
+    struct key_probe p = {nm, k};
+    uint64_t h = evp_itab_hash_u64(k);
+    size_t at;
+    uint32_t i = evp_itab_find(&nm->keys, h, same_key, &p, &at);
+    if (i != EVP_ITAB_NONE)
+        return nm->kv[i].name;
     size_t room = name_room(f, k);
-    if (nm->alen + room > nm->acap) {
-        size_t nc = nm->acap ? nm->acap * 2 : 65536;
-        while (nc < nm->alen + room)
-            nc *= 2;
-        char *na = realloc(nm->arena, nc);
-        if (!na)
-            return UINT32_MAX;
-        nm->arena = na;
-        nm->acap = nc;
-    }
-    char *s = nm->arena + nm->alen;
-    size_t len = key_name(f, k, s);
-    uint64_t h = hash_bytes(s, len);
-    size_t i = h & (nm->hcap - 1);
-    uint32_t id = UINT32_MAX;
-    for (; nm->htab[i]; i = (i + 1) & (nm->hcap - 1)) {
-        const struct name *x = &nm->v[nm->htab[i] - 1];
-        if (x->len == len && memcmp(nm->arena + x->off, s, len) == 0) {
-            id = nm->htab[i] - 1;
-            break;
-        }
-    }
-    if (id == UINT32_MAX) {
-        if (nm->n == nm->cap) {
-            size_t nc = nm->cap ? nm->cap * 2 : 256;
-            struct name *nv = realloc(nm->v, nc * sizeof *nv);
-            if (!nv)
-                return UINT32_MAX;
-            nm->v = nv;
-            nm->cap = nc;
-        }
-        id = (uint32_t)nm->n++;
-        nm->v[id] = (struct name){nm->alen, len, 0, 0};
-        nm->alen += len;
-        nm->htab[i] = id + 1;
-        if (nm->n * 2 > nm->hcap && names_rehash(nm))
-            return UINT32_MAX;
-    }
-    nm->keys[j] = (struct kslot){k, id};
-    if (++nm->kn * 2 > nm->kcap && keys_rehash(nm))
+    if (reserve((void **)&nm->buf, &nm->bufcap, room, 1) ||
+        reserve((void **)&nm->kv, &nm->kcap, nm->kn + 1, sizeof *nm->kv))
         return UINT32_MAX;
+    size_t len = key_name(f, k, nm->buf);
+    uint32_t id = evp_strset_add(&nm->str, nm->buf, len, NULL);
+    if (id == EVP_ITAB_NONE ||
+        evp_itab_put(&nm->keys, at, h, (uint32_t)nm->kn) < 0)
+        return UINT32_MAX;
+    nm->kv[nm->kn++] = (struct key_name){k, id};
     return id;
 }
 
 /* Sort keys "N" (own line) and "N;" (block): entry = name id * 2 + block. */
-static const struct names *sort_names;
+static const struct evp_strset *sort_names;
 
 static int cmp_sortkey(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    const struct name *nx = &sort_names->v[x >> 1],
-                      *ny = &sort_names->v[y >> 1];
-    const char *sx = sort_names->arena + nx->off;
-    const char *sy = sort_names->arena + ny->off;
-    size_t lx = nx->len + (x & 1), ly = ny->len + (y & 1);
+    size_t nx, ny;
+    const char *sx = evp_strset_get(sort_names, x >> 1, &nx);
+    const char *sy = evp_strset_get(sort_names, y >> 1, &ny);
+    size_t lx = nx + (x & 1), ly = ny + (y & 1);
     size_t m = lx < ly ? lx : ly;
     for (size_t i = 0; i < m; i++) {
-        unsigned char cx = i < nx->len ? (unsigned char)sx[i] : ';';
-        unsigned char cy = i < ny->len ? (unsigned char)sy[i] : ';';
+        unsigned char cx = i < nx ? (unsigned char)sx[i] : ';';
+        unsigned char cy = i < ny ? (unsigned char)sy[i] : ';';
         if (cx != cy)
             return cx < cy ? -1 : 1;
     }
@@ -491,18 +410,22 @@ static int cmp_sortkey(const void *a, const void *b)
 
 static int rank_names(struct names *nm)
 {
-    uint32_t *v = malloc((nm->n ? nm->n : 1) * 2 * sizeof *v);
-    if (!v)
+    size_t n = nm->str.n;
+    uint32_t *v = malloc((n ? n : 1) * 2 * sizeof *v);
+    nm->rank = malloc((n ? n : 1) * sizeof *nm->rank);
+    if (!v || !nm->rank) {
+        free(v);
         return -ENOMEM;
-    for (size_t i = 0; i < nm->n * 2; i++)
+    }
+    for (size_t i = 0; i < n * 2; i++)
         v[i] = (uint32_t)i;
-    sort_names = nm;
-    qsort(v, nm->n * 2, sizeof *v, cmp_sortkey);
-    for (size_t r = 0; r < nm->n * 2; r++) {
+    sort_names = &nm->str;
+    qsort(v, n * 2, sizeof *v, cmp_sortkey);
+    for (size_t r = 0; r < n * 2; r++) {
         if (v[r] & 1)
-            nm->v[v[r] >> 1].rank_block = (uint32_t)r;
+            nm->rank[v[r] >> 1].block = (uint32_t)r;
         else
-            nm->v[v[r] >> 1].rank_own = (uint32_t)r;
+            nm->rank[v[r] >> 1].own = (uint32_t)r;
     }
     free(v);
     return 0;
@@ -510,10 +433,11 @@ static int rank_names(struct names *nm)
 
 static void names_free(struct names *nm)
 {
-    free(nm->v);
-    free(nm->arena);
-    free(nm->htab);
-    free(nm->keys);
+    evp_strset_free(&nm->str);
+    evp_itab_free(&nm->keys);
+    free(nm->rank);
+    free(nm->kv);
+    free(nm->buf);
 }
 
 /* ---- the walk ----------------------------------------------------------- */
@@ -556,29 +480,14 @@ struct walk {
     void *ctx;
 };
 
-static int reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 256;
-    while (nc < need)
-        nc *= 2;
-    void *np = realloc(*p, nc * size);
-    if (!np)
-        return -ENOMEM;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
-
 static const struct walk *sort_walk;
 
 static int cmp_id(const void *a, const void *b)
 {
     const struct walk *w = sort_walk;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint32_t rx = w->nm->v[w->f->nodes[x].key].rank_own;
-    uint32_t ry = w->nm->v[w->f->nodes[y].key].rank_own;
+    uint32_t rx = w->nm->rank[w->f->nodes[x].key].own;
+    uint32_t ry = w->nm->rank[w->f->nodes[y].key].own;
     if (rx != ry)
         return rx < ry ? -1 : 1;
     return (x > y) - (x < y);
@@ -627,13 +536,13 @@ static int push_level(struct walk *w, size_t first, size_t end)
         if (reserve((void **)&w->items, &w->items_cap, w->nitems + 2,
                     sizeof *w->items))
             return -ENOMEM;
-        const struct name *nmv = &w->nm->v[name];
+        const struct rank *rk = &w->nm->rank[name];
         if (ns)
             w->items[w->nitems++] =
-                (struct item){nmv->rank_own, (uint32_t)i, (uint32_t)j, 0};
+                (struct item){rk->own, (uint32_t)i, (uint32_t)j, 0};
         if (kids)
             w->items[w->nitems++] =
-                (struct item){nmv->rank_block, (uint32_t)i, (uint32_t)j, 1};
+                (struct item){rk->block, (uint32_t)i, (uint32_t)j, 1};
         i = j;
     }
     if (w->nitems > ibase) /* (ITEMS is still NULL before the first) */
@@ -647,13 +556,14 @@ static int push_level(struct walk *w, size_t first, size_t end)
 /* Append name NAME to the path (after a ';' below the top level). */
 static int path_add(struct walk *w, uint32_t name, int sep)
 {
-    const struct name *n = &w->nm->v[name];
-    if (reserve((void **)&w->path, &w->path_cap, w->path_len + n->len + 1, 1))
+    size_t len;
+    const char *s = evp_strset_get(&w->nm->str, name, &len);
+    if (reserve((void **)&w->path, &w->path_cap, w->path_len + len + 1, 1))
         return -ENOMEM;
     if (sep)
         w->path[w->path_len++] = ';';
-    memcpy(w->path + w->path_len, w->nm->arena + n->off, n->len);
-    w->path_len += n->len;
+    memcpy(w->path + w->path_len, s, len);
+    w->path_len += len;
     return 0;
 }
 
@@ -699,13 +609,12 @@ static int write_lines(struct folded *f,
                                  uint64_t ns),
                        void *ctx)
 {
-    struct names nm = {0};
+    struct names nm = {EVP_STRSET_INIT, NULL, EVP_ITAB_INIT, NULL, 0, 0,
+                       NULL, 0};
     struct walk w = {.f = f, .nm = &nm, .fn = fn, .ctx = ctx};
     int rc = -ENOMEM;
     for (size_t i = 0; i < f->ndeep; i++)
         f->nodes[f->deep[i].node].key = K_DEEP | f->deep[i].frames;
-    if (names_rehash(&nm) || keys_rehash(&nm))
-        goto done;
     for (size_t i = 1; i < f->n; i++) {
         uint32_t id = name_of(f, &nm, f->nodes[i].key);
         if (id == UINT32_MAX)
@@ -754,11 +663,9 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
     f.multi = o->stream < 0 && evp_trace_nstreams(t) > 1;
     f.max_depth = o->max_depth;
     f.cap = 4096;
-    f.tcap = 8192;
     f.nodes = malloc(f.cap * sizeof *f.nodes);
-    f.tab = calloc(f.tcap, sizeof *f.tab);
     int rc = -ENOMEM;
-    if (!f.nodes || !f.tab)
+    if (!f.nodes || evp_itab_reserve(&f.index, f.cap) < 0)
         goto done;
     f.nodes[0] = (struct fnode){UINT32_MAX, 0, 0}; /* the root */
     f.n = 1;
@@ -773,9 +680,8 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
     }
     if (rc < 0)
         goto done;
-    /* The replay's table is not needed for the walk: give it back. */
-    free(f.tab);
-    f.tab = NULL;
+    /* The replay's index is not needed for the walk: give it back. */
+    evp_itab_free(&f.index);
     free(f.stack);
     f.stack = NULL;
     if (f.ndeep)
@@ -791,7 +697,7 @@ done:
     if (rc == -ENOMEM)
         fprintf(stderr, "evalprof: folded: out of memory\n");
     free(f.nodes);
-    free(f.tab);
+    evp_itab_free(&f.index);
     free(f.stack);
     free(f.deep);
     return rc;
