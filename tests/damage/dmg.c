@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,16 @@ static void rm_tmpdir(void)
 {
     if (tmpdir[0] && !getenv("EVP_KEEP_TMP"))
         nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *dmg_fmt(const char *f, ...)
+{
+    static char buf[1024];
+    va_list ap;
+    va_start(ap, f);
+    vsnprintf(buf, sizeof buf, f, ap);
+    va_end(ap);
+    return buf;
 }
 
 const char *dmg_tmpdir(void)

@@ -47,16 +47,6 @@ static uint8_t *zintact;       /* the same trace, zstd-compressed chunks */
 static size_t zintact_size;
 static struct dmg_replay zorig;
 
-/* Format a message into a static buffer (for cmocka's fail_msg). */
-static const char *fmt(const char *f, ...)
-{
-    static char buf[1024];
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(buf, sizeof buf, f, ap);
-    va_end(ap);
-    return buf;
-}
 
 static void check_one_line(const char *err)
 {
@@ -229,14 +219,14 @@ static void test_truncate_every_byte(void **state)
             fail_msg("cut at %zu: open failed: %s", cut, err);
         /* Nothing after the last whole chunk: the reader must say where
          * the file stops making sense and that something was lost. */
-        if (!dmg_warned(&w, fmt("byte %zu", first_cut)))
+        if (!dmg_warned(&w, dmg_fmt("byte %zu", first_cut)))
             fail_msg(
                 "cut at %zu: no warning naming byte %zu (%zu warnings%s%s)",
                 cut, first_cut, w.n, w.n ? ", first: " : "",
                 w.n ? w.msg[0] : "");
         if (!dmg_warned(&w, "lost"))
             fail_msg("cut at %zu: no warning says what was lost", cut);
-        check_warnings_located(&w, fmt("cut at %zu", cut));
+        check_warnings_located(&w, dmg_fmt("cut at %zu", cut));
         struct dmg_replay r;
         dmg_replay_all(t, &r);
         assert_int_equal(r.rc, 0);
@@ -266,7 +256,7 @@ static void check_one_chunk_lost(const char *path, int k, const char *what,
     char err[512];
     if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0)
         fail_msg("%s: open failed: %s", what, err);
-    if (k >= 0 && !dmg_warned(&w, fmt("byte %zu", map.c[k].off)))
+    if (k >= 0 && !dmg_warned(&w, dmg_fmt("byte %zu", map.c[k].off)))
         fail_msg("%s: no warning names byte %zu (chunk %d)%s%s", what,
                  map.c[k].off, k, w.n ? "; first: " : "", w.n ? w.msg[0] : "");
     if (k < 0 && w.n)
@@ -313,7 +303,7 @@ static void test_flip_every_byte(void **state)
             memcpy(d, intact, intact_size);
             d[o] ^= patterns[p];
             assert_int_equal(dmg_write(path, d, intact_size), 0);
-            const char *what = fmt("byte %zu ^ 0x%02x", o, patterns[p]);
+            const char *what = dmg_fmt("byte %zu ^ 0x%02x", o, patterns[p]);
             if (o <= 8) {
                 /* Magic or major version: not a trace this reader knows. */
                 struct evp_trace *t;
@@ -395,7 +385,7 @@ static void test_resync_each_chunk(void **state)
         char err[512];
         if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0)
             fail_msg("junk before chunk %zu: %s", k, err);
-        if (!dmg_warned(&w, fmt("byte %zu", c->off)))
+        if (!dmg_warned(&w, dmg_fmt("byte %zu", c->off)))
             fail_msg("junk before chunk %zu: no warning names byte %zu", k,
                      c->off);
         struct dmg_replay r;
@@ -464,7 +454,7 @@ static void test_random_damage(void **state)
         struct evp_trace *t;
         struct dmg_warn w = {0};
         char err[512];
-        const char *what = fmt("random damage %d", iter);
+        const char *what = dmg_fmt("random damage %d", iter);
         if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0) {
             check_one_line(err);
             continue;
@@ -537,7 +527,7 @@ static void test_zstd_damage(void **state)
             struct dmg_warn w = {0};
             char err[512];
             const char *what =
-                fmt("zstd copy, %s %zu", mode ? "flip at" : "cut at", o);
+                dmg_fmt("zstd copy, %s %zu", mode ? "flip at" : "cut at", o);
             if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0) {
                 check_one_line(err);
                 dmg_warn_free(&w);

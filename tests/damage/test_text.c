@@ -31,15 +31,6 @@ static char *intact; /* the exported text trace */
 static size_t intact_size;
 static struct dmg_replay orig;
 
-static const char *fmt(const char *f, ...)
-{
-    static char buf[1024];
-    va_list ap;
-    va_start(ap, f);
-    vsnprintf(buf, sizeof buf, f, ap);
-    va_end(ap);
-    return buf;
-}
 
 static int setup(void **state)
 {
@@ -229,7 +220,7 @@ static void test_truncate_every_byte(void **state)
         for (size_t i = 0; i < cut; i++)
             line += intact[i] == '\n' && i + 1 < cut;
         int mid_line = intact[cut - 1] != '\n';
-        if (mid_line && !dmg_warned(&w, fmt("line %zu:", line)))
+        if (mid_line && !dmg_warned(&w, dmg_fmt("line %zu:", line)))
             fail_msg("cut at %zu (inside line %zu): no warning", cut, line);
         if (!mid_line && w.n)
             fail_msg("cut at %zu (line end): warning %s", cut, w.msg[0]);
@@ -423,7 +414,7 @@ static void test_nul_bytes(void **state)
     struct dmg_warn w = {0};
     struct dmg_replay r;
     struct evp_trace *t = must_open(text, n, &w, &r);
-    assert_true(dmg_warned(&w, fmt("line %d: NUL byte", HEADER_LINES + 31)));
+    assert_true(dmg_warned(&w, dmg_fmt("line %d: NUL byte", HEADER_LINES + 31)));
     assert_int_equal(dmg_total(&r), 31);
     dmg_replay_free(&r);
     evp_trace_close(t);

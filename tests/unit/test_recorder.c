@@ -22,16 +22,11 @@
 
 #include <cmocka.h>
 
+#include "scratch.h"
+
 #include "evalprof/recorder.h"
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
-
-static char tmpdir[64];
-
-static void path_in_tmp(char *buf, size_t len, const char *name)
-{
-    snprintf(buf, len, "%s/%s", tmpdir, name);
-}
 
 static int quiet_warn_count;
 
@@ -116,7 +111,7 @@ static void test_roundtrip(void **state)
 {
     (void)state;
     char path[128];
-    path_in_tmp(path, sizeof path, "basic.evp");
+    scratch_path(path, sizeof path, "basic.evp");
     struct evp_rec_config cfg = config(path);
     assert_int_equal(evp_rec_open(&cfg), 0);
     assert_true(evp_rec_is_open());
@@ -195,7 +190,7 @@ static void test_clock_matches_monotonic(void **state)
 {
     (void)state;
     char path[128];
-    path_in_tmp(path, sizeof path, "clock.evp");
+    scratch_path(path, sizeof path, "clock.evp");
     struct evp_rec_config cfg = config(path);
     assert_int_equal(evp_rec_open(&cfg), 0);
     uint64_t before[5], after[5];
@@ -245,7 +240,7 @@ static void test_threads_and_handoffs(void **state)
 {
     (void)state;
     char path[128];
-    path_in_tmp(path, sizeof path, "threads.evp");
+    scratch_path(path, sizeof path, "threads.evp");
     struct evp_rec_config cfg = config(path);
     cfg.buffer_events = 1000; /* many hand-offs and chunks */
     cfg.flush_ms = 5;
@@ -300,8 +295,8 @@ static void test_sessions_restart(void **state)
 {
     (void)state;
     char p1[128], p2[128];
-    path_in_tmp(p1, sizeof p1, "s1.evp");
-    path_in_tmp(p2, sizeof p2, "s2.evp");
+    scratch_path(p1, sizeof p1, "s1.evp");
+    scratch_path(p2, sizeof p2, "s2.evp");
     for (int round = 0; round < 2; round++) {
         struct evp_rec_config cfg = config(round ? p2 : p1);
         assert_int_equal(evp_rec_open(&cfg), 0);
@@ -346,7 +341,7 @@ static void test_fork(void **state)
     (void)state;
     for (int follow = 0; follow < 2; follow++) {
         char path[128], child_path[160];
-        path_in_tmp(path, sizeof path, follow ? "fork-follow.evp" : "fork.evp");
+        scratch_path(path, sizeof path, follow ? "fork-follow.evp" : "fork.evp");
         struct evp_rec_config cfg = config(path);
         if (follow)
             cfg.flags |= EVP_REC_FOLLOW_FORK;
@@ -408,7 +403,7 @@ static void test_fork_exec_leaves_no_file(void **state)
 {
     (void)state;
     char path[128], child_path[160];
-    path_in_tmp(path, sizeof path, "fork-exec.evp");
+    scratch_path(path, sizeof path, "fork-exec.evp");
     struct evp_rec_config cfg = config(path);
     cfg.flags |= EVP_REC_FOLLOW_FORK;
     assert_int_equal(evp_rec_open(&cfg), 0);
@@ -434,7 +429,7 @@ static void test_killed_process_keeps_flushed_events(void **state)
 {
     (void)state;
     char path[128];
-    path_in_tmp(path, sizeof path, "killed.evp");
+    scratch_path(path, sizeof path, "killed.evp");
     pid_t pid = fork();
     if (pid == 0) {
         struct evp_rec_config cfg = config(path);
@@ -465,7 +460,7 @@ static void test_write_error_stops_cleanly(void **state)
 {
     (void)state;
     char path[128];
-    path_in_tmp(path, sizeof path, "efbig.evp");
+    scratch_path(path, sizeof path, "efbig.evp");
     pid_t pid = fork();
     if (pid == 0) {
         /* A file size limit makes writes fail part-way, like a full disk. */
@@ -506,7 +501,7 @@ static void test_enabled_mask(void **state)
 {
     (void)state;
     char path[128];
-    path_in_tmp(path, sizeof path, "mask.evp");
+    scratch_path(path, sizeof path, "mask.evp");
     struct evp_rec_config cfg = config(path);
     cfg.enabled = EVP_KIND_BIT(EVP_EV_OP);
     assert_int_equal(evp_rec_open(&cfg), 0);
@@ -526,21 +521,6 @@ static void test_enabled_mask(void **state)
     evp_trace_close(t);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/evp-unit-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,5 +535,5 @@ int main(void)
         cmocka_unit_test(test_write_error_stops_cleanly),
         cmocka_unit_test(test_enabled_mask),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
+#include "scratch.h"
+
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
-
-static char tmpdir[64];
 
 static void warn_ignore(void *ctx, const char *path, const char *msg)
 {
@@ -385,21 +385,6 @@ static void test_builtin_opcode_tables(void **state)
     assert_non_null(strstr(err, "no built-in opcode table for Python 2.7"));
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/evp-replay-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,5 +396,5 @@ int main(void)
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_builtin_opcode_tables),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
