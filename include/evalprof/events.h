@@ -14,6 +14,7 @@
 #ifndef EVALPROF_EVENTS_H
 #define EVALPROF_EVENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum evp_kind {
@@ -81,6 +82,10 @@ const struct evp_kind_info *evp_kind_info(unsigned kind);
 /* Name of kind K; "kind N" style names are returned for unknown kinds
  * in a static buffer that the next call may overwrite. */
 const char *evp_kind_name(unsigned kind);
+
+/* The metadata key of kind KIND's measured cost in ns, "event_cost.kind."
+ * and its name with blanks as '_' ("event_cost.kind.runtime_other"). */
+void evp_kind_cost_key(char *buf, size_t len, unsigned kind);
 
 /* Bit mask helpers for sets of kinds (kinds below 64). */
 #define EVP_KIND_BIT(k) (UINT64_C(1) << (k))

@@ -54,6 +54,11 @@ struct evp_trace_info {
     const char *clock;          /* "tsc", "monotonic", "text" */
     double clock_hz;            /* ticks per second */
     double event_cost_ns;       /* measured per-event cost, 0 if unknown */
+    /* what one event of each kind costs the traced program in all, where
+     * the producer measured it (its own work around the recorder's:
+     * mode B's callbacks); 0: event_cost_ns */
+    double kind_cost_ns[EVP_EV__COUNT];
+    int has_kind_cost;          /* some kind_cost_ns is set */
     uint64_t can_emit;          /* kinds this producer can emit */
     int has_oparg;              /* op events carry an oparg */
     uint64_t dropped;           /* events lost, per the recorder */

@@ -29,6 +29,9 @@ options:
                      calls and exceptions only, at a fraction of the cost
   --threads          trace every thread, not only the main thread
   --no-follow-fork   a forked child writes no trace (default: FILE.<pid>)
+  --no-calibrate     do not measure first what one event costs the program
+                     (about 40 ms); reports then compensate elapsed times
+                     by the recorder's own cost only
   -q, --quiet        no summary line on stderr at the end
   -m module          run library module as a script (like python -m)
   -c code            run code given as a string (like python -c)
@@ -47,7 +50,7 @@ class UsageError(Exception):
 
 def _parse(argv):
     opts = {"output": "evalprof.evp", "ops": True, "threads": False,
-            "follow_fork": True, "quiet": False, "kind": None,
+            "follow_fork": True, "calibrate": True, "quiet": False, "kind": None,
             "target": None, "args": []}
     i = 0
     while i < len(argv):
@@ -76,6 +79,8 @@ def _parse(argv):
             opts["threads"] = True
         elif a == "--no-follow-fork":
             opts["follow_fork"] = False
+        elif a == "--no-calibrate":
+            opts["calibrate"] = False
         elif a in ("-q", "--quiet"):
             opts["quiet"] = True
         elif a in ("-m", "-c"):
@@ -312,6 +317,7 @@ def main(argv=None, prog="python -m evalprof"):
         evalprof.start(opts["output"], ops=opts["ops"],
                        threads=opts["threads"],
                        follow_fork=opts["follow_fork"], quiet=opts["quiet"],
+                       calibrate=opts["calibrate"],
                        meta=_run_meta(kind, target, opts["args"]))
     except OSError as e:
         sys.stderr.write("evalprof: cannot write trace %s: %s\n"

@@ -1,8 +1,8 @@
 /*
  * `evalprof record`: run a Python program and record a trace of it.
  *
- *   evalprof record [-o FILE] [--no-ops] [--threads] [--no-follow-fork] [-q]
- *                   -- PYTHON (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+ *   evalprof record [-o FILE] [--no-ops] [--threads] [--no-follow-fork]
+ *                   [--no-calibrate] [-q] -- PYTHON (SCRIPT | -m MODULE | -c CODE) [ARGS...]
  *
  * The interpreter is asked what it is (one short probe run) and then
  * replaced by the traced program (exec, so signals and the exit status are
@@ -182,11 +182,12 @@ int cmd_record(int argc, char **argv)
         {"no-ops", no_argument, NULL, 'n'},
         {"threads", no_argument, NULL, 't'},
         {"no-follow-fork", no_argument, NULL, 'F'},
+        {"no-calibrate", no_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *out = "evalprof.evp";
-    int no_ops = 0, threads = 0, no_fork = 0, quiet = 0, c;
+    int no_ops = 0, threads = 0, no_fork = 0, no_calib = 0, quiet = 0, c;
     optind = 1;
     /* '+': options end at PYTHON even without "--". */
     while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
@@ -195,6 +196,7 @@ int cmd_record(int argc, char **argv)
         case 'n': no_ops = 1; break;
         case 't': threads = 1; break;
         case 'F': no_fork = 1; break;
+        case 'C': no_calib = 1; break;
         case 'q': quiet = 1; break;
         case 'h': evp_cli_usage(stdout, "record"); return evp_cli_finish(0);
         default: evp_cli_usage(stderr, "record"); return 2;
@@ -281,6 +283,8 @@ int cmd_record(int argc, char **argv)
         args[k++] = "--threads";
     if (no_fork)
         args[k++] = "--no-follow-fork";
+    if (no_calib)
+        args[k++] = "--no-calibrate";
     if (quiet)
         args[k++] = "-q";
     /* A script whose name starts with '-' must not be read as an option. */

@@ -37,7 +37,8 @@ static const struct evp_cmd commands[] = {
      "                     [--no-compensate] [--ns] [--python X.Y] BASE NEW\n"},
     {"record", cmd_record, "run a Python program and record a trace of it",
      "usage: evalprof record [-o FILE] [--no-ops] [--threads] "
-     "[--no-follow-fork] [-q]\n"
+     "[--no-follow-fork]\n"
+     "                       [--no-calibrate] [-q]\n"
      "                       -- PYTHON (SCRIPT | -m MODULE | -c CODE) "
      "[ARGS...]\n"},
     {"flamegraph", cmd_flamegraph, "draw an interactive SVG flame graph",

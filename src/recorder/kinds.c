@@ -68,3 +68,12 @@ const char *evp_kind_name(unsigned kind)
     snprintf(buf, sizeof buf, "kind %u", kind);
     return buf;
 }
+
+void evp_kind_cost_key(char *buf, size_t len, unsigned kind)
+{
+    int n = snprintf(buf, len, "event_cost.kind.%s", evp_kind_name(kind));
+    for (int i = (int)sizeof "event_cost.kind." - 1; i < n && (size_t)i < len;
+         i++)
+        if (buf[i] == ' ')
+            buf[i] = '_';
+}

@@ -947,6 +947,14 @@ void evp_trace_finish(struct evp_trace *t)
         i->event_cost_ns = atof(v) * 1e9 / i->clock_hz;
     if (!(i->event_cost_ns >= 0 && i->event_cost_ns < 1e6))
         i->event_cost_ns = 0; /* damaged: a cost this high is no cost */
+    i->has_kind_cost = 0;
+    for (unsigned k = 0; k < EVP_EV__COUNT; k++) {
+        char key[64];
+        evp_kind_cost_key(key, sizeof key, k);
+        double c = (v = evp_trace_meta(t, key)) ? atof(v) : 0;
+        i->kind_cost_ns[k] = c > 0 && c < 1e6 ? c : 0;
+        i->has_kind_cost |= i->kind_cost_ns[k] > 0;
+    }
     i->can_emit = EVP_KINDS_CLASSIC;
     if ((v = evp_trace_meta(t, "kinds.can_emit")))
         i->can_emit = strtoull(v, NULL, 0);

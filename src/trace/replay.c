@@ -10,8 +10,10 @@
  * function, counting a recursive function's time only at its outermost
  * activation.
  *
- * Compensation: the recorder measured what one event costs; with
- * compensate on, that cost is taken off every elapsed time, and the cost
+ * Compensation: the recorder measured what one event costs (and mode B
+ * what one event of each kind costs the program in all, its callbacks
+ * included); with compensate on, that cost is taken off every elapsed
+ * time, by the kind of the event, and the cost
  * of all events inside a call plus any recorder time (buffer hand-offs)
  * is taken off the call's inclusive time.
  */
@@ -46,7 +48,8 @@ struct rstate {
     size_t depth, cap;
     uint32_t *active; /* per function id: open activations */
     uint32_t nstat;   /* entries in func_stats / active */
-    uint64_t cost;    /* ns subtracted per event (0: no compensation) */
+    uint64_t cost;    /* non-zero: compensate (by kcost) */
+    uint64_t kcost[EVP_EV__COUNT]; /* ns subtracted per event, by kind */
     struct evp_func_stats *fstats; /* opts->func_stats */
     int keep_log;                  /* opts->keep_log */
     uint32_t top, parent;          /* innermost frame's function, its caller */
@@ -84,7 +87,8 @@ struct hot {
     struct evp_event *out;
     size_t nout;
     uint64_t plog;  /* log-written ns inside the pending event */
-    uint64_t cost;
+    uint64_t cost;  /* non-zero: compensate, by kcost */
+    const uint64_t *kcost;
     uint64_t depth; /* copies of r->depth, r->top, r->parent */
     uint32_t top, parent;
     int have;       /* out[nout] holds a pending event */
@@ -98,6 +102,7 @@ static inline void hot_load(struct hot *h, const struct rstate *r)
     h->nout = r->nout;
     h->plog = r->pend_log;
     h->cost = r->cost;
+    h->kcost = r->kcost;
     h->depth = r->depth;
     h->top = r->top;
     h->parent = r->parent;
@@ -131,7 +136,8 @@ finish_pending(struct rstate *r, struct hot *h, uint64_t next_ns,
             e->flags |= EVP_EVF_LOG;
         }
         if (h->cost) {
-            uint64_t c = el < h->cost ? el : h->cost;
+            uint64_t k = e->kind < EVP_EV__COUNT ? h->kcost[e->kind] : 0;
+            uint64_t c = el < k ? el : k;
             el -= c;
             /* Overhead inside calls matters only for function times. */
             if (h->fstats)
@@ -361,8 +367,15 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
     r->o = opts;
     r->ops = ops;
     r->ctx = ctx;
-    if (opts->compensate && t->info.event_cost_ns > 0)
-        r->cost = (uint64_t)(t->info.event_cost_ns + 0.5);
+    if (opts->compensate) {
+        const struct evp_trace_info *in = &t->info;
+        for (unsigned k = 0; k < EVP_EV__COUNT; k++) {
+            double c = in->kind_cost_ns[k] > 0 ? in->kind_cost_ns[k]
+                                                : in->event_cost_ns;
+            r->kcost[k] = (uint64_t)(c + 0.5);
+            r->cost |= r->kcost[k];
+        }
+    }
     r->fstats = opts->func_stats;
     r->keep_log = opts->keep_log;
     if (opts->func_stats) {

@@ -69,25 +69,61 @@ static char *signed_us(char *buf, size_t len, double ns)
     return buf;
 }
 
+static int max_int(int a, int b)
+{
+    return a > b ? a : b;
+}
+
+static void dashes(FILE *out, int n)
+{
+    putc(' ', out);
+    for (int i = 0; i < n; i++)
+        putc('-', out);
+}
+
 static void print_rows(FILE *out, const char *title, const char *unit,
                        struct drow *rows, size_t n)
 {
-    int w = 26;
-    for (size_t i = 0; i < n; i++)
-        if ((int)strlen(rows[i].name) + 1 > w)
-            w = (int)strlen(rows[i].name) + 1;
     qsort(rows, n, sizeof *rows, cmp_drow);
+    /* names escaped for the terminal; columns as wide as their figures */
+    char (*shown)[288] = calloc(n ? n : 1, sizeof *shown);
+    int *cols = calloc(n ? n : 1, sizeof *cols);
+    if (!shown || !cols) {
+        free(shown);
+        free(cols);
+        fprintf(out, "%s: (out of memory)\n\n", title);
+        return;
+    }
+    int w = 26, cw = 12, mw = 11, dw = 16;
+    for (size_t i = 0; i < n; i++) {
+        const struct drow *r = &rows[i];
+        char c[32], m[48], d[64];
+        cols[i] = evp_esc_term_cell(shown[i], sizeof shown[i], r->name, 70);
+        w = max_int(w, cols[i] + 1);
+        for (int k = 0; k < 2; k++) {
+            cw = max_int(cw, (int)strlen(evp_fmt_count(c, sizeof c,
+                                                       r->count[k])));
+            mw = max_int(mw, (int)strlen(evp_fmt_us_double(
+                                 m, sizeof m, mean(r, k) / 1000.0)));
+        }
+        dw = max_int(dw, (int)strlen(signed_us(d, sizeof d, change(r))));
+    }
     fprintf(out, "%s:\n\n", title);
     char b[32], nw[32];
     snprintf(b, sizeof b, "base %s", unit);
     snprintf(nw, sizeof nw, "new %s", unit);
-    fprintf(out, " %-*s %12s %12s %14s %14s %16s\n", w, "name", b, nw,
-            "base mean", "new mean", "total change");
+    int uw = 3; /* " µs", " ns" */
+    fprintf(out, " %-*s %*s %*s %*s %*s %*s\n", w, "name", cw, b, cw, nw,
+            mw + uw, "base mean", mw + uw, "new mean", dw, "total change");
     for (int i = 0; i < w + 1; i++)
         putc('-', out);
-    fputs(" ------------ ------------ -------------- -------------- "
-          "---------------- --------\n",
-          out);
+    dashes(out, cw);
+    dashes(out, cw);
+    dashes(out, mw + uw);
+    dashes(out, mw + uw);
+    dashes(out, dw);
+    dashes(out, 8);
+    putc('\n', out);
     for (size_t i = 0; i < n; i++) {
         const struct drow *r = &rows[i];
         char c0[32], c1[32], m0[48], m1[48], d[64], pct[16];
@@ -96,17 +132,21 @@ static void print_rows(FILE *out, const char *title, const char *unit,
             snprintf(pct, sizeof pct, "%+.1f%%", 100.0 * ch / (double)r->total[0]);
         else
             snprintf(pct, sizeof pct, "%s", r->total[1] ? "new" : "");
-        fprintf(out, " %-*s %12s %12s %11s %s %11s %s %16s", w, r->name,
-                evp_fmt_count(c0, sizeof c0, r->count[0]),
-                evp_fmt_count(c1, sizeof c1, r->count[1]),
-                evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0), evp_fmt_unit(),
-                evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0), evp_fmt_unit(),
-                signed_us(d, sizeof d, ch));
+        fprintf(out, " %s%*s %*s %*s %*s %s %*s %s %*s", shown[i],
+                w - cols[i], "",
+                cw, evp_fmt_count(c0, sizeof c0, r->count[0]),
+                cw, evp_fmt_count(c1, sizeof c1, r->count[1]),
+                mw, evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0),
+                evp_fmt_unit(),
+                mw, evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0),
+                evp_fmt_unit(), dw, signed_us(d, sizeof d, ch));
         if (*pct)
             fprintf(out, " %8s", pct);
         putc('\n', out);
     }
     fputc('\n', out);
+    free(shown);
+    free(cols);
 }
 
 static void func_key(const struct evp_trace *t, uint32_t id, char *buf,
@@ -119,9 +159,6 @@ static void func_key(const struct evp_trace *t, uint32_t id, char *buf,
         snprintf(buf, len, "%s (%s:%u)", f->name, f->file, f->line);
     else
         snprintf(buf, len, "%s", f->name);
-    for (char *p = buf; *p; p++)
-        if ((unsigned char)*p < 0x20)
-            *p = '?';
 }
 
 static int cmp_rowname(const void *x, const void *y)
@@ -192,11 +229,22 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         el[i] = end > in->start_ns ? end - in->start_ns : 0;
         char note[256], us[48];
         fprintf(out, "%-11s%s\n", i ? "new:" : "base:", in->path);
-        fprintf(out, "  python:   %s%s%s\n", in->executable,
-                *in->python_version ? " " : "", in->python_version);
-        fprintf(out, "  argv:     %s\n", in->argv);
-        if (*evp_view_producer_note(t[i], note, sizeof note))
-            fprintf(out, "  producer: %s\n", note);
+        /* what the trace says is escaped, as in the other headers */
+        fputs("  python:   ", out);
+        evp_esc_term(out, in->executable, strlen(in->executable), 0);
+        if (*in->python_version) {
+            putc(' ', out);
+            evp_esc_term(out, in->python_version, strlen(in->python_version),
+                         0);
+        }
+        fputs("\n  argv:     ", out);
+        evp_esc_term(out, in->argv, strlen(in->argv), 0);
+        putc('\n', out);
+        if (*evp_view_producer_note(t[i], note, sizeof note)) {
+            fputs("  producer: ", out);
+            evp_esc_term(out, note, strlen(note), 0);
+            putc('\n', out);
+        }
         fprintf(out, "  elapsed:  %s %s\n", evp_fmt_us(us, sizeof us, el[i]),
                 evp_fmt_unit());
     }

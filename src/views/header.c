@@ -69,7 +69,15 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
     char note[256];
     if (*evp_view_producer_note(t, note, sizeof note))
         line(out, prefix, width, "producer", note);
-    if (in->event_cost_ns > 0) {
+    if (in->has_kind_cost) {
+        char c[768];
+        evp_view_kind_costs(t, c, sizeof c);
+        size_t n = strlen(c);
+        snprintf(c + n, sizeof c - n, "; %s",
+                 compensate ? "subtracted from elapsed times"
+                            : "not subtracted (--no-compensate)");
+        line(out, prefix, width, "overhead", c);
+    } else if (in->event_cost_ns > 0) {
         char c[128];
         snprintf(c, sizeof c, "%.1f ns per event measured; %s", in->event_cost_ns,
                  compensate ? "subtracted from elapsed times"
@@ -81,4 +89,36 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                  evp_fmt_count(b, sizeof b, in->dropped));
         line(out, prefix, width, "dropped", a);
     }
+}
+
+size_t evp_view_kind_costs(const struct evp_trace *t, char *buf, size_t len)
+{
+    const struct evp_trace_info *in = evp_trace_info(t);
+    size_t n = 0;
+    unsigned done = 0; /* bits of kinds written */
+    buf[0] = 0;
+    /* kinds of equal cost together, in kind order of their first */
+    for (unsigned k = 0; k < EVP_EV__COUNT && n < len; k++) {
+        double c = in->kind_cost_ns[k];
+        if (c <= 0 || done & (1u << k) || !(in->can_emit & EVP_KIND_BIT(k)))
+            continue;
+        const char *sep = n ? "; " : "";
+        for (unsigned j = k; j < EVP_EV__COUNT && n < len; j++) {
+            if (in->kind_cost_ns[j] != c || !(in->can_emit & EVP_KIND_BIT(j)))
+                continue;
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", sep,
+                                  evp_kind_name(j));
+            sep = ", ";
+            done |= 1u << j;
+        }
+        if (n < len)
+            n += (size_t)snprintf(buf + n, len - n, " %.1f ns", c);
+    }
+    if (n < len && in->event_cost_ns > 0)
+        n += (size_t)snprintf(buf + n, len - n,
+                              "%sother kinds %.1f ns (the recorder alone)",
+                              n ? "; " : "", in->event_cost_ns);
+    if (n < len)
+        n += (size_t)snprintf(buf + n, len - n, ", measured per event");
+    return n < len ? n : len - 1;
 }

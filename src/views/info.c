@@ -94,6 +94,12 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     if (in->event_cost_ns > 0)
         fprintf(out, "event cost:  %.1f ns (measured by the recorder at start)\n",
                 in->event_cost_ns);
+    if (in->has_kind_cost) {
+        char c[768];
+        evp_view_kind_costs(t, c, sizeof c);
+        fprintf(out, "traced cost: %s at start (the producer's work and the "
+                     "recorder's)\n", c);
+    }
     fputs("can emit:   ", out);
     const char *sep = " ";
     for (unsigned k = 0; k < EVP_EV__COUNT; k++)

@@ -70,22 +70,40 @@ static int cmp_rows(const void *x, const void *y)
  * "\xNN", and a name wider than 70 columns is cut to end in "..". */
 static void set_name(struct row *r, const char *s)
 {
-    FILE *m = fmemopen(r->name, sizeof r->name, "w");
-    r->name[0] = '\0';
-    r->cols = 0;
-    if (m) {
-        r->cols = (int)evp_esc_term(m, s, strlen(s), 70);
-        fclose(m);
-    }
+    r->cols = evp_esc_term_cell(r->name, sizeof r->name, s, 70);
 }
 
-static void rule(FILE *out, int w, int wide)
+/* Column widths: the discussion's 12 for counts and times, wider where a
+ * figure needs it (seconds of nanoseconds with --ns). */
+struct cols {
+    int count, value;
+};
+
+/* Right-aligned figures keep one blank before them. */
+static void widen(int *w, const char *s)
+{
+    int n = (int)strlen(s) + 1;
+    if (n > *w)
+        *w = n;
+}
+
+static void dashes(FILE *out, int n)
+{
+    putc(' ', out);
+    for (int i = 0; i < n; i++)
+        putc('-', out);
+}
+
+static void rule(FILE *out, int w, int wide, struct cols c)
 {
     for (int i = 0; i < w + 1; i++)
         putc('-', out);
-    fputs(" ------------ --------------", out);
-    if (wide)
-        fputs(" -------------- -------", out);
+    dashes(out, c.count);
+    dashes(out, c.value + 2);
+    if (wide) {
+        dashes(out, c.value + 2);
+        fputs(" -------", out);
+    }
     putc('\n', out);
 }
 
@@ -103,18 +121,24 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
     for (size_t i = 0; i < n; i++)
         if (rows[i].cols + 1 > w)
             w = rows[i].cols + 1;
+    struct cols cw = {12, 12};
+    for (size_t i = 0; i < n; i++) {
+        char c[32], v[48];
+        widen(&cw.count, evp_fmt_count(c, sizeof c, rows[i].count));
+        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].total));
+    }
     fprintf(out, "%s:\n\n", title);
-    char line[256];
+    char line[512];
     FILE *m = fmemopen(line, sizeof line, "w");
     if (m) {
         centred(m, "name", w + 1);
         putc(' ', m);
-        centred(m, "count", 12);
+        centred(m, "count", cw.count);
         putc(' ', m);
-        centred(m, "mean elapsed", 14);
+        centred(m, "mean elapsed", cw.value + 2);
         if (wide) {
             putc(' ', m);
-            centred(m, "total elapsed", 14);
+            centred(m, "total elapsed", cw.value + 2);
             putc(' ', m);
             centred(m, "share", 7);
         }
@@ -124,22 +148,23 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
             line[--l] = '\0';
         fprintf(out, "%s\n", line);
     }
-    rule(out, w, wide);
+    rule(out, w, wide, cw);
     for (size_t i = 0; i < n; i++) {
         char c[32], mean[48], tot[48];
         double us = rows[i].count
                         ? (double)rows[i].total / (double)rows[i].count / 1000.0
                         : 0;
-        fprintf(out, " %s%*s%12s%12s %s", rows[i].name, w - rows[i].cols, "",
-                evp_fmt_count(c, sizeof c, rows[i].count),
-                evp_fmt_us_double(mean, sizeof mean, us), evp_fmt_unit());
+        fprintf(out, " %s%*s%*s%*s %s", rows[i].name, w - rows[i].cols, "",
+                cw.count, evp_fmt_count(c, sizeof c, rows[i].count),
+                cw.value, evp_fmt_us_double(mean, sizeof mean, us),
+                evp_fmt_unit());
         if (wide)
-            fprintf(out, "%12s %s %6.1f%%", evp_fmt_us(tot, sizeof tot, rows[i].total),
-                    evp_fmt_unit(),
+            fprintf(out, "%*s %s %6.1f%%", cw.value,
+                    evp_fmt_us(tot, sizeof tot, rows[i].total), evp_fmt_unit(),
                     grand ? 100.0 * (double)rows[i].total / (double)grand : 0.0);
         putc('\n', out);
     }
-    rule(out, w, wide);
+    rule(out, w, wide, cw);
 }
 
 static int cmp_func_rows(const void *x, const void *y)
@@ -198,19 +223,25 @@ static void func_table(FILE *out, const struct evp_trace *t,
             w = r->cols + 1;
     }
     qsort(rows, n, sizeof *rows, cmp_func_rows);
+    struct cols cw = {12, 12};
+    for (size_t i = 0; i < n; i++) {
+        char c[32], v[48];
+        widen(&cw.count, evp_fmt_count(c, sizeof c, rows[i].count));
+        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl));
+    }
     fputs("functions:\n\n", out);
     char line[512];
     FILE *m = fmemopen(line, sizeof line, "w");
     if (m) {
         centred(m, "name", w + 1);
         putc(' ', m);
-        centred(m, "calls", 12);
+        centred(m, "calls", cw.count);
         putc(' ', m);
-        centred(m, "inclusive", 14);
+        centred(m, "inclusive", cw.value + 2);
         putc(' ', m);
-        centred(m, "self", 14);
+        centred(m, "self", cw.value + 2);
         putc(' ', m);
-        centred(m, "mean", 14);
+        centred(m, "mean", cw.value + 2);
         fclose(m);
         size_t l = strlen(line);
         while (l && line[l - 1] == ' ')
@@ -220,19 +251,22 @@ static void func_table(FILE *out, const struct evp_trace *t,
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < w + 1; i++)
             putc('-', out);
-        fputs(" ------------ -------------- -------------- --------------\n",
-              out);
+        dashes(out, cw.count);
+        for (int j = 0; j < 3; j++)
+            dashes(out, cw.value + 2);
+        putc('\n', out);
         if (pass)
             break;
         for (size_t i = 0; i < n; i++) {
             char c[32], a[48], b[48], d[48];
             const char *u = evp_fmt_unit();
-            fprintf(out, " %s%*s%12s%12s %s%12s %s%12s %s\n", rows[i].name,
+            int v = cw.value;
+            fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", rows[i].name,
                     w - rows[i].cols, "",
-                    evp_fmt_count(c, sizeof c, rows[i].count),
-                    evp_fmt_us(a, sizeof a, rows[i].incl), u,
-                    evp_fmt_us(b, sizeof b, rows[i].self), u,
-                    evp_fmt_us_double(d, sizeof d,
+                    cw.count, evp_fmt_count(c, sizeof c, rows[i].count),
+                    v, evp_fmt_us(a, sizeof a, rows[i].incl), u,
+                    v, evp_fmt_us(b, sizeof b, rows[i].self), u,
+                    v, evp_fmt_us_double(d, sizeof d,
                                       rows[i].count ? (double)rows[i].incl /
                                                           (double)rows[i].count /
                                                           1000.0

@@ -196,3 +196,15 @@ size_t evp_esc_folded(char *dst, const char *str, size_t n)
     }
     return o;
 }
+
+int evp_esc_term_cell(char *buf, size_t len, const char *s, size_t maxcols)
+{
+    FILE *m = fmemopen(buf, len, "w");
+    int cols = 0;
+    buf[0] = '\0';
+    if (m) {
+        cols = (int)evp_esc_term(m, s, strlen(s), maxcols);
+        fclose(m);
+    }
+    return cols;
+}

@@ -17,6 +17,7 @@ import collections
 import json
 import os
 import pstats
+import re
 import shutil
 import signal
 import subprocess
@@ -260,6 +261,68 @@ class Calls(Case):
         self.assertEqual(info.returncode, 0, info.stderr)
         self.assertIn("cannot emit", info.stdout)
         self.assertIsNotNone(platform)
+
+
+class Costs(Case):
+    """What one event costs the program, measured at start (calibration)."""
+
+    def costs(self, t):
+        return {k[len("event_cost.kind."):]: float(v)
+                for k, v in t.meta.items()
+                if k.startswith("event_cost.kind.")}
+
+    def test_measured_per_kind(self):
+        p, trace = self.traced([prog("gens.py")])
+        t = self.load(trace)
+        costs = self.costs(t)
+        recorder = float(t.meta["event_cost.ns"])
+        self.assertEqual(sorted(costs), sorted(
+            ["op", "loop_exception", "enter", "exit", "runtime_other",
+             "resume", "suspend", "c_call", "c_return", "c_raise"]))
+        # a callback around the recorder costs more than the recorder
+        self.assertGreater(costs["op"], recorder)
+        self.assertGreater(costs["enter"], recorder)
+        self.assertLess(costs["op"], 10000)
+        out = subprocess.run([EVALPROF, "summary", "--ns", trace],
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"(?m)^overhead: .*op, loop exception "
+                         r"[0-9.]+ ns.*other kinds [0-9.]+ ns \(the recorder "
+                         r"alone\).*subtracted from elapsed times$")
+
+    def test_compensation_takes_the_cost_off(self):
+        # Compensated op times are shorter than raw ones by about the
+        # measured cost per op.
+        p, trace = self.traced([prog("calls.py")])
+        t = self.load(trace)
+        op_cost = self.costs(t)["op"]
+
+        def op_mean(extra):
+            out = subprocess.run([EVALPROF, "summary", "--ns"] + extra +
+                                 [trace], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            line = re.search(r"(?m)^ op +([0-9,]+) +([0-9,]+) ns",
+                             out.stdout)
+            return float(line.group(2).replace(",", ""))
+
+        raw, comp = op_mean(["--no-compensate"]), op_mean([])
+        self.assertAlmostEqual(raw - comp, op_cost, delta=op_cost * 0.5 + 2)
+
+    def test_no_ops_measures_frames_only(self):
+        p, trace = self.traced([prog("gens.py")], opts=["--no-ops"])
+        costs = self.costs(self.load(trace))
+        self.assertNotIn("op", costs)
+        self.assertIn("enter", costs)
+
+    def test_no_calibrate(self):
+        p, trace = self.traced([prog("gens.py")], opts=["--no-calibrate"])
+        t = self.load(trace)
+        self.assertEqual(self.costs(t), {})
+        self.assertIn("event_cost.ns", t.meta)
+        out = subprocess.run([EVALPROF, "summary", trace],
+                             capture_output=True, text=True)
+        self.assertRegex(out.stdout, r"(?m)^overhead: +[0-9.]+ ns per event "
+                         r"measured")
 
 
 class Exceptions(Case):
@@ -733,7 +796,22 @@ class Workload(Case):
         self.assertGreater(t.kind_counts()["op"], 100000)
 
 
+def check_listed(listed):
+    """Every test class is one that meson.build runs, and no more."""
+    mine = sorted(n for n, c in globals().items()
+                  if isinstance(c, type) and issubclass(c, Case)
+                  and c is not Case)
+    if sorted(listed) != mine:
+        print("FAIL: tests/e2e/modeb/meson.build lists %s; test_modeb.py "
+              "defines %s" % (sorted(listed), mine))
+        return 1
+    print("ok: %d test classes, all run" % len(mine))
+    return 0
+
+
 def main():
+    if sys.argv[1:2] == ["--check-listed"]:
+        return check_listed(sys.argv[2:])
     names = sys.argv[1:] or None
     loader = unittest.TestLoader()
     if names:
