@@ -30,30 +30,10 @@ struct chrome {
     int first;
 };
 
-/* Length of the valid UTF-8 sequence at S, or 0. */
-static int utf8_len(const unsigned char *s)
-{
-    if (s[0] < 0x80)
-        return 1;
-    int n = s[0] >= 0xf0 && s[0] <= 0xf4   ? 4
-            : s[0] >= 0xe0                 ? 3
-            : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
-                                           : 0;
-    if (!n)
-        return 0;
-    for (int i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
-        return 0; /* overlong, surrogate */
-    if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
-        return 0;
-    return n;
-}
-
 void evp_json_string(FILE *f, const char *str)
 {
     const unsigned char *s = (const unsigned char *)str;
+    const unsigned char *end = s + strlen(str);
     putc('"', f);
     while (*s) {
         if (*s == '"' || *s == '\\') {
@@ -62,7 +42,7 @@ void evp_json_string(FILE *f, const char *str)
         } else if (*s < 0x20 || *s == 0x7f) {
             fprintf(f, "\\u%04x", *s++);
         } else {
-            int n = utf8_len(s);
+            int n = evp_utf8_len(s, (size_t)(end - s));
             if (!n) {
                 fputs("\\ufffd", f);
                 s++;
