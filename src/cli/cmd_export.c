@@ -7,6 +7,8 @@
  *   folded  collapsed stacks for flame graphs (--ops, --phases, --max-depth)
  *   chrome  a timeline in the Trace Event Format (Perfetto, chrome://tracing),
  *           frames as slices, with --ops instructions and --phases loop phases
+ *   speedscope  speedscope's own format: one evented profile per thread,
+ *           --ops and --phases as for chrome
  */
 #include <errno.h>
 #include <getopt.h>
@@ -72,7 +74,9 @@ static int export_folded(struct evp_trace *t, const struct export_opts *o)
     return rc ? 1 : 0;
 }
 
-static int export_chrome(struct evp_trace *t, const struct export_opts *o)
+static int export_timeline(struct evp_trace *t, const struct export_opts *o,
+                           int (*view)(struct evp_trace *, FILE *,
+                                       const struct evp_chrome_opts *))
 {
     struct evp_chrome_opts co = {.ops = o->ops, .phases = o->phases,
                                  .compensate = !evp_trace_info(t)->text};
@@ -81,12 +85,22 @@ static int export_chrome(struct evp_trace *t, const struct export_opts *o)
         evp_cli_error("%s: %s", o->out, strerror(errno));
         return 1;
     }
-    int rc = evp_view_chrome(t, f, &co);
+    int rc = view(t, f, &co);
     if (f != stdout && (fclose(f) != 0 || rc < 0)) {
         evp_cli_error("%s: write failed", o->out);
         return 1;
     }
     return rc < 0 ? 1 : 0;
+}
+
+static int export_chrome(struct evp_trace *t, const struct export_opts *o)
+{
+    return export_timeline(t, o, evp_view_chrome);
+}
+
+static int export_speedscope(struct evp_trace *t, const struct export_opts *o)
+{
+    return export_timeline(t, o, evp_view_speedscope);
 }
 
 static const struct {
@@ -97,6 +111,7 @@ static const struct {
     {"evp", export_evp},
     {"folded", export_folded},
     {"chrome", export_chrome},
+    {"speedscope", export_speedscope},
 };
 
 /* Same file? (so that export never truncates its own input) */

@@ -24,9 +24,9 @@ static const struct evp_cmd commands[] = {
     {"info", cmd_info, "print a trace's metadata, streams and warnings",
      "usage: evalprof info [--python X.Y] TRACE\n"},
     {"export", cmd_export, "write a trace in another format",
-     "usage: evalprof export --format text|evp|folded|chrome [-o OUT]\n"
-     "                       [--zstd[=LEVEL]] (evp)\n"
-     "                       [--ops] [--phases] (folded, chrome)\n"
+     "usage: evalprof export --format text|evp|folded|chrome|speedscope\n"
+     "                       [-o OUT] [--zstd[=LEVEL]] (evp)\n"
+     "                       [--ops] [--phases] (folded, chrome, speedscope)\n"
      "                       [--max-depth N] (folded; default 1024, 0: all)\n"
      "                       [--python X.Y] TRACE\n"},
     {"import", cmd_import, "turn a text trace into a binary .evp trace",

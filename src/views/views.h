@@ -64,6 +64,11 @@ struct evp_chrome_opts {
 int evp_view_chrome(struct evp_trace *t, FILE *out,
                     const struct evp_chrome_opts *o);
 
+/* The same run in speedscope's file format: one evented profile per
+ * thread (speedscope.c). */
+int evp_view_speedscope(struct evp_trace *t, FILE *out,
+                        const struct evp_chrome_opts *o);
+
 /* Write STR as a JSON string: quoted, escaped, invalid UTF-8 replaced. */
 void evp_json_string(FILE *f, const char *str);
 

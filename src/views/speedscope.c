@@ -1,0 +1,257 @@
+/*
+ * The speedscope view (`evalprof export --format speedscope`): speedscope's
+ * own file format (https://www.speedscope.app/file-format-schema.json),
+ * one "evented" profile per thread, so that its time-order view shows the
+ * run as it happened and its left-heavy and sandwich views aggregate it.
+ *
+ *   {"$schema": ..., "exporter": "evalprof ...", "name": argv,
+ *    "activeProfileIndex": 0,
+ *    "profiles": [{"type": "evented", "name": thread, "unit": "nanoseconds",
+ *                  "events": [{"type": "O", "frame": 3, "at": 120}, ...],
+ *                  "startValue": 0, "endValue": 9000}, ...],
+ *    "shared": {"frames": [{"name": "main", "file": "x.py", "line": 1},
+ *                          ...]}}
+ *
+ * Frames open at enter and resume (and c call) and close at the matching
+ * exit, suspend or c return; with --ops every instruction is a frame of
+ * its own ("op:NAME") inside its function, with --phases so are the loop's
+ * phases ("[loop fast]", ...), each closed after its (compensated) elapsed
+ * time.  Times are nanoseconds from the trace's start.  Speedscope needs
+ * every close to match the innermost open frame at a time no earlier than
+ * the previous event: exits without an enter (frames that began before
+ * the trace) are left out, and frames still open when a stream ends close
+ * at its last event.  The frame table is written last, once every frame
+ * is known; JSON readers do not care for the order of an object's keys.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../trace/itab.h"
+#include "views.h"
+
+/* Frame keys: a function id, or a tagged leaf (as in folded.c). */
+#define K_OP 0x20000000u    /* | opcode */
+#define K_PHASE 0x10000000u /* | kind */
+#define K_TAG 0xf0000000u
+#define K_VAL 0x0fffffffu
+
+struct speedscope {
+    struct evp_trace *t;
+    FILE *out;
+    const struct evp_chrome_opts *o;
+    uint64_t start;
+    struct evp_itab index; /* key -> frame */
+    uint32_t *keys;        /* by frame */
+    size_t nframes, cap;
+    uint32_t *open; /* frames open in this stream, innermost last */
+    size_t depth, ocap;
+    uint64_t at; /* time of the last event written */
+    int first_event, first_profile;
+    int err;
+};
+
+struct key_probe {
+    const struct speedscope *s;
+    uint32_t key;
+};
+
+static int same_key(const void *ctx, uint32_t frame)
+{
+    const struct key_probe *p = ctx;
+    return p->s->keys[frame] == p->key;
+}
+
+/* The frame of KEY, made on first use; UINT32_MAX when out of memory. */
+static uint32_t frame_of(struct speedscope *s, uint32_t key)
+{
+    struct key_probe probe = {s, key};
+    uint64_t h = evp_itab_hash_u64(key);
+    size_t at;
+    uint32_t f = evp_itab_find(&s->index, h, same_key, &probe, &at);
+    if (f != EVP_ITAB_NONE)
+        return f;
+    if (s->nframes == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        uint32_t *nk = realloc(s->keys, cap * sizeof *nk);
+        if (!nk)
+            return UINT32_MAX;
+        s->keys = nk;
+        s->cap = cap;
+    }
+    f = (uint32_t)s->nframes;
+    if (evp_itab_put(&s->index, at, h, f) < 0)
+        return UINT32_MAX;
+    s->keys[s->nframes++] = key;
+    return f;
+}
+
+static void event(struct speedscope *s, char type, uint32_t frame,
+                  uint64_t at)
+{
+    if (at < s->at)
+        at = s->at; /* never back in time (compensated leaves) */
+    s->at = at;
+    fprintf(s->out, "%s{\"type\":\"%c\",\"frame\":%" PRIu32 ",\"at\":%" PRIu64
+                    "}",
+            s->first_event ? "\n" : ",\n", type, frame, at);
+    s->first_event = 0;
+}
+
+static int push(struct speedscope *s, uint32_t key, uint64_t at)
+{
+    uint32_t f = frame_of(s, key);
+    if (f == UINT32_MAX)
+        return -ENOMEM;
+    if (s->depth == s->ocap) {
+        size_t cap = s->ocap ? s->ocap * 2 : 256;
+        uint32_t *no = realloc(s->open, cap * sizeof *no);
+        if (!no)
+            return -ENOMEM;
+        s->open = no;
+        s->ocap = cap;
+    }
+    s->open[s->depth++] = f;
+    event(s, 'O', f, at);
+    return 0;
+}
+
+static void pop(struct speedscope *s, uint64_t at)
+{
+    event(s, 'C', s->open[--s->depth], at);
+}
+
+static int ss_begin(void *ctx, const struct evp_stream *st)
+{
+    struct speedscope *s = ctx;
+    char buf[48];
+    const char *name = st->name;
+    if (!name || !*name) {
+        snprintf(buf, sizeof buf, "thread %" PRIu64,
+                 st->tid ? st->tid : (uint64_t)st->id);
+        name = buf;
+    }
+    fputs(s->first_profile ? "\n{" : ",\n{", s->out);
+    s->first_profile = 0;
+    fputs("\"type\":\"evented\",\"name\":", s->out);
+    evp_json_string(s->out, name);
+    fputs(",\"unit\":\"nanoseconds\",\"events\":[", s->out);
+    s->depth = 0;
+    s->at = 0;
+    s->first_event = 1;
+    return 0;
+}
+
+static int is_phase(unsigned kind)
+{
+    return kind == EVP_EV_RUNTIME_OTHER ||
+           (kind >= EVP_EV_LOOP_ENTER && kind <= EVP_EV_LOOP_EXIT &&
+            kind != EVP_EV_OP) ||
+           kind == EVP_EV_RECORDER;
+}
+
+static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct speedscope *s = ctx;
+    for (size_t i = 0; i < n && !s->err; i++) {
+        const struct evp_event *e = &ev[i];
+        uint64_t ts = e->ts > s->start ? e->ts - s->start : 0;
+        if (evp_kind_pushes(e->kind)) {
+            s->err = push(s, e->func, ts);
+        } else if (evp_kind_pops(e->kind)) {
+            if (s->depth && !(e->flags & EVP_EVF_UNMATCHED))
+                pop(s, ts);
+        } else if ((e->kind == EVP_EV_OP && s->o->ops) ||
+                   (s->o->phases && is_phase(e->kind))) {
+            uint32_t key = e->kind == EVP_EV_OP ? K_OP | (e->aux & K_VAL)
+                                                : K_PHASE | e->kind;
+            s->err = push(s, key, ts);
+            if (!s->err)
+                pop(s, ts + e->elapsed);
+        }
+        if (e->flags & EVP_EVF_LAST && !s->err && ts + e->elapsed > s->at)
+            s->at = ts + e->elapsed;
+    }
+    return s->err ? s->err : ferror(s->out) ? -EIO : 0;
+}
+
+static int ss_end(void *ctx, const struct evp_stream *st)
+{
+    struct speedscope *s = ctx;
+    (void)st;
+    /* frames still open when the trace stops close with it */
+    while (s->depth)
+        pop(s, s->at);
+    fprintf(s->out, "\n],\"startValue\":0,\"endValue\":%" PRIu64 "}", s->at);
+    return ferror(s->out) ? -EIO : 0;
+}
+
+static void write_frame(struct speedscope *s, uint32_t key)
+{
+    char buf[64];
+    fputs("{\"name\":", s->out);
+    switch (key & K_TAG) {
+    case K_OP: {
+        /* op names come from the trace: escaped with the rest */
+        char name[256];
+        const char *nm = evp_trace_opname(s->t, key & K_VAL);
+        if (nm)
+            snprintf(name, sizeof name, "op:%s", nm);
+        else
+            snprintf(name, sizeof name, "op:%u", key & K_VAL);
+        evp_json_string(s->out, name);
+        break;
+    }
+    case K_PHASE:
+        fprintf(s->out, "\"[%s]\"", evp_kind_name(key & K_VAL));
+        break;
+    default: {
+        const struct evp_func *f = evp_trace_func(s->t, key);
+        if (!f) {
+            snprintf(buf, sizeof buf, "<func %u>", key);
+            evp_json_string(s->out, buf);
+            break;
+        }
+        evp_json_string(s->out, f->name);
+        if (f->file && *f->file) {
+            fputs(",\"file\":", s->out);
+            evp_json_string(s->out, f->file);
+        }
+        if (f->line)
+            fprintf(s->out, ",\"line\":%u", f->line);
+        break;
+    }
+    }
+    putc('}', s->out);
+}
+
+int evp_view_speedscope(struct evp_trace *t, FILE *out,
+                        const struct evp_chrome_opts *o)
+{
+    const struct evp_trace_info *in = evp_trace_info(t);
+    struct speedscope s = {.t = t, .out = out, .o = o, .start = in->start_ns,
+                           .first_profile = 1};
+    s.index = (struct evp_itab)EVP_ITAB_INIT;
+    fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
+          "\n\"exporter\":\"evalprof\",\"name\":",
+          out);
+    evp_json_string(out, *in->argv ? in->argv : in->path);
+    fputs(",\"activeProfileIndex\":0,\n\"profiles\":[", out);
+    static const struct evp_replay_ops ops = {ss_begin, ss_events, ss_end};
+    struct evp_replay_opts ro = {.compensate = o->compensate, .stream = -1};
+    int rc = evp_replay(t, &ro, &ops, &s);
+    fputs("\n],\n\"shared\":{\"frames\":[", out);
+    for (size_t f = 0; f < s.nframes; f++) {
+        fputs(f ? ",\n" : "\n", out);
+        write_frame(&s, s.keys[f]);
+    }
+    fputs("\n]}}\n", out);
+    evp_itab_free(&s.index);
+    free(s.keys);
+    free(s.open);
+    if (rc == -ENOMEM)
+        fprintf(stderr, "evalprof: speedscope: out of memory\n");
+    return rc < 0 ? rc : ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The timeline exports against the rules their readers impose.
+
+    check_timeline.py EVALPROF SYNTHETIC GOLDEN_DIR
+
+For each trace (the golden nesting, threads and hostile-names traces, and
+a synthetic .evp with every loop phase) and each of --ops/--phases on and
+off:
+
+  speedscope  valid JSON in speedscope's file format: every profile
+              "evented" in nanoseconds, its events in time order, every
+              close matching the innermost open frame, nothing left open,
+              frame indexes inside the shared table, endValue >= every
+              event; every frame named by a string;
+  chrome      valid JSON (Trace Event Format): per thread, every "E" closes
+              a "B" before it, nothing left open, complete slices with a
+              duration >= 0.
+
+Prints one line per check and exits 1 when any fails.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+failures = 0
+
+
+def fail(msg):
+    global failures
+    failures += 1
+    print("FAIL: " + msg)
+
+
+def check_speedscope(name, doc):
+    if doc.get("$schema") != "https://www.speedscope.app/file-format-schema.json":
+        return fail("%s: $schema missing" % name)
+    frames = doc["shared"]["frames"]
+    for f in frames:
+        if not isinstance(f.get("name"), str):
+            return fail("%s: frame without a name: %r" % (name, f))
+    if not doc["profiles"]:
+        return fail("%s: no profiles" % name)
+    nev = 0
+    for p in doc["profiles"]:
+        if p["type"] != "evented" or p["unit"] != "nanoseconds":
+            return fail("%s: profile %r is not evented ns" % (name, p["name"]))
+        stack, last = [], p["startValue"]
+        for e in p["events"]:
+            nev += 1
+            if not 0 <= e["frame"] < len(frames):
+                return fail("%s: frame %d out of range" % (name, e["frame"]))
+            if e["at"] < last:
+                return fail("%s: event at %d before %d" % (name, e["at"], last))
+            last = e["at"]
+            if e["type"] == "O":
+                stack.append(e["frame"])
+            elif e["type"] == "C":
+                if not stack or stack[-1] != e["frame"]:
+                    return fail("%s: close of %d, innermost open %r"
+                                % (name, e["frame"], stack[-1:]))
+                stack.pop()
+            else:
+                return fail("%s: event type %r" % (name, e["type"]))
+        if stack:
+            return fail("%s: %d frames left open" % (name, len(stack)))
+        if p["endValue"] < last:
+            return fail("%s: endValue %d < %d" % (name, p["endValue"], last))
+    print("ok: %s: %d profiles, %d events, %d frames"
+          % (name, len(doc["profiles"]), nev, len(frames)))
+
+
+def check_chrome(name, doc):
+    open_ = {}
+    n = 0
+    for e in doc["traceEvents"]:
+        n += 1
+        key = (e.get("pid"), e.get("tid"))
+        if e["ph"] == "B":
+            open_.setdefault(key, []).append(e["ts"])
+        elif e["ph"] == "E":
+            if not open_.get(key):
+                return fail("%s: E without B on %r" % (name, key))
+            if e["ts"] < open_[key].pop():
+                return fail("%s: slice ends before it begins" % name)
+        elif e["ph"] == "X" and e["dur"] < 0:
+            return fail("%s: negative duration" % name)
+    left = sum(len(v) for v in open_.values())
+    if left:
+        return fail("%s: %d slices left open" % (name, left))
+    print("ok: %s: %d trace events" % (name, n))
+
+
+def main():
+    evalprof, synthetic, golden = sys.argv[1:4]
+    tmp = tempfile.mkdtemp(prefix="evp-timeline-")
+    hostile = os.path.join(tmp, "hostile.trace")
+    subprocess.run([sys.executable, os.path.join(golden,
+                    "gen_hostile_names.py"), hostile], check=True)
+    synth = os.path.join(tmp, "synthetic.evp")
+    subprocess.run([synthetic, "-n", "20000", "-o", synth], check=True,
+                   stdout=subprocess.DEVNULL)
+    traces = [os.path.join(golden, "funcs-nesting", "nesting.trace"),
+              os.path.join(golden, "threads-tree", "threads.trace"),
+              hostile, synth]
+    for trace in traces:
+        for opts in ([], ["--ops"], ["--phases"], ["--ops", "--phases"]):
+            for fmt, check in (("speedscope", check_speedscope),
+                               ("chrome", check_chrome)):
+                name = "%s %s %s" % (fmt, os.path.basename(trace),
+                                     " ".join(opts) or "(frames)")
+                p = subprocess.run([evalprof, "export", "--format", fmt] +
+                                   opts + [trace], capture_output=True)
+                if p.returncode != 0:
+                    fail("%s: exit %d: %s" % (name, p.returncode,
+                                              p.stderr.decode(errors="replace")))
+                    continue
+                try:
+                    doc = json.loads(p.stdout.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError) as e:
+                    fail("%s: not JSON: %s" % (name, e))
+                    continue
+                check(name, doc)
+    subprocess.run(["rm", "-rf", tmp])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
