@@ -24,6 +24,9 @@ event.  The targets are judged on both (wall time is what a user waits;
 on a busy machine CPU time is the steadier figure).  The
 targets (--no-ops no slower than cProfile; ops at most 4x untraced on
 3.12 and 3.13) are printed beside the figures; nothing fails on time.
+Last, how honest the compensated times are: the workload's <module> in
+the ops trace, with each event's measured cost taken off and without,
+against the untraced run (its wall time less `python -c pass`).
 
 Environment: BENCH_REPS, BENCH_SCALE (workload size, default 0.15),
 BENCH_PYTHONS (comma-separated version tags or paths to restrict to).
@@ -90,6 +93,40 @@ def fmt_bytes(n):
     return "%.1f GB" % n
 
 
+def module_ns(build, trace, script, extra):
+    """Inclusive ns of SCRIPT's <module> in TRACE's function table."""
+    out = subprocess.run([os.path.join(build, "evalprof"), "summary",
+                          "--funcs", "--ns"] + extra + [trace],
+                         capture_output=True, text=True).stdout
+    want = "<module> (%s:1)" % script
+    for line in out.splitlines():
+        if line.startswith(" " + want):
+            m = re.match(r"\s+[\d,]+\s+([\d,]+) ns", line[len(want) + 1:])
+            if m:
+                return int(m.group(1).replace(",", ""))
+    return None
+
+
+def compensation(exe, build, script, trace, untraced_wall, env):
+    """How close the ops trace's compensated times come to the untraced
+    run: the script's <module>, compensated and raw, against the untraced
+    wall time less the interpreter's start-up and shut-down."""
+    starts = []
+    for _ in range(5):
+        dt, _, _ = run([exe, "-c", "pass"], env)
+        starts.append(dt)
+    bare = untraced_wall - statistics.median(starts)
+    comp = module_ns(build, trace, script[0], [])
+    raw = module_ns(build, trace, script[0], ["--no-compensate"])
+    if comp is None or raw is None or bare <= 0:
+        print("    compensation: <module> not found in the trace")
+        return
+    print("    compensation (ops): <module> %.3fs compensated, %.3fs raw, "
+          "untraced %.3fs: %.2fx and %.2fx of untraced"
+          % (comp / 1e9, raw / 1e9, bare, comp / 1e9 / bare,
+             raw / 1e9 / bare))
+
+
 def bench(tag, exe, build, workloads, reps, tmp):
     env = dict(os.environ, PYTHONHASHSEED="0")
     env.pop("PYTHONPATH", None)
@@ -147,6 +184,7 @@ def bench(tag, exe, build, workloads, reps, tmp):
             print("    %-12s %8.3fs %7.2fx %8.3fs %7.2fx   %s"
                   % (name, m, m / base, c, c / cbase, extra))
         cmed = {name: statistics.median(cpus[name]) for name in cpus}
+        compensation(exe, build, script, trace, base, env)
 
         def verdict(ok):
             return "met" if ok else "NOT met"
