@@ -90,6 +90,13 @@ int evp_cli_parse_sort(const char *cmd, const char *arg, int *sort);
  * Returns STATUS, or 1 when stdout could not be written. */
 int evp_cli_finish(int status);
 
+/* Close F, the output of a view written to PATH (stdout stays open for
+ * evp_cli_finish), after the view returned RC: 0, or 1 when the view
+ * failed or the output could not be written, the latter said in one line
+ * with the reason (a full disk).  A view reports its other failures
+ * itself. */
+int evp_cli_close_out(FILE *f, const char *path, int rc);
+
 /* Parse a non-negative integer option value; -1 on error (printed). */
 long evp_cli_parse_long(const char *opt, const char *val);
 

@@ -66,12 +66,7 @@ static int export_folded(struct evp_trace *t, const struct export_opts *o)
                                  .compensate = !evp_trace_info(t)->text,
                                  .stream = -1,
                                  .max_depth = (size_t)o->max_depth};
-    int rc = evp_view_folded(t, f, &fo);
-    if (f != stdout && fclose(f) != 0 && !rc) {
-        evp_cli_error("%s: write error", o->out);
-        rc = -1;
-    }
-    return rc ? 1 : 0;
+    return evp_cli_close_out(f, o->out, evp_view_folded(t, f, &fo));
 }
 
 static int export_timeline(struct evp_trace *t, const struct export_opts *o,
@@ -85,12 +80,7 @@ static int export_timeline(struct evp_trace *t, const struct export_opts *o,
         evp_cli_error("%s: %s", o->out, strerror(errno));
         return 1;
     }
-    int rc = view(t, f, &co);
-    if (f != stdout && (fclose(f) != 0 || rc < 0)) {
-        evp_cli_error("%s: write failed", o->out);
-        return 1;
-    }
-    return rc < 0 ? 1 : 0;
+    return evp_cli_close_out(f, o->out, view(t, f, &co));
 }
 
 static int export_chrome(struct evp_trace *t, const struct export_opts *o)

@@ -276,26 +276,18 @@ int cmd_flamegraph(int argc, char **argv)
     evp_flame_free(fl);
     evp_flame_unmap(buf, len, mapped);
     if (tmp) {
-        if (fclose(o) != 0 && !rc)
-            rc = -EIO;
-        if (!rc && rename(tmp, out) != 0)
-            rc = -errno;
-        if (rc) {
+        int failed = evp_cli_close_out(o, out, rc);
+        if (!failed && rename(tmp, out) != 0) {
+            evp_cli_error("%s: %s", out, strerror(errno));
+            failed = 1;
+        }
+        if (failed)
             unlink(tmp);
-            evp_cli_error("%s: %s", out, strerror(-rc));
-        }
         free(tmp);
-        return rc ? 1 : 0;
+        return failed;
     }
-    if (o != stdout) {
-        if (fclose(o) != 0 && !rc)
-            rc = -EIO;
-        if (rc) {
-            evp_cli_error("%s: %s", out, strerror(-rc));
-            return 1;
-        }
-        return 0;
-    }
+    if (o != stdout || rc == -EIO)
+        return evp_cli_close_out(o, out, rc);
     if (rc) {
         evp_cli_error("flamegraph: %s", strerror(-rc));
         return 1;

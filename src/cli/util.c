@@ -116,6 +116,28 @@ int evp_cli_finish(int status)
     return status;
 }
 
+int evp_cli_close_out(FILE *f, const char *path, int rc)
+{
+    int e = rc == -EIO ? EIO : 0, bad = rc == -EIO;
+    if (f != stdout) {
+        errno = 0;
+        if (fflush(f) != 0 || ferror(f)) {
+            bad = 1;
+            e = errno ? errno : e;
+        }
+        if (fclose(f) != 0 && !bad) {
+            bad = 1;
+            e = errno;
+        }
+    } else if (bad) {
+        evp_cli_finish(0); /* says what became of stdout */
+        return 1;
+    }
+    if (bad)
+        evp_cli_error("%s: write failed: %s", path, strerror(e ? e : EIO));
+    return bad || rc < 0;
+}
+
 long evp_cli_parse_long(const char *opt, const char *val)
 {
     char *end;

@@ -278,7 +278,7 @@ int evp_trace_write_evp(struct evp_trace *t, const char *path, int zstd_level,
     free(w.enc);
     free(w.z);
     if (w.err) {
-        snprintf(err, errlen, "%s: write failed (%s)", path, strerror(-w.err));
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(-w.err));
         return w.err;
     }
     return 0;

@@ -778,18 +778,19 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
     static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL};
     struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
     int rc = evp_replay(t, &o, &ops, &w);
+    const char *name = strcmp(path, "-") ? path : "standard output";
     if (f == stdout)
         fflush(f);
     if (rc == 0 && (ferror(f) || (f != stdout && fclose(f) != 0))) {
         int e = errno ? errno : EIO;
-        snprintf(err, errlen, "%s: write failed (%s)", path, strerror(e));
+        snprintf(err, errlen, "%s: write failed: %s", name, strerror(e));
         return -e;
     }
     if (rc < 0) {
         int e = ferror(f) && errno ? errno : -rc;
         if (f != stdout)
             fclose(f);
-        snprintf(err, errlen, "%s: write failed (%s)", path, strerror(e));
+        snprintf(err, errlen, "%s: write failed: %s", name, strerror(e));
         return rc;
     }
     return 0;

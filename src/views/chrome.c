@@ -12,6 +12,7 @@
  * JSON-escaped, with invalid UTF-8 replaced, so any function name yields a
  * valid file.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,7 +146,7 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
             fputc('}', c->out);
         }
     }
-    return ferror(c->out) ? -1 : 0;
+    return ferror(c->out) ? -EIO : 0;
 }
 
 static int chrome_end(void *ctx, const struct evp_stream *s)
@@ -186,5 +187,7 @@ int evp_view_chrome(struct evp_trace *t, FILE *out,
     struct evp_replay_opts ro = {.compensate = o->compensate, .stream = -1};
     int rc = evp_replay(t, &ro, &ops, &c);
     fputs("\n]}\n", out);
-    return rc < 0 ? rc : 0;
+    if (rc == -ENOMEM)
+        fprintf(stderr, "evalprof: chrome: out of memory\n");
+    return rc < 0 ? rc : ferror(out) ? -EIO : 0;
 }

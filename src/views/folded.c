@@ -714,8 +714,5 @@ static int write_line(void *ctx, const char *stack, size_t len, uint64_t ns)
 int evp_view_folded(struct evp_trace *t, FILE *out,
                     const struct evp_folded_opts *o)
 {
-    int rc = evp_view_folded_each(t, o, write_line, out);
-    if (rc == -EIO)
-        fprintf(stderr, "evalprof: folded: write error\n");
-    return rc;
+    return evp_view_folded_each(t, o, write_line, out);
 }

@@ -4,6 +4,7 @@
  * which kinds the producer can emit, per-thread event counts (by kind),
  * dropped events and every warning met while reading.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +130,7 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     if (!acc.count || !acc.seen) {
         free(acc.count);
         free(acc.seen);
-        return -1;
+        return -ENOMEM;
     }
     static const struct evp_replay_ops ops = {info_begin, info_events, info_end};
     struct evp_replay_stats st;

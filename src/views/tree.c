@@ -11,6 +11,7 @@
  * annotation at column 66; ops name their instruction at column 42.  The
  * last event of a thread has no elapsed time.  One section per thread.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -228,7 +229,7 @@ static int tree_events(void *ctx, const struct evp_event *ev, size_t n)
         else
             print_indented(tr, &ev[i], tr->o->format == EVP_TREE_SIMPLE_INDENT);
     }
-    return ferror(tr->out) ? -1 : 0;
+    return ferror(tr->out) ? -EIO : 0;
 }
 
 static void banner(FILE *out, const char *what)

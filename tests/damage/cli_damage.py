@@ -225,16 +225,19 @@ def run_all(tmp):
 
     # ---- full disks.
     if is_device("/dev/full"):
-        for fmt in ("text", "evp"):
+        for fmt in ("text", "evp", "folded", "chrome", "speedscope"):
             expect_fatal(f"export {fmt} -o /dev/full",
                          ["export", "--format", fmt, "-o", "/dev/full", good],
                          "No space left")
+        expect_fatal("flamegraph -o /dev/full",
+                     ["flamegraph", "-o", "/dev/full", good], "No space left")
         expect_fatal("import -o /dev/full", ["import", "-o", "/dev/full", text],
                      "No space left")
         with open("/dev/full", "wb") as full:
             for a in [v + [good] for v in VIEWS] + \
-                     [["export", "--format", "text", good],
-                      ["export", "--format", "evp", good],
+                     [["export", "--format", f, good] for f in
+                      ("text", "evp", "folded", "chrome", "speedscope")] + \
+                     [["flamegraph", good], ["diff", good, good],
                       ["summary", text], ["tree", text]]:
                 rc, _, err = run(a, stdout=full)
                 what = f"{' '.join(a[:-1])} > /dev/full"
