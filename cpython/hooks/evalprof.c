@@ -600,6 +600,23 @@ _PyEvalprof_HelperThreads(void)
     return evp_rec_is_open() ? 1 : 0;
 }
 
+/* Close the trace, saying in one line what was lost, if anything. */
+static void
+evp_close_and_report(void)
+{
+    int rc = evp_rec_close();
+    struct evp_rec_stats st;
+    evp_rec_get_stats(&st);
+    if (rc < 0 && rc != -ENOTCONN) {
+        evp_say("trace %s is incomplete: %s (%llu events lost)",
+                evp.path, strerror(-rc), (unsigned long long)st.dropped);
+    }
+    else if (st.dropped) {
+        evp_say("trace %s: %llu events lost", evp.path,
+                (unsigned long long)st.dropped);
+    }
+}
+
 void
 _PyEvalprof_Fini(void)
 {
@@ -608,18 +625,7 @@ _PyEvalprof_Fini(void)
     }
     if (evp_rec_is_open()) {
         evp_rec_event(EVP_EV_FINI, 0);
-        int rc = evp_rec_close();
-        struct evp_rec_stats st;
-        evp_rec_get_stats(&st);
-        if (rc < 0 && rc != -ENOTCONN) {
-            evp_say("trace %s is incomplete: %s (%llu events lost)",
-                    evp.path, strerror(-rc),
-                    (unsigned long long)st.dropped);
-        }
-        else if (st.dropped) {
-            evp_say("trace %s: %llu events lost", evp.path,
-                    (unsigned long long)st.dropped);
-        }
+        evp_close_and_report();
     }
     if (evp.lock_fd >= 0) {
         close(evp.lock_fd);
@@ -635,6 +641,6 @@ _PyEvalprof_Exit(void)
      * threads recorded since the last flush would be lost.  No fini
      * event, since the interpreter is not finalised. */
     if (evp.active && evp_rec_is_open()) {
-        evp_rec_close();
+        evp_close_and_report();
     }
 }

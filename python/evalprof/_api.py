@@ -169,12 +169,14 @@ _FRAME_KINDS = ("enter", "exit", "runtime_other", "resume", "suspend",
 _calibrated = {}
 
 
-def _best_ns(fn, n, runs):
+def _best_ns(fn, n, runs, clock=time.perf_counter_ns):
+    """Best time of RUNS calls FN(N), by the clock as it was at import (a
+    program may have patched time since)."""
     best = None
     for _ in range(runs):
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         fn(n)
-        t = time.perf_counter_ns() - t0
+        t = clock() - t0
         if best is None or t < best:
             best = t
     return best
@@ -206,13 +208,15 @@ def _event_costs(tracer, ops):
     """What one event costs the traced program in all: the interpreter's
     hook or callback, evalprof's work in it and the recorder's, in ns.
 
-    Two small loops run untraced and traced (into a scratch trace); the
+    Small loops run untraced and traced (into scratch traces); the
     difference of their best times over the events they recorded gives the
     cost of an op event (a loop of plain instructions) and of a frame or C
-    call event (a loop of calls, traced without ops).  Kept as
-    event_cost.kind.* metadata, by which the reports compensate each
-    event's elapsed time.  Measured once per process (about 40 ms); {}
-    when it could not be measured.
+    call event (a loop of calls, traced as the real trace will be: with
+    ops, the loop's op events are counted apart and their cost taken off
+    first).  Kept as event_cost.kind.* metadata, by which the reports
+    compensate each event's elapsed time.  Measured once per process
+    (about 40 ms); what could not be measured is left out, and tried
+    again at the next start().
     """
     key = bool(ops)
     if key in _calibrated:
@@ -223,23 +227,38 @@ def _event_costs(tracer, ops):
         exec(compile(_CALIBRATION_SOURCE, "<evalprof calibration>", "exec"),
              code)
         n, runs = 2000, 7
-        plan = [("frame", code["calls"], False)]
+        base = {}  # events of a session that runs nothing, by ops
+
+        def per_run(fn, with_ops, nruns):
+            if with_ops not in base:
+                base[with_ops] = _traced(tracer, fn, n, 0, with_ops)[1]
+            best, events = _traced(tracer, fn, n, nruns, with_ops)
+            return best, (events - base[with_ops]) / float(nruns)
+
+        op_ns = None
         if ops:
-            plan.insert(0, ("op", code["loop"], True))
-        for what, fn, with_ops in plan:
-            plain = _best_ns(fn, n, runs)
-            traced, events = _traced(tracer, fn, n, runs, with_ops)
-            _, base = _traced(tracer, fn, n, 0, with_ops)
-            per_run = (events - base) / float(runs)
-            if per_run <= 0:
-                continue
-            ns = (traced - plain) / per_run
-            if ns > 0:
-                for kind in (_OP_KINDS if what == "op" else _FRAME_KINDS):
-                    costs["event_cost.kind." + kind] = "%.2f" % ns
+            plain = _best_ns(code["loop"], n, runs)
+            traced, events = per_run(code["loop"], True, runs)
+            if events > 0 and traced > plain:
+                op_ns = (traced - plain) / events
+                for kind in _OP_KINDS:
+                    costs["event_cost.kind." + kind] = "%.2f" % op_ns
+        calls = code["calls"]
+        plain = _best_ns(calls, n, runs)
+        traced, events = per_run(calls, key, runs)
+        frames = events
+        if ops:
+            # the op events among them, and what they cost
+            frames = per_run(calls, False, 1)[1]
+            traced -= (events - frames) * (op_ns or 0)
+        if frames > 0 and traced > plain and (op_ns or not ops):
+            frame_ns = (traced - plain) / frames
+            for kind in _FRAME_KINDS:
+                costs["event_cost.kind." + kind] = "%.2f" % frame_ns
     except Exception:
-        costs = {}
-    _calibrated[key] = costs
+        pass
+    if len(costs) == len(_FRAME_KINDS) + (len(_OP_KINDS) if ops else 0):
+        _calibrated[key] = costs
     return costs
 
 
@@ -248,8 +267,9 @@ def _package_dir():
 
 
 def _at_exit():
-    if is_active():
-        stop()
+    with _lock:
+        if is_active():
+            _stop_locked()
 
 
 def _wrap_os_exit():
@@ -264,7 +284,17 @@ def _wrap_os_exit():
         return
 
     def _exit(status):
-        _at_exit()
+        # Never block (a signal handler may run while start() or stop()
+        # holds the lock) and never raise: the process leaves either way.
+        try:
+            if _lock.acquire(blocking=False):
+                try:
+                    if is_active():
+                        _stop_locked()
+                finally:
+                    _lock.release()
+        except BaseException:
+            pass
         original(status)
 
     _exit.__name__ = original.__name__
@@ -275,6 +305,10 @@ def _wrap_os_exit():
 
 
 def _after_fork_in_child():
+    global _lock
+    # A fork from another thread while start() or stop() held the lock
+    # leaves it held in the child, by a thread the child does not have.
+    _lock = threading.Lock()
     if not is_active():
         return
     try:
@@ -350,13 +384,16 @@ def stop():
     event_cost_ns, error (an errno, 0 when every write succeeded), path.
     Raises RuntimeError when not tracing.
     """
-    tracer = _tracer_module()
     with _lock:
-        stats = tracer.stop()
-        stats["path"] = _current_path(_state["path"])
-        if not _state["quiet"]:
-            _report(stats)
-        return stats
+        return _stop_locked()
+
+
+def _stop_locked():
+    stats = _tracer_module().stop()
+    stats["path"] = _current_path(_state["path"])
+    if not _state["quiet"]:
+        _report(stats)
+    return stats
 
 
 def _current_path(path):

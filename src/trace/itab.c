@@ -59,17 +59,14 @@ int evp_itab_reserve(struct evp_itab *t, size_t n)
     return cap == t->cap ? 0 : rehash(t, cap);
 }
 
-int evp_itab_put(struct evp_itab *t, size_t at, uint64_t h, uint32_t id)
+int evp_itab_put(struct evp_itab *t, uint64_t h, uint32_t id)
 {
-    if ((t->n + 1) * 2 > t->cap) {
-        if (evp_itab_reserve(t, t->n + 1) < 0)
-            return -ENOMEM;
-        /* the slots moved: find the empty one again */
-        at = h & (t->cap - 1);
-        while (t->slot[at].hash)
-            at = (at + 1) & (t->cap - 1);
-    }
-    t->slot[at] = (struct evp_islot){h, id};
+    if ((t->n + 1) * 2 > t->cap && evp_itab_reserve(t, t->n + 1) < 0)
+        return -ENOMEM;
+    size_t mask = t->cap - 1, j = h & mask;
+    while (t->slot[j].hash)
+        j = (j + 1) & mask;
+    t->slot[j] = (struct evp_islot){h, id};
     t->n++;
     return 0;
 }
@@ -102,8 +99,7 @@ uint32_t evp_strset_add(struct evp_strset *s, const char *p, size_t len,
 {
     struct str_key k = {s, p, len};
     uint64_t h = evp_itab_hash_bytes(p, len);
-    size_t at;
-    uint32_t id = evp_itab_find(&s->index, h, same_str, &k, &at);
+    uint32_t id = evp_itab_find(&s->index, h, same_str, &k);
     if (added)
         *added = id == EVP_ITAB_NONE;
     if (id != EVP_ITAB_NONE)
@@ -129,7 +125,7 @@ uint32_t evp_strset_add(struct evp_strset *s, const char *p, size_t len,
         s->acap = cap;
     }
     id = (uint32_t)s->n;
-    if (evp_itab_put(&s->index, at, h, id) < 0)
+    if (evp_itab_put(&s->index, h, id) < 0)
         return EVP_ITAB_NONE;
     memcpy(s->arena + s->alen, p, len);
     s->ref[id] = (struct evp_strref){s->alen, len};

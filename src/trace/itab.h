@@ -9,11 +9,10 @@
  * functions here never return it.
  *
  *   uint64_t h = evp_itab_hash_bytes(name, len);
- *   size_t at;
- *   uint32_t id = evp_itab_find(&tab, h, same_name, &key, &at);
+ *   uint32_t id = evp_itab_find(&tab, h, same_name, &key);
  *   if (id == EVP_ITAB_NONE) {
  *       id = new_entry(...);
- *       if (evp_itab_put(&tab, at, h, id) < 0)
+ *       if (evp_itab_put(&tab, h, id) < 0)
  *           ... out of memory
  *   }
  *
@@ -61,32 +60,28 @@ static inline uint64_t evp_itab_hash_u64(uint64_t x)
 
 /*
  * The id stored under hash H whose key SAME(CTX, id) accepts, or
- * EVP_ITAB_NONE with *AT set to the empty slot where it belongs (valid
- * until the next put; when found, *AT is the id's slot).  Inline so that SAME, a static function of the
- * caller, is inlined into the probe loop.
+ * EVP_ITAB_NONE.  Inline so that SAME, a static function of the caller,
+ * is inlined into the probe loop.
  */
 static inline uint32_t evp_itab_find(const struct evp_itab *t, uint64_t h,
                                      int (*same)(const void *ctx, uint32_t id),
-                                     const void *ctx, size_t *at)
+                                     const void *ctx)
 {
-    if (!t->cap) {
-        *at = 0;
+    if (!t->cap)
         return EVP_ITAB_NONE;
-    }
-    size_t mask = t->cap - 1, j = h & mask;
-    for (; t->slot[j].hash; j = (j + 1) & mask)
+    size_t mask = t->cap - 1;
+    for (size_t j = h & mask; t->slot[j].hash; j = (j + 1) & mask)
         if (t->slot[j].hash == h && same(ctx, t->slot[j].id))
-            break;
-    *at = j;
-    return t->slot[j].hash ? t->slot[j].id : EVP_ITAB_NONE;
+            return t->slot[j].id;
+    return EVP_ITAB_NONE;
 }
 
 /*
- * Store ID under H at slot AT, which evp_itab_find() just returned
- * (growing the table first when it would be more than half full): 0, or
- * -ENOMEM with nothing stored.
+ * Store ID under H (a key evp_itab_find() did not find), growing the
+ * table first when it would be more than half full: 0, or -ENOMEM with
+ * nothing stored.
  */
-int evp_itab_put(struct evp_itab *t, size_t at, uint64_t h, uint32_t id);
+int evp_itab_put(struct evp_itab *t, uint64_t h, uint32_t id);
 
 /* ---- a set of byte strings on the index --------------------------------- */
 

@@ -183,10 +183,9 @@ static int index_streams(struct evp_trace *t)
     for (size_t i = 0; i < t->nstreams; i++) {
         struct stream_key k = {t, t->streams[i].pub.id};
         uint64_t h = evp_itab_hash_u64(k.id);
-        size_t at;
-        if (evp_itab_find(&t->stream_index, h, same_stream, &k, &at) ==
+        if (evp_itab_find(&t->stream_index, h, same_stream, &k) ==
                 EVP_ITAB_NONE &&
-            evp_itab_put(&t->stream_index, at, h, (uint32_t)i) < 0)
+            evp_itab_put(&t->stream_index, h, (uint32_t)i) < 0)
             return -ENOMEM;
     }
     return 0;
@@ -201,8 +200,7 @@ struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
         return NULL;
     struct stream_key k = {t, id};
     uint64_t h = evp_itab_hash_u64(id);
-    size_t at;
-    uint32_t i = evp_itab_find(&t->stream_index, h, same_stream, &k, &at);
+    uint32_t i = evp_itab_find(&t->stream_index, h, same_stream, &k);
     if (i != EVP_ITAB_NONE)
         return &t->streams[i];
     if (t->nstreams >= UINT32_MAX - 1)
@@ -215,7 +213,7 @@ struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
         t->streams = s;
         t->streams_cap = cap;
     }
-    if (evp_itab_put(&t->stream_index, at, h, (uint32_t)t->nstreams) < 0)
+    if (evp_itab_put(&t->stream_index, h, (uint32_t)t->nstreams) < 0)
         return NULL;
     struct stream *s = &t->streams[t->nstreams++];
     memset(s, 0, sizeof *s);
@@ -947,17 +945,20 @@ void evp_trace_finish(struct evp_trace *t)
         i->event_cost_ns = atof(v) * 1e9 / i->clock_hz;
     if (!(i->event_cost_ns >= 0 && i->event_cost_ns < 1e6))
         i->event_cost_ns = 0; /* damaged: a cost this high is no cost */
+    i->can_emit = EVP_KINDS_CLASSIC;
+    if ((v = evp_trace_meta(t, "kinds.can_emit")))
+        i->can_emit = strtoull(v, NULL, 0);
+    /* per-kind costs, for the kinds this producer can emit (what the
+     * header lists is what replay subtracts) */
     i->has_kind_cost = 0;
     for (unsigned k = 0; k < EVP_EV__COUNT; k++) {
         char key[64];
         evp_kind_cost_key(key, sizeof key, k);
         double c = (v = evp_trace_meta(t, key)) ? atof(v) : 0;
-        i->kind_cost_ns[k] = c > 0 && c < 1e6 ? c : 0;
+        i->kind_cost_ns[k] =
+            c > 0 && c < 1e6 && i->can_emit & EVP_KIND_BIT(k) ? c : 0;
         i->has_kind_cost |= i->kind_cost_ns[k] > 0;
     }
-    i->can_emit = EVP_KINDS_CLASSIC;
-    if ((v = evp_trace_meta(t, "kinds.can_emit")))
-        i->can_emit = strtoull(v, NULL, 0);
     v = evp_trace_meta(t, "oparg");
     i->has_oparg = v ? strcmp(v, "1") == 0 : !t->info.text;
     t->nbases = 0;

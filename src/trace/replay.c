@@ -13,7 +13,8 @@
  * Compensation: the recorder measured what one event costs (and mode B
  * what one event of each kind costs the program in all, its callbacks
  * included); with compensate on, that cost is taken off every elapsed
- * time, by the kind of the event, and the cost
+ * time, by the kind of the event (what an interval too short cannot give
+ * comes off the next, up to one event's cost), and the cost
  * of all events inside a call plus any recorder time (buffer hand-offs)
  * is taken off the call's inclusive time.
  */
@@ -50,6 +51,8 @@ struct rstate {
     uint32_t nstat;   /* entries in func_stats / active */
     uint64_t cost;    /* non-zero: compensate (by kcost) */
     uint64_t kcost[EVP_EV__COUNT]; /* ns subtracted per event, by kind */
+    uint64_t kmax;    /* the largest kcost: the most carried */
+    uint64_t carry;   /* cost not yet taken off (an interval too short) */
     struct evp_func_stats *fstats; /* opts->func_stats */
     int keep_log;                  /* opts->keep_log */
     uint32_t top, parent;          /* innermost frame's function, its caller */
@@ -89,6 +92,7 @@ struct hot {
     uint64_t plog;  /* log-written ns inside the pending event */
     uint64_t cost;  /* non-zero: compensate, by kcost */
     const uint64_t *kcost;
+    uint64_t kmax, carry;
     uint64_t depth; /* copies of r->depth, r->top, r->parent */
     uint32_t top, parent;
     int have;       /* out[nout] holds a pending event */
@@ -103,6 +107,8 @@ static inline void hot_load(struct hot *h, const struct rstate *r)
     h->plog = r->pend_log;
     h->cost = r->cost;
     h->kcost = r->kcost;
+    h->kmax = r->kmax;
+    h->carry = r->carry;
     h->depth = r->depth;
     h->top = r->top;
     h->parent = r->parent;
@@ -119,6 +125,7 @@ static inline void hot_sync(const struct hot *h, struct rstate *r)
     r->depth = h->depth;
     r->top = h->top;
     r->parent = h->parent;
+    r->carry = h->carry;
 }
 
 /* Give the pending event its elapsed time (the next event is at NEXT_NS)
@@ -136,8 +143,14 @@ finish_pending(struct rstate *r, struct hot *h, uint64_t next_ns,
             e->flags |= EVP_EVF_LOG;
         }
         if (h->cost) {
+            /* An interval shorter than its event's cost (a hook that
+             * records two events back to back) passes the rest on to the
+             * next interval, up to one event's cost: the time the
+             * producer took comes off where it was spent. */
             uint64_t k = e->kind < EVP_EV__COUNT ? h->kcost[e->kind] : 0;
+            k += h->carry;
             uint64_t c = el < k ? el : k;
+            h->carry = k - c < h->kmax ? k - c : h->kmax;
             el -= c;
             /* Overhead inside calls matters only for function times. */
             if (h->fstats)
@@ -145,6 +158,8 @@ finish_pending(struct rstate *r, struct hot *h, uint64_t next_ns,
             if (e->kind == EVP_EV_RECORDER)
                 r->st.overhead_ns += el;
         }
+    } else {
+        h->carry = 0; /* no interval: nothing to carry over the gap */
     }
     e->elapsed = el;
     e->flags |= (uint16_t)flags;
@@ -315,6 +330,7 @@ static int replay_stream(struct rstate *r, struct stream *s)
     r->have_pend = 0;
     r->pend_log = 0;
     r->ovh = 0;
+    r->carry = 0;
     r->nout = 0;
     if (r->active)
         memset(r->active, 0, r->nstat * sizeof *r->active);
@@ -374,6 +390,8 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
                                                 : in->event_cost_ns;
             r->kcost[k] = (uint64_t)(c + 0.5);
             r->cost |= r->kcost[k];
+            if (r->kcost[k] > r->kmax)
+                r->kmax = r->kcost[k];
         }
     }
     r->fstats = opts->func_stats;

@@ -55,13 +55,15 @@ static uint32_t intern_func(struct evp_trace *t, struct evp_itab *names,
 {
     struct name_key k = {t, name, n};
     uint64_t h = evp_itab_hash_bytes(name, n);
-    size_t at;
-    uint32_t id = evp_itab_find(names, h, same_name, &k, &at);
+    /* room first, so that the put cannot fail once the name is stored */
+    if (evp_itab_reserve(names, names->n + 1) < 0)
+        return 0;
+    uint32_t id = evp_itab_find(names, h, same_name, &k);
     if (id != EVP_ITAB_NONE)
         return id;
     id = (uint32_t)t->nfuncs;
     if (evp_trace_set_func(t, id, name, n, "", 0, 0) < 0 ||
-        evp_itab_put(names, at, h, id) < 0)
+        evp_itab_put(names, h, id) < 0)
         return 0;
     return id;
 }
@@ -125,8 +127,7 @@ static struct tstream *stream_for(struct reader *rd, uint32_t id)
 {
     struct tstream_key k = {rd, id};
     uint64_t h = evp_itab_hash_u64(id);
-    size_t at;
-    uint32_t i = evp_itab_find(&rd->stream_index, h, same_tstream, &k, &at);
+    uint32_t i = evp_itab_find(&rd->stream_index, h, same_tstream, &k);
     if (i != EVP_ITAB_NONE)
         return &rd->streams[i];
     if (rd->nstreams >= UINT32_MAX - 1)
@@ -140,7 +141,7 @@ static struct tstream *stream_for(struct reader *rd, uint32_t id)
         rd->streams_cap = cap;
         rd->cur = NULL; /* the array moved */
     }
-    if (evp_itab_put(&rd->stream_index, at, h, (uint32_t)rd->nstreams) < 0)
+    if (evp_itab_put(&rd->stream_index, h, (uint32_t)rd->nstreams) < 0)
         return NULL;
     struct tstream *s = &rd->streams[rd->nstreams++];
     memset(s, 0, sizeof *s);

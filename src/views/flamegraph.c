@@ -154,11 +154,8 @@ static int same_child(const void *ctx, uint32_t id)
 static int table_put(struct evp_flame *f, uint32_t id)
 {
     const struct node *c = &f->nodes[id];
-    struct child_probe p = {f, c->parent, c->name, c->nlen};
-    uint64_t h = hash_name(c->name, c->nlen, c->parent);
-    size_t at;
-    evp_itab_find(&f->index, h, same_child, &p, &at); /* a new name */
-    return evp_itab_put(&f->index, at, h, id);
+    return evp_itab_put(&f->index, hash_name(c->name, c->nlen, c->parent),
+                        id);
 }
 
 /* The child of PARENT named S (N bytes), created when missing. */
@@ -177,9 +174,8 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
         }
     } else {
         struct child_probe cp = {f, parent, s, n};
-        size_t at;
         uint32_t c = evp_itab_find(&f->index, hash_name(s, n, parent),
-                                   same_child, &cp, &at);
+                                   same_child, &cp);
         if (c != EVP_ITAB_NONE)
             return c;
     }

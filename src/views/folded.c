@@ -99,8 +99,7 @@ static uint32_t node_of(struct folded *f, uint32_t parent, uint32_t key)
 {
     struct node_probe p = {f, parent, key};
     uint64_t h = evp_itab_hash_u64((uint64_t)parent << 32 | key);
-    size_t at;
-    uint32_t id = evp_itab_find(&f->index, h, same_node, &p, &at);
+    uint32_t id = evp_itab_find(&f->index, h, same_node, &p);
     if (id != EVP_ITAB_NONE)
         return id;
     if (f->n >= UINT32_MAX - 1)
@@ -114,7 +113,7 @@ static uint32_t node_of(struct folded *f, uint32_t parent, uint32_t key)
         f->cap = nc;
     }
     id = (uint32_t)f->n;
-    if (evp_itab_put(&f->index, at, h, id) < 0)
+    if (evp_itab_put(&f->index, h, id) < 0)
         return UINT32_MAX;
     f->nodes[f->n++] = (struct fnode){parent, key, 0};
     return id;
@@ -371,8 +370,7 @@ static uint32_t name_of(struct folded *f, struct names *nm, uint32_t k)
 {
     struct key_probe p = {nm, k};
     uint64_t h = evp_itab_hash_u64(k);
-    size_t at;
-    uint32_t i = evp_itab_find(&nm->keys, h, same_key, &p, &at);
+    uint32_t i = evp_itab_find(&nm->keys, h, same_key, &p);
     if (i != EVP_ITAB_NONE)
         return nm->kv[i].name;
     size_t room = name_room(f, k);
@@ -382,7 +380,7 @@ static uint32_t name_of(struct folded *f, struct names *nm, uint32_t k)
     size_t len = key_name(f, k, nm->buf);
     uint32_t id = evp_strset_add(&nm->str, nm->buf, len, NULL);
     if (id == EVP_ITAB_NONE ||
-        evp_itab_put(&nm->keys, at, h, (uint32_t)nm->kn) < 0)
+        evp_itab_put(&nm->keys, h, (uint32_t)nm->kn) < 0)
         return UINT32_MAX;
     nm->kv[nm->kn++] = (struct key_name){k, id};
     return id;

@@ -100,11 +100,11 @@ size_t evp_view_kind_costs(const struct evp_trace *t, char *buf, size_t len)
     /* kinds of equal cost together, in kind order of their first */
     for (unsigned k = 0; k < EVP_EV__COUNT && n < len; k++) {
         double c = in->kind_cost_ns[k];
-        if (c <= 0 || done & (1u << k) || !(in->can_emit & EVP_KIND_BIT(k)))
+        if (c <= 0 || done & (1u << k))
             continue;
         const char *sep = n ? "; " : "";
         for (unsigned j = k; j < EVP_EV__COUNT && n < len; j++) {
-            if (in->kind_cost_ns[j] != c || !(in->can_emit & EVP_KIND_BIT(j)))
+            if (in->kind_cost_ns[j] != c)
                 continue;
             n += (size_t)snprintf(buf + n, len - n, "%s%s", sep,
                                   evp_kind_name(j));
@@ -118,7 +118,7 @@ size_t evp_view_kind_costs(const struct evp_trace *t, char *buf, size_t len)
         n += (size_t)snprintf(buf + n, len - n,
                               "%sother kinds %.1f ns (the recorder alone)",
                               n ? "; " : "", in->event_cost_ns);
-    if (n < len)
+    if (n > 0 && n < len)
         n += (size_t)snprintf(buf + n, len - n, ", measured per event");
     return n < len ? n : len - 1;
 }

@@ -69,8 +69,7 @@ static uint32_t frame_of(struct speedscope *s, uint32_t key)
 {
     struct key_probe probe = {s, key};
     uint64_t h = evp_itab_hash_u64(key);
-    size_t at;
-    uint32_t f = evp_itab_find(&s->index, h, same_key, &probe, &at);
+    uint32_t f = evp_itab_find(&s->index, h, same_key, &probe);
     if (f != EVP_ITAB_NONE)
         return f;
     if (s->nframes == s->cap) {
@@ -82,7 +81,7 @@ static uint32_t frame_of(struct speedscope *s, uint32_t key)
         s->cap = cap;
     }
     f = (uint32_t)s->nframes;
-    if (evp_itab_put(&s->index, at, h, f) < 0)
+    if (evp_itab_put(&s->index, h, f) < 0)
         return UINT32_MAX;
     s->keys[s->nframes++] = key;
     return f;

@@ -567,6 +567,30 @@ class Fork(Case):
         self.assertRegex(info.stdout, r"(?m)^warnings:\s+none$")
         self.assertEqual(enters(self.load(trace), "f"), 50)
 
+    def test_os_exit_never_blocks_or_raises(self):
+        # evalprof's os._exit leaves with the status asked for even when
+        # it cannot close the trace (start() or stop() holds the lock: a
+        # signal handler that exits), after the trace was stopped, and
+        # when the trace is stopped under it.
+        cases = {
+            "lock held": "evalprof.start(T)\n"
+                         "evalprof._api._lock.acquire()\n"
+                         "os._exit(4)",
+            "stopped": "evalprof.start(T)\nevalprof.stop()\nos._exit(5)",
+            "never started": "os._exit(6)",
+            "stopped under it": "evalprof.start(T)\n"
+                                "evalprof._api._tracer.stop()\n"
+                                "os._exit(7)",
+        }
+        for i, (what, body) in enumerate(sorted(cases.items())):
+            code = ("import os, evalprof\nT = %r\n" % self.path("x.evp")
+                    + body)
+            want = int(body[-2])
+            p = subprocess.run([PY, "-c", code], capture_output=True,
+                               text=True, env=env(), timeout=60)
+            self.assertEqual(p.returncode, want, "%s: %s" % (what, p.stderr))
+            self.assertNotIn("Traceback", p.stderr, what)
+
     def test_multiprocessing(self):
         self.check("mp", complete=True)
 
