@@ -12,10 +12,12 @@ four configurations, interleaved so that machine noise hits all alike:
     all      the instrumented build, every event
 
 and the medians are printed with their ratios to plain (targets: off at
-most 1.03x, op at most 3.5x, all at most 6x).  Also: the cost per event
-((all - off) / events), the trace's bytes per event and MB/s, and the
-shares of init, runtime other, Python frames and finalisation in a traced
-`python -c pass`.  Nothing here fails on time.
+most 1.03x, op at most 3.5x, all at most 6x).  Also: machine instructions
+executed with tracing off (callgrind, exact), the code size of the eval
+function (plain; the instrumented build's untraced and traced copies),
+the cost per event ((all - off) / events), the trace's bytes per event
+and MB/s, and the shares of init, runtime other, Python frames and
+finalisation in a traced `python -c pass`.  Nothing here fails on time.
 """
 import argparse
 import math
@@ -61,6 +63,46 @@ def instructions(py, workload, scale):
                           str(scale)], env=env, capture_output=True, text=True)
     m = re.search(r"Collected : (\d+)", out.stderr)
     return int(m.group(1)) if m else None
+
+
+def symbol_sizes(py):
+    """{symbol: bytes} of the eval function's parts in PY (nm), or {}."""
+    nm = shutil.which("nm")
+    if not nm:
+        return {}
+    out = subprocess.run([nm, "-S", py], capture_output=True, text=True)
+    sizes = {}
+    for line in out.stdout.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[3].split(".")[0] in (
+                "_PyEval_EvalFrameDefault", "evp_eval_frame_traced"):
+            sizes[f[3]] = int(f[1], 16)
+    return sizes
+
+
+def code_sizes(plain, evp):
+    """The eval function's machine code: plain, the untraced and the
+    traced copy (hot part + .cold part), and the whole .text."""
+    a, b = symbol_sizes(plain), symbol_sizes(evp)
+    if not a or not b:
+        return
+    def part(sizes, name):
+        return sizes.get(name, 0), sizes.get(name + ".cold", 0)
+    def text(py):
+        out = subprocess.run(["size", "-A", py], capture_output=True,
+                             text=True).stdout
+        m = re.search(r"^\.text\s+(\d+)", out, re.M)
+        return int(m.group(1)) if m else 0
+    print("  eval function machine code, bytes (hot + cold parts):")
+    for label, (hot, cold) in (
+            ("plain", part(a, "_PyEval_EvalFrameDefault")),
+            ("untraced copy", part(b, "_PyEval_EvalFrameDefault")),
+            ("traced copy", part(b, "evp_eval_frame_traced"))):
+        print("  %-14s %8d + %6d" % (label, hot, cold))
+    ta, tb = text(plain), text(evp)
+    if ta and tb:
+        print("  %-14s %8d plain, %d instrumented (+%d)" % (
+            ".text", ta, tb, tb - ta))
 
 
 def geomean(xs):
@@ -191,6 +233,8 @@ def bench_version(build, ver, reps, scale, tmp):
             print("  %-11s %13d plain %13d off   %7.3fx" % (w, a, b, b / a))
         print("  %-11s %41s %7.3fx" % ("geomean", "",
                                         geomean([b / a for _, a, b in counts])))
+    print()
+    code_sizes(plain, evp)
     print()
     print("  per event, medians over workloads:")
     for c in ("op", "all"):

@@ -16,60 +16,16 @@
  * apply-hooks.py checks that each macro redefined here still has the
  * shape written here; a CPython whose macros changed is refused.
  *
- * Cost when not tracing: nothing for the op hook (a second dispatch table,
- * below); each other hook is one test of the recorder's kind mask and a
- * not-taken branch.
+ * The eval function exists twice (evalprof_ceval_common.h says why and
+ * how): untraced, as CPython wrote it, every hook compiled to nothing;
+ * traced, with every hook.
  */
 #ifndef Py_EVALPROF_CEVAL_H
 #define Py_EVALPROF_CEVAL_H
 
-#include "pycore_evalprof.h"
-#include "evalprof/recorder.h"
+#include "evalprof_ceval_common.h"
 
-/* ---- small helpers (always inlined) --------------------------------- */
-
-/*
- * The checks read the recorder's kind mask with a plain load, which GCC
- * turns into one test-with-memory and a branch: every instruction passes
- * one (the dispatch hook), and an atomic load would add a third machine
- * instruction to it.  The mask changes only when a trace opens
- * or closes (or in a forked child); a check that sees a stale value then
- * is harmless, as the recorder drops events outside a session.
- */
-static inline int
-evp_wants(unsigned kind)
-{
-    return EVP_UNLIKELY((evp_rec_mask_ >> kind) & 1);
-}
-
-/* True while any kind is being recorded. */
-static inline int
-evp_on(void)
-{
-    return EVP_UNLIKELY(evp_rec_mask_ != 0);
-}
-
-/*
- * What the hooks do once they know an event is wanted is out of line and
- * cold: inlined at every hook site, the recorder's store path (and the
- * registers it needs) makes GCC spill hot values in the untraced path.
- * Only the op entries, the most frequent events, store inline.
- */
-#define EVP_COLD __attribute__((noinline, cold))
-
-static EVP_COLD void
-evp_event(unsigned kind)
-{
-    evp_rec_emit(kind, 0, 0);
-}
-
-static inline void
-evp_emit_if(unsigned kind)
-{
-    if (evp_wants(kind)) {
-        evp_event(kind);
-    }
-}
+/* ---- frames ------------------------------------------------------- */
 
 static EVP_COLD void
 evp_frame_enter(_PyInterpreterFrame *f)
@@ -89,30 +45,26 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
     *fid = evp_wants(EVP_EV_EXIT) ? _PyEvalprof_CodeId(f->f_code) : 0;
 }
 
-static EVP_COLD void
-evp_pop_done(int *popped, uint32_t fid)
-{
-    if (*popped && evp_wants(EVP_EV_EXIT)) {
-        evp_rec_emit(EVP_EV_EXIT, 0, fid);
-    }
-    *popped = 0;
-}
-
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
 
 /*
- * First thing in _PyEval_EvalFrameDefault: the frame entered from C.
+ * First thing in _PyEval_EvalFrameDefault (both copies): the copy, then
+ * the frame entered from C.
  *   evp_c_frame  frame whose enter was emitted here (start_frame skips it)
  *   evp_popped   a frame was popped and its exit is pending
  *   evp_pop_fid  function id of that pending exit
  *   evp_skip_op  the next instruction handler re-runs a counted one
+ * The untraced copy declares them too (its hooks, compiled to nothing,
+ * still name them); the compiler drops them.
  */
 #define EVP_LOCALS \
+    EVP_CHOOSE_COPY(); \
     _PyInterpreterFrame *evp_c_frame = NULL; \
     int evp_popped = 0; \
     uint32_t evp_pop_fid = 0; \
     int evp_skip_op = 0; \
-    if (evp_on()) { \
+    (void)evp_skip_op; \
+    if (EVP_ON()) { \
         evp_c_frame = frame; \
         evp_frame_enter(frame); \
     }
@@ -122,7 +74,7 @@ evp_pop_done(int *popped, uint32_t fid)
  * BINARY_SUBSCR_GETITEM). */
 #define EVP_HOOK_START_FRAME() \
     do { \
-        if (evp_on()) { \
+        if (EVP_ON()) { \
             if (frame != evp_c_frame) { \
                 evp_frame_enter(frame); \
             } \
@@ -130,25 +82,13 @@ evp_pop_done(int *popped, uint32_t fid)
         } \
     } while (0)
 
-/* resume_frame: top of the loop after start_frame, or the caller after an
- * inlined callee returned (then the callee's pending exit). */
-#define EVP_HOOK_RESUME_FRAME() \
-    do { \
-        if (evp_on()) { \
-            if (evp_popped) { \
-                evp_pop_done(&evp_popped, evp_pop_fid); \
-            } \
-            else { \
-                evp_emit_if(EVP_EV_LOOP_ENTER); \
-            } \
-        } \
-    } while (0)
+/* resume_frame: evalprof_ceval_common.h */
 
 /* handle_eval_breaker: the breaker was set. */
 #define EVP_HOOK_EVAL_BREAKER() \
     do { \
-        if (evp_on()) { \
-            evp_emit_if(EVP_EV_LOOP_SLOW); \
+        if (EVP_ON()) { \
+            EVP_EMIT_IF(EVP_EV_LOOP_SLOW); \
         } \
     } while (0)
 
@@ -157,7 +97,7 @@ evp_pop_done(int *popped, uint32_t fid)
 #define EVP_HOOK_RESUME_QUICK() \
     do { \
         if (oparg < 2) { \
-            evp_emit_if(EVP_EV_LOOP_FAST); \
+            EVP_EMIT_IF(EVP_EV_LOOP_FAST); \
         } \
     } while (0)
 
@@ -165,7 +105,7 @@ evp_pop_done(int *popped, uint32_t fid)
  * runs next: one instruction, counted once (as the specialized form). */
 #define EVP_HOOK_MISS() \
     do { \
-        if (evp_wants(EVP_EV_OP)) { \
+        if (EVP_WANTS(EVP_EV_OP)) { \
             evp_skip_op = 1; \
         } \
     } while (0)
@@ -188,30 +128,18 @@ evp_fused_op(const _Py_CODEUNIT *instr)
 
 #define EVP_HOOK_FUSED_OP() \
     do { \
-        if (evp_wants(EVP_EV_OP)) { \
+        if (EVP_WANTS(EVP_EV_OP)) { \
             evp_fused_op(next_instr); \
         } \
     } while (0)
 
-#define EVP_HOOK_ERROR() \
-    do { \
-        if (evp_on()) { \
-            evp_emit_if(EVP_EV_LOOP_ERROR); \
-        } \
-    } while (0)
-
-#define EVP_HOOK_EXCEPTION_UNWIND() \
-    do { \
-        if (evp_on()) { \
-            evp_emit_if(EVP_EV_LOOP_EXCEPTION); \
-        } \
-    } while (0)
+/* error:, exception_unwind: evalprof_ceval_common.h */
 
 /* Just before _Py_LeaveRecursiveCallTstate in RETURN_VALUE, YIELD_VALUE
  * and RETURN_GENERATOR: the frame stops being evaluated. */
 #define EVP_HOOK_LEAVE() \
     do { \
-        if (evp_on()) { \
+        if (EVP_ON()) { \
             evp_frame_leave(frame, &evp_popped, &evp_pop_fid); \
         } \
     } while (0)
@@ -219,8 +147,8 @@ evp_fused_op(const _Py_CODEUNIT *instr)
 /* exit_unwind: no handler in this frame; it ends. */
 #define EVP_HOOK_EXIT_UNWIND() \
     do { \
-        if (evp_on()) { \
-            evp_emit_if(EVP_EV_LOOP_EXITING); \
+        if (EVP_ON()) { \
+            EVP_EMIT_IF(EVP_EV_LOOP_EXITING); \
             evp_frame_leave(frame, &evp_popped, &evp_pop_fid); \
         } \
     } while (0)
@@ -229,16 +157,16 @@ evp_fused_op(const _Py_CODEUNIT *instr)
  * runtime other. */
 #define EVP_HOOK_C_RETURN() \
     do { \
-        if (evp_on()) { \
+        if (EVP_ON()) { \
             evp_pop_done(&evp_popped, evp_pop_fid); \
-            evp_emit_if(EVP_EV_RUNTIME_OTHER); \
+            EVP_EMIT_IF(EVP_EV_RUNTIME_OTHER); \
         } \
     } while (0)
 
 /* resume_with_error: the caller of a frame that exit_unwind popped. */
 #define EVP_HOOK_RESUME_WITH_ERROR() \
     do { \
-        if (evp_on() && evp_popped) { \
+        if (EVP_ON() && evp_popped) { \
             evp_pop_done(&evp_popped, evp_pop_fid); \
         } \
     } while (0)
@@ -246,19 +174,20 @@ evp_fused_op(const _Py_CODEUNIT *instr)
 /* ---- redefined macros of ceval.c ------------------------------------ */
 
 /*
- * op: the untraced program runs CPython's handlers unchanged; the op hook
- * lives in the dispatch table.  DISPATCH_GOTO() jumps through
- * evp_dispatch_table, which is CPython's opcode_targets while op events
+ * op: the handlers are CPython's, unchanged; the op hook lives in the
+ * dispatch table.  In the traced copy DISPATCH_GOTO() jumps through
+ * evp_dispatch_table, which is that copy's opcode_targets while op events
  * are not recorded, else evp_traced_targets (Python/evalprof_targets.h,
  * which apply-hooks.py derives from opcode_targets.h).  Its entries lead
  * each instruction to its own EVP_TRACED_op block (Python/
  * evalprof_entries.h, placed after the handlers and marked cold), which
  * records the op event, oparg valid, and jumps straight to the handler's
  * TARGET_op.  Every handler keeps its own indirect jump, so dispatch is
- * measured as it really happens, and an untraced instruction pays
- * nothing for its op hook.
+ * measured as it really happens.  The untraced copy has neither table
+ * nor entries and jumps through its own opcode_targets, as CPython does
+ * (evalprof_ceval_common.h defines the table and DISPATCH_GOTO).
  *
- * Each call of the eval function makes the table match the recorder's
+ * Each call of the traced copy makes the table match the recorder's
  * mask; a traced entry that finds op events off (the trace closed, a
  * forked child) switches back to the plain table at once.  A specialized
  * instruction that fails a guard goes to miss:, which dispatches its base
@@ -266,9 +195,6 @@ evp_fused_op(const _Py_CODEUNIT *instr)
  * DISPATCH_SAME_OPARG uses the plain table.  DO_TRACING keeps its plain
  * entry.
  */
-#if !USE_COMPUTED_GOTOS
-#  error "evalprof hooks need computed gotos (GCC or clang)"
-#endif
 
 /* The traced entry reads the mask with an atomic load: with a plain one,
  * GCC may hoist the read above every dispatch's indirect jump (into the
@@ -299,27 +225,6 @@ evp_fused_op(const _Py_CODEUNIT *instr)
         } \
     } while (0)
 
-/*
- * The table dispatch uses.  A global, not a local of the eval function:
- * one more variable live across the whole loop makes GCC spill hot ones.
- * Reading it costs what reading the address of CPython's own table costs
- * (a load).  NULL until the first call of the eval function publishes one
- * of its two tables.
- */
-static void **evp_dispatch_table;
-
-#undef DISPATCH_GOTO
-#define DISPATCH_GOTO() goto *evp_dispatch_table[opcode]
-
-/* After the opcode tables, inside _PyEval_EvalFrameDefault. */
-#define EVP_TARGETS \
-    if (EVP_UNLIKELY(evp_dispatch_table == NULL) || \
-        evp_wants(EVP_EV_OP) != \
-            (evp_dispatch_table == evp_traced_targets)) { \
-        evp_dispatch_table = evp_wants(EVP_EV_OP) ? evp_traced_targets \
-                                                  : opcode_targets; \
-    }
-
 #ifdef LLTRACE
 #  define EVP_LLTRACE_INSTRUCTION() \
     do { \
@@ -335,7 +240,7 @@ static void **evp_dispatch_table;
 #undef PRE_DISPATCH_GOTO
 #define PRE_DISPATCH_GOTO() \
     do { \
-        if (evp_wants(EVP_EV_DISPATCH)) { \
+        if (EVP_WANTS(EVP_EV_DISPATCH)) { \
             evp_event(EVP_EV_DISPATCH); \
         } \
         EVP_LLTRACE_INSTRUCTION(); \
@@ -359,7 +264,7 @@ static void **evp_dispatch_table;
     if (_Py_atomic_load_relaxed_int32(eval_breaker)) { \
         goto handle_eval_breaker; \
     } \
-    evp_emit_if(EVP_EV_LOOP_FAST);
+    EVP_EMIT_IF(EVP_EV_LOOP_FAST);
 
 /*
  * The PRECALL_NO_KW_* / PRECALL_BUILTIN_* specializations make the call
@@ -378,7 +283,9 @@ evp_skipped_call(const _Py_CODEUNIT *next)
 #undef SKIP_CALL
 #define SKIP_CALL() \
     do { \
-        evp_skipped_call(next_instr); \
+        if (EVP_COPY_TRACED) { \
+            evp_skipped_call(next_instr); \
+        } \
         JUMPBY(INLINE_CACHE_ENTRIES_PRECALL + 1 + INLINE_CACHE_ENTRIES_CALL); \
     } while (0)
 

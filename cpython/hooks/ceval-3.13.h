@@ -14,17 +14,16 @@
  * redefines still has the shape written here; a CPython whose macros
  * changed is refused rather than silently mis-instrumented.
  *
- * Cost when not tracing: nothing for the op hook (a second dispatch table,
- * below); each other hook is one test of the recorder's kind mask and a
- * not-taken branch.  Frame bookkeeping lives in a few locals of the eval
- * function (EVP_LOCALS), so nested C-level calls of the eval function keep
- * their own.
+ * The eval function exists twice (evalprof_ceval_common.h says why and
+ * how): untraced, as CPython wrote it, every hook compiled to nothing;
+ * traced, with every hook.  Frame bookkeeping lives in a few locals of
+ * the eval function (EVP_LOCALS), so nested C-level calls of the eval
+ * function keep their own.
  */
 #ifndef Py_EVALPROF_CEVAL_H
 #define Py_EVALPROF_CEVAL_H
 
-#include "pycore_evalprof.h"
-#include "evalprof/recorder.h"
+#include "evalprof_ceval_common.h"
 
 #if defined(Py_STATS)
 #  error "evalprof hooks do not support Py_STATS builds (INSTRUCTION_STATS is taken)"
@@ -35,50 +34,7 @@
 /* With _Py_TIER2 (or the JIT) built in, traces of micro-ops skip the
  * tier-1 hooks: docs/EVENTS.md says what is and is not seen. */
 
-/* ---- small helpers (always inlined) --------------------------------- */
-
-/*
- * The checks read the recorder's kind mask with a plain load, which GCC
- * turns into one test-with-memory and a branch: every instruction passes
- * one (the dispatch hook), and an atomic load would add a third machine
- * instruction to it.  The mask changes only when a trace opens
- * or closes (or in a forked child); a check that sees a stale value then
- * is harmless, as the recorder drops events outside a session.
- */
-static inline int
-evp_wants(unsigned kind)
-{
-    return EVP_UNLIKELY((evp_rec_mask_ >> kind) & 1);
-}
-
-/* True while any kind is being recorded. */
-static inline int
-evp_on(void)
-{
-    return EVP_UNLIKELY(evp_rec_mask_ != 0);
-}
-
-/*
- * What the hooks do once they know an event is wanted is out of line and
- * cold: inlined at every hook site, the recorder's store path (and the
- * registers it needs) makes GCC spill hot values in the untraced path.
- * Only the op entries, the most frequent events, store inline.
- */
-#define EVP_COLD __attribute__((noinline, cold))
-
-static EVP_COLD void
-evp_event(unsigned kind)
-{
-    evp_rec_emit(kind, 0, 0);
-}
-
-static inline void
-evp_emit_if(unsigned kind)
-{
-    if (evp_wants(kind)) {
-        evp_event(kind);
-    }
-}
+/* ---- frames ------------------------------------------------------- */
 
 /* enter (and optionally loop enter) for FRAME. */
 static EVP_COLD void
@@ -113,29 +69,24 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
     *fid = evp_wants(EVP_EV_EXIT) ? _PyEvalprof_CodeId(co) : 0;
 }
 
-static EVP_COLD void
-evp_pop_done(int *popped, uint32_t fid)
-{
-    if (*popped == 1 && evp_wants(EVP_EV_EXIT)) {
-        evp_rec_emit(EVP_EV_EXIT, 0, fid);
-    }
-    *popped = 0;
-}
-
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
 
 /*
- * First thing in _PyEval_EvalFrameDefault: the frame entered from C.
+ * First thing in _PyEval_EvalFrameDefault (both copies): the copy, then
+ * the frame entered from C.
  *   evp_c_frame  frame whose enter was emitted here (start_frame skips it)
  *   evp_popped   0, 1 = a frame was popped and its exit is pending,
  *                2 = a silent pop (the __init__ shim)
  *   evp_pop_fid  function id of that pending exit
+ * The untraced copy declares them too (its hooks, compiled to nothing,
+ * still name them); the compiler drops them.
  */
 #define EVP_LOCALS \
+    EVP_CHOOSE_COPY(); \
     _PyInterpreterFrame *evp_c_frame = NULL; \
     int evp_popped = 0; \
     uint32_t evp_pop_fid = 0; \
-    if (evp_on()) { \
+    if (EVP_ON()) { \
         evp_c_frame = frame; \
         evp_frame_enter(frame, 0); \
     }
@@ -143,7 +94,7 @@ evp_pop_done(int *popped, uint32_t fid)
 /* start_frame: a frame pushed by DISPATCH_INLINED (or entered from C). */
 #define EVP_HOOK_START_FRAME() \
     do { \
-        if (evp_on()) { \
+        if (EVP_ON()) { \
             if (frame != evp_c_frame) { \
                 evp_frame_enter(frame, 0); \
             } \
@@ -151,38 +102,12 @@ evp_pop_done(int *popped, uint32_t fid)
         } \
     } while (0)
 
-/* resume_frame: top of the loop after start_frame, or the caller after
- * an instrumented return/yield ("goto resume_frame"). */
-#define EVP_HOOK_RESUME_FRAME() \
-    do { \
-        if (evp_on()) { \
-            if (evp_popped) { \
-                evp_pop_done(&evp_popped, evp_pop_fid); \
-            } \
-            else { \
-                evp_emit_if(EVP_EV_LOOP_ENTER); \
-            } \
-        } \
-    } while (0)
-
-#define EVP_HOOK_ERROR() \
-    do { \
-        if (evp_on()) { \
-            evp_emit_if(EVP_EV_LOOP_ERROR); \
-        } \
-    } while (0)
-
-#define EVP_HOOK_EXCEPTION_UNWIND() \
-    do { \
-        if (evp_on()) { \
-            evp_emit_if(EVP_EV_LOOP_EXCEPTION); \
-        } \
-    } while (0)
+/* resume_frame, error:, exception_unwind: evalprof_ceval_common.h */
 
 #define EVP_HOOK_EXIT_UNWIND() \
     do { \
-        if (evp_on()) { \
-            evp_emit_if(EVP_EV_LOOP_EXITING); \
+        if (EVP_ON()) { \
+            EVP_EMIT_IF(EVP_EV_LOOP_EXITING); \
         } \
     } while (0)
 
@@ -190,12 +115,12 @@ evp_pop_done(int *popped, uint32_t fid)
  * when the eval function is about to return NULL to C. */
 #define EVP_HOOK_UNWOUND() \
     do { \
-        if (evp_on()) { \
+        if (EVP_ON()) { \
             if (evp_popped) { \
                 evp_pop_done(&evp_popped, evp_pop_fid); \
             } \
             if (frame == &entry_frame) { \
-                evp_emit_if(EVP_EV_RUNTIME_OTHER); \
+                EVP_EMIT_IF(EVP_EV_RUNTIME_OTHER); \
             } \
         } \
     } while (0)
@@ -203,19 +128,21 @@ evp_pop_done(int *popped, uint32_t fid)
 /* ---- redefined ceval_macros.h macros -------------------------------- */
 
 /*
- * op: the untraced program runs CPython's handlers exactly as generated;
- * the op hook lives in the dispatch table.  DISPATCH_GOTO() jumps through
- * evp_dispatch_table, which is CPython's opcode_targets while op events
- * are not recorded, else evp_traced_targets (Python/evalprof_targets.h,
- * which apply-hooks.py derives from opcode_targets.h).  Its entries lead
- * each instruction to its own EVP_TRACED_op block (Python/
- * evalprof_entries.h, placed after the handlers and marked cold), which
- * records the op event, oparg valid, and jumps straight to the handler's
- * TARGET_op.  Every handler keeps its own indirect jump, so dispatch is
- * measured as it really happens, and an untraced instruction pays
- * nothing for its op hook.
+ * op: the handlers are CPython's, exactly as generated; the op hook lives
+ * in the dispatch table.  In the traced copy DISPATCH_GOTO() jumps
+ * through evp_dispatch_table, which is that copy's opcode_targets while
+ * op events are not recorded, else evp_traced_targets (Python/
+ * evalprof_targets.h, which apply-hooks.py derives from opcode_targets.h).
+ * Its entries lead each instruction to its own EVP_TRACED_op block
+ * (Python/evalprof_entries.h, placed after the handlers and marked cold),
+ * which records the op event, oparg valid, and jumps straight to the
+ * handler's TARGET_op.  Every handler keeps its own indirect jump, so
+ * dispatch is measured as it really happens.  The untraced copy has
+ * neither table nor entries and jumps through its own opcode_targets, as
+ * CPython does (evalprof_ceval_common.h defines the table and
+ * DISPATCH_GOTO).
  *
- * Each call of the eval function makes the table match the recorder's
+ * Each call of the traced copy makes the table match the recorder's
  * mask; a traced entry that finds op events off (the trace closed, a
  * forked child) switches back to the plain table at once.  DEOPT_IF jumps
  * to the PREDICTED label inside the base handler and DISPATCH_SAME_OPARG
@@ -224,9 +151,6 @@ evp_pop_done(int *popped, uint32_t fid)
  * the real instruction, which is counted) and INTERPRETER_EXIT (the way
  * back to C, recorded as runtime other) keep their plain entries.
  */
-#if !USE_COMPUTED_GOTOS
-#  error "evalprof hooks need computed gotos (GCC or clang)"
-#endif
 
 /* The traced entry reads the mask with an atomic load: with a plain one,
  * GCC may hoist the read above every dispatch's indirect jump (into the
@@ -241,34 +165,13 @@ evp_pop_done(int *popped, uint32_t fid)
         } \
     } while (0)
 
-/*
- * The table dispatch uses.  A global, not a local of the eval function:
- * one more variable live across the whole loop makes GCC spill hot ones.
- * Reading it costs what reading the address of CPython's own table costs
- * (a load).  NULL until the first call of the eval function publishes one
- * of its two tables.
- */
-static void **evp_dispatch_table;
-
-#undef DISPATCH_GOTO
-#define DISPATCH_GOTO() goto *evp_dispatch_table[opcode]
-
-/* After the opcode tables, inside _PyEval_EvalFrameDefault. */
-#define EVP_TARGETS \
-    if (EVP_UNLIKELY(evp_dispatch_table == NULL) || \
-        evp_wants(EVP_EV_OP) != \
-            (evp_dispatch_table == evp_traced_targets)) { \
-        evp_dispatch_table = evp_wants(EVP_EV_OP) ? evp_traced_targets \
-                                                  : opcode_targets; \
-    }
-
 /* INTERPRETER_EXIT runs in the entry frame when the eval function returns
  * to C: runtime other. */
 #undef INSTRUCTION_STATS
 #define INSTRUCTION_STATS(op) \
     do { \
         if ((op) == INTERPRETER_EXIT) { \
-            evp_emit_if(EVP_EV_RUNTIME_OTHER); \
+            EVP_EMIT_IF(EVP_EV_RUNTIME_OTHER); \
         } \
     } while (0)
 
@@ -289,7 +192,7 @@ static void **evp_dispatch_table;
 #undef PRE_DISPATCH_GOTO
 #define PRE_DISPATCH_GOTO() \
     do { \
-        if (evp_wants(EVP_EV_DISPATCH) && frame != &entry_frame) { \
+        if (EVP_WANTS(EVP_EV_DISPATCH) && frame != &entry_frame) { \
             evp_event(EVP_EV_DISPATCH); \
         } \
         EVP_LLTRACE_INSTRUCTION(); \
@@ -312,13 +215,13 @@ static void **evp_dispatch_table;
     QSBR_QUIESCENT_STATE(tstate); \
     if (_Py_atomic_load_uintptr_relaxed(&tstate->eval_breaker) & \
         _PY_EVAL_EVENTS_MASK) { \
-        evp_emit_if(EVP_EV_LOOP_SLOW); \
+        EVP_EMIT_IF(EVP_EV_LOOP_SLOW); \
         if (_Py_HandlePending(tstate) != 0) { \
             GOTO_ERROR(error); \
         } \
     } \
     else { \
-        evp_emit_if(EVP_EV_LOOP_FAST); \
+        EVP_EMIT_IF(EVP_EV_LOOP_FAST); \
     }
 
 /*
@@ -337,7 +240,7 @@ static void **evp_dispatch_table;
         GO_TO_INSTRUCTION(INSTNAME); \
     } \
     if ((INSTNAME) == RESUME) { \
-        evp_emit_if(EVP_EV_LOOP_FAST); \
+        EVP_EMIT_IF(EVP_EV_LOOP_FAST); \
     }
 
 /*
@@ -357,7 +260,9 @@ evp_skipped_op(const _Py_CODEUNIT *next, int n)
 }
 
 #undef SKIP_OVER
-#define SKIP_OVER(x) (evp_skipped_op(next_instr, (x)), next_instr += (x))
+#define SKIP_OVER(x) \
+    ((EVP_COPY_TRACED ? evp_skipped_op(next_instr, (x)) : (void)0), \
+     next_instr += (x))
 
 /*
  * Frames end through _Py_LeaveRecursiveCallPy (RETURN_VALUE, RETURN_CONST,
@@ -367,7 +272,7 @@ evp_skipped_op(const _Py_CODEUNIT *next, int n)
  */
 #define _Py_LeaveRecursiveCallPy(TSTATE) \
     do { \
-        if (evp_on()) { \
+        if (EVP_ON()) { \
             evp_frame_leave(frame, &_Py_InitCleanup, &evp_popped, \
                             &evp_pop_fid); \
         } \
@@ -382,7 +287,7 @@ evp_skipped_op(const _Py_CODEUNIT *next, int n)
  */
 #define EVP_FRAME_SWITCH() \
     do { \
-        if (evp_on()) { \
+        if (EVP_ON()) { \
             if (evp_popped) { \
                 evp_pop_done(&evp_popped, evp_pop_fid); \
             } \

@@ -1,6 +1,7 @@
 #!/bin/sh
 # cpython/apply-hooks.py on real and damaged CPython trees: it applies to
-# the pristine source, applying twice gives the same tree, and a tree
+# the pristine source, the traced copy of the eval function has the same
+# hooks as the original, applying twice gives the same tree, and a tree
 # whose labels or macros differ from what the hooks expect (or another
 # CPython version) is refused with every mismatch listed and nothing
 # written.
@@ -46,6 +47,14 @@ python3 "$TOOL" "$T/a" > "$T/out2" 2>&1 || fail "second apply: $(cat "$T/out2")"
 if diff -r "$T/once" "$T/a" > /dev/null; then ok "applying twice gives the same tree ($(cat "$T/out2"))"; else fail "applying twice changed the tree"; fi
 n=$(grep -c 'evalprof-hook' "$T/a/Python/ceval.c")
 [ "$n" -ge 8 ] && ok "$n hook lines in ceval.c" || fail "only $n hook lines in ceval.c"
+# The traced copy of the eval function carries the same hooks.
+a=$(grep -c 'EVP_HOOK_\|EVP_LOCALS' "$T/a/Python/ceval.c")
+b=$(grep -c 'EVP_HOOK_\|EVP_LOCALS' "$T/a/Python/evalprof_traced.h" 2>/dev/null)
+if [ "$a" -ge 5 ] && [ "$a" = "$b" ] && grep -q '^evp_eval_frame_traced(' "$T/a/Python/evalprof_traced.h"; then
+    ok "the traced copy has the eval function's $a hook statements"
+else
+    fail "hook statements: $a in ceval.c, ${b:-no file} in the traced copy"
+fi
 
 # Damage: a label renamed, a macro redefined differently.
 mktree "$T/b"

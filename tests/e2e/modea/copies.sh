@@ -1,0 +1,70 @@
+#!/bin/sh
+# The two copies of the eval function (docs/EVENTS.md, "What it costs"):
+#   - the untraced copy, _PyEval_EvalFrameDefault, has no hook left: its
+#     machine code reads the recorder's mask once (the choice of copy) and
+#     refers to nothing else of evalprof but the traced copy it jumps to;
+#   - a trace that stops while frames are live (a forked child stops
+#     recording) leaves them running in the traced copy and new calls in
+#     the untraced one: the program's results do not change, and the
+#     parent's trace stays balanced.
+#
+#   copies.sh VERSION BUILD_DIR CHECK_TRACE
+. "$(dirname "$0")/lib.sh"
+
+# --- the untraced copy, from the interpreter's own machine code ------------
+if command -v objdump > /dev/null 2>&1; then
+    for sym in _PyEval_EvalFrameDefault _PyEval_EvalFrameDefault.cold; do
+        objdump -d --no-show-raw-insn --disassemble="$sym" "$PY" >> "$T/untraced.s" 2>/dev/null
+    done
+    objdump -d --no-show-raw-insn --disassemble=evp_eval_frame_traced "$PY" > "$T/traced.s" 2>/dev/null
+    insns=$(grep -c '^ *[0-9a-f]*:' "$T/untraced.s")
+    mask=$(grep -c '<evp_rec_mask_>' "$T/untraced.s")
+    others=$(grep -o '<evp[a-z_]*' "$T/untraced.s" | sort -u | tr -d '<' |
+             grep -v -x -e evp_rec_mask_ -e evp_eval_frame_traced | tr '\n' ' ')
+    if [ "$insns" -gt 1000 ] && [ "$mask" = 1 ] && [ -z "$others" ] &&
+       grep -q 'jmp .*<evp_eval_frame_traced>' "$T/untraced.s"; then
+        ok "untraced copy: $insns instructions, one test of the mask, a jump to the traced copy, no hook"
+    else
+        fail "untraced copy: $insns instructions, $mask reads of the mask, other evalprof symbols: '$others'"
+    fi
+    n=$(grep -c '<evp_rec_mask_>' "$T/traced.s")
+    [ "$n" -gt 10 ] && ok "traced copy: $n tests of the mask" ||
+        fail "traced copy: $n tests of the mask (evp_eval_frame_traced missing?)"
+else
+    echo "note: no objdump here: the machine code of the copies is not checked"
+fi
+
+# --- a trace that stops while frames are live -------------------------------
+want=$("$PY" "$PROGRAMS/workload.py" | grep checksum)
+cat > "$T/fork.py" <<'EOF'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import workload
+
+def deep(n):
+    if n:
+        return deep(n - 1)
+    pid = os.fork()
+    if pid == 0:
+        # this frame and its callers started in the traced copy
+        workload.main()
+        sys.stdout.flush()
+        os._exit(0)
+    os.waitpid(pid, 0)
+    workload.main()
+
+deep(20)
+EOF
+EVALPROF="$T/fork.evp" "$PY" "$T/fork.py" "$PROGRAMS" > "$T/fork.out" 2>&1
+rc=$?
+n=$(grep -c -x "$want" "$T/fork.out")
+[ "$rc" = 0 ] && [ "$n" = 2 ] && ok "fork mid-run: child and parent both print '$want'" ||
+    fail "fork mid-run: exit $rc, output: $(cat "$T/fork.out")"
+[ "$(ls "$T" | grep -c '^fork\.evp\.')" = 0 ] || fail "fork mid-run: the child recorded"
+if "$CHECK" "$T/fork.evp" > "$T/fork.chk"; then
+    ok "fork mid-run: the parent's trace is balanced ($(value "kind enter" "$T/fork.chk") enters)"
+else
+    grep FAIL "$T/fork.chk"
+    fail "fork mid-run: the parent's trace"
+fi
+finish
