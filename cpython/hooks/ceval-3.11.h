@@ -85,12 +85,7 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
 /* resume_frame: evalprof_ceval_common.h */
 
 /* handle_eval_breaker: the breaker was set. */
-#define EVP_HOOK_EVAL_BREAKER() \
-    do { \
-        if (EVP_ON()) { \
-            EVP_EMIT_IF(EVP_EV_LOOP_SLOW); \
-        } \
-    } while (0)
+#define EVP_HOOK_EVAL_BREAKER() EVP_HOOK_EMIT(EVP_EV_LOOP_SLOW)
 
 /* RESUME_QUICK tests the breaker inline (for oparg < 2) and jumps to
  * handle_eval_breaker when set; reaching its DISPATCH is the fast path. */

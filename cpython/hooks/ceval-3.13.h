@@ -104,12 +104,7 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
 
 /* resume_frame, error:, exception_unwind: evalprof_ceval_common.h */
 
-#define EVP_HOOK_EXIT_UNWIND() \
-    do { \
-        if (EVP_ON()) { \
-            EVP_EMIT_IF(EVP_EV_LOOP_EXITING); \
-        } \
-    } while (0)
+#define EVP_HOOK_EXIT_UNWIND() EVP_HOOK_EMIT(EVP_EV_LOOP_EXITING)
 
 /* exit_unwind after the frame was popped: its exit, and runtime other
  * when the eval function is about to return NULL to C. */

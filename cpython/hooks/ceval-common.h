@@ -112,6 +112,14 @@ evp_emit_if(unsigned kind)
         } \
     } while (0)
 
+/* A hook that records one event of KIND and nothing else. */
+#define EVP_HOOK_EMIT(kind) \
+    do { \
+        if (EVP_ON()) { \
+            EVP_EMIT_IF(kind); \
+        } \
+    } while (0)
+
 /* The exit of a popped frame, pending since its loop exit (POPPED 1; 2 is
  * a frame popped silently, 3.13's __init__ shim), and FID its function. */
 static EVP_COLD void
@@ -156,19 +164,8 @@ evp_pop_done(int *popped, uint32_t fid)
         } \
     } while (0)
 
-#define EVP_HOOK_ERROR() \
-    do { \
-        if (EVP_ON()) { \
-            EVP_EMIT_IF(EVP_EV_LOOP_ERROR); \
-        } \
-    } while (0)
-
-#define EVP_HOOK_EXCEPTION_UNWIND() \
-    do { \
-        if (EVP_ON()) { \
-            EVP_EMIT_IF(EVP_EV_LOOP_EXCEPTION); \
-        } \
-    } while (0)
+#define EVP_HOOK_ERROR() EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR)
+#define EVP_HOOK_EXCEPTION_UNWIND() EVP_HOOK_EMIT(EVP_EV_LOOP_EXCEPTION)
 
 /* ---- the traced copy's dispatch table ------------------------------- */
 

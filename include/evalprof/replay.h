@@ -129,4 +129,15 @@ static inline int evp_kind_pops(unsigned kind)
            kind == EVP_EV_C_RETURN || kind == EVP_EV_C_RAISE;
 }
 
+/* A phase of the loop or the runtime around it, that the timeline views
+ * show as a slice of its own with --phases (enter, exit, op, init, fini
+ * and C calls are shown otherwise). */
+static inline int evp_kind_is_phase(unsigned kind)
+{
+    return kind == EVP_EV_RUNTIME_OTHER ||
+           (kind >= EVP_EV_LOOP_ENTER && kind <= EVP_EV_LOOP_EXIT &&
+            kind != EVP_EV_OP) ||
+           kind == EVP_EV_RECORDER;
+}
+
 #endif /* EVALPROF_REPLAY_H */

@@ -91,14 +91,6 @@ static int chrome_begin(void *ctx, const struct evp_stream *s)
     return 0;
 }
 
-static int is_phase(unsigned kind)
-{
-    return kind == EVP_EV_RUNTIME_OTHER ||
-           (kind >= EVP_EV_LOOP_ENTER && kind <= EVP_EV_LOOP_EXIT &&
-            kind != EVP_EV_OP) ||
-           kind == EVP_EV_RECORDER;
-}
-
 static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct chrome *c = ctx;
@@ -127,7 +119,7 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
             put_ts(c, "ts", ts);
             fputc('}', c->out);
         } else if ((e->kind == EVP_EV_OP && c->o->ops) ||
-                   (c->o->phases && is_phase(e->kind))) {
+                   (c->o->phases && evp_kind_is_phase(e->kind))) {
             begin(c, "X");
             fputs(",\"name\":", c->out);
             if (e->kind == EVP_EV_OP) {

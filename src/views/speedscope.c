@@ -143,14 +143,6 @@ static int ss_begin(void *ctx, const struct evp_stream *st)
     return 0;
 }
 
-static int is_phase(unsigned kind)
-{
-    return kind == EVP_EV_RUNTIME_OTHER ||
-           (kind >= EVP_EV_LOOP_ENTER && kind <= EVP_EV_LOOP_EXIT &&
-            kind != EVP_EV_OP) ||
-           kind == EVP_EV_RECORDER;
-}
-
 static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct speedscope *s = ctx;
@@ -163,7 +155,7 @@ static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
             if (s->depth && !(e->flags & EVP_EVF_UNMATCHED))
                 pop(s, ts);
         } else if ((e->kind == EVP_EV_OP && s->o->ops) ||
-                   (s->o->phases && is_phase(e->kind))) {
+                   (s->o->phases && evp_kind_is_phase(e->kind))) {
             uint32_t key = e->kind == EVP_EV_OP ? K_OP | (e->aux & K_VAL)
                                                 : K_PHASE | e->kind;
             s->err = push(s, key, ts);
