@@ -74,6 +74,17 @@ static void put(struct tree *tr, size_t *pos, const char *s)
     tr->line[*pos] = '\0';
 }
 
+/* Append N bytes of text known to be plain ASCII (evalprof's own). */
+static void put_plain(struct tree *tr, size_t *pos, const char *s, size_t n)
+{
+    size_t left = room(tr, *pos);
+    if (n > left)
+        n = left;
+    memcpy(tr->line + *pos, s, n);
+    *pos += n;
+    tr->line[*pos] = '\0';
+}
+
 /* Pad with spaces to display column COL (at least one space). */
 static void pad(struct tree *tr, size_t *pos, size_t *cols, size_t col)
 {
@@ -140,15 +151,28 @@ static void print_indented(struct tree *tr, const struct evp_event *e,
     }
     pad(tr, &pos, &cols, NAME_COL);
     size_t start = cols;
-    if (indent) /* up to a full line: a deep stack must not cost
-                   depth steps per event once nothing more fits */
-        for (int32_t d = 0; d < e->depth && room(tr, pos) > 0; d++) {
-            put(tr, &pos, "|  ");
-            cols += 3;
+    if (indent && e->depth > 0) {
+        /* "|  " per level, up to a full line: a deep stack must not cost
+         * depth steps per event once nothing more fits */
+        static const char bars[] =
+            "|  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  "
+            "|  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  ";
+        size_t levels = (size_t)e->depth, fit = room(tr, pos) / 3 + 1;
+        if (levels > fit)
+            levels = fit;
+        for (size_t d = 0; d < levels;) {
+            size_t k = levels - d < (sizeof bars - 1) / 3
+                           ? levels - d
+                           : (sizeof bars - 1) / 3;
+            put_plain(tr, &pos, bars, 3 * k);
+            d += k;
         }
+        cols += 3 * levels;
+    }
     const char *kn = evp_kind_name(e->kind);
-    put(tr, &pos, kn);
-    cols += width(kn);
+    size_t kl = strlen(kn);
+    put_plain(tr, &pos, kn, kl);
+    cols += kl;
 
     const struct evp_kind_info *ki = evp_kind_info(e->kind);
     if (ki && ki->arg == EVP_ARG_FUNC) {
