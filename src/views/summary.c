@@ -124,8 +124,12 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
     struct cols cw = {12, 12};
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48];
+        double mean = rows[i].count ? (double)rows[i].total /
+                                          (double)rows[i].count / 1000.0
+                                    : 0;
         widen(&cw.count, evp_fmt_count(c, sizeof c, rows[i].count));
-        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].total));
+        widen(&cw.value, wide ? evp_fmt_us(v, sizeof v, rows[i].total)
+                              : evp_fmt_us_double(v, sizeof v, mean));
     }
     fprintf(out, "%s:\n\n", title);
     char line[512];
