@@ -75,18 +75,14 @@ struct rec_vec {
     size_t n, cap;
 };
 
-struct tstream {
-    uint32_t id;
-    struct rec_vec recs;
-};
-
 struct reader {
     struct evp_trace *t;
     struct evp_itab names;   /* function names -> ids */
-    struct tstream *streams;
-    size_t nstreams, streams_cap;
-    struct evp_itab stream_index; /* stream id -> index in streams */
-    struct tstream *cur;
+    /* each stream's records, by the stream's index in the trace (which
+     * finds streams by id) */
+    struct rec_vec *recs;
+    size_t nrecs, recs_cap;
+    size_t cur; /* index + 1 of the stream events go to, 0: none yet */
     const char *pending; /* "# func:" name for the next event */
     size_t pending_len;
     int explicit_ids; /* a "# function:" table was given */
@@ -110,43 +106,39 @@ static int vec_push(struct rec_vec *v, const struct evp_rec_record *r)
     return 0;
 }
 
-struct tstream_key {
-    const struct reader *rd;
-    uint32_t id;
-};
-
-static int same_tstream(const void *ctx, uint32_t i)
+/* Make the stream with id ID the current one (made when new); 0, or -1
+ * when out of memory. */
+static int switch_stream(struct reader *rd, uint32_t id)
 {
-    const struct tstream_key *k = ctx;
-    return k->rd->streams[i].id == k->id;
+    struct stream *s = evp_trace_get_stream(rd->t, id);
+    if (!s)
+        return -1;
+    size_t i = (size_t)(s - rd->t->streams);
+    if (i >= rd->nrecs) {
+        if (i >= rd->recs_cap) {
+            size_t cap = rd->recs_cap ? 2 * rd->recs_cap : 8;
+            while (cap <= i)
+                cap *= 2;
+            struct rec_vec *r = realloc(rd->recs, cap * sizeof *r);
+            if (!r)
+                return -1;
+            rd->recs = r;
+            rd->recs_cap = cap;
+        }
+        memset(rd->recs + rd->nrecs, 0, (i + 1 - rd->nrecs) * sizeof *rd->recs);
+        rd->nrecs = i + 1;
+    }
+    rd->cur = i + 1;
+    return 0;
 }
 
-/* The stream with id ID, made when new: a hash on the id, since a trace
- * may switch between tens of thousands of threads. */
-static struct tstream *stream_for(struct reader *rd, uint32_t id)
+/* The records of the current stream (stream 0 when no "# thread:" line
+ * came first); NULL when out of memory. */
+static struct rec_vec *current(struct reader *rd)
 {
-    struct tstream_key k = {rd, id};
-    uint64_t h = evp_itab_hash_u64(id);
-    uint32_t i = evp_itab_find(&rd->stream_index, h, same_tstream, &k);
-    if (i != EVP_ITAB_NONE)
-        return &rd->streams[i];
-    if (rd->nstreams >= UINT32_MAX - 1)
+    if (!rd->cur && switch_stream(rd, 0) < 0)
         return NULL;
-    if (rd->nstreams == rd->streams_cap) {
-        size_t cap = rd->streams_cap ? 2 * rd->streams_cap : 8;
-        struct tstream *s = realloc(rd->streams, cap * sizeof *s);
-        if (!s)
-            return NULL;
-        rd->streams = s;
-        rd->streams_cap = cap;
-        rd->cur = NULL; /* the array moved */
-    }
-    if (evp_itab_put(&rd->stream_index, h, (uint32_t)rd->nstreams) < 0)
-        return NULL;
-    struct tstream *s = &rd->streams[rd->nstreams++];
-    memset(s, 0, sizeof *s);
-    s->id = id;
-    return s;
+    return &rd->recs[rd->cur - 1];
 }
 
 /* Parse an unsigned decimal; returns the end or NULL. */
@@ -271,9 +263,9 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
                          "seconds below 4.29)");
             return;
         }
-        if (!rd->cur && !(rd->cur = stream_for(rd, 0)))
+        struct rec_vec *vec = current(rd);
+        if (!vec)
             return;
-        struct rec_vec *vec = &rd->cur->recs;
         struct evp_rec_record rec = {vec->n ? vec->v[vec->n - 1].ts : 0,
                                      EVP_EV_LOG_WRITTEN, 0, (uint32_t)ns};
         if (vec_push(vec, &rec) < 0)
@@ -374,8 +366,9 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
             bad_line(rd, "malformed '# thread:' line");
             return;
         }
-        rd->cur = stream_for(rd, (uint32_t)id);
-        struct stream *s = evp_trace_get_stream(t, (uint32_t)id);
+        struct stream *s = switch_stream(rd, (uint32_t)id) < 0
+                               ? NULL
+                               : &t->streams[rd->cur - 1];
         if (s) {
             s->pub.tid = tid;
             const char *nm = skip_spaces(e2, end);
@@ -460,9 +453,9 @@ static void event_line(struct reader *rd, const char *p, const char *end)
     }
     rd->pending = NULL;
 
-    if (!rd->cur && !(rd->cur = stream_for(rd, 0)))
+    struct rec_vec *v = current(rd);
+    if (!v)
         return;
-    struct rec_vec *v = &rd->cur->recs;
     if (v->n && ts < v->v[v->n - 1].ts && rd->backwards++ == 0)
         evp_trace_warnf(rd->t,
                         "line %" PRIu64 ": timestamp earlier than the "
@@ -515,27 +508,21 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
         snprintf(err, errlen,
                  "not an evalprof trace: no event lines and no headers%s",
                  rd.bad_lines ? " (line 1 is not a trace line)" : "");
-        for (size_t i = 0; i < rd.nstreams; i++)
-            free(rd.streams[i].recs.v);
-        free(rd.streams);
+        for (size_t i = 0; i < rd.nrecs; i++)
+            free(rd.recs[i].v);
+        free(rd.recs);
         evp_itab_free(&rd.names);
-        evp_itab_free(&rd.stream_index);
         return -EPROTO;
     }
     if (rd.bad_lines)
         evp_trace_warnf(t, "%" PRIu64 " malformed line%s skipped",
                         rd.bad_lines, rd.bad_lines > 1 ? "s" : "");
 
-    for (size_t i = 0; i < rd.nstreams; i++) {
-        struct tstream *ts = &rd.streams[i];
-        struct stream *s = evp_trace_get_stream(t, ts->id);
-        if (!s) {
-            free(ts->recs.v);
-            continue;
-        }
+    for (size_t i = 0; i < rd.nrecs; i++) {
+        struct stream *s = &t->streams[i];
         struct segment seg = {0};
-        seg.recs = evp_trace_own(t, ts->recs.v);
-        seg.nrecs = ts->recs.n;
+        seg.recs = evp_trace_own(t, rd.recs[i].v);
+        seg.nrecs = rd.recs[i].n;
         uint64_t n = 0;
         for (size_t k = 0; k < seg.nrecs; k++)
             n += seg.recs[k].kind != EVP_EV_LOG_WRITTEN;
@@ -544,9 +531,8 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
         if (seg.nrecs)
             evp_stream_add_segment(s, &seg);
     }
-    free(rd.streams);
+    free(rd.recs);
     evp_itab_free(&rd.names);
-    evp_itab_free(&rd.stream_index);
 
     /* The clock is the trace's own: ticks are nanoseconds. */
     const char *v;
