@@ -74,13 +74,6 @@ static int max_int(int a, int b)
     return a > b ? a : b;
 }
 
-static void dashes(FILE *out, int n)
-{
-    putc(' ', out);
-    for (int i = 0; i < n; i++)
-        putc('-', out);
-}
-
 static void print_rows(FILE *out, const char *title, const char *unit,
                        struct drow *rows, size_t n)
 {
@@ -117,12 +110,12 @@ static void print_rows(FILE *out, const char *title, const char *unit,
             mw + uw, "base mean", mw + uw, "new mean", dw, "total change");
     for (int i = 0; i < w + 1; i++)
         putc('-', out);
-    dashes(out, cw);
-    dashes(out, cw);
-    dashes(out, mw + uw);
-    dashes(out, mw + uw);
-    dashes(out, dw);
-    dashes(out, 8);
+    evp_fmt_dashes(out, cw);
+    evp_fmt_dashes(out, cw);
+    evp_fmt_dashes(out, mw + uw);
+    evp_fmt_dashes(out, mw + uw);
+    evp_fmt_dashes(out, dw);
+    evp_fmt_dashes(out, 8);
     putc('\n', out);
     for (size_t i = 0; i < n; i++) {
         const struct drow *r = &rows[i];

@@ -108,3 +108,10 @@ char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns)
     snprintf(buf, len, "%s.%06ld UTC", d, us);
     return buf;
 }
+
+void evp_fmt_dashes(FILE *out, int n)
+{
+    putc(' ', out);
+    for (int i = 0; i < n; i++)
+        putc('-', out);
+}

@@ -87,21 +87,14 @@ static void widen(int *w, const char *s)
         *w = n;
 }
 
-static void dashes(FILE *out, int n)
-{
-    putc(' ', out);
-    for (int i = 0; i < n; i++)
-        putc('-', out);
-}
-
 static void rule(FILE *out, int w, int wide, struct cols c)
 {
     for (int i = 0; i < w + 1; i++)
         putc('-', out);
-    dashes(out, c.count);
-    dashes(out, c.value + 2);
+    evp_fmt_dashes(out, c.count);
+    evp_fmt_dashes(out, c.value + 2);
     if (wide) {
-        dashes(out, c.value + 2);
+        evp_fmt_dashes(out, c.value + 2);
         fputs(" -------", out);
     }
     putc('\n', out);
@@ -255,9 +248,9 @@ static void func_table(FILE *out, const struct evp_trace *t,
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < w + 1; i++)
             putc('-', out);
-        dashes(out, cw.count);
+        evp_fmt_dashes(out, cw.count);
         for (int j = 0; j < 3; j++)
-            dashes(out, cw.value + 2);
+            evp_fmt_dashes(out, cw.value + 2);
         putc('\n', out);
         if (pass)
             break;

@@ -215,6 +215,8 @@ char *evp_fmt_us(char *buf, size_t len, uint64_t ns);
  * name printed after them is evp_fmt_unit() ("µs" or "ns"). */
 void evp_fmt_set_ns(int ns);
 const char *evp_fmt_unit(void);
+/* A table's column rule: a blank, then N dashes. */
+void evp_fmt_dashes(FILE *out, int n);
 /* a mean in µs, as evp_fmt_us */
 char *evp_fmt_us_double(char *buf, size_t len, double us);
 /* epoch ns as "2021-03-31 20:27:25.663947 UTC" */
