@@ -43,14 +43,15 @@
 #include "../trace/itab.h"
 #include "views.h"
 
-/* Keys: a function id, or a tagged leaf. */
+/* Keys: a function id, or a tagged leaf: a phase or an op (views.h), or
+ * one of folded stacks' own. */
 #define K_FUNC 0x00000000u
-#define K_PHASE 0x10000000u  /* | kind: "[name]" */
-#define K_OP 0x20000000u     /* | opcode: "op:NAME" */
+#define K_PHASE EVP_KEY_PHASE
+#define K_OP EVP_KEY_OP
 #define K_STREAM 0x30000000u /* | stream index: stream root */
 #define K_DEEP 0x40000000u   /* | frames: "[N deeper frames]" */
-#define K_TAG 0xf0000000u
-#define K_VAL 0x0fffffffu
+#define K_TAG EVP_KEY_TAG
+#define K_VAL EVP_KEY_VAL
 
 struct fnode {
     uint32_t parent;
@@ -283,27 +284,24 @@ struct names {
     size_t bufcap;
 };
 
-/* The folded name of key K into BUF (room for 4 * (159 + file) + 40
- * bytes, see name_room); returns its length. */
+/* Longest leaf or placeholder name: "op:" and an opcode name (a reader
+ * keeps 255 bytes of it). */
+#define LEAF_MAX 272
+
+/* The folded name of key K into BUF (room for 4 * (LEAF_MAX - 1 + file)
+ * + 40 bytes, see name_room); returns its length. */
 static size_t key_name(const struct folded *f, uint32_t k, char *buf)
 {
-    char tmp[160];
+    char tmp[LEAF_MAX];
     const char *s = tmp;
     size_t n;
     const char *file = "";
     uint32_t line = 0;
     switch (k & K_TAG) {
     case K_PHASE:
-        n = (size_t)snprintf(tmp, sizeof tmp, "[%s]", evp_kind_name(k & K_VAL));
+    case K_OP:
+        n = evp_view_leaf_name(f->t, k, tmp, sizeof tmp);
         break;
-    case K_OP: {
-        const char *op = evp_trace_opname(f->t, k & K_VAL);
-        if (op)
-            n = (size_t)snprintf(tmp, sizeof tmp, "op:%s", op);
-        else
-            n = (size_t)snprintf(tmp, sizeof tmp, "op:%u", k & K_VAL);
-        break;
-    }
     case K_STREAM: {
         const struct evp_stream *st = evp_trace_stream(f->t, k & K_VAL);
         s = st && st->name && *st->name ? st->name : "thread";
@@ -340,7 +338,7 @@ static size_t key_name(const struct folded *f, uint32_t k, char *buf)
 /* Bytes key_name may write for K. */
 static size_t name_room(const struct folded *f, uint32_t k)
 {
-    size_t n = 160;
+    size_t n = LEAF_MAX;
     if ((k & K_TAG) == K_STREAM) {
         const struct evp_stream *st = evp_trace_stream(f->t, k & K_VAL);
         if (st && st->name)

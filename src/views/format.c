@@ -115,3 +115,18 @@ void evp_fmt_dashes(FILE *out, int n)
     for (int i = 0; i < n; i++)
         putc('-', out);
 }
+
+size_t evp_view_leaf_name(const struct evp_trace *t, uint32_t key, char *buf,
+                          size_t len)
+{
+    unsigned v = key & EVP_KEY_VAL;
+    int n;
+    if ((key & EVP_KEY_TAG) == EVP_KEY_PHASE) {
+        n = snprintf(buf, len, "[%s]", evp_kind_name(v));
+    } else {
+        const char *op = evp_trace_opname(t, v);
+        n = op ? snprintf(buf, len, "op:%s", op)
+               : snprintf(buf, len, "op:%u", v);
+    }
+    return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}

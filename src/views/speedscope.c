@@ -32,12 +32,6 @@
 #include "../trace/itab.h"
 #include "views.h"
 
-/* Frame keys: a function id, or a tagged leaf (as in folded.c). */
-#define K_OP 0x20000000u    /* | opcode */
-#define K_PHASE 0x10000000u /* | kind */
-#define K_TAG 0xf0000000u
-#define K_VAL 0x0fffffffu
-
 struct speedscope {
     struct evp_trace *t;
     FILE *out;
@@ -156,8 +150,9 @@ static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
                 pop(s, ts);
         } else if ((e->kind == EVP_EV_OP && s->o->ops) ||
                    (s->o->phases && evp_kind_is_phase(e->kind))) {
-            uint32_t key = e->kind == EVP_EV_OP ? K_OP | (e->aux & K_VAL)
-                                                : K_PHASE | e->kind;
+            uint32_t key = e->kind == EVP_EV_OP
+                               ? EVP_KEY_OP | (e->aux & EVP_KEY_VAL)
+                               : EVP_KEY_PHASE | e->kind;
             s->err = push(s, key, ts);
             if (!s->err)
                 pop(s, ts + e->elapsed);
@@ -183,21 +178,14 @@ static void write_frame(struct speedscope *s, uint32_t key)
 {
     char buf[64];
     fputs("{\"name\":", s->out);
-    switch (key & K_TAG) {
-    case K_OP: {
-        /* op names come from the trace: escaped with the rest */
-        char name[256];
-        const char *nm = evp_trace_opname(s->t, key & K_VAL);
-        if (nm)
-            snprintf(name, sizeof name, "op:%s", nm);
-        else
-            snprintf(name, sizeof name, "op:%u", key & K_VAL);
+    switch (key & EVP_KEY_TAG) {
+    case EVP_KEY_OP:
+    case EVP_KEY_PHASE: {
+        char name[272]; /* "op:" and an opcode name from the trace */
+        evp_view_leaf_name(s->t, key, name, sizeof name);
         evp_json_string(s->out, name);
         break;
     }
-    case K_PHASE:
-        fprintf(s->out, "\"[%s]\"", evp_kind_name(key & K_VAL));
-        break;
     default: {
         const struct evp_func *f = evp_trace_func(s->t, key);
         if (!f) {

@@ -127,6 +127,19 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
                                    uint64_t ns),
                          void *ctx);
 
+/* ---- frame keys of the flame and timeline views (format.c) --------- */
+
+/* A frame is a function id, or a leaf tagged with what it stands for. */
+#define EVP_KEY_PHASE 0x10000000u /* | kind: "[loop fast]" */
+#define EVP_KEY_OP 0x20000000u    /* | opcode: "op:LOAD_FAST" */
+#define EVP_KEY_TAG 0xf0000000u
+#define EVP_KEY_VAL 0x0fffffffu
+
+/* The name of leaf KEY (a phase or an op), unescaped, into BUF (LEN > 0),
+ * cut to fit; returns its length.  Opcode names come from the trace. */
+size_t evp_view_leaf_name(const struct evp_trace *t, uint32_t key, char *buf,
+                          size_t len);
+
 /* ---- flame graphs (flamegraph.c) ----------------------------------- */
 
 struct evp_flame;

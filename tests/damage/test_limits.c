@@ -12,7 +12,10 @@
  *     warning naming the chunk and its byte offset, instead of
  *     allocating a gigabyte;
  *   - a chunk whose declared size is not its zstd frame's is malformed,
- *     refused before anything is allocated.
+ *     refused before anything is allocated;
+ *   - an opcode name as long as a binary trace may carry (255 bytes)
+ *     comes out whole in the folded stacks and the timeline exports (the
+ *     folded view once read it through a 160-byte buffer and past it).
  *
  * Runs in suite 'damage' (also under AddressSanitizer, build-asan).
  */
@@ -30,6 +33,8 @@
 
 #include "dmg.h"
 #include "evalprof/format.h"
+#include "evalprof/recorder.h"
+#include "views.h"
 
 #define NSTREAMS 50000
 
@@ -261,12 +266,73 @@ static void test_zstd_size_mismatch(void **state)
     dmg_warn_free(&w);
 }
 
+struct found {
+    const char *want;
+    size_t hits;
+};
+
+static int find_line(void *ctx, const char *stack, size_t len, uint64_t ns)
+{
+    struct found *f = ctx;
+    size_t n = strlen(f->want);
+    (void)ns;
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(stack + i, f->want, n) == 0) {
+            f->hits++;
+            break;
+        }
+    return 0;
+}
+
+static void test_long_opcode_name(void **state)
+{
+    (void)state;
+    char path[512], name[256], want[260];
+    snprintf(path, sizeof path, "%s/longop.evp", dmg_tmpdir());
+    memset(name, 'Z', 255);
+    name[255] = '\0';
+    snprintf(want, sizeof want, "op:%s", name);
+    struct evp_rec_config cfg = {.path = path,
+                                 .producer = EVP_PRODUCER_SYNTHETIC,
+                                 .can_emit = EVP_KINDS_ALL,
+                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    struct evp_opcode_desc d = {100, 100, name};
+    assert_int_equal(evp_rec_opcodes(&d, 1), 0);
+    uint32_t f = evp_rec_func("main", "x.py", 1);
+    evp_rec_thread_attach("main");
+    evp_rec_event(EVP_EV_ENTER, f);
+    evp_rec_op(100, 0);
+    evp_rec_event(EVP_EV_EXIT, f);
+    assert_int_equal(evp_rec_close(), 0);
+
+    char err[256];
+    struct evp_trace *t = NULL;
+    assert_int_equal(evp_trace_open(path, NULL, &t, err, sizeof err), 0);
+    assert_string_equal(evp_trace_opname(t, 100), name);
+    struct evp_folded_opts fo = {.ops = 1, .stream = -1};
+    struct found fd = {want, 0};
+    assert_int_equal(evp_view_folded_each(t, &fo, find_line, &fd), 0);
+    assert_int_equal(fd.hits, 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    assert_non_null(m);
+    struct evp_chrome_opts co = {.ops = 1};
+    assert_int_equal(evp_view_speedscope(t, m, &co), 0);
+    fclose(m);
+    assert_non_null(strstr(buf, want));
+    free(buf);
+    evp_trace_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_streams),
         cmocka_unit_test(test_zstd_bomb),
         cmocka_unit_test(test_zstd_size_mismatch),
+        cmocka_unit_test(test_long_opcode_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
