@@ -48,14 +48,10 @@ void evp_hot_free(struct evp_hot *h)
 
 static struct fn *lookup(struct evp_hot *h, const char *name, size_t len)
 {
-    if (h->names.n == h->fcap) { /* room for a new name first */
-        size_t cap = h->fcap ? h->fcap * 2 : 1024;
-        struct fn *f = realloc(h->fn, cap * sizeof *f);
-        if (!f)
-            return NULL;
-        h->fn = f;
-        h->fcap = cap;
-    }
+    /* room for a new name first */
+    if (evp_grow((void **)&h->fn, &h->fcap, h->names.n + 1, sizeof *h->fn,
+                 1024))
+        return NULL;
     int added;
     uint32_t id = evp_strset_add(&h->names, name, len, &added);
     if (id == EVP_ITAB_NONE)

@@ -43,14 +43,10 @@ void evp_stacks_free(struct evp_stacks *s)
 int evp_stacks_add(struct evp_stacks *s, const char *key, size_t len,
                    uint64_t value)
 {
-    if (s->keys.n == s->vcap) { /* room for a new key's value first */
-        size_t cap = s->vcap ? s->vcap * 2 : 1024;
-        uint64_t *v = realloc(s->value, cap * sizeof *v);
-        if (!v)
-            return -ENOMEM;
-        s->value = v;
-        s->vcap = cap;
-    }
+    /* room for a new key's value first */
+    if (evp_grow((void **)&s->value, &s->vcap, s->keys.n + 1,
+                 sizeof *s->value, 1024))
+        return -ENOMEM;
     int added;
     uint32_t id = evp_strset_add(&s->keys, key, len, &added);
     if (id == EVP_ITAB_NONE)

@@ -71,6 +71,24 @@ int evp_itab_put(struct evp_itab *t, uint64_t h, uint32_t id)
     return 0;
 }
 
+int evp_grow_(void **p, size_t *cap, size_t need, size_t size, size_t first)
+{
+    size_t nc = *cap ? *cap : first ? first : 1;
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2)
+            return -ENOMEM;
+        nc *= 2;
+    }
+    if (size && nc > SIZE_MAX / size)
+        return -ENOMEM;
+    void *np = realloc(*p, nc * size);
+    if (!np)
+        return -ENOMEM;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
 /* ---- evp_strset -------------------------------------------------------- */
 
 void evp_strset_free(struct evp_strset *s)
@@ -106,24 +124,10 @@ uint32_t evp_strset_add(struct evp_strset *s, const char *p, size_t len,
         return id;
     if (s->n >= EVP_ITAB_NONE - 1)
         return EVP_ITAB_NONE;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 1024;
-        struct evp_strref *r = realloc(s->ref, cap * sizeof *r);
-        if (!r)
-            return EVP_ITAB_NONE;
-        s->ref = r;
-        s->cap = cap;
-    }
-    if (!s->arena || len > s->acap - s->alen) { /* an empty first key too */
-        size_t cap = s->acap ? s->acap * 2 : 65536;
-        while (cap - s->alen < len)
-            cap *= 2;
-        char *a = realloc(s->arena, cap);
-        if (!a)
-            return EVP_ITAB_NONE;
-        s->arena = a;
-        s->acap = cap;
-    }
+    /* (one byte more than the keys: an empty first key gets an arena) */
+    if (evp_grow((void **)&s->ref, &s->cap, s->n + 1, sizeof *s->ref, 1024) ||
+        evp_grow((void **)&s->arena, &s->acap, s->alen + len + 1, 1, 65536))
+        return EVP_ITAB_NONE;
     id = (uint32_t)s->n;
     if (evp_itab_put(&s->index, h, id) < 0)
         return EVP_ITAB_NONE;

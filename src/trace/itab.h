@@ -83,6 +83,19 @@ static inline uint32_t evp_itab_find(const struct evp_itab *t, uint64_t h,
  */
 int evp_itab_put(struct evp_itab *t, uint64_t h, uint32_t id);
 
+/* ---- growing arrays ------------------------------------------------------ */
+
+int evp_grow_(void **p, size_t *cap, size_t need, size_t size, size_t first);
+
+/* Room for NEED elements of SIZE bytes in the array *P of *CAP elements,
+ * doubling from FIRST: 0, or -ENOMEM with *P and *CAP unchanged.  Inline
+ * where there is room already (the per-event case). */
+static inline int evp_grow(void **p, size_t *cap, size_t need, size_t size,
+                           size_t first)
+{
+    return need <= *cap ? 0 : evp_grow_(p, cap, need, size, first);
+}
+
 /* ---- a set of byte strings on the index --------------------------------- */
 
 /* Byte strings (any bytes, copied into an arena), each given a dense id

@@ -92,16 +92,10 @@ struct reader {
 
 static int vec_push(struct rec_vec *v, const struct evp_rec_record *r)
 {
-    if (v->n == v->cap) {
-        /* small at first: a trace may have tens of thousands of
-         * threads with a handful of events each */
-        size_t cap = v->cap ? v->cap * 2 : 64;
-        struct evp_rec_record *n = realloc(v->v, cap * sizeof *n);
-        if (!n)
-            return -1;
-        v->v = n;
-        v->cap = cap;
-    }
+    /* small at first: a trace may have tens of thousands of threads with
+     * a handful of events each */
+    if (evp_grow((void **)&v->v, &v->cap, v->n + 1, sizeof *v->v, 64))
+        return -1;
     v->v[v->n++] = *r;
     return 0;
 }
@@ -115,16 +109,9 @@ static int switch_stream(struct reader *rd, uint32_t id)
         return -1;
     size_t i = (size_t)(s - rd->t->streams);
     if (i >= rd->nrecs) {
-        if (i >= rd->recs_cap) {
-            size_t cap = rd->recs_cap ? 2 * rd->recs_cap : 8;
-            while (cap <= i)
-                cap *= 2;
-            struct rec_vec *r = realloc(rd->recs, cap * sizeof *r);
-            if (!r)
-                return -1;
-            rd->recs = r;
-            rd->recs_cap = cap;
-        }
+        if (evp_grow((void **)&rd->recs, &rd->recs_cap, i + 1,
+                     sizeof *rd->recs, 8))
+            return -1;
         memset(rd->recs + rd->nrecs, 0, (i + 1 - rd->nrecs) * sizeof *rd->recs);
         rd->nrecs = i + 1;
     }

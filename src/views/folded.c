@@ -242,21 +242,6 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
     return 0;
 }
 
-/* Room for NEED elements of SIZE bytes in *P (0 or -ENOMEM). */
-static int reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 256;
-    while (nc < need)
-        nc *= 2;
-    void *np = realloc(*p, nc * size);
-    if (!np)
-        return -ENOMEM;
-    *p = np;
-    *cap = nc;
-    return 0;
-}
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -372,8 +357,9 @@ static uint32_t name_of(struct folded *f, struct names *nm, uint32_t k)
     if (i != EVP_ITAB_NONE)
         return nm->kv[i].name;
     size_t room = name_room(f, k);
-    if (reserve((void **)&nm->buf, &nm->bufcap, room, 1) ||
-        reserve((void **)&nm->kv, &nm->kcap, nm->kn + 1, sizeof *nm->kv))
+    if (evp_grow((void **)&nm->buf, &nm->bufcap, room, 1, 256) ||
+        evp_grow((void **)&nm->kv, &nm->kcap, nm->kn + 1, sizeof *nm->kv,
+                 256))
         return UINT32_MAX;
     size_t len = key_name(f, k, nm->buf);
     uint32_t id = evp_strset_add(&nm->str, nm->buf, len, NULL);
@@ -504,9 +490,10 @@ static int push_level(struct walk *w, size_t first, size_t end)
         uint32_t id = w->ids[g];
         total += w->kid_start[id + 1] - w->kid_start[id];
     }
-    if (reserve((void **)&w->ids, &w->ids_cap, w->nids + total,
-                sizeof *w->ids) ||
-        reserve((void **)&w->lv, &w->lv_cap, w->depth + 1, sizeof *w->lv))
+    if (evp_grow((void **)&w->ids, &w->ids_cap, w->nids + total,
+                 sizeof *w->ids, 256) ||
+        evp_grow((void **)&w->lv, &w->lv_cap, w->depth + 1, sizeof *w->lv,
+                 256))
         return -ENOMEM;
     size_t base = w->nids;
     for (size_t g = first; g < end; g++) {
@@ -529,8 +516,8 @@ static int push_level(struct walk *w, size_t first, size_t end)
             ns += w->f->nodes[id].ns;
             kids |= w->kid_start[id + 1] > w->kid_start[id];
         }
-        if (reserve((void **)&w->items, &w->items_cap, w->nitems + 2,
-                    sizeof *w->items))
+        if (evp_grow((void **)&w->items, &w->items_cap, w->nitems + 2,
+                     sizeof *w->items, 256))
             return -ENOMEM;
         const struct rank *rk = &w->nm->rank[name];
         if (ns)
@@ -554,7 +541,8 @@ static int path_add(struct walk *w, uint32_t name, int sep)
 {
     size_t len;
     const char *s = evp_strset_get(&w->nm->str, name, &len);
-    if (reserve((void **)&w->path, &w->path_cap, w->path_len + len + 1, 1))
+    if (evp_grow((void **)&w->path, &w->path_cap, w->path_len + len + 1, 1,
+                 256))
         return -ENOMEM;
     if (sep)
         w->path[w->path_len++] = ';';
@@ -566,7 +554,7 @@ static int path_add(struct walk *w, uint32_t name, int sep)
 static int walk_tree(struct walk *w)
 {
     /* The root's level: its children. */
-    if (reserve((void **)&w->ids, &w->ids_cap, 1, sizeof *w->ids))
+    if (evp_grow((void **)&w->ids, &w->ids_cap, 1, sizeof *w->ids, 256))
         return -ENOMEM;
     w->ids[0] = 0;
     w->nids = 1;

@@ -66,16 +66,10 @@ static uint32_t frame_of(struct speedscope *s, uint32_t key)
     uint32_t f = evp_itab_find(&s->index, h, same_key, &probe);
     if (f != EVP_ITAB_NONE)
         return f;
-    if (s->nframes == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        uint32_t *nk = realloc(s->keys, cap * sizeof *nk);
-        if (!nk)
-            return UINT32_MAX;
-        s->keys = nk;
-        s->cap = cap;
-    }
     f = (uint32_t)s->nframes;
-    if (evp_itab_put(&s->index, h, f) < 0)
+    if (evp_grow((void **)&s->keys, &s->cap, s->nframes + 1, sizeof *s->keys,
+                 256) ||
+        evp_itab_put(&s->index, h, f) < 0)
         return UINT32_MAX;
     s->keys[s->nframes++] = key;
     return f;
@@ -98,14 +92,9 @@ static int push(struct speedscope *s, uint32_t key, uint64_t at)
     uint32_t f = frame_of(s, key);
     if (f == UINT32_MAX)
         return -ENOMEM;
-    if (s->depth == s->ocap) {
-        size_t cap = s->ocap ? s->ocap * 2 : 256;
-        uint32_t *no = realloc(s->open, cap * sizeof *no);
-        if (!no)
-            return -ENOMEM;
-        s->open = no;
-        s->ocap = cap;
-    }
+    if (evp_grow((void **)&s->open, &s->ocap, s->depth + 1, sizeof *s->open,
+                 256))
+        return -ENOMEM;
     s->open[s->depth++] = f;
     event(s, 'O', f, at);
     return 0;

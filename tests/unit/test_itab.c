@@ -4,6 +4,7 @@
  * owner's comparison, the empty table, and the string set over it
  * (binary keys, the empty key, ids in order of arrival).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,6 +120,29 @@ static void test_put_after_changes(void **state)
     evp_itab_free(&t);
 }
 
+static void test_grow(void **state)
+{
+    (void)state;
+    int *v = NULL;
+    size_t cap = 0;
+    assert_int_equal(evp_grow((void **)&v, &cap, 1, sizeof *v, 8), 0);
+    assert_int_equal(cap, 8);
+    for (int i = 0; i < 8; i++)
+        v[i] = i;
+    assert_int_equal(evp_grow((void **)&v, &cap, 8, sizeof *v, 8), 0);
+    assert_int_equal(cap, 8); /* room already */
+    assert_int_equal(evp_grow((void **)&v, &cap, 100, sizeof *v, 8), 0);
+    assert_int_equal(cap, 128); /* doubled until it fits */
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(v[i], i);
+    int *keep = v;
+    assert_int_equal(evp_grow((void **)&v, &cap, SIZE_MAX / 2, sizeof *v, 8),
+                     -ENOMEM); /* would overflow: refused, nothing lost */
+    assert_ptr_equal(v, keep);
+    assert_int_equal(cap, 128);
+    free(v);
+}
+
 static void test_hashes_never_zero(void **state)
 {
     (void)state;
@@ -178,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_collisions),
         cmocka_unit_test(test_empty_and_clear),
         cmocka_unit_test(test_put_after_changes),
+        cmocka_unit_test(test_grow),
         cmocka_unit_test(test_hashes_never_zero),
         cmocka_unit_test(test_strset),
     };
