@@ -195,11 +195,13 @@ def common_edits(ver):
     e.append(Copy("cpython/hooks/ceval-%s.h" % ver, "Python/evalprof_ceval.h"))
     e.append(Copy("cpython/hooks/ceval-common.h",
                   "Python/evalprof_ceval_common.h"))
-    for h in ("events.h", "recorder.h", "format.h"):
+    for h in ("events.h", "record.h", "recorder.h", "format.h"):
         e.append(Copy("include/evalprof/" + h,
                       "Include/internal/evalprof/" + h))
-    for f in ("clock.c", "clock.h", "codec.c", "kinds.c", "recorder.c"):
-        e.append(Copy("src/recorder/" + f, "Python/evalprof/" + f))
+    for f in ("src/recorder/clock.c", "src/recorder/clock.h",
+              "src/format/codec.c", "src/format/kinds.c",
+              "src/recorder/recorder.c"):
+        e.append(Copy(f, "Python/evalprof/" + f.split("/")[-1]))
 
     # the function id cached in each code object
     e.append(Insert(
@@ -650,6 +652,7 @@ def makefile(text, problems):
                  "EVALPROF_OBJS= %s\n" % " ".join(OBJS))
     hdrs = ("$(srcdir)/Include/internal/pycore_evalprof.h "
             "$(srcdir)/Include/internal/evalprof/events.h "
+            "$(srcdir)/Include/internal/evalprof/record.h "
             "$(srcdir)/Include/internal/evalprof/recorder.h "
             "$(srcdir)/Include/internal/evalprof/format.h")
     lines.append(

@@ -15,7 +15,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "evalprof/recorder.h"
+#include "evalprof/events.h"
+#include "evalprof/record.h"
 
 #define EVP_FILE_MAGIC "EVPTRACE" /* 8 bytes, no NUL */
 #define EVP_FILE_HEADER_SIZE 16

@@ -27,20 +27,12 @@
 #include <stdint.h>
 
 #include "evalprof/events.h"
+#include "evalprof/record.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
-#define EVP_LIKELY(x) __builtin_expect(!!(x), 1)
-#define EVP_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define EVP_HIDDEN __attribute__((visibility("hidden")))
-#else
-#define EVP_LIKELY(x) (x)
-#define EVP_UNLIKELY(x) (x)
-#define EVP_HIDDEN
-#endif
 
 /* Session flags. */
 #define EVP_REC_FOLLOW_FORK 0x1u /* a forked child writes PATH.<pid> */
@@ -135,13 +127,6 @@ void evp_rec_set_enabled(uint64_t kinds);
 
 /* ---- hot path -------------------------------------------------------- */
 
-/* One buffered record; the writer encodes it (docs/FORMAT.md). */
-struct evp_rec_record {
-    uint64_t ts;   /* clock ticks */
-    uint16_t kind; /* enum evp_kind */
-    uint16_t aux;  /* opcode for EVP_EV_OP, else 0 */
-    uint32_t arg;  /* function id, oparg, ... */
-};
 
 /* Per-thread state; only the first two fields are touched inline. */
 struct evp_rec_thread {

@@ -83,7 +83,7 @@ struct evp_trace *evp_cli_open_common(const char *cmd, const char *path,
                                       struct evp_cli_common *o);
 
 /* --sort name|count|elapsed|total for command CMD: 0, or -1 after
- * reporting.  (enum evp_sort is in src/views/views.h.) */
+ * reporting.  (enum evp_sort is in views.h.) */
 int evp_cli_parse_sort(const char *cmd, const char *arg, int *sort);
 
 /* Flush stdout and report a write error (perf's run_builtin check).

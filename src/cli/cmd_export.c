@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "cli.h"
 
 struct export_opts {

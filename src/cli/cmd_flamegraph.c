@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "cli.h"
 #include "evalprof/format.h"
 

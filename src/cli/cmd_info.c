@@ -5,7 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "cli.h"
 
 int cmd_info(int argc, char **argv)

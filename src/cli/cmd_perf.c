@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../perf/perf.h"
-#include "../perf/xcheck.h"
-#include "../views/views.h"
+#include "perf.h"
+#include "xcheck.h"
+#include "views.h"
 #include "cli.h"
 
 struct perf_ctx {

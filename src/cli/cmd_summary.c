@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "cli.h"
 
 int cmd_summary(int argc, char **argv)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "cli.h"
 
 int cmd_tree(int argc, char **argv)

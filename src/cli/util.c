@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "cli.h"
 
 void evp_cli_error(const char *fmt, ...)

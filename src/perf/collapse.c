@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "perf.h"
 
 struct pframe {

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "perf.h"
 #include "xcheck.h"
 

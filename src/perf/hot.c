@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../trace/itab.h"
-#include "../views/views.h"
+#include "itab.h"
+#include "views.h"
 #include "perf.h"
 
 struct fn {

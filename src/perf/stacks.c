@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../trace/itab.h"
+#include "itab.h"
 #include "perf.h"
 
 struct evp_stacks {

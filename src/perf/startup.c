@@ -18,7 +18,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "../views/views.h"
+#include "views.h"
 #include "perf.h"
 
 static int eq(const struct evp_perf_frame *f, const char *s)

@@ -31,31 +31,6 @@ struct chrome {
     int first;
 };
 
-void evp_json_string(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    const unsigned char *end = s + strlen(str);
-    putc('"', f);
-    while (*s) {
-        if (*s == '"' || *s == '\\') {
-            putc('\\', f);
-            putc(*s++, f);
-        } else if (*s < 0x20 || *s == 0x7f) {
-            fprintf(f, "\\u%04x", *s++);
-        } else {
-            int n = evp_utf8_len(s, (size_t)(end - s));
-            if (!n) {
-                fputs("\\ufffd", f);
-                s++;
-            } else {
-                fwrite(s, 1, (size_t)n, f);
-                s += n;
-            }
-        }
-    }
-    putc('"', f);
-}
-
 static void put_ts(struct chrome *c, const char *key, uint64_t ns)
 {
     fprintf(c->out, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, ns / 1000, ns % 1000);

@@ -35,7 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../trace/itab.h"
+#include "itab.h"
 #include "views.h"
 
 struct node {

@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../trace/itab.h"
+#include "itab.h"
 #include "views.h"
 
 /* Keys: a function id, or a tagged leaf: a phase or an op (views.h), or

@@ -11,7 +11,7 @@
 #include "views.h"
 
 /* VALUE may come from the trace (executable, argv): escaped as names are
- * (svg_escape.c), so that it stays on its line and out of the terminal's
+ * (src/util/esc.c), so that it stays on its line and out of the terminal's
  * control. */
 static void line(FILE *out, const char *prefix, int width, const char *key,
                  const char *value)

@@ -54,7 +54,7 @@ static int info_end(void *ctx, const struct evp_stream *s)
     struct info_acc *a = ctx;
     char c[32], d[32];
     /* The name comes from the trace: escaped as every view writes names
-     * (svg_escape.c), padded by its display width. */
+     * (src/util/esc.c), padded by its display width. */
     fprintf(a->out, "  %-4u %-10" PRIu64 " ", s->id, s->tid);
     size_t w = evp_esc_term(a->out, s->name, strlen(s->name), 0);
     fprintf(a->out, "%*s %14s %8u %10s\n", w < 24 ? (int)(24 - w) : 0, "",

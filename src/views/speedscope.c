@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../trace/itab.h"
+#include "itab.h"
 #include "views.h"
 
 struct speedscope {

@@ -66,7 +66,7 @@ static int cmp_rows(const void *x, const void *y)
 }
 
 /* Set R's name from untrusted text S as every view writes names (see
- * svg_escape.c): control characters and bytes that are not UTF-8 become
+ * src/util/esc.c): control characters and bytes that are not UTF-8 become
  * "\xNN", and a name wider than 70 columns is cut to end in "..". */
 static void set_name(struct row *r, const char *s)
 {

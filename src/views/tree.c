@@ -43,7 +43,7 @@ static size_t room(const struct tree *tr, size_t pos)
 
 /* Append S to the line at *POS, escaping what would break a line or a
  * terminal: control characters and bytes that are not UTF-8 are shown as
- * "\xNN" (a newline as "\n"), as every view writes names (svg_escape.c).
+ * "\xNN" (a newline as "\n"), as every view writes names (src/util/esc.c).
  * A line too long for the buffer is cut. */
 static void put(struct tree *tr, size_t *pos, const char *s)
 {

@@ -13,6 +13,7 @@
 
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
+#include "esc.h"
 
 /* ---- tree ---------------------------------------------------------- */
 enum evp_tree_format {
@@ -68,9 +69,6 @@ int evp_view_chrome(struct evp_trace *t, FILE *out,
  * thread (speedscope.c). */
 int evp_view_speedscope(struct evp_trace *t, FILE *out,
                         const struct evp_chrome_opts *o);
-
-/* Write STR as a JSON string: quoted, escaped, invalid UTF-8 replaced. */
-void evp_json_string(FILE *f, const char *str);
 
 /* ---- info ---------------------------------------------------------- */
 int evp_view_info(struct evp_trace *t, FILE *out);
@@ -200,23 +198,6 @@ int evp_flame_slurp(const char *path, char **buf, size_t *len);
 int evp_flame_map(const char *path, const char **buf, size_t *len,
                   int *mapped);
 void evp_flame_unmap(const char *buf, size_t len, int mapped);
-
-/* ---- escaping of untrusted names (svg_escape.c) -------------------- */
-
-/* Bytes of the valid UTF-8 sequence at S (1-4), 0 when invalid. */
-int evp_utf8_len(const unsigned char *s, size_t n);
-/* XML text or attribute value. */
-void evp_esc_xml(FILE *out, const char *s, size_t n);
-/* Inside a "..." JavaScript string literal. */
-void evp_esc_js(FILE *out, const char *s, size_t n);
-/* For a terminal; at most MAXCOLS columns (0: no limit), cut with "..".
- * Returns the columns written. */
-size_t evp_esc_term(FILE *out, const char *s, size_t n, size_t maxcols);
-/* The same into BUF (LEN bytes, 288 hold 70 columns), for a table cell;
- * returns the columns. */
-int evp_esc_term_cell(char *buf, size_t len, const char *s, size_t maxcols);
-/* A folded-stack frame into DST (room for 4*N bytes); returns its length. */
-size_t evp_esc_folded(char *dst, const char *s, size_t n);
 
 /* ---- shared formatting helpers (format.c) ------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the chunk codec (src/recorder/codec.c): varints, zigzag,
+ * Unit tests of the chunk codec (src/format/codec.c): varints, zigzag,
  * the compact event encoding in every form (plain kinds, function deltas,
  * op bytes, extended and raw escapes), clock-backwards handling, chunk
  * headers and checksums, and decoding of malformed input.

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the analyzers' hash index (src/trace/itab.c): ids found
+ * Unit tests of the analyzers' hash index (src/util/itab.c): ids found
  * again after the table grows, colliding hashes told apart by the
  * owner's comparison, the empty table, and the string set over it
  * (binary keys, the empty key, ids in order of arrival).
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "../../src/trace/itab.h"
+#include "itab.h"
 
 struct keys {
     const uint64_t *v;

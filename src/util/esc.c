@@ -12,12 +12,14 @@
  *   - XML: & < > " ' become entities;
  *   - JavaScript strings: \ " ' < > & and U+2028/U+2029 become \uNNNN (so
  *     neither "</script>" nor "]]>" can end the script early);
- *   - folded stacks: ';' becomes ':' (stackcollapse's rule).
+ *   - folded stacks: ';' becomes ':' (stackcollapse's rule);
+ *   - JSON strings: " and \ escaped, control characters as \u00NN,
+ *     invalid UTF-8 as U+FFFD.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "views.h"
+#include "esc.h"
 
 int evp_utf8_len(const unsigned char *s, size_t n)
 {
@@ -207,4 +209,29 @@ int evp_esc_term_cell(char *buf, size_t len, const char *s, size_t maxcols)
         fclose(m);
     }
     return cols;
+}
+
+void evp_json_string(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    const unsigned char *end = s + strlen(str);
+    putc('"', f);
+    while (*s) {
+        if (*s == '"' || *s == '\\') {
+            putc('\\', f);
+            putc(*s++, f);
+        } else if (*s < 0x20 || *s == 0x7f) {
+            fprintf(f, "\\u%04x", *s++);
+        } else {
+            int n = evp_utf8_len(s, (size_t)(end - s));
+            if (!n) {
+                fputs("\\ufffd", f);
+                s++;
+            } else {
+                fwrite(s, 1, (size_t)n, f);
+                s += n;
+            }
+        }
+    }
+    putc('"', f);
 }

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Check evalprof's layering: one directory, one library, one layer.
+
+    tools/check-layers.py [ROOT]
+
+The layers, lowest first (docs/HACKING.md):
+
+    util  <-  format  <-  recorder, trace  <-  views  <-  perf  <-  cli
+
+A file may include headers of its own directory and of layers below its
+own, never of a layer above or beside it (the recorder and the trace
+library do not know each other), and never through a "../" path.  The
+public headers under include/evalprof/ belong to the layer that
+implements them.  The producers outside src/ (the stock-interpreter
+extension in python/_tracer, the interpreter hooks in cpython/hooks) may
+use the recorder's layer and below.  Each src/<layer>/meson.build may name
+only the libraries and dependencies of the layers below it.
+
+Prints one line per violation and exits 1 when there is any; prints a
+one-line summary and exits 0 otherwise.
+"""
+import os
+import re
+import sys
+
+ORDER = {"util": 0, "format": 1, "recorder": 2, "trace": 2, "views": 3,
+         "perf": 4, "cli": 5}
+PUBLIC = {"events.h": "format", "record.h": "format", "format.h": "format",
+          "recorder.h": "recorder", "trace.h": "trace", "replay.h": "trace"}
+# Producers outside src/: what they stand on.
+OUTSIDE = {"python/_tracer": "recorder", "cpython/hooks": "recorder",
+           "examples": "recorder", "bench": "recorder"}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+MESON_NAME = re.compile(r"\bevp_([a-z]+?)(?:_dep|_sources)?\b")
+
+
+def may_use(user, used):
+    """True when layer USER may include or link layer USED."""
+    if user == used:
+        return True
+    return ORDER[used] < ORDER[user]
+
+
+def layer_headers(root):
+    """Map a local header's file name to the layer whose directory holds it."""
+    owner = {}
+    for layer in ORDER:
+        d = os.path.join(root, "src", layer)
+        for name in os.listdir(d) if os.path.isdir(d) else ():
+            if name.endswith(".h"):
+                owner.setdefault(name, set()).add(layer)
+    return owner
+
+
+def check_file(path, layer, owner, problems, rel):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    for m in INCLUDE.finditer(text):
+        inc = m.group(1)
+        line = text.count("\n", 0, m.start()) + 1
+        where = "%s:%d" % (rel, line)
+        if inc.startswith("../") or "/../" in inc:
+            problems.append('%s: includes "%s" through a relative path'
+                            % (where, inc))
+            continue
+        if inc.startswith("evalprof/"):
+            used = PUBLIC.get(inc[len("evalprof/"):])
+            if used is None:
+                problems.append('%s: includes "%s", a public header no layer '
+                                'owns (add it to tools/check-layers.py)'
+                                % (where, inc))
+            elif not may_use(layer, used):
+                problems.append('%s: layer %s includes "%s" of layer %s'
+                                % (where, layer, inc, used))
+            continue
+        homes = owner.get(os.path.basename(inc))
+        if not homes:
+            continue  # a header beside the file, generated, or a system one
+        if layer in homes:
+            continue
+        bad = [h for h in homes if not may_use(layer, h)]
+        if len(bad) == len(homes):
+            problems.append('%s: layer %s includes "%s" of layer %s'
+                            % (where, layer, inc, "/".join(sorted(bad))))
+
+
+def check_meson(path, layer, problems, rel):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for n, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0]
+        for m in MESON_NAME.finditer(code):
+            used = m.group(1)
+            if used in ORDER and not may_use(layer, used):
+                problems.append("%s:%d: layer %s names evp_%s of layer %s"
+                                % (rel, n, layer, m.group(0)[4:], used))
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                           os.path.join(os.path.dirname(__file__), ".."))
+    owner = layer_headers(root)
+    problems = []
+    files = 0
+    dirs = [(os.path.join("src", l), l) for l in ORDER]
+    dirs += [(d, l) for d, l in OUTSIDE.items()]
+    dirs.append(("include/evalprof", None))
+    for d, layer in dirs:
+        full = os.path.join(root, d)
+        if not os.path.isdir(full):
+            if d.startswith("src/"):
+                problems.append("%s: missing layer directory" % d)
+            continue
+        for name in sorted(os.listdir(full)):
+            path = os.path.join(full, name)
+            rel = os.path.join(d, name)
+            if name.endswith((".c", ".h")):
+                lay = layer or PUBLIC.get(name)
+                if lay is None:
+                    problems.append("%s: public header that no layer owns"
+                                    % rel)
+                    continue
+                files += 1
+                check_file(path, lay, owner, problems, rel)
+            elif name == "meson.build" and d.startswith("src/"):
+                check_meson(path, layer, problems, rel)
+    extra = sorted(n for n in os.listdir(os.path.join(root, "src"))
+                   if os.path.isdir(os.path.join(root, "src", n))
+                   and n not in ORDER)
+    for n in extra:
+        problems.append("src/%s: a directory that is not a layer (add it to "
+                        "tools/check-layers.py and docs/HACKING.md)" % n)
+    for p in problems:
+        print("layers: " + p)
+    if problems:
+        print("layers: %d violation(s)" % len(problems))
+        return 1
+    print("layers: %d files checked, util <- format <- recorder, trace <- "
+          "views <- perf <- cli holds" % files)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
