@@ -105,7 +105,8 @@ static double evalprof_way(uint64_t n, const char *dir, double *cpu,
     evp_rec_close();
     uint64_t c1 = cpu_ns();
     struct stat st;
-    *bytes_per_event = stat(path, &st) == 0 ? (double)st.st_size / (double)n : 0;
+    *bytes_per_event =
+        stat(path, &st) == 0 ? (double)st.st_size / (double)n : 0;
     unlink(path);
     *cpu = (double)(c1 - c0) / (double)n;
     return (double)(t1 - t0) / (double)n;
@@ -118,9 +119,15 @@ int main(int argc, char **argv)
     const char *dir = "/tmp";
     while ((c = getopt(argc, argv, "n:r:d:")) != -1) {
         switch (c) {
-        case 'n': n = strtoull(optarg, NULL, 10); break;
-        case 'r': rounds = atoi(optarg); break;
-        case 'd': dir = optarg; break;
+        case 'n':
+            n = strtoull(optarg, NULL, 10);
+            break;
+        case 'r':
+            rounds = atoi(optarg);
+            break;
+        case 'd':
+            dir = optarg;
+            break;
         default:
             fprintf(stderr, "usage: recorder_bench [-n EVENTS] [-r ROUNDS] "
                             "[-d DIR]\n");
@@ -150,8 +157,8 @@ int main(int argc, char **argv)
     printf("  %-44s %8.2f ns\n", "text line per event (discussion's way)", mt);
     printf("  %-44s %8.2f ns   %.2fx bare (target <= 1.30x)\n",
            "evalprof, traced thread", me, me / mb);
-    printf("  %-44s %8.2f ns   %.1fx cheaper than text (target >= 10x)\n",
-           "", me, mt / me);
+    printf("  %-44s %8.2f ns   %.1fx cheaper than text (target >= 10x)\n", "",
+           me, mt / me);
     printf("  %-44s %8.2f ns   (writer thread included)\n",
            "evalprof, whole-process CPU per event", mc);
     printf("  %-44s %8.2f bytes (one repeated kind: the floor)\n",

@@ -60,20 +60,30 @@ static const char *const func_names[][2] = {
 
 /* Opcodes of the discussion's trace (CPython 3.10 numbering). */
 static const struct evp_opcode_desc opcodes[] = {
-    {1, 1, "POP_TOP"},         {4, 4, "DUP_TOP"},
-    {83, 83, "RETURN_VALUE"},  {90, 90, "STORE_NAME"},
-    {100, 100, "LOAD_CONST"},  {101, 101, "LOAD_NAME"},
-    {103, 103, "BUILD_LIST"},  {106, 106, "LOAD_ATTR"},
-    {107, 107, "COMPARE_OP"},  {110, 110, "JUMP_FORWARD"},
-    {113, 113, "JUMP_ABSOLUTE"}, {114, 114, "POP_JUMP_IF_FALSE"},
-    {115, 115, "POP_JUMP_IF_TRUE"}, {116, 116, "LOAD_GLOBAL"},
-    {122, 122, "SETUP_FINALLY"}, {124, 124, "LOAD_FAST"},
-    {125, 125, "STORE_FAST"},  {131, 131, "CALL_FUNCTION"},
-    {161, 161, "CALL_METHOD"}, {93, 93, "FOR_ITER"},
+    {1, 1, "POP_TOP"},
+    {4, 4, "DUP_TOP"},
+    {83, 83, "RETURN_VALUE"},
+    {90, 90, "STORE_NAME"},
+    {100, 100, "LOAD_CONST"},
+    {101, 101, "LOAD_NAME"},
+    {103, 103, "BUILD_LIST"},
+    {106, 106, "LOAD_ATTR"},
+    {107, 107, "COMPARE_OP"},
+    {110, 110, "JUMP_FORWARD"},
+    {113, 113, "JUMP_ABSOLUTE"},
+    {114, 114, "POP_JUMP_IF_FALSE"},
+    {115, 115, "POP_JUMP_IF_TRUE"},
+    {116, 116, "LOAD_GLOBAL"},
+    {122, 122, "SETUP_FINALLY"},
+    {124, 124, "LOAD_FAST"},
+    {125, 125, "STORE_FAST"},
+    {131, 131, "CALL_FUNCTION"},
+    {161, 161, "CALL_METHOD"},
+    {93, 93, "FOR_ITER"},
 };
 /* Relative weights, shaped like the discussion's ops table. */
-static const unsigned op_weights[] = {15, 13, 0, 4, 28, 5, 26, 30, 6, 5,
-                                      51, 219, 25, 212, 82, 241, 30, 0, 0, 20};
+static const unsigned op_weights[] = {15, 13,  0,  4,   28, 5,   26, 30, 6, 5,
+                                      51, 219, 25, 212, 82, 241, 30, 0,  0, 20};
 #define NOPS (sizeof opcodes / sizeof opcodes[0])
 
 struct rng {
@@ -109,11 +119,11 @@ struct worker {
     int trace;
 };
 
-#define EMIT(w, k, a)                                                        \
-    do {                                                                     \
-        if ((w)->trace)                                                      \
-            evp_rec_event((k), (a));                                         \
-        (w)->emitted++;                                                      \
+#define EMIT(w, k, a)                                                          \
+    do {                                                                       \
+        if ((w)->trace)                                                        \
+            evp_rec_event((k), (a));                                           \
+        (w)->emitted++;                                                        \
     } while (0)
 
 static void frame(struct worker *w, struct rng *r, int depth)
@@ -215,15 +225,33 @@ int main(int argc, char **argv)
     uint32_t seed = 1;
     while ((c = getopt_long(argc, argv, "o:n:t:s:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
-        case 'n': events = strtoull(optarg, NULL, 10); break;
-        case 't': threads = atoi(optarg); break;
-        case 'w': work_scale = atof(optarg); break;
-        case 'f': do_fork = 1; break;
-        case 's': seed = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'N': trace = 0; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'o':
+            out = optarg;
+            break;
+        case 'n':
+            events = strtoull(optarg, NULL, 10);
+            break;
+        case 't':
+            threads = atoi(optarg);
+            break;
+        case 'w':
+            work_scale = atof(optarg);
+            break;
+        case 'f':
+            do_fork = 1;
+            break;
+        case 's':
+            seed = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'N':
+            trace = 0;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (threads < 1 || threads > 64 || !events) {
@@ -257,9 +285,9 @@ int main(int argc, char **argv)
         while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) <
                2000000L);
         uint64_t t1 = evp_rec_now();
-        ticks_per_ns = (double)(t1 - t0) /
-                       (double)((b.tv_sec - a.tv_sec) * 1000000000L +
-                                (b.tv_nsec - a.tv_nsec));
+        ticks_per_ns =
+            (double)(t1 - t0) / (double)((b.tv_sec - a.tv_sec) * 1000000000L +
+                                         (b.tv_nsec - a.tv_nsec));
     }
 
     struct worker *w = calloc((size_t)threads, sizeof *w);
@@ -270,10 +298,10 @@ int main(int argc, char **argv)
         w[i].seed = seed + (uint32_t)i;
         w[i].trace = trace;
         for (size_t f = 0; f < NFUNCS; f++)
-            w[i].funcs[f] = trace ? evp_rec_func(func_names[f][0],
-                                                 func_names[f][1],
-                                                 (uint32_t)(10 * f + 1))
-                                  : (uint32_t)f + 1;
+            w[i].funcs[f] =
+                trace ? evp_rec_func(func_names[f][0], func_names[f][1],
+                                     (uint32_t)(10 * f + 1))
+                      : (uint32_t)f + 1;
     }
     pid_t child = -1;
     if (do_fork) {

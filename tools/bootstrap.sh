@@ -10,7 +10,7 @@
 set -eu
 
 pkgs_build="meson ninja-build pkg-config gcc libzstd-dev libxxhash-dev python3-dev"
-pkgs_test="libcmocka-dev clang libclang-rt-14-dev"
+pkgs_test="libcmocka-dev clang clang-format libclang-rt-14-dev"
 pkgs_cpython="dpkg-dev build-essential libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev libgdbm-dev xz-utils"
 pkgs_browser="chromium"
 pkgs_bench="libdevel-nytprof-perl"

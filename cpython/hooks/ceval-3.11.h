@@ -221,14 +221,14 @@ evp_fused_op(const _Py_CODEUNIT *instr)
     } while (0)
 
 #ifdef LLTRACE
-#  define EVP_LLTRACE_INSTRUCTION() \
+#define EVP_LLTRACE_INSTRUCTION() \
     do { \
         if (lltrace) { \
             lltrace_instruction(frame, stack_pointer, next_instr); \
         } \
     } while (0)
 #else
-#  define EVP_LLTRACE_INSTRUCTION() ((void)0)
+#define EVP_LLTRACE_INSTRUCTION() ((void)0)
 #endif
 
 /* dispatch: DISPATCH(), EXTENDED_ARG and the tracing path. */

@@ -26,10 +26,11 @@
 #include "evalprof_ceval_common.h"
 
 #if defined(Py_STATS)
-#  error "evalprof hooks do not support Py_STATS builds (INSTRUCTION_STATS is taken)"
+#error \
+    "evalprof hooks do not support Py_STATS builds (INSTRUCTION_STATS is taken)"
 #endif
 #if defined(Py_GIL_DISABLED)
-#  error "evalprof hooks do not support free-threaded builds"
+#error "evalprof hooks do not support free-threaded builds"
 #endif
 /* With _Py_TIER2 (or the JIT) built in, traces of micro-ops skip the
  * tier-1 hooks: docs/EVENTS.md says what is and is not seen. */
@@ -171,7 +172,7 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
     } while (0)
 
 #ifdef LLTRACE
-#  define EVP_LLTRACE_INSTRUCTION() \
+#define EVP_LLTRACE_INSTRUCTION() \
     do { \
         if (lltrace >= 5) { \
             lltrace_instruction(frame, stack_pointer, next_instr, opcode, \
@@ -179,7 +180,7 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
         } \
     } while (0)
 #else
-#  define EVP_LLTRACE_INSTRUCTION() ((void)0)
+#define EVP_LLTRACE_INSTRUCTION() ((void)0)
 #endif
 
 /* dispatch: DISPATCH() and EXTENDED_ARG, not in the entry frame (that is
@@ -294,7 +295,7 @@ evp_skipped_op(const _Py_CODEUNIT *next, int n)
 
 #undef LLTRACE_RESUME_FRAME
 #ifdef LLTRACE
-#  define LLTRACE_RESUME_FRAME() \
+#define LLTRACE_RESUME_FRAME() \
     do { \
         EVP_FRAME_SWITCH(); \
         lltrace = maybe_lltrace_resume_frame(frame, &entry_frame, GLOBALS()); \
@@ -303,7 +304,7 @@ evp_skipped_op(const _Py_CODEUNIT *next, int n)
         } \
     } while (0)
 #else
-#  define LLTRACE_RESUME_FRAME() EVP_FRAME_SWITCH()
+#define LLTRACE_RESUME_FRAME() EVP_FRAME_SWITCH()
 #endif
 
 #endif /* !Py_EVALPROF_CEVAL_H */

@@ -46,11 +46,11 @@
  * there is one copy, traced, and every hook tests the mask as it runs.
  */
 #if defined(_Py_TIER2)
-#  define EVP_TWO_COPIES 0
-#  define EVP_COPY_TRACED 1
+#define EVP_TWO_COPIES 0
+#define EVP_COPY_TRACED 1
 #else
-#  define EVP_TWO_COPIES 1
-#  define EVP_COPY_TRACED 0
+#define EVP_TWO_COPIES 1
+#define EVP_COPY_TRACED 0
 static PyObject *evp_eval_frame_traced(PyThreadState *tstate,
                                        _PyInterpreterFrame *frame,
                                        int throwflag)
@@ -140,14 +140,14 @@ evp_pop_done(int *popped, uint32_t fid)
  * the traced copy's frames need no more C stack.
  */
 #if EVP_TWO_COPIES
-#  define EVP_CHOOSE_COPY() \
+#define EVP_CHOOSE_COPY() \
     do { \
         if (!EVP_COPY_TRACED && evp_on()) { \
             return evp_eval_frame_traced(tstate, frame, throwflag); \
         } \
     } while (0)
 #else
-#  define EVP_CHOOSE_COPY() ((void)0)
+#define EVP_CHOOSE_COPY() ((void)0)
 #endif
 
 /* resume_frame: top of the loop after start_frame, or the caller after
@@ -170,7 +170,7 @@ evp_pop_done(int *popped, uint32_t fid)
 /* ---- the traced copy's dispatch table ------------------------------- */
 
 #if !USE_COMPUTED_GOTOS
-#  error "evalprof hooks need computed gotos (GCC or clang)"
+#error "evalprof hooks need computed gotos (GCC or clang)"
 #endif
 
 /*
@@ -193,10 +193,9 @@ static void **evp_dispatch_table;
  * ends with it): the table that matches the recorder's mask. */
 #define EVP_TARGETS \
     if (EVP_UNLIKELY(evp_dispatch_table == NULL) || \
-        evp_wants(EVP_EV_OP) != \
-            (evp_dispatch_table == evp_traced_targets)) { \
-        evp_dispatch_table = evp_wants(EVP_EV_OP) ? evp_traced_targets \
-                                                  : opcode_targets; \
+        evp_wants(EVP_EV_OP) != (evp_dispatch_table == evp_traced_targets)) { \
+        evp_dispatch_table = \
+            evp_wants(EVP_EV_OP) ? evp_traced_targets : opcode_targets; \
     }
 
 #endif /* !Py_EVALPROF_CEVAL_COMMON_H */

@@ -34,21 +34,21 @@
  * other header is included in between.
  */
 #if PY_VERSION_HEX < 0x030C0000
-#  ifndef Py_DEBUG
-#    define Py_DEBUG
-#    define EVP_UNDEF_PY_DEBUG
-#  endif
-#  include "pycore_opcode.h"          // _PyOpcode_OpName, _PyOpcode_Deopt
-#  ifdef EVP_UNDEF_PY_DEBUG
-#    undef Py_DEBUG
-#    undef EVP_UNDEF_PY_DEBUG
-#  endif
+#ifndef Py_DEBUG
+#define Py_DEBUG
+#define EVP_UNDEF_PY_DEBUG
+#endif
+#include "pycore_opcode.h" // _PyOpcode_OpName, _PyOpcode_Deopt
+#ifdef EVP_UNDEF_PY_DEBUG
+#undef Py_DEBUG
+#undef EVP_UNDEF_PY_DEBUG
+#endif
 #else
-#  include "pycore_opcode_metadata.h" // _PyOpcode_OpName, _PyOpcode_Deopt
+#include "pycore_opcode_metadata.h" // _PyOpcode_OpName, _PyOpcode_Deopt
 #endif
 
 #include "pycore_initconfig.h"
-#include "pycore_pystate.h"           // _PyInterpreterState_GET()
+#include "pycore_pystate.h" // _PyInterpreterState_GET()
 #include "pycore_evalprof.h"
 #include "evalprof/recorder.h"
 
@@ -75,7 +75,7 @@ static const struct evp_class evp_classes[] = {
     {"all", EVP_KINDS_CLASSIC},
     {"frames", K(ENTER) | K(EXIT) | K(RUNTIME_OTHER)},
     {"loop", K(LOOP_ENTER) | K(LOOP_EXIT) | K(LOOP_EXITING) |
-             K(LOOP_EXCEPTION) | K(LOOP_ERROR)},
+                 K(LOOP_EXCEPTION) | K(LOOP_ERROR)},
     {"breaker", K(LOOP_SLOW) | K(LOOP_FAST)},
     {"dispatch", K(DISPATCH)},
     {"op", K(OP)},
@@ -94,18 +94,19 @@ static const struct evp_class evp_classes[] = {
 /* init and fini frame every trace, whatever the classes; "recorder"
  * events mark the time a thread spent handing a full buffer over, which
  * views take out of the surrounding events. */
-#define EVP_ALWAYS (EVP_KIND_BIT(EVP_EV_INIT) | EVP_KIND_BIT(EVP_EV_FINI) \
-                    | EVP_KIND_BIT(EVP_EV_RECORDER))
+#define EVP_ALWAYS \
+    (EVP_KIND_BIT(EVP_EV_INIT) | EVP_KIND_BIT(EVP_EV_FINI) | \
+     EVP_KIND_BIT(EVP_EV_RECORDER))
 #undef K
 
 static struct {
-    int decided;          /* the start-up decision was made */
-    int active;           /* this process opened a trace */
-    int lock_fd;          /* flock() held on the trace path, or -1 */
-    pid_t pid;            /* process that opened it */
-    uint64_t kinds;       /* kinds recorded */
-    char *path;           /* trace file being written */
-    char *events;         /* EVALPROF_EVENTS as given ("all" by default) */
+    int decided;    /* the start-up decision was made */
+    int active;     /* this process opened a trace */
+    int lock_fd;    /* flock() held on the trace path, or -1 */
+    pid_t pid;      /* process that opened it */
+    uint64_t kinds; /* kinds recorded */
+    char *path;     /* trace file being written */
+    char *events;   /* EVALPROF_EVENTS as given ("all" by default) */
 } evp = {.lock_fd = -1};
 
 /* One line on stderr: "evalprof: ...". */
@@ -140,7 +141,8 @@ evp_parse_events(const char *spec, uint64_t *kinds)
         char *end;
         unsigned long long v = strtoull(spec, &end, 16);
         if (*end != '\0' || (v & ~(unsigned long long)EVP_KINDS_CLASSIC)) {
-            evp_say("EVALPROF_EVENTS: bad kind mask '%s'; tracing is off", spec);
+            evp_say("EVALPROF_EVENTS: bad kind mask '%s'; tracing is off",
+                    spec);
             return -1;
         }
         *kinds = (uint64_t)v | EVP_ALWAYS;
@@ -181,7 +183,8 @@ evp_parse_events(const char *spec, uint64_t *kinds)
             if (c == NULL) {
                 evp_say("EVALPROF_EVENTS: unknown event class '%s' (known: "
                         "all, frames, loop, breaker, dispatch, op, or a "
-                        "kind such as loop-fast); tracing is off", t);
+                        "kind such as loop-fast); tracing is off",
+                        t);
                 return -1;
             }
             if (first && remove) {
@@ -201,7 +204,7 @@ evp_parse_events(const char *spec, uint64_t *kinds)
         }
     }
     if (first) {
-        set = EVP_KINDS_CLASSIC;   /* empty list: everything */
+        set = EVP_KINDS_CLASSIC; /* empty list: everything */
     }
     *kinds = set | EVP_ALWAYS;
     return 0;
@@ -245,8 +248,7 @@ evp_claim_path(const char *path)
             mine = alt;
         }
     }
-    evp_say("cannot lock trace %s: %s; tracing is off", mine,
-            strerror(errno));
+    evp_say("cannot lock trace %s: %s; tracing is off", mine, strerror(errno));
     free(mine);
     return NULL;
 }
@@ -370,9 +372,10 @@ evp_start(const char *path, const char *events)
         .can_emit = EVP_KINDS_CLASSIC,
         .enabled = kinds,
         /* quiet: a write error is reported once, by _PyEvalprof_Fini */
-        .flags = EVP_REC_QUIET |
-                 ((fork_mode && strcmp(fork_mode, "follow") == 0)
-                  ? EVP_REC_FOLLOW_FORK : 0),
+        .flags =
+            EVP_REC_QUIET | ((fork_mode && strcmp(fork_mode, "follow") == 0)
+                                 ? EVP_REC_FOLLOW_FORK
+                                 : 0),
     };
     int rc = evp_rec_open(&cfg);
     if (rc < 0) {
@@ -417,11 +420,11 @@ evp_scan_argv(int argc, char **argv, const char **path, const char **events)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (a == NULL || a[0] != '-' || a[1] == '\0') {
-            return;                         /* script name or "-" */
+            return; /* script name or "-" */
         }
         if (a[1] == '-') {
             if (a[2] == '\0') {
-                return;                     /* "--" */
+                return; /* "--" */
             }
             if (strcmp(a, "--check-hash-based-pycs") == 0) {
                 i++;
@@ -431,11 +434,11 @@ evp_scan_argv(int argc, char **argv, const char **path, const char **events)
         for (int j = 1; a[j]; j++) {
             char c = a[j];
             if (c == 'c' || c == 'm') {
-                return;                     /* the rest is the program's */
+                return; /* the rest is the program's */
             }
             if (c == 'W' || c == 'X') {
-                const char *val = a[j + 1] ? a + j + 1
-                                  : (i + 1 < argc ? argv[++i] : NULL);
+                const char *val =
+                    a[j + 1] ? a + j + 1 : (i + 1 < argc ? argv[++i] : NULL);
                 if (c == 'X' && val != NULL) {
                     const char *v;
                     if ((v = evp_xoption(val, "evalprof")) != NULL) {
@@ -476,8 +479,8 @@ _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
         for (int i = 0; argv != NULL && i < n; i++) {
             size_t len = wcslen(wchar_argv[i]);
             argv[i] = malloc(len * 4 + 1);
-            if (argv[i] == NULL || wcstombs(argv[i], wchar_argv[i],
-                                            len * 4 + 1) == (size_t)-1) {
+            if (argv[i] == NULL ||
+                wcstombs(argv[i], wchar_argv[i], len * 4 + 1) == (size_t)-1) {
                 free(argv[i]);
                 argv[i] = strdup("");
             }
@@ -516,13 +519,13 @@ _PyEvalprof_InitFromEnv(void)
     }
 }
 
-/* ---- functions ----------------------------------------------------------- */
+/* ---- functions ---------------------------------------------------------- */
 
 static const char *
 evp_utf8(PyObject *s, const char *fallback)
 {
-    const char *u = s != NULL && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s)
-                                                   : NULL;
+    const char *u =
+        s != NULL && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
     if (u == NULL) {
         PyErr_Clear();
         return fallback;
@@ -563,20 +566,17 @@ _PyEvalprof_InitSys(PyObject *sysdict)
     PyObject *info;
 
     if (evp.active && evp_rec_is_open() && evp.pid == getpid()) {
-        info = Py_BuildValue("{s:s, s:s, s:K, s:l, s:s}",
-                             "path", evp.path,
-                             "events", evp.events,
-                             "kinds", (unsigned long long)evp.kinds,
-                             "pid", (long)evp.pid,
-                             "hooks", EVP_HOOKS_VERSION);
+        info = Py_BuildValue("{s:s, s:s, s:K, s:l, s:s}", "path", evp.path,
+                             "events", evp.events, "kinds",
+                             (unsigned long long)evp.kinds, "pid",
+                             (long)evp.pid, "hooks", EVP_HOOKS_VERSION);
         if (info == NULL) {
             return -1;
         }
         if (_Py_IsMainInterpreter(_PyInterpreterState_GET())) {
             const PyConfig *config = _Py_GetConfig();
             if (config->executable != NULL) {
-                PyObject *exe = PyUnicode_FromWideChar(config->executable,
-                                                       -1);
+                PyObject *exe = PyUnicode_FromWideChar(config->executable, -1);
                 const char *u = exe ? PyUnicode_AsUTF8(exe) : NULL;
                 if (u != NULL) {
                     evp_rec_meta("python.executable", u);
@@ -608,8 +608,8 @@ evp_close_and_report(void)
     struct evp_rec_stats st;
     evp_rec_get_stats(&st);
     if (rc < 0 && rc != -ENOTCONN) {
-        evp_say("trace %s is incomplete: %s (%llu events lost)",
-                evp.path, strerror(-rc), (unsigned long long)st.dropped);
+        evp_say("trace %s is incomplete: %s (%llu events lost)", evp.path,
+                strerror(-rc), (unsigned long long)st.dropped);
     }
     else if (st.dropped) {
         evp_say("trace %s: %llu events lost", evp.path,

@@ -7,8 +7,9 @@
  * Py_InitializeFromConfig() (tracing starts), the creation of the sys
  * module (sys._evalprof), the end of finalisation (tracing ends),
  * os._exit() (the trace is closed) and the fork warning of os.fork()
- * (the recorder's writer thread is not the program's).  The eval-loop hooks themselves live in
- * Python/evalprof_ceval.h and only need _PyEvalprof_CodeId() from here.
+ * (the recorder's writer thread is not the program's).  The eval-loop hooks
+ * themselves live in Python/evalprof_ceval.h and only need
+ * _PyEvalprof_CodeId() from here.
  *
  * Everything here is cheap when tracing is off: the start-up functions
  * read one environment variable and scan argv once, and nothing else runs
@@ -18,7 +19,7 @@
 #define Py_INTERNAL_EVALPROF_H
 
 #ifndef Py_BUILD_CORE
-#  error "this header requires Py_BUILD_CORE define"
+#error "this header requires Py_BUILD_CORE define"
 #endif
 
 #include <stdint.h>

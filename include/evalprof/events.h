@@ -33,19 +33,19 @@ enum evp_kind {
     EVP_EV_LOOP_EXITING = 12,   /* the exiting path is entered */
     EVP_EV_LOOP_EXIT = 13,      /* the loop is left */
     /* Kinds added by evalprof (not in the discussion's traces). */
-    EVP_EV_RECORDER = 14,       /* time spent inside evalprof's recorder */
-    EVP_EV_C_CALL = 15,         /* a C function is called; arg: func */
-    EVP_EV_C_RETURN = 16,       /* the C function returned; arg: func */
-    EVP_EV_C_RAISE = 17,        /* the C function raised; arg: func */
-    EVP_EV_RESUME = 18,         /* a suspended generator/coroutine frame
-                                   is evaluated again; arg: func (nests
-                                   like enter) */
-    EVP_EV_SUSPEND = 19,        /* the frame suspends (yield, await);
-                                   arg: func (nests like exit) */
-    EVP_EV_LOG_WRITTEN = 20,    /* text traces' "# log written: <s>"
-                                   annotation: arg is the time (ns) the
-                                   tracer spent writing its log, left out
-                                   of the preceding event's elapsed */
+    EVP_EV_RECORDER = 14,    /* time spent inside evalprof's recorder */
+    EVP_EV_C_CALL = 15,      /* a C function is called; arg: func */
+    EVP_EV_C_RETURN = 16,    /* the C function returned; arg: func */
+    EVP_EV_C_RAISE = 17,     /* the C function raised; arg: func */
+    EVP_EV_RESUME = 18,      /* a suspended generator/coroutine frame
+                                is evaluated again; arg: func (nests
+                                like enter) */
+    EVP_EV_SUSPEND = 19,     /* the frame suspends (yield, await);
+                                arg: func (nests like exit) */
+    EVP_EV_LOG_WRITTEN = 20, /* text traces' "# log written: <s>"
+                                annotation: arg is the time (ns) the
+                                tracer spent writing its log, left out
+                                of the preceding event's elapsed */
     EVP_EV__COUNT = 21
 };
 

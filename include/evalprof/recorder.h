@@ -33,7 +33,6 @@
 extern "C" {
 #endif
 
-
 /* Session flags. */
 #define EVP_REC_FOLLOW_FORK 0x1u /* a forked child writes PATH.<pid> */
 #define EVP_REC_NO_ATEXIT 0x2u   /* do not close the session at exit() */
@@ -41,13 +40,13 @@ extern "C" {
 #define EVP_REC_QUIET 0x8u       /* no warnings on stderr */
 
 struct evp_rec_config {
-    const char *path;  /* trace file to create (truncated); required */
-    const char *producer; /* EVP_PRODUCER_* (events.h); required */
-    uint64_t can_emit; /* kinds this producer is able to emit */
-    uint64_t enabled;  /* kinds to record now (0 means all of can_emit) */
-    unsigned flags;    /* EVP_REC_* */
-    uint32_t buffer_events;  /* records per thread buffer; 0: 65536 */
-    uint32_t flush_ms;       /* periodic flush interval; 0: 200 ms */
+    const char *path;       /* trace file to create (truncated); required */
+    const char *producer;   /* EVP_PRODUCER_* (events.h); required */
+    uint64_t can_emit;      /* kinds this producer is able to emit */
+    uint64_t enabled;       /* kinds to record now (0 means all of can_emit) */
+    unsigned flags;         /* EVP_REC_* */
+    uint32_t buffer_events; /* records per thread buffer; 0: 65536 */
+    uint32_t flush_ms;      /* periodic flush interval; 0: 200 ms */
 };
 
 /*
@@ -71,8 +70,8 @@ int evp_rec_is_open(void);
 int evp_rec_meta(const char *key, const char *value);
 
 struct evp_opcode_desc {
-    uint16_t opcode;  /* executed opcode (may be a specialized form) */
-    uint16_t base;    /* its base instruction (== opcode when not specialized) */
+    uint16_t opcode; /* executed opcode (may be a specialized form) */
+    uint16_t base;   /* its base instruction (== opcode when not specialized) */
     const char *name; /* e.g. "LOAD_ATTR_INSTANCE_VALUE" */
 };
 
@@ -111,12 +110,12 @@ int evp_rec_flush(void);
 int evp_rec_close(void);
 
 struct evp_rec_stats {
-    uint64_t events;    /* records handed to the writer */
-    uint64_t dropped;   /* records that could not be written */
-    uint64_t bytes;     /* bytes written to the file */
-    uint64_t chunks;    /* chunks written */
+    uint64_t events;      /* records handed to the writer */
+    uint64_t dropped;     /* records that could not be written */
+    uint64_t bytes;       /* bytes written to the file */
+    uint64_t chunks;      /* chunks written */
     double event_cost_ns; /* measured cost of one event */
-    int error;          /* first write error (negative errno) or 0 */
+    int error;            /* first write error (negative errno) or 0 */
 };
 
 /* Figures of the current (or last closed) session. */
@@ -127,7 +126,6 @@ void evp_rec_set_enabled(uint64_t kinds);
 
 /* ---- hot path -------------------------------------------------------- */
 
-
 /* Per-thread state; only the first two fields are touched inline. */
 struct evp_rec_thread {
     struct evp_rec_record *pos; /* next free record */
@@ -136,8 +134,8 @@ struct evp_rec_thread {
 
 extern __thread struct evp_rec_thread *evp_rec_tls_
     __attribute__((tls_model("initial-exec")));
-extern uint64_t evp_rec_mask_;  /* kinds recorded now; 0 when off */
-extern int evp_rec_use_tsc_;    /* 1: TSC ticks, 0: CLOCK_MONOTONIC ns */
+extern uint64_t evp_rec_mask_; /* kinds recorded now; 0 when off */
+extern int evp_rec_use_tsc_;   /* 1: TSC ticks, 0: CLOCK_MONOTONIC ns */
 
 void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg);
 uint64_t evp_clock_mono_ns(void);

@@ -44,8 +44,8 @@ struct evp_event {
 #define EVP_EVF_LAST 0x1u      /* last event of the stream: no elapsed */
 #define EVP_EVF_UNMATCHED 0x2u /* a pop with no matching push */
 #define EVP_EVF_LOG 0x4u       /* elapsed reduced by "# log written" time */
-#define EVP_EVF_GAP 0x8u       /* events were lost after this one: its
-                                  elapsed time is unknown (0) */
+/* Events were lost after this one: its elapsed time is unknown (0). */
+#define EVP_EVF_GAP 0x8u
 
 static inline unsigned evp_event_opcode(const struct evp_event *e)
 {
@@ -69,9 +69,9 @@ struct evp_func_stats {
 /* Totals of one replay. */
 struct evp_replay_stats {
     uint64_t events;
-    uint64_t unmatched;  /* pops without a push */
-    uint64_t unclosed;   /* frames still open at a stream's end */
-    uint64_t log_ns;     /* "# log written" time left out */
+    uint64_t unmatched;   /* pops without a push */
+    uint64_t unclosed;    /* frames still open at a stream's end */
+    uint64_t log_ns;      /* "# log written" time left out */
     uint64_t overhead_ns; /* recorder time subtracted (compensate) */
     int32_t max_depth;
 };

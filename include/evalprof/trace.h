@@ -58,12 +58,12 @@ struct evp_trace_info {
      * the producer measured it (its own work around the recorder's:
      * mode B's callbacks); 0: event_cost_ns */
     double kind_cost_ns[EVP_EV__COUNT];
-    int has_kind_cost;          /* some kind_cost_ns is set */
-    uint64_t can_emit;          /* kinds this producer can emit */
-    int has_oparg;              /* op events carry an oparg */
-    uint64_t dropped;           /* events lost, per the recorder */
-    uint64_t events;            /* events readable */
-    const char *opcode_source;  /* "trace", "builtin 3.10", ... */
+    int has_kind_cost;         /* some kind_cost_ns is set */
+    uint64_t can_emit;         /* kinds this producer can emit */
+    int has_oparg;             /* op events carry an oparg */
+    uint64_t dropped;          /* events lost, per the recorder */
+    uint64_t events;           /* events readable */
+    const char *opcode_source; /* "trace", "builtin 3.10", ... */
 };
 
 /* Options for evp_trace_open; zero-initialise for defaults. */

@@ -48,7 +48,8 @@
 
 int evp_precise_exceptions;
 
-static void find_stack_low(struct evp_tls *tl)
+static void
+find_stack_low(struct evp_tls *tl)
 {
     pthread_attr_t attr;
     void *addr;
@@ -68,7 +69,8 @@ none:
     tl->stack_low = (char *)1; /* unknown: never guard */
 }
 
-static inline int stack_nearly_full(void)
+static inline int
+stack_nearly_full(void)
 {
     struct evp_tls *tl = &evp_tls;
     if (EVP_UNLIKELY(tl->stack_low == NULL))
@@ -80,9 +82,8 @@ static inline int stack_nearly_full(void)
  * Evaluate F with the wrapped eval function, keeping the interpreter's
  * recursion accounting what it would be without the hook.
  */
-static inline PyObject *eval_inner(PyThreadState *ts,
-                                   struct _PyInterpreterFrame *f,
-                                   int throwflag)
+static inline PyObject *
+eval_inner(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
 {
     PyObject *r;
     if (EVP_UNLIKELY(stack_nearly_full())) {
@@ -114,8 +115,8 @@ static inline PyObject *eval_inner(PyThreadState *ts,
     return r;
 }
 
-static PyObject *evp_eval_frame(PyThreadState *ts,
-                                struct _PyInterpreterFrame *f, int throwflag)
+static PyObject *
+evp_eval_frame(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
 {
     uint64_t session = evp_S.id;
     if (EVP_UNLIKELY(!evp_S.active) || !evp_thread_on(ts))
@@ -153,14 +154,15 @@ static PyObject *evp_eval_frame(PyThreadState *ts,
         if (r == NULL && !evp_precise_exceptions)
             evp_rec_event(EVP_EV_LOOP_EXCEPTION, 0);
         evp_rec_event(gen != NULL && evp_gen_suspended(gen) ? EVP_EV_SUSPEND
-                                                             : EVP_EV_EXIT,
+                                                            : EVP_EV_EXIT,
                       func);
         evp_rec_event(EVP_EV_RUNTIME_OTHER, 0);
     }
     return r;
 }
 
-int evp_evalhook_install(void)
+int
+evp_evalhook_install(void)
 {
     PyInterpreterState *interp = evp_S.interp;
     _PyFrameEvalFunction cur = _PyInterpreterState_GetEvalFrameFunc(interp);
@@ -172,7 +174,8 @@ int evp_evalhook_install(void)
     return 0;
 }
 
-void evp_evalhook_remove(void)
+void
+evp_evalhook_remove(void)
 {
     PyInterpreterState *interp = evp_S.interp;
     if (_PyInterpreterState_GetEvalFrameFunc(interp) == evp_eval_frame)

@@ -39,14 +39,16 @@
 #if EVP_PY311
 
 /* Events in evalprof's own frames are left out. */
-static inline int ignored(PyFrameObject *frame)
+static inline int
+ignored(PyFrameObject *frame)
 {
     struct evp_code *c = evp_code_get(frame->f_frame->f_code);
     return c != NULL && c->ignore;
 }
 
 /* Report the EXTENDED_ARG run starting at IP and the instruction after. */
-static void emit_extended(const _Py_CODEUNIT *ip)
+static void
+emit_extended(const _Py_CODEUNIT *ip)
 {
     uint32_t arg = _Py_OPARG(*ip);
     evp_rec_op(EXTENDED_ARG, arg);
@@ -60,8 +62,8 @@ static void emit_extended(const _Py_CODEUNIT *ip)
     }
 }
 
-static int trace_fn(PyObject *obj, PyFrameObject *frame, int what,
-                    PyObject *arg)
+static int
+trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     if (EVP_UNLIKELY(evp_tls.session != evp_S.id))
         evp_thread_setup(NULL); /* a thread running since before start() */
@@ -89,8 +91,8 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what,
     return 0;
 }
 
-static int profile_fn(PyObject *obj, PyFrameObject *frame, int what,
-                      PyObject *arg)
+static int
+profile_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     unsigned kind;
     switch (what) {
@@ -121,7 +123,8 @@ static int profile_fn(PyObject *obj, PyFrameObject *frame, int what,
  * PyTrace_CALL: give them the flags it would have set (ON), or take them
  * back (removing).
  */
-static void set_frame_flags(PyThreadState *ts, int on, int removing)
+static void
+set_frame_flags(PyThreadState *ts, int on, int removing)
 {
     PyFrameObject *f = PyThreadState_GetFrame(ts);
     while (f != NULL) {
@@ -138,7 +141,8 @@ static void set_frame_flags(PyThreadState *ts, int on, int removing)
  * profiler the program set itself (a debugger, coverage, cProfile) keeps
  * its slot.  Returns 1 when a slot was left to someone else.
  */
-static int take_slots(PyThreadState *ts)
+static int
+take_slots(PyThreadState *ts)
 {
     int foreign = 0;
     if (ts->c_profilefunc == NULL) {
@@ -162,12 +166,14 @@ static int take_slots(PyThreadState *ts)
     return foreign;
 }
 
-void evp_legacy_thread(PyThreadState *ts)
+void
+evp_legacy_thread(PyThreadState *ts)
 {
     take_slots(ts);
 }
 
-int evp_legacy_install(void)
+int
+evp_legacy_install(void)
 {
     evp_precise_exceptions = evp_S.ops;
     int foreign = 0;
@@ -187,7 +193,8 @@ int evp_legacy_install(void)
     return 0;
 }
 
-void evp_legacy_remove(void)
+void
+evp_legacy_remove(void)
 {
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(evp_S.interp);
          ts != NULL; ts = PyThreadState_Next(ts)) {

@@ -35,7 +35,8 @@ __thread struct evp_tls evp_tls __attribute__((tls_model("initial-exec")));
 /* ---- threads ------------------------------------------------------------ */
 
 /* The calling thread's threading.Thread name into BUF; 1 if found. */
-static int python_thread_name(char *buf, size_t n)
+static int
+python_thread_name(char *buf, size_t n)
 {
     int found = 0;
     PyObject *et, *ev, *tb;
@@ -75,7 +76,8 @@ out:
 }
 
 /* Attach the calling thread under its Python name when it has one. */
-static void attach_named(struct evp_tls *tl)
+static void
+attach_named(struct evp_tls *tl)
 {
     char name[256];
     tl->name_tries++;
@@ -88,7 +90,8 @@ static void attach_named(struct evp_tls *tl)
     }
 }
 
-void evp_thread_name_retry(void)
+void
+evp_thread_name_retry(void)
 {
     struct evp_tls *tl = &evp_tls;
     if (tl->on)
@@ -97,7 +100,8 @@ void evp_thread_name_retry(void)
         tl->named = 1;
 }
 
-void evp_thread_setup(PyThreadState *ts)
+void
+evp_thread_setup(PyThreadState *ts)
 {
     struct evp_tls *tl = &evp_tls;
     tl->session = evp_S.id;
@@ -116,9 +120,10 @@ void evp_thread_setup(PyThreadState *ts)
 #endif
 }
 
-/* ---- start / stop ----------------------------------------------------------- */
+/* ---- start / stop ------------------------------------------------------- */
 
-static int add_opcodes(PyObject *seq)
+static int
+add_opcodes(PyObject *seq)
 {
     for (int i = 0; i < 256; i++)
         evp_S.deopt[i] = (uint8_t)i;
@@ -158,7 +163,8 @@ static int add_opcodes(PyObject *seq)
     return 0;
 }
 
-static int add_meta(PyObject *meta)
+static int
+add_meta(PyObject *meta)
 {
     if (meta == NULL || meta == Py_None)
         return 0;
@@ -181,7 +187,8 @@ static int add_meta(PyObject *meta)
     return 0;
 }
 
-static uint64_t can_emit(int ops)
+static uint64_t
+can_emit(int ops)
 {
     uint64_t k = EVP_KIND_BIT(EVP_EV_INIT) | EVP_KIND_BIT(EVP_EV_FINI) |
                  EVP_KIND_BIT(EVP_EV_RUNTIME_OTHER) |
@@ -195,7 +202,8 @@ static uint64_t can_emit(int ops)
     return k;
 }
 
-static void remove_hooks(void)
+static void
+remove_hooks(void)
 {
     evp_evalhook_remove();
 #if EVP_PY311
@@ -205,12 +213,12 @@ static void remove_hooks(void)
 #endif
 }
 
-static PyObject *tracer_start(PyObject *self, PyObject *args, PyObject *kw)
+static PyObject *
+tracer_start(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"path",          "ops",   "threads",
-                             "follow_fork",   "opcodes", "meta",
-                             "buffer_events", "quiet", "ignore_prefix",
-                             NULL};
+    static char *kwlist[] = {
+        "path", "ops",           "threads", "follow_fork",   "opcodes",
+        "meta", "buffer_events", "quiet",   "ignore_prefix", NULL};
     const char *path, *ignore = NULL;
     int ops = 1, threads = 0, follow_fork = 1, quiet = 0;
     unsigned int buffer_events = 0;
@@ -257,11 +265,12 @@ static PyObject *tracer_start(PyObject *self, PyObject *args, PyObject *kw)
                        "PyTrace_EXCEPTION); PyEval_SetProfile (C calls)"
                      : "PEP 523 frame hook; PyEval_SetProfile (C calls)");
 #else
-    evp_rec_meta("tracer.hooks",
-                 ops ? "PEP 523 frame hook; sys.monitoring (INSTRUCTION, CALL, "
-                       "C_RETURN, C_RAISE, RAISE, RERAISE)"
-                     : "PEP 523 frame hook; sys.monitoring (CALL, C_RETURN, "
-                       "C_RAISE, RAISE, RERAISE)");
+    evp_rec_meta(
+        "tracer.hooks",
+        ops ? "PEP 523 frame hook; sys.monitoring (INSTRUCTION, CALL, "
+              "C_RETURN, C_RAISE, RAISE, RERAISE)"
+            : "PEP 523 frame hook; sys.monitoring (CALL, C_RETURN, "
+              "C_RAISE, RAISE, RERAISE)");
 #endif
 
     free(evp_S.ignore_prefix);
@@ -301,19 +310,20 @@ fail_open:
     return NULL;
 }
 
-static PyObject *stats_dict(int rc)
+static PyObject *
+stats_dict(int rc)
 {
     struct evp_rec_stats st;
     evp_rec_get_stats(&st);
-    return Py_BuildValue("{sKsKsKsKsdsi}", "events",
-                         (unsigned long long)st.events, "dropped",
-                         (unsigned long long)st.dropped, "bytes",
-                         (unsigned long long)st.bytes, "chunks",
-                         (unsigned long long)st.chunks, "event_cost_ns",
-                         st.event_cost_ns, "error", rc < 0 ? -rc : 0);
+    return Py_BuildValue(
+        "{sKsKsKsKsdsi}", "events", (unsigned long long)st.events, "dropped",
+        (unsigned long long)st.dropped, "bytes", (unsigned long long)st.bytes,
+        "chunks", (unsigned long long)st.chunks, "event_cost_ns",
+        st.event_cost_ns, "error", rc < 0 ? -rc : 0);
 }
 
-static PyObject *tracer_stop(PyObject *self, PyObject *unused)
+static PyObject *
+tracer_stop(PyObject *self, PyObject *unused)
 {
     if (!evp_S.active) {
         PyErr_SetString(PyExc_RuntimeError, "evalprof is not tracing");
@@ -326,12 +336,14 @@ static PyObject *tracer_stop(PyObject *self, PyObject *unused)
     return stats_dict(rc);
 }
 
-static PyObject *tracer_active(PyObject *self, PyObject *unused)
+static PyObject *
+tracer_active(PyObject *self, PyObject *unused)
 {
     return PyBool_FromLong(evp_S.active && evp_rec_is_open());
 }
 
-static PyObject *tracer_thread_name(PyObject *self, PyObject *arg)
+static PyObject *
+tracer_thread_name(PyObject *self, PyObject *arg)
 {
     const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
     if (name == NULL) {
@@ -355,7 +367,8 @@ PyMethodDef evp_module_methods[] = {
      "starts with IGNORE_PREFIX is not traced.  Raises OSError when PATH\n"
      "cannot be created, RuntimeError when already tracing."},
     {"stop", tracer_stop, METH_NOARGS,
-     "stop() -> dict\n\nStop tracing, close the trace and return its figures."},
+     "stop() -> dict\n\nStop tracing, close the trace and return its "
+     "figures."},
     {"active", tracer_active, METH_NOARGS, "active() -> bool"},
     {"thread_name", tracer_thread_name, METH_O,
      "thread_name(name)\n\nName the calling thread's stream in the trace."},
@@ -364,7 +377,8 @@ PyMethodDef evp_module_methods[] = {
 const size_t evp_module_nmethods =
     sizeof evp_module_methods / sizeof evp_module_methods[0];
 
-static void tracer_free(void *m)
+static void
+tracer_free(void *m)
 {
     if (evp_S.active) {
         remove_hooks();
@@ -386,7 +400,8 @@ static struct PyModuleDef tracer_module = {
 
 PyMODINIT_FUNC PyInit__tracer(void);
 
-PyMODINIT_FUNC PyInit__tracer(void)
+PyMODINIT_FUNC
+PyInit__tracer(void)
 {
     PyObject *m = PyModule_Create(&tracer_module);
     if (m == NULL)

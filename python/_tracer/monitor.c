@@ -37,13 +37,13 @@
  * function's wrapper (argument-kind dispatch, recursion check) in between.
  */
 typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
+    PyObject_HEAD vectorcallfunc vectorcall;
     const char *name;
 } CallbackObject;
 
-static PyObject *on_instruction(PyObject *cb, PyObject *const *args,
-                                size_t nargsf, PyObject *kwnames)
+static PyObject *
+on_instruction(PyObject *cb, PyObject *const *args, size_t nargsf,
+               PyObject *kwnames)
 {
     if (EVP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 2) || !evp_thread_on(NULL))
         Py_RETURN_NONE;
@@ -70,7 +70,8 @@ static PyObject *on_instruction(PyObject *cb, PyObject *const *args,
 }
 
 /* Events in evalprof's own frames are left out. */
-static inline int ignored(PyObject *code)
+static inline int
+ignored(PyObject *code)
 {
     if (!PyCode_Check(code))
         return 0;
@@ -78,8 +79,8 @@ static inline int ignored(PyObject *code)
     return c != NULL && c->ignore;
 }
 
-static inline PyObject *c_event(unsigned kind, PyObject *const *args,
-                                size_t nargsf)
+static inline PyObject *
+c_event(unsigned kind, PyObject *const *args, size_t nargsf)
 {
     if (EVP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 3) || !evp_thread_on(NULL))
         Py_RETURN_NONE;
@@ -91,26 +92,28 @@ static inline PyObject *c_event(unsigned kind, PyObject *const *args,
     Py_RETURN_NONE;
 }
 
-static PyObject *on_call(PyObject *cb, PyObject *const *args, size_t nargsf,
-                         PyObject *kwnames)
+static PyObject *
+on_call(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     return c_event(EVP_EV_C_CALL, args, nargsf);
 }
 
-static PyObject *on_c_return(PyObject *cb, PyObject *const *args,
-                             size_t nargsf, PyObject *kwnames)
+static PyObject *
+on_c_return(PyObject *cb, PyObject *const *args, size_t nargsf,
+            PyObject *kwnames)
 {
     return c_event(EVP_EV_C_RETURN, args, nargsf);
 }
 
-static PyObject *on_c_raise(PyObject *cb, PyObject *const *args,
-                            size_t nargsf, PyObject *kwnames)
+static PyObject *
+on_c_raise(PyObject *cb, PyObject *const *args, size_t nargsf,
+           PyObject *kwnames)
 {
     return c_event(EVP_EV_C_RAISE, args, nargsf);
 }
 
-static PyObject *on_raise(PyObject *cb, PyObject *const *args, size_t nargsf,
-                          PyObject *kwnames)
+static PyObject *
+on_raise(PyObject *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     if (PyVectorcall_NARGS(nargsf) >= 1 && evp_thread_on(NULL) &&
         !ignored(args[0]))
@@ -118,15 +121,15 @@ static PyObject *on_raise(PyObject *cb, PyObject *const *args, size_t nargsf,
     Py_RETURN_NONE;
 }
 
-static PyObject *callback_repr(PyObject *self)
+static PyObject *
+callback_repr(PyObject *self)
 {
     return PyUnicode_FromFormat("<evalprof %s callback>",
                                 ((CallbackObject *)self)->name);
 }
 
 static PyTypeObject CallbackType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "evalprof._tracer.Callback",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "evalprof._tracer.Callback",
     .tp_basicsize = sizeof(CallbackObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(CallbackObject, vectorcall),
@@ -151,7 +154,8 @@ static const struct callback callbacks[] = {
 };
 #define NCALLBACKS (sizeof callbacks / sizeof callbacks[0])
 
-static PyObject *new_callback(const struct callback *cb)
+static PyObject *
+new_callback(const struct callback *cb)
 {
     if (!(CallbackType.tp_flags & Py_TPFLAGS_READY) &&
         PyType_Ready(&CallbackType) < 0)
@@ -164,7 +168,8 @@ static PyObject *new_callback(const struct callback *cb)
     return (PyObject *)o;
 }
 
-static PyObject *monitoring(void)
+static PyObject *
+monitoring(void)
 {
     PyObject *sys = PyImport_ImportModule("sys");
     if (sys == NULL)
@@ -175,7 +180,8 @@ static PyObject *monitoring(void)
 }
 
 /* sys.monitoring.events.NAME as an int, or -1 with an exception. */
-static long event_bit(PyObject *mon, const char *name)
+static long
+event_bit(PyObject *mon, const char *name)
 {
     PyObject *events = PyObject_GetAttrString(mon, "events");
     if (events == NULL)
@@ -189,7 +195,8 @@ static long event_bit(PyObject *mon, const char *name)
     return b;
 }
 
-static int pick_tool(PyObject *mon)
+static int
+pick_tool(PyObject *mon)
 {
     static const int order[] = {4, 3, 2, 5};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
@@ -200,8 +207,8 @@ static int pick_tool(PyObject *mon)
         Py_DECREF(who);
         if (!free_)
             continue;
-        PyObject *r =
-            PyObject_CallMethod(mon, "use_tool_id", "is", order[i], "evalprof");
+        PyObject *r = PyObject_CallMethod(mon, "use_tool_id", "is", order[i],
+                                          "evalprof");
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -212,7 +219,8 @@ static int pick_tool(PyObject *mon)
     return -1;
 }
 
-int evp_monitor_install(void)
+int
+evp_monitor_install(void)
 {
     evp_precise_exceptions = 1;
     PyObject *mon = monitoring();
@@ -235,8 +243,8 @@ int evp_monitor_install(void)
         PyObject *fn = new_callback(cb);
         if (fn == NULL)
             goto fail;
-        PyObject *r =
-            PyObject_CallMethod(mon, "register_callback", "ilO", tool, bit, fn);
+        PyObject *r = PyObject_CallMethod(mon, "register_callback", "ilO",
+                                          tool, bit, fn);
         Py_DECREF(fn);
         if (r == NULL)
             goto fail;
@@ -255,7 +263,8 @@ fail:
     return -1;
 }
 
-void evp_monitor_remove(void)
+void
+evp_monitor_remove(void)
 {
     int tool = evp_S.tool_id;
     if (tool < 0)
@@ -274,8 +283,8 @@ void evp_monitor_remove(void)
                 PyErr_Clear();
                 continue;
             }
-            r = PyObject_CallMethod(mon, "register_callback", "ilO", tool,
-                                    bit, Py_None);
+            r = PyObject_CallMethod(mon, "register_callback", "ilO", tool, bit,
+                                    Py_None);
             Py_XDECREF(r);
             PyErr_Clear();
         }

@@ -25,7 +25,8 @@
 
 uint64_t evp_code_epoch = 1;
 
-static void free_code(void *p)
+static void
+free_code(void *p)
 {
     struct evp_code *c = p;
     if (c != NULL) {
@@ -35,7 +36,8 @@ static void free_code(void *p)
     }
 }
 
-int evp_registry_init(void)
+int
+evp_registry_init(void)
 {
     if (evp_S.extra_index >= 0)
         return 0;
@@ -53,7 +55,8 @@ int evp_registry_init(void)
     return 0;
 }
 
-static const char *utf8_or(PyObject *s, const char *dflt)
+static const char *
+utf8_or(PyObject *s, const char *dflt)
 {
     if (s == NULL || !PyUnicode_Check(s))
         return dflt;
@@ -65,7 +68,8 @@ static const char *utf8_or(PyObject *s, const char *dflt)
     return u;
 }
 
-struct evp_code *evp_code_get_slow(PyCodeObject *co)
+struct evp_code *
+evp_code_get_slow(PyCodeObject *co)
 {
     void *p = NULL;
 #if EVP_PY311
@@ -84,7 +88,8 @@ struct evp_code *evp_code_get_slow(PyCodeObject *co)
 #if EVP_PY311
         int rc = _PyCode_SetExtra((PyObject *)co, evp_S.extra_index, c);
 #else
-        int rc = PyUnstable_Code_SetExtra((PyObject *)co, evp_S.extra_index, c);
+        int rc =
+            PyUnstable_Code_SetExtra((PyObject *)co, evp_S.extra_index, c);
 #endif
         if (rc < 0) {
             PyErr_Clear();
@@ -110,7 +115,8 @@ struct evp_code *evp_code_get_slow(PyCodeObject *co)
     return c;
 }
 
-int evp_code_decode(PyCodeObject *co, struct evp_code *c)
+int
+evp_code_decode(PyCodeObject *co, struct evp_code *c)
 {
     PyObject *bytes = PyCode_GetCode(co); /* de-specialised, uninstrumented */
     if (bytes == NULL)
@@ -140,7 +146,7 @@ int evp_code_decode(PyCodeObject *co, struct evp_code *c)
     return 0;
 }
 
-/* ---- C functions ---------------------------------------------------------- */
+/* ---- C functions -------------------------------------------------------- */
 
 struct cfunc_entry {
     const PyMethodDef *ml; /* NULL: empty slot */
@@ -156,7 +162,8 @@ static struct {
 extern PyMethodDef evp_module_methods[];
 extern const size_t evp_module_nmethods;
 
-static inline size_t hash_ptr(const void *p)
+static inline size_t
+hash_ptr(const void *p)
 {
     uint64_t x = (uint64_t)(uintptr_t)p;
     x ^= x >> 33;
@@ -165,7 +172,8 @@ static inline size_t hash_ptr(const void *p)
     return (size_t)x;
 }
 
-static struct cfunc_entry *cfunc_slot(const PyMethodDef *ml)
+static struct cfunc_entry *
+cfunc_slot(const PyMethodDef *ml)
 {
     size_t mask = T.cap - 1;
     for (size_t i = hash_ptr(ml) & mask;; i = (i + 1) & mask)
@@ -173,7 +181,8 @@ static struct cfunc_entry *cfunc_slot(const PyMethodDef *ml)
             return &T.slots[i];
 }
 
-static int cfunc_grow(void)
+static int
+cfunc_grow(void)
 {
     size_t ncap = T.cap ? 2 * T.cap : 256;
     struct cfunc_entry *old = T.slots;
@@ -191,7 +200,8 @@ static int cfunc_grow(void)
 }
 
 /* The type among TYPE's bases whose method table holds ML. */
-static PyTypeObject *defining_type(PyTypeObject *type, const PyMethodDef *ml)
+static PyTypeObject *
+defining_type(PyTypeObject *type, const PyMethodDef *ml)
 {
     PyObject *mro = type->tp_mro;
     if (mro == NULL || !PyTuple_Check(mro))
@@ -206,7 +216,8 @@ static PyTypeObject *defining_type(PyTypeObject *type, const PyMethodDef *ml)
 }
 
 /* "module" of a type: the part of tp_name before its last dot. */
-static void type_module(PyTypeObject *t, char *buf, size_t n)
+static void
+type_module(PyTypeObject *t, char *buf, size_t n)
 {
     const char *dot = strrchr(t->tp_name, '.');
     if (dot == NULL) {
@@ -217,8 +228,9 @@ static void type_module(PyTypeObject *t, char *buf, size_t n)
     snprintf(buf, n, "%.*s", (int)(l < n ? l : n - 1), t->tp_name);
 }
 
-static uint32_t cfunc_register(const PyMethodDef *ml, PyObject *self,
-                               PyTypeObject *deftype, PyObject *module)
+static uint32_t
+cfunc_register(const PyMethodDef *ml, PyObject *self, PyTypeObject *deftype,
+               PyObject *module)
 {
     char name[512], file[256];
     const char *mname = ml->ml_name ? ml->ml_name : "?";
@@ -249,7 +261,8 @@ static uint32_t cfunc_register(const PyMethodDef *ml, PyObject *self,
     return evp_rec_func(name, file, 0);
 }
 
-uint32_t evp_cfunc_id(PyObject *callable)
+uint32_t
+evp_cfunc_id(PyObject *callable)
 {
     const PyMethodDef *ml;
     PyObject *self = NULL, *module = NULL;
@@ -289,7 +302,8 @@ uint32_t evp_cfunc_id(PyObject *callable)
     return id;
 }
 
-void evp_registry_fini(void)
+void
+evp_registry_fini(void)
 {
     free(T.slots);
     T.slots = NULL;

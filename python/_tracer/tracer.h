@@ -54,10 +54,10 @@
 /* ---- session state ------------------------------------------------------ */
 
 struct evp_session {
-    uint64_t id;       /* 0: no session; bumps at every start() */
-    int ops;           /* op events wanted */
-    int all_threads;   /* trace every thread, not only the starter */
-    int active;        /* between start() and stop() */
+    uint64_t id;     /* 0: no session; bumps at every start() */
+    int ops;         /* op events wanted */
+    int all_threads; /* trace every thread, not only the starter */
+    int active;      /* between start() and stop() */
     PyInterpreterState *interp;
     _PyFrameEvalFunction inner; /* the eval function we wrap */
     Py_ssize_t extra_index;     /* co_extra slot (once per process) */
@@ -98,7 +98,8 @@ void evp_thread_setup(PyThreadState *ts);
 void evp_thread_name_retry(void);
 
 /* True when events of the calling thread are recorded. */
-static inline int evp_thread_on(PyThreadState *ts)
+static inline int
+evp_thread_on(PyThreadState *ts)
 {
     struct evp_tls *tl = &evp_tls;
     if (EVP_UNLIKELY(tl->session != evp_S.id))
@@ -110,8 +111,8 @@ static inline int evp_thread_on(PyThreadState *ts)
 
 /* What evalprof keeps about a code object (in its co_extra slot). */
 struct evp_code {
-    uint64_t session; /* session FUNC belongs to */
-    uint32_t func;    /* recorder function id, 0 if it could not be had */
+    uint64_t session;    /* session FUNC belongs to */
+    uint32_t func;       /* recorder function id, 0 if it could not be had */
     uint8_t creates_gen; /* generator, coroutine or async generator code */
     uint8_t ignore;      /* evalprof's own code: never traced */
     uint32_t nunits;     /* code units in OPS */
@@ -133,7 +134,8 @@ struct evp_code *evp_code_get_slow(PyCodeObject *co);
  * (code, record) pair may then be stale. */
 extern uint64_t evp_code_epoch;
 
-static inline struct evp_code *evp_code_get(PyCodeObject *co)
+static inline struct evp_code *
+evp_code_get(PyCodeObject *co)
 {
     void *p = NULL;
 #if EVP_PY311
@@ -148,7 +150,8 @@ static inline struct evp_code *evp_code_get(PyCodeObject *co)
 }
 
 /* evp_code_get through the thread's one-entry cache (op events). */
-static inline struct evp_code *evp_code_get_cached(PyCodeObject *co)
+static inline struct evp_code *
+evp_code_get_cached(PyCodeObject *co)
 {
     struct evp_tls *tl = &evp_tls;
     if (EVP_LIKELY(co == tl->last_code && tl->code_epoch == evp_code_epoch &&
@@ -180,7 +183,7 @@ void evp_registry_fini(void);
 /* Allocate the co_extra slot.  Returns 0 or -1 with an exception. */
 int evp_registry_init(void);
 
-/* ---- hooks --------------------------------------------------------------- */
+/* ---- hooks -------------------------------------------------------------- */
 
 /* Exceptions are reported where raised (by legacy.c or monitor.c); when
  * 0, the eval hook reports frames left by an exception instead. */
@@ -205,7 +208,8 @@ void evp_monitor_remove(void);
 
 /* ---- frames, across versions -------------------------------------------- */
 
-static inline PyCodeObject *evp_frame_code(struct _PyInterpreterFrame *f)
+static inline PyCodeObject *
+evp_frame_code(struct _PyInterpreterFrame *f)
 {
 #if EVP_PY313
     return (PyCodeObject *)f->f_executable;
@@ -214,7 +218,8 @@ static inline PyCodeObject *evp_frame_code(struct _PyInterpreterFrame *f)
 #endif
 }
 
-static inline int evp_frame_is_gen(struct _PyInterpreterFrame *f)
+static inline int
+evp_frame_is_gen(struct _PyInterpreterFrame *f)
 {
     return f->owner == FRAME_OWNED_BY_GENERATOR;
 }
@@ -224,7 +229,8 @@ static inline int evp_frame_is_gen(struct _PyInterpreterFrame *f)
  * resumption point is just after RETURN_GENERATOR (which copied the frame
  * into the generator), not after a YIELD_VALUE.
  */
-static inline int evp_gen_first_start(struct _PyInterpreterFrame *f)
+static inline int
+evp_gen_first_start(struct _PyInterpreterFrame *f)
 {
 #if EVP_PY313
     return f->instr_ptr[-1].op.code == RETURN_GENERATOR;
@@ -235,13 +241,15 @@ static inline int evp_gen_first_start(struct _PyInterpreterFrame *f)
 #endif
 }
 
-static inline PyGenObject *evp_frame_gen(struct _PyInterpreterFrame *f)
+static inline PyGenObject *
+evp_frame_gen(struct _PyInterpreterFrame *f)
 {
     return (PyGenObject *)((char *)f - offsetof(PyGenObject, gi_iframe));
 }
 
 /* The generator suspended (yield, await) rather than finished. */
-static inline int evp_gen_suspended(PyGenObject *g)
+static inline int
+evp_gen_suspended(PyGenObject *g)
 {
 #if EVP_PY313
     return g->gi_frame_state == FRAME_SUSPENDED ||

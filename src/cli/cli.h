@@ -63,15 +63,15 @@ struct evp_cli_common {
     int compensate;     /* -1 until the trace is open: then on for .evp */
 };
 
+/* clang-format off */
 #define EVP_CLI_COMMON_INIT {NULL, -1, -1}
 #define EVP_CLI_COMMON_LONGOPTS                                              \
     {"stream", required_argument, NULL, 's'},                                \
-        {"python", required_argument, NULL, 'p'},                            \
-        {"no-compensate", no_argument, NULL, 'n'},                           \
-        {"compensate", no_argument, NULL, 'c'},                              \
-    {                                                                        \
-        "ns", no_argument, NULL, 'N'                                         \
-    }
+    {"python", required_argument, NULL, 'p'},                                \
+    {"no-compensate", no_argument, NULL, 'n'},                               \
+    {"compensate", no_argument, NULL, 'c'},                                  \
+    {"ns", no_argument, NULL, 'N'}
+/* clang-format on */
 
 /* 1: C was a shared option and is handled; 0: not one; -1: bad value
  * (reported; exit 2). */

@@ -39,9 +39,15 @@ int cmd_diff(int argc, char **argv)
                 return 2;
             o.sort = (enum evp_sort)sort;
             break;
-        case 'F': o.funcs = 1; break;
-        case 'h': evp_cli_usage(stdout, "diff"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "diff"); return 2;
+        case 'F':
+            o.funcs = 1;
+            break;
+        case 'h':
+            evp_cli_usage(stdout, "diff");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "diff");
+            return 2;
         }
     }
     if (optind != argc - 2) {

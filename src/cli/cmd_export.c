@@ -73,7 +73,8 @@ static int export_timeline(struct evp_trace *t, const struct export_opts *o,
                            int (*view)(struct evp_trace *, FILE *,
                                        const struct evp_chrome_opts *))
 {
-    struct evp_chrome_opts co = {.ops = o->ops, .phases = o->phases,
+    struct evp_chrome_opts co = {.ops = o->ops,
+                                 .phases = o->phases,
                                  .compensate = !evp_trace_info(t)->text};
     FILE *f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");
     if (!f) {
@@ -109,7 +110,8 @@ static int same_file(const char *a, const char *b)
 {
     struct stat sa, sb;
     return strcmp(a, "-") && strcmp(b, "-") && stat(a, &sa) == 0 &&
-           stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+           stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
 }
 
 int evp_cli_parse_zstd(const char *arg)
@@ -143,21 +145,35 @@ int cmd_export(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'f': fmt = optarg; break;
-        case 'o': o.out = optarg; break;
+        case 'f':
+            fmt = optarg;
+            break;
+        case 'o':
+            o.out = optarg;
+            break;
         case 'z':
             if ((o.zstd = evp_cli_parse_zstd(optarg)) < 0)
                 return 2;
             break;
-        case 'O': o.ops = 1; break;
-        case 'P': o.phases = 1; break;
+        case 'O':
+            o.ops = 1;
+            break;
+        case 'P':
+            o.phases = 1;
+            break;
         case 'D':
             if ((o.max_depth = evp_cli_parse_long("--max-depth", optarg)) < 0)
                 return 2;
             break;
-        case 'p': python = optarg; break;
-        case 'h': evp_cli_usage(stdout, "export"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "export"); return 2;
+        case 'p':
+            python = optarg;
+            break;
+        case 'h':
+            evp_cli_usage(stdout, "export");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "export");
+            return 2;
         }
     }
     if (optind != argc - 1 || !fmt) {

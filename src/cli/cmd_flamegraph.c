@@ -91,10 +91,18 @@ int cmd_flamegraph(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
-        case 't': fo.title = optarg; break;
-        case 's': fo.subtitle = optarg; break;
-        case 'i': fo.icicle = 1; break;
+        case 'o':
+            out = optarg;
+            break;
+        case 't':
+            fo.title = optarg;
+            break;
+        case 's':
+            fo.subtitle = optarg;
+            break;
+        case 'i':
+            fo.icicle = 1;
+            break;
         case 'w':
             if ((v = evp_cli_parse_long("--width", optarg)) < 0)
                 return 2;
@@ -125,9 +133,15 @@ int cmd_flamegraph(int argc, char **argv)
             fo.min_width = d;
             break;
         }
-        case 'c': fo.countname = optarg; break;
-        case 'O': ops = 1; break;
-        case 'P': phases = 1; break;
+        case 'c':
+            fo.countname = optarg;
+            break;
+        case 'O':
+            ops = 1;
+            break;
+        case 'P':
+            phases = 1;
+            break;
         case 'I':
             if (strcmp(optarg, "folded") && strcmp(optarg, "trace")) {
                 evp_cli_error("flamegraph: --input is 'folded' or 'trace'");
@@ -140,9 +154,15 @@ int cmd_flamegraph(int argc, char **argv)
                 return 2;
             depth_given = 1;
             break;
-        case 'p': python = optarg; break;
-        case 'h': evp_cli_usage(stdout, "flamegraph"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "flamegraph"); return 2;
+        case 'p':
+            python = optarg;
+            break;
+        case 'h':
+            evp_cli_usage(stdout, "flamegraph");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "flamegraph");
+            return 2;
         }
     }
     if (optind != argc - 1) {
@@ -247,7 +267,8 @@ int cmd_flamegraph(int argc, char **argv)
     char *tmp = NULL;
     FILE *o = stdout;
     struct stat ost;
-    if (strcmp(out, "-") != 0 && stat(out, &ost) == 0 && !S_ISREG(ost.st_mode)) {
+    if (strcmp(out, "-") != 0 && stat(out, &ost) == 0 &&
+        !S_ISREG(ost.st_mode)) {
         /* A device or pipe (/dev/stdout, a FIFO): write to it directly;
          * renaming over it would replace it. */
         o = fopen(out, "w");

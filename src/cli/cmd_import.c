@@ -36,14 +36,22 @@ int cmd_import(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
+        case 'o':
+            out = optarg;
+            break;
         case 'z':
             if ((zstd = evp_cli_parse_zstd(optarg)) < 0)
                 return 2;
             break;
-        case 'p': python = optarg; break;
-        case 'h': evp_cli_usage(stdout, "import"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "import"); return 2;
+        case 'p':
+            python = optarg;
+            break;
+        case 'h':
+            evp_cli_usage(stdout, "import");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "import");
+            return 2;
         }
     }
     if (optind != argc - 1) {

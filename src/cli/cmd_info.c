@@ -19,9 +19,15 @@ int cmd_info(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'p': python = optarg; break;
-        case 'h': evp_cli_usage(stdout, "info"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "info"); return 2;
+        case 'p':
+            python = optarg;
+            break;
+        case 'h':
+            evp_cli_usage(stdout, "info");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "info");
+            return 2;
         }
     }
     if (optind != argc - 1) {

@@ -85,8 +85,8 @@ static int on_sample(void *c, const struct evp_perf_sample *s)
     return 0;
 }
 
-static int write_file(const char *path,
-                      int (*fn)(void *ctx, FILE *f), void *ctx)
+static int write_file(const char *path, int (*fn)(void *ctx, FILE *f),
+                      void *ctx)
 {
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -197,8 +197,8 @@ static int record(const char *perf, const char *dir, char **cmd, int ncmd,
     snprintf(err, sizeof err, "%s/perf.err", dir);
     /* Preflight: can perf record here at all? */
     snprintf(data, sizeof data, "%s/preflight.data", dir);
-    char *pre[] = {(char *)perf, "record", "-q", "-e", (char *)event,
-                   "-o", data, "--", "true", NULL};
+    char *pre[] = {(char *)perf, "record", "-q", "-e",   (char *)event,
+                   "-o",         data,     "--", "true", NULL};
     int rc = evp_perf_spawn(pre, "/dev/null", err, NULL);
     unlink(data);
     if (rc != 0) {
@@ -272,8 +272,7 @@ static int record(const char *perf, const char *dir, char **cmd, int ncmd,
         }
         struct stat sb;
         if (stat(data, &sb) != 0 || sb.st_size == 0) {
-            evp_cli_error("perf record wrote no data (exit status %d)",
-                          status);
+            evp_cli_error("perf record wrote no data (exit status %d)", status);
             fclose(all);
             free(argv);
             return -1;
@@ -284,9 +283,10 @@ static int record(const char *perf, const char *dir, char **cmd, int ncmd,
         char maxs[32];
         long ms = evp_perf_max_stack();
         snprintf(maxs, sizeof maxs, "--max-stack=%ld", ms > 127 ? ms : 127);
-        char *scr[] = {(char *)perf, "script", "-i", data, "-F",
-                       "comm,pid,tid,time,period,event,ip,sym,dso", "--ns",
-                       maxs, NULL};
+        char *scr[] = {
+            (char *)perf, "script", "-i",
+            data,         "-F",     "comm,pid,tid,time,period,event,ip,sym,dso",
+            "--ns",       maxs,     NULL};
         int s = evp_perf_spawn(scr, tmp, err, NULL);
         if (s != 0) {
             char *text = read_text(err);
@@ -347,7 +347,9 @@ int cmd_perf(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+o:F:e:r:n:h", longopts, NULL)) !=
            -1) {
         switch (c) {
-        case 'o': dir = optarg; break;
+        case 'o':
+            dir = optarg;
+            break;
         case 'F':
             if ((freq = evp_cli_parse_long("-F", optarg)) <= 0) {
                 if (freq == 0)
@@ -355,7 +357,9 @@ int cmd_perf(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'e': event = optarg; break;
+        case 'e':
+            event = optarg;
+            break;
         case 'g':
             if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") &&
                 strcmp(optarg, "lbr")) {
@@ -364,7 +368,9 @@ int cmd_perf(int argc, char **argv)
             }
             cg = optarg;
             break;
-        case 'S': startup = 1; break;
+        case 'S':
+            startup = 1;
+            break;
         case 'r':
             if ((v = evp_cli_parse_long("--repeat", optarg)) < 1 || v > 1000) {
                 if (v >= 0)
@@ -373,14 +379,22 @@ int cmd_perf(int argc, char **argv)
             }
             repeat = (unsigned)v;
             break;
-        case 'T': trace = optarg; break;
-        case 's': script_in = optarg; break;
+        case 'T':
+            trace = optarg;
+            break;
+        case 's':
+            script_in = optarg;
+            break;
         case 'n':
             if ((top = evp_cli_parse_long("--top", optarg)) < 0)
                 return 2;
             break;
-        case 't': title = optarg; break;
-        case 'P': perf_name = optarg; break;
+        case 't':
+            title = optarg;
+            break;
+        case 'P':
+            perf_name = optarg;
+            break;
         case 'x': {
             char *end;
             threshold = strtod(optarg, &end);
@@ -390,10 +404,18 @@ int cmd_perf(int argc, char **argv)
             }
             break;
         }
-        case 'p': with_pid = 1; break;
-        case 'y': python = optarg; break;
-        case 'h': evp_cli_usage(stdout, "perf"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "perf"); return 2;
+        case 'p':
+            with_pid = 1;
+            break;
+        case 'y':
+            python = optarg;
+            break;
+        case 'h':
+            evp_cli_usage(stdout, "perf");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "perf");
+            return 2;
         }
     }
     char **cmd = argv + optind;
@@ -577,8 +599,8 @@ int cmd_perf(int argc, char **argv)
         for (int i = 0; i < ncmd && w + 2 < sizeof what; i++)
             w += (size_t)snprintf(what + w, sizeof what - w, "%s%s",
                                   i ? " " : "", cmd[i]);
-        evp_startup_print(&p.su, stdout, script_in ? script_in : what,
-                          repeat, script_in ? NULL : cg);
+        evp_startup_print(&p.su, stdout, script_in ? script_in : what, repeat,
+                          script_in ? NULL : cg);
     }
     if (trace) {
         putchar('\n');

@@ -2,7 +2,8 @@
  * `evalprof record`: run a Python program and record a trace of it.
  *
  *   evalprof record [-o FILE] [--no-ops] [--threads] [--no-follow-fork]
- *                   [--no-calibrate] [-q] -- PYTHON (SCRIPT | -m MODULE | -c CODE) [ARGS...]
+ *                   [--no-calibrate] [-q] -- PYTHON (SCRIPT | -m MODULE | -c
+ * CODE) [ARGS...]
  *
  * The interpreter is asked what it is (one short probe run) and then
  * replaced by the traced program (exec, so signals and the exit status are
@@ -122,8 +123,7 @@ static int check_output(const char *path, char *abs, size_t len)
     int n;
     if (path[0] == '/') {
         n = snprintf(abs, len, "%s", path);
-    }
-    else {
+    } else {
         char cwd[PATH_MAX];
         if (!getcwd(cwd, sizeof cwd)) {
             evp_cli_error("record: cannot find the current directory: %s",
@@ -192,14 +192,30 @@ int cmd_record(int argc, char **argv)
     /* '+': options end at PYTHON even without "--". */
     while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
         switch (c) {
-        case 'o': out = optarg; break;
-        case 'n': no_ops = 1; break;
-        case 't': threads = 1; break;
-        case 'F': no_fork = 1; break;
-        case 'C': no_calib = 1; break;
-        case 'q': quiet = 1; break;
-        case 'h': evp_cli_usage(stdout, "record"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "record"); return 2;
+        case 'o':
+            out = optarg;
+            break;
+        case 'n':
+            no_ops = 1;
+            break;
+        case 't':
+            threads = 1;
+            break;
+        case 'F':
+            no_fork = 1;
+            break;
+        case 'C':
+            no_calib = 1;
+            break;
+        case 'q':
+            quiet = 1;
+            break;
+        case 'h':
+            evp_cli_usage(stdout, "record");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "record");
+            return 2;
         }
     }
     if (optind >= argc) {

@@ -35,10 +35,18 @@ int cmd_summary(int argc, char **argv)
                 return 2;
             o.sort = (enum evp_sort)sort;
             break;
-        case 'F': o.funcs = 1; break;
-        case 'g': o.group_specialized = 1; break;
-        case 'h': evp_cli_usage(stdout, "summary"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "summary"); return 2;
+        case 'F':
+            o.funcs = 1;
+            break;
+        case 'g':
+            o.group_specialized = 1;
+            break;
+        case 'h':
+            evp_cli_usage(stdout, "summary");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "summary");
+            return 2;
         }
     }
     if (optind != argc - 1) {

@@ -41,8 +41,12 @@ int cmd_tree(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'h': evp_cli_usage(stdout, "tree"); return evp_cli_finish(0);
-        default: evp_cli_usage(stderr, "tree"); return 2;
+        case 'h':
+            evp_cli_usage(stdout, "tree");
+            return evp_cli_finish(0);
+        default:
+            evp_cli_usage(stderr, "tree");
+            return 2;
         }
     }
     if (optind != argc - 1) {

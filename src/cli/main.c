@@ -49,7 +49,8 @@ static const struct evp_cmd commands[] = {
      "                           [--max-depth N] (default 1024, 0: all)\n"
      "                           [--python X.Y] TRACE|FOLDED\n"},
     {"perf", cmd_perf, "profile a command with perf: flame graph, hot table",
-     "usage: evalprof perf [-o DIR] [-F HZ] [-e EVENT] [--call-graph fp|dwarf]\n"
+     "usage: evalprof perf [-o DIR] [-F HZ] [-e EVENT] [--call-graph "
+     "fp|dwarf]\n"
      "                     [--startup] [--repeat N] [--trace FILE]\n"
      "                     [--threshold POINTS] [--top N] [--title T] [--pid]\n"
      "                     [--perf PATH] (-- CMD [ARGS...] | --script FILE)\n"},

@@ -184,9 +184,8 @@ long evp_events_decode(struct evp_events_cursor *c, struct evp_rec_record *out,
     if (max > c->left)
         max = c->left;
     size_t n = 0;
-    while (n < max &&
-           evp_event_decode_one(&c->p, c->end, &c->ts, &c->last_func,
-                                &out[n]) == 0)
+    while (n < max && evp_event_decode_one(&c->p, c->end, &c->ts, &c->last_func,
+                                           &out[n]) == 0)
         n++;
     c->left -= (uint32_t)n;
     if (n < max) {

@@ -367,7 +367,8 @@ static int header_line(struct parser *p, const struct evp_collapse_opts *o,
             size_t t0 = q;
             while (q < n && !is_space(l[q]))
                 q++;
-            if (q > t0 + 1 && l[q - 1] == ':' && isdigit((unsigned char)l[t0])) {
+            if (q > t0 + 1 && l[q - 1] == ':' &&
+                isdigit((unsigned char)l[t0])) {
                 uint64_t sec = 0, ns = 0;
                 size_t z = t0;
                 while (z < q - 1 && isdigit((unsigned char)l[z]))
@@ -401,8 +402,8 @@ static int header_line(struct parser *p, const struct evp_collapse_opts *o,
     if (ev) {
         const char *want = o->event && *o->event ? o->event : st->event;
         if (!*want && !(o->event && *o->event)) {
-            size_t c = evlen < sizeof st->event - 1 ? evlen
-                                                      : sizeof st->event - 1;
+            size_t c =
+                evlen < sizeof st->event - 1 ? evlen : sizeof st->event - 1;
             memcpy(st->event, ev, c);
             st->event[c] = 0;
             want = st->event;
@@ -582,8 +583,8 @@ static int collapse_cb(void *ctx, const struct evp_perf_sample *s)
 }
 
 int evp_perf_collapse(const char *buf, size_t len,
-                      const struct evp_collapse_opts *o,
-                      struct evp_stacks *out, struct evp_collapse_stats *st)
+                      const struct evp_collapse_opts *o, struct evp_stacks *out,
+                      struct evp_collapse_stats *st)
 {
     struct collapse_ctx c = {out, NULL, 0};
     int rc = evp_perf_parse(buf, len, o, collapse_cb, &c, st);

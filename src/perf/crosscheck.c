@@ -93,8 +93,7 @@ static int xc_begin(void *ctx, const struct evp_stream *s)
 {
     struct xc_build *b = ctx;
     struct evp_xc_trace *x = b->x;
-    struct evp_xc_timeline *ntl =
-        realloc(x->tl, (x->ntl + 1) * sizeof *ntl);
+    struct evp_xc_timeline *ntl = realloc(x->tl, (x->ntl + 1) * sizeof *ntl);
     if (!ntl)
         return -ENOMEM;
     x->tl = ntl;
@@ -115,7 +114,7 @@ static int xc_events(void *ctx, const struct evp_event *ev, size_t n)
             b->depth++;
         else if (evp_kind_pops(e->kind) && b->depth)
             b->depth--;
-        unsigned cat = b->depth ? EVP_XC_EVAL
+        unsigned cat = b->depth                 ? EVP_XC_EVAL
                        : e->kind == EVP_EV_INIT ? EVP_XC_INIT
                        : e->kind == EVP_EV_FINI ? EVP_XC_FINI
                                                 : EVP_XC_RUNTIME;
@@ -219,9 +218,8 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
     int flags = 0;
     fprintf(out, "cross-check: perf samples against the trace ");
     evp_esc_term(out, trace_path, strlen(trace_path), 0);
-    fprintf(out, " (producer: %s)\n\n", x->producer && *x->producer
-                                            ? x->producer
-                                            : "unknown");
+    fprintf(out, " (producer: %s)\n\n",
+            x->producer && *x->producer ? x->producer : "unknown");
     fprintf(out, "  %-28s %12s %12s\n", "share of time", "perf", "trace");
     double pt = p->total ? (double)p->total : 1.0;
     double tt = x->total ? (double)x->total : 1.0;
@@ -247,8 +245,7 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
         fprintf(out, ", %s from other processes",
                 evp_perf_count(a, sizeof a, p->other));
     fprintf(out, ")\n  trace: %.3f ms of events, window %.3f ms\n",
-            (double)x->total / 1e6,
-            (double)(x->end_ns - x->start_ns) / 1e6);
+            (double)x->total / 1e6, (double)(x->end_ns - x->start_ns) / 1e6);
     if (p->located) {
         uint64_t same = 0;
         for (int c = 0; c < EVP_XC__COUNT; c++)

@@ -80,12 +80,12 @@ struct evp_collapse_opts {
 
 struct evp_collapse_stats {
     uint64_t lines;
-    uint64_t samples;      /* samples handed on */
-    uint64_t filtered;     /* samples of other events */
-    uint64_t unrecognized; /* lines matching no pattern */
+    uint64_t samples;            /* samples handed on */
+    uint64_t filtered;           /* samples of other events */
+    uint64_t unrecognized;       /* lines matching no pattern */
     uint64_t first_unrecognized; /* line number */
     size_t max_raw_frames;
-    char event[64];   /* the event kept */
+    char event[64];       /* the event kept */
     char other_event[64]; /* first other event met, when any */
 };
 
@@ -101,8 +101,8 @@ int evp_perf_parse(const char *buf, size_t len,
 
 /* Collapse into OUT ("pname;root;...;leaf" += period). */
 int evp_perf_collapse(const char *buf, size_t len,
-                      const struct evp_collapse_opts *o,
-                      struct evp_stacks *out, struct evp_collapse_stats *st);
+                      const struct evp_collapse_opts *o, struct evp_stacks *out,
+                      struct evp_collapse_stats *st);
 
 /* Append the folded key of sample S (process frame first) to *BUF. */
 int evp_perf_sample_key(const struct evp_perf_sample *s, char **buf,
@@ -151,8 +151,8 @@ enum evp_startup_phase evp_startup_classify(const struct evp_perf_sample *s,
 void evp_startup_add(struct evp_startup *su, const struct evp_perf_sample *s,
                      const char *comm_prefix);
 /* CALLGRAPH: the unwinding mode used ("fp", "dwarf"), NULL unknown. */
-int evp_startup_print(const struct evp_startup *su, FILE *out,
-                      const char *what, unsigned runs, const char *callgraph);
+int evp_startup_print(const struct evp_startup *su, FILE *out, const char *what,
+                      unsigned runs, const char *callgraph);
 
 /* Root frames at which a complete user stack ends. */
 int evp_perf_is_root_frame(const char *name, size_t len);

@@ -177,8 +177,7 @@ void evp_perf_explain(const char *text, char *msg, size_t len)
         size_t n = strcspn(s, "\n");
         if (n > 200)
             n = 200;
-        snprintf(msg, len, "perf failed: %.*s", (int)n,
-                 n ? s : "no message");
+        snprintf(msg, len, "perf failed: %.*s", (int)n, n ? s : "no message");
     }
 }
 

@@ -44,8 +44,8 @@ int evp_stacks_add(struct evp_stacks *s, const char *key, size_t len,
                    uint64_t value)
 {
     /* room for a new key's value first */
-    if (evp_grow((void **)&s->value, &s->vcap, s->keys.n + 1,
-                 sizeof *s->value, 1024))
+    if (evp_grow((void **)&s->value, &s->vcap, s->keys.n + 1, sizeof *s->value,
+                 1024))
         return -ENOMEM;
     int added;
     uint32_t id = evp_strset_add(&s->keys, key, len, &added);

@@ -171,12 +171,13 @@ void evp_startup_add(struct evp_startup *su, const struct evp_perf_sample *s,
 static void row(FILE *out, const char *label, uint64_t n, uint64_t total)
 {
     char c[32];
-    fprintf(out, "  %-44s %10s %7.1f%%\n", label, evp_perf_count(c, sizeof c, n),
+    fprintf(out, "  %-44s %10s %7.1f%%\n", label,
+            evp_perf_count(c, sizeof c, n),
             total ? 100.0 * (double)n / (double)total : 0.0);
 }
 
-int evp_startup_print(const struct evp_startup *su, FILE *out,
-                      const char *what, unsigned runs, const char *callgraph)
+int evp_startup_print(const struct evp_startup *su, FILE *out, const char *what,
+                      unsigned runs, const char *callgraph)
 {
     const uint64_t *n = su->n;
     uint64_t t = su->total;
@@ -187,8 +188,8 @@ int evp_startup_print(const struct evp_startup *su, FILE *out,
     if (runs > 1)
         fprintf(out, " over %u runs", runs);
     fprintf(out, ")\n\n  %-44s %10s %8s\n", "phase", "samples", "share");
-    uint64_t init = n[EVP_SU_INIT_CORE] + n[EVP_SU_INIT_MAIN] +
-                    n[EVP_SU_INIT_OTHER];
+    uint64_t init =
+        n[EVP_SU_INIT_CORE] + n[EVP_SU_INIT_MAIN] + n[EVP_SU_INIT_OTHER];
     row(out, "pymain_init (initialisation)", init, t);
     row(out, "  pyinit_core", n[EVP_SU_INIT_CORE], t);
     row(out, "  pyinit_main", n[EVP_SU_INIT_MAIN], t);
@@ -199,8 +200,7 @@ int evp_startup_print(const struct evp_startup *su, FILE *out,
     row(out, "before main (dynamic loader)", n[EVP_SU_LOADER], t);
     row(out, "kernel only (exec, page faults, exit)", n[EVP_SU_KERNEL], t);
     row(out, "other processes (wrappers, shells)", n[EVP_SU_OTHER_PROC], t);
-    row(out, "interpreter stacks that stop before main", n[EVP_SU_UNROOTED],
-        t);
+    row(out, "interpreter stacks that stop before main", n[EVP_SU_UNROOTED], t);
     if (!t)
         fprintf(out, "\nnote: no samples; the command ran too briefly for the "
                      "sampling rate (raise -F or --repeat)\n");

@@ -44,7 +44,8 @@ int evp_rec_use_tsc_;
 
 #define DEFAULT_BUFFER_EVENTS 65536u
 #define DEFAULT_FLUSH_MS 200u
-#define MAX_BUFFERS_PER_THREAD 8u /* beyond this a thread waits for the writer */
+/* Beyond this many buffers a thread waits for the writer. */
+#define MAX_BUFFERS_PER_THREAD 8u
 
 struct buffer {
     struct evp_rec_record *recs;
@@ -60,15 +61,15 @@ struct thread {
     struct buffer *buf;        /* current buffer, NULL when detached */
     uint64_t gen;              /* session generation it is attached to */
     uint32_t stream;
-    uint32_t seq;          /* next chunk number (writer only) */
-    uint32_t nbuffers;     /* buffers it holds or has queued */
-    uint32_t dropped;      /* records lost since its last chunk (writer) */
-    uint64_t events;       /* records written (writer) */
+    uint32_t seq;      /* next chunk number (writer only) */
+    uint32_t nbuffers; /* buffers it holds or has queued */
+    uint32_t dropped;  /* records lost since its last chunk (writer) */
+    uint64_t events;   /* records written (writer) */
     uint64_t dropped_total;
     pid_t tid;
-    int live;              /* attached to the current session */
-    int exited;            /* its thread has ended: struct may be reused */
-    struct thread *next;   /* all threads ever seen */
+    int live;            /* attached to the current session */
+    int exited;          /* its thread has ended: struct may be reused */
+    struct thread *next; /* all threads ever seen */
 };
 
 /* A metadata, opcode, function or thread chunk waiting for the writer. */
@@ -88,8 +89,8 @@ enum state { CLOSED, OPENING, OPEN, CLOSING };
 
 static struct {
     pthread_mutex_t mu;
-    pthread_cond_t wake;   /* writer: work to do */
-    pthread_cond_t room;   /* threads: a buffer came back */
+    pthread_cond_t wake; /* writer: work to do */
+    pthread_cond_t room; /* threads: a buffer came back */
     enum state state;
     uint64_t gen;
     int fd;
@@ -178,8 +179,8 @@ static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
         int rc = open_deferred();
         if (rc < 0) {
             S.error = rc;
-            warn("%s: cannot create the trace (%s); recording stopped",
-                 S.path, -rc);
+            warn("%s: cannot create the trace (%s); recording stopped", S.path,
+                 -rc);
             return rc;
         }
     }
@@ -356,8 +357,8 @@ static void write_records(struct buffer *b, uint32_t upto)
     pf.seq = t->seq;
     pf.dropped = t->dropped;
     evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
-    size_t len = evp_events_encode(S.encode_buf, &pf, b->recs + b->written,
-                                   n, &S.backwards);
+    size_t len = evp_events_encode(S.encode_buf, &pf, b->recs + b->written, n,
+                                   &S.backwards);
     if (write_chunk(EVP_CHUNK_EVENTS, S.encode_buf, len) == 0) {
         t->seq++;
         t->dropped = 0;
@@ -467,8 +468,8 @@ static void *writer_main(void *arg)
         if (!S.queue_head) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
-            uint64_t ns = (uint64_t)until.tv_nsec +
-                          (uint64_t)S.cfg.flush_ms * 1000000u;
+            uint64_t ns =
+                (uint64_t)until.tv_nsec + (uint64_t)S.cfg.flush_ms * 1000000u;
             until.tv_sec += (time_t)(ns / 1000000000u);
             until.tv_nsec = (long)(ns % 1000000000u);
             pthread_cond_timedwait(&S.wake, &S.mu, &until);
@@ -750,7 +751,8 @@ int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
 {
     size_t bound = EVP_VARINT_MAX;
     for (size_t i = 0; i < n; i++)
-        bound += 2 * EVP_VARINT_MAX + evp_str_bound(ops[i].name ? ops[i].name : "");
+        bound +=
+            2 * EVP_VARINT_MAX + evp_str_bound(ops[i].name ? ops[i].name : "");
     uint8_t *buf = malloc(bound);
     if (!buf)
         return -ENOMEM;
@@ -1004,8 +1006,8 @@ static int file_begin(void)
     free(m);
     if (rc < 0)
         return rc;
-    if (S.opcodes && (rc = write_chunk(EVP_CHUNK_OPCODES, S.opcodes,
-                                       S.opcodes_len)) < 0)
+    if (S.opcodes &&
+        (rc = write_chunk(EVP_CHUNK_OPCODES, S.opcodes, S.opcodes_len)) < 0)
         return rc;
     if (S.funcs_queued) {
         struct pending *f = funcs_chunk(0, S.funcs_queued);

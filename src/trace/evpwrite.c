@@ -138,22 +138,22 @@ static int write_meta(struct ewriter *w)
     char v[64];
     size_t cap = 1024, len = 0;
     char *buf = malloc(cap);
-#define ADD(k, val)                                                          \
-    do {                                                                     \
-        size_t kl = strlen(k) + 1, vl = strlen(val) + 1;                     \
-        while (buf && len + kl + vl > cap) {                                 \
-            char *nb = realloc(buf, cap *= 2);                               \
-            if (!nb) {                                                       \
-                free(buf);                                                   \
-                buf = NULL;                                                  \
-            }                                                                \
-            buf = nb;                                                        \
-        }                                                                    \
-        if (buf) {                                                           \
-            memcpy(buf + len, k, kl);                                        \
-            memcpy(buf + len + kl, val, vl);                                 \
-            len += kl + vl;                                                  \
-        }                                                                    \
+#define ADD(k, val)                                                            \
+    do {                                                                       \
+        size_t kl = strlen(k) + 1, vl = strlen(val) + 1;                       \
+        while (buf && len + kl + vl > cap) {                                   \
+            char *nb = realloc(buf, cap *= 2);                                 \
+            if (!nb) {                                                         \
+                free(buf);                                                     \
+                buf = NULL;                                                    \
+            }                                                                  \
+            buf = nb;                                                          \
+        }                                                                      \
+        if (buf) {                                                             \
+            memcpy(buf + len, k, kl);                                          \
+            memcpy(buf + len + kl, val, vl);                                   \
+            len += kl + vl;                                                    \
+        }                                                                      \
     } while (0)
     for (size_t i = 0; i < t->nmeta; i += 2)
         if (!meta_is_clock(t->meta[i]))

@@ -67,8 +67,8 @@ struct evp_trace {
 
     /* opcode table */
     struct opcode_entry *ops;
-    unsigned nops;    /* entries (max opcode + 1) */
-    unsigned nbases;  /* named base instructions */
+    unsigned nops;   /* entries (max opcode + 1) */
+    unsigned nbases; /* named base instructions */
     int ops_from_trace;
 
     char **warnings;
@@ -91,15 +91,13 @@ struct evp_trace {
 EVP_HIDDEN void evp_trace_warnf(struct evp_trace *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 EVP_HIDDEN void *evp_trace_own(struct evp_trace *t, void *p);
-EVP_HIDDEN char *evp_trace_strdup(struct evp_trace *t, const char *s,
-                                  size_t n);
+EVP_HIDDEN char *evp_trace_strdup(struct evp_trace *t, const char *s, size_t n);
 EVP_HIDDEN int evp_trace_set_meta(struct evp_trace *t, const char *key,
                                   const char *value);
 /* Set function ID (growing the table); name/file copied. */
 EVP_HIDDEN int evp_trace_set_func(struct evp_trace *t, uint32_t id,
                                   const char *name, size_t nlen,
-                                  const char *file, size_t flen,
-                                  uint32_t line);
+                                  const char *file, size_t flen, uint32_t line);
 /* The stream with id ID, added (empty) when new; NULL when out of
  * memory.  O(1): traces may have tens of thousands of threads.  The
  * pointer is valid until the next stream is added. */

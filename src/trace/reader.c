@@ -235,8 +235,8 @@ int evp_stream_add_segment(struct stream *s, const struct segment *seg)
     return 0;
 }
 
-int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode,
-                         const char *name, unsigned base)
+int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode, const char *name,
+                         unsigned base)
 {
     if (opcode > 0xffff || base > 0xffff)
         return -EINVAL;
@@ -274,7 +274,7 @@ int evp_trace_builtin_opcodes(struct evp_trace *t, const char *version)
     return 0;
 }
 
-/* ---- binary chunks -------------------------------------------------------- */
+/* ---- binary chunks ------------------------------------------------------- */
 
 /*
  * Decompressed bytes a file may cost: 1000 times its size plus 64 MiB.
@@ -289,7 +289,7 @@ int evp_trace_builtin_opcodes(struct evp_trace *t, const char *version)
 
 struct scan {
     struct evp_trace *t;
-    uint32_t chunk; /* chunk number, from 0 */
+    uint32_t chunk;                   /* chunk number, from 0 */
     uint64_t inflated, inflate_limit; /* decompressed bytes, and the bound */
     /* clock pairs for calibration */
     uint64_t lo_ticks, lo_ns, hi_ticks, hi_ns;
@@ -338,7 +338,8 @@ static int parse_meta(struct scan *sc, const uint8_t *p, size_t len)
         const uint8_t *k = p, *kz = memchr(p, 0, (size_t)(end - p));
         if (!kz)
             return -1;
-        const uint8_t *v = kz + 1, *vz = v < end ? memchr(v, 0, (size_t)(end - v)) : NULL;
+        const uint8_t *v = kz + 1,
+                      *vz = v < end ? memchr(v, 0, (size_t)(end - v)) : NULL;
         if (!vz)
             return -1;
         if (evp_trace_set_meta(sc->t, (const char *)k, (const char *)v) < 0)
@@ -378,7 +379,8 @@ static int parse_funcs(struct scan *sc, const uint8_t *p, size_t len)
     for (uint64_t i = 0; i < n; i++) {
         const char *name, *file;
         size_t nl, fl;
-        if (read_varint(&p, end, &id) < 0 || read_str(&p, end, &name, &nl) < 0 ||
+        if (read_varint(&p, end, &id) < 0 ||
+            read_str(&p, end, &name, &nl) < 0 ||
             read_str(&p, end, &file, &fl) < 0 ||
             read_varint(&p, end, &line) < 0 || id == 0 || id > MAX_FUNC_ID ||
             line > 0xffffffffu)
@@ -446,8 +448,8 @@ static const char *chunk_type_name(unsigned type);
  * Returns 0, -1 when malformed, or -2 when it would pass the file's bound
  * on decompressed bytes (warned here).  The declared size is checked
  * against the frame's own and the bound before anything is allocated. */
-static int inflate(struct scan *sc, const uint8_t **p, size_t *len,
-                   size_t off, unsigned type)
+static int inflate(struct scan *sc, const uint8_t **p, size_t *len, size_t off,
+                   unsigned type)
 {
     if (*len < 4)
         return -1;
@@ -488,13 +490,20 @@ static int inflate(struct scan *sc, const uint8_t **p, size_t *len,
 static const char *chunk_type_name(unsigned type)
 {
     switch (type) {
-    case EVP_CHUNK_META: return "metadata";
-    case EVP_CHUNK_OPCODES: return "opcode table";
-    case EVP_CHUNK_FUNCS: return "function table";
-    case EVP_CHUNK_THREAD: return "thread";
-    case EVP_CHUNK_EVENTS: return "events";
-    case EVP_CHUNK_END: return "end record";
-    default: return "unknown";
+    case EVP_CHUNK_META:
+        return "metadata";
+    case EVP_CHUNK_OPCODES:
+        return "opcode table";
+    case EVP_CHUNK_FUNCS:
+        return "function table";
+    case EVP_CHUNK_THREAD:
+        return "thread";
+    case EVP_CHUNK_EVENTS:
+        return "events";
+    case EVP_CHUNK_END:
+        return "end record";
+    default:
+        return "unknown";
     }
 }
 
@@ -505,8 +514,7 @@ static int chunk_ok(const uint8_t *d, size_t size, size_t off)
         evp_get_u32(d + off) != EVP_CHUNK_MAGIC)
         return 0;
     uint32_t len = evp_get_u32(d + off + 8);
-    if (len > EVP_CHUNK_MAX_PAYLOAD ||
-        len > size - off - EVP_CHUNK_HEADER_SIZE)
+    if (len > EVP_CHUNK_MAX_PAYLOAD || len > size - off - EVP_CHUNK_HEADER_SIZE)
         return 0;
     return evp_chunk_checksum(d + off, d + off + EVP_CHUNK_HEADER_SIZE, len) ==
            evp_get_u32(d + off + 12);
@@ -621,22 +629,33 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
             rc = inflate(&sc, &payload, &plen, off, type);
         if (rc == 0) {
             switch (type) {
-            case EVP_CHUNK_META: rc = parse_meta(&sc, payload, plen); break;
-            case EVP_CHUNK_OPCODES: rc = parse_opcodes(&sc, payload, plen); break;
-            case EVP_CHUNK_FUNCS: rc = parse_funcs(&sc, payload, plen); break;
-            case EVP_CHUNK_THREAD: rc = parse_thread(&sc, payload, plen); break;
+            case EVP_CHUNK_META:
+                rc = parse_meta(&sc, payload, plen);
+                break;
+            case EVP_CHUNK_OPCODES:
+                rc = parse_opcodes(&sc, payload, plen);
+                break;
+            case EVP_CHUNK_FUNCS:
+                rc = parse_funcs(&sc, payload, plen);
+                break;
+            case EVP_CHUNK_THREAD:
+                rc = parse_thread(&sc, payload, plen);
+                break;
             case EVP_CHUNK_EVENTS:
                 rc = parse_events(&sc, payload, plen, off);
                 break;
-            case EVP_CHUNK_END: rc = parse_end(&sc, payload, plen); break;
+            case EVP_CHUNK_END:
+                rc = parse_end(&sc, payload, plen);
+                break;
             default:
                 /* A later minor version's chunk: skipped on purpose. */
                 break;
             }
         }
         if (rc == -1)
-            evp_trace_warnf(t, "chunk %u at byte %zu (%s): malformed payload; "
-                               "chunk skipped",
+            evp_trace_warnf(t,
+                            "chunk %u at byte %zu (%s): malformed payload; "
+                            "chunk skipped",
                             sc.chunk, off, chunk_type_name(type));
         else if (rc == 0)
             good++;
@@ -646,8 +665,10 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
     if (!good) {
         /* One line: what was met first says what the file is. */
         if (t->nwarnings > 1)
-            snprintf(err, errlen, "no readable chunk: %s (and %zu more "
-                     "problems)", t->warnings[0], t->nwarnings - 1);
+            snprintf(err, errlen,
+                     "no readable chunk: %s (and %zu more "
+                     "problems)",
+                     t->warnings[0], t->nwarnings - 1);
         else if (t->nwarnings)
             snprintf(err, errlen, "no readable chunk: %s", t->warnings[0]);
         else
@@ -682,8 +703,10 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
         hz = 1e9;
     if (!(hz >= 1e3 && hz <= 1e13)) {
         /* Damaged metadata: nanoseconds are the best guess. */
-        evp_trace_warnf(t, "implausible clock rate %g Hz; nanoseconds "
-                           "assumed", hz);
+        evp_trace_warnf(t,
+                        "implausible clock rate %g Hz; nanoseconds "
+                        "assumed",
+                        hz);
         hz = 1e9;
     }
     t->anchor_ticks = start_ticks;
@@ -803,7 +826,8 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
     int binary = t->size >= 8 && memcmp(t->data, EVP_FILE_MAGIC, 8) == 0;
     if (opts->format == 1 || (opts->format == 0 && binary)) {
         if (!binary) {
-            snprintf(err, errlen, "not an evalprof trace (bad magic at byte 0)");
+            snprintf(err, errlen,
+                     "not an evalprof trace (bad magic at byte 0)");
             rc = -EPROTO;
             goto fail;
         }
@@ -821,7 +845,8 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
          * name or an argv, and are escaped where they are shown). */
         int looks_binary = t->size >= 4 && memcmp(t->data, "EVPT", 4) == 0;
         if (!looks_binary)
-            looks_binary = memchr(t->data, 0, t->size < 512 ? t->size : 512) != NULL;
+            looks_binary =
+                memchr(t->data, 0, t->size < 512 ? t->size : 512) != NULL;
         if (opts->format == 0 && looks_binary) {
             snprintf(err, errlen,
                      "not an evalprof trace (bad magic at byte 0)");
@@ -845,7 +870,8 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
             snprintf(mm, sizeof mm, "%u.%u", major, minor);
             ver = mm;
         }
-        if (ver && !t->ops_from_trace && evp_trace_builtin_opcodes(t, ver) < 0) {
+        if (ver && !t->ops_from_trace &&
+            evp_trace_builtin_opcodes(t, ver) < 0) {
             snprintf(err, errlen,
                      "no built-in opcode table for Python %s (known: %s)", ver,
                      evp_optable_versions());
@@ -994,7 +1020,7 @@ void evp_trace_close(struct evp_trace *t)
     free(t);
 }
 
-/* ---- accessors ------------------------------------------------------------ */
+/* ---- accessors ----------------------------------------------------------- */
 
 const struct evp_trace_info *evp_trace_info(const struct evp_trace *t)
 {

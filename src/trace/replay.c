@@ -28,7 +28,6 @@
 
 #define BATCH 512
 
-
 struct frame {
     uint32_t func;
     uint64_t ts;    /* ns at the push */
@@ -47,16 +46,16 @@ struct rstate {
     uint64_t pend_log; /* log-written ns inside the pending event */
     struct frame *stack;
     size_t depth, cap;
-    uint32_t *active; /* per function id: open activations */
-    uint32_t nstat;   /* entries in func_stats / active */
-    uint64_t cost;    /* non-zero: compensate (by kcost) */
+    uint32_t *active;              /* per function id: open activations */
+    uint32_t nstat;                /* entries in func_stats / active */
+    uint64_t cost;                 /* non-zero: compensate (by kcost) */
     uint64_t kcost[EVP_EV__COUNT]; /* ns subtracted per event, by kind */
-    uint64_t kmax;    /* the largest kcost: the most carried */
-    uint64_t carry;   /* cost not yet taken off (an interval too short) */
+    uint64_t kmax;                 /* the largest kcost: the most carried */
+    uint64_t carry; /* cost not yet taken off (an interval too short) */
     struct evp_func_stats *fstats; /* opts->func_stats */
     int keep_log;                  /* opts->keep_log */
     uint32_t top, parent;          /* innermost frame's function, its caller */
-    uint64_t ovh;     /* accumulated overhead of this stream */
+    uint64_t ovh;                  /* accumulated overhead of this stream */
     struct evp_replay_stats st;
     int rc;
 };
@@ -89,13 +88,13 @@ static int flush_out(struct rstate *r)
 struct hot {
     struct evp_event *out;
     size_t nout;
-    uint64_t plog;  /* log-written ns inside the pending event */
-    uint64_t cost;  /* non-zero: compensate, by kcost */
+    uint64_t plog; /* log-written ns inside the pending event */
+    uint64_t cost; /* non-zero: compensate, by kcost */
     const uint64_t *kcost;
     uint64_t kmax, carry;
     uint64_t depth; /* copies of r->depth, r->top, r->parent */
     uint32_t top, parent;
-    int have;       /* out[nout] holds a pending event */
+    int have; /* out[nout] holds a pending event */
     int keep_log;
     int fstats;
 };
@@ -387,7 +386,7 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
         const struct evp_trace_info *in = &t->info;
         for (unsigned k = 0; k < EVP_EV__COUNT; k++) {
             double c = in->kind_cost_ns[k] > 0 ? in->kind_cost_ns[k]
-                                                : in->event_cost_ns;
+                                               : in->event_cost_ns;
             r->kcost[k] = (uint64_t)(c + 0.5);
             r->cost |= r->kcost[k];
             if (r->kcost[k] > r->kmax)

@@ -77,12 +77,12 @@ struct rec_vec {
 
 struct reader {
     struct evp_trace *t;
-    struct evp_itab names;   /* function names -> ids */
+    struct evp_itab names; /* function names -> ids */
     /* each stream's records, by the stream's index in the trace (which
      * finds streams by id) */
     struct rec_vec *recs;
     size_t nrecs, recs_cap;
-    size_t cur; /* index + 1 of the stream events go to, 0: none yet */
+    size_t cur;          /* index + 1 of the stream events go to, 0: none yet */
     const char *pending; /* "# func:" name for the next event */
     size_t pending_len;
     int explicit_ids; /* a "# function:" table was given */
@@ -109,8 +109,8 @@ static int switch_stream(struct reader *rd, uint32_t id)
         return -1;
     size_t i = (size_t)(s - rd->t->streams);
     if (i >= rd->nrecs) {
-        if (evp_grow((void **)&rd->recs, &rd->recs_cap, i + 1,
-                     sizeof *rd->recs, 8))
+        if (evp_grow((void **)&rd->recs, &rd->recs_cap, i + 1, sizeof *rd->recs,
+                     8))
             return -1;
         memset(rd->recs + rd->nrecs, 0, (i + 1 - rd->nrecs) * sizeof *rd->recs);
         rd->nrecs = i + 1;
@@ -414,9 +414,11 @@ static void event_line(struct reader *rd, const char *p, const char *end)
         if (na >= 1 && rd->explicit_ids) {
             id = (uint32_t)a;
         } else if (rd->pending) {
-            char *nm = dup_range(rd->t, rd->pending, rd->pending + rd->pending_len);
+            char *nm =
+                dup_range(rd->t, rd->pending, rd->pending + rd->pending_len);
             if (nm)
-                id = intern_func(rd->t, &rd->names, nm, unescape(nm, strlen(nm)));
+                id = intern_func(rd->t, &rd->names, nm,
+                                 unescape(nm, strlen(nm)));
         } else if (na >= 1) {
             id = (uint32_t)a;
         }
@@ -502,8 +504,8 @@ int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
         return -EPROTO;
     }
     if (rd.bad_lines)
-        evp_trace_warnf(t, "%" PRIu64 " malformed line%s skipped",
-                        rd.bad_lines, rd.bad_lines > 1 ? "s" : "");
+        evp_trace_warnf(t, "%" PRIu64 " malformed line%s skipped", rd.bad_lines,
+                        rd.bad_lines > 1 ? "s" : "");
 
     for (size_t i = 0; i < rd.nrecs; i++) {
         struct stream *s = &t->streams[i];
@@ -594,8 +596,8 @@ static void put_time(FILE *f, uint64_t ns)
 static int meta_is_header(const char *key)
 {
     static const char *const keys[] = {
-        "executable", "argv", "start.time_s", "start.clock_ns",
-        "end.clock_ns", "oparg", NULL};
+        "executable", "argv", "start.time_s", "start.clock_ns", "end.clock_ns",
+        "oparg",      NULL};
     for (int i = 0; keys[i]; i++)
         if (strcmp(key, keys[i]) == 0)
             return 1;
@@ -605,9 +607,9 @@ static int meta_is_header(const char *key)
 struct text_writer {
     struct evp_trace *t;
     FILE *f;
-    int ids;        /* write function ids (a "# function:" table exists) */
-    int oparg;      /* write opargs */
-    int threads;    /* write "# thread:" lines */
+    int ids;     /* write function ids (a "# function:" table exists) */
+    int oparg;   /* write opargs */
+    int threads; /* write "# thread:" lines */
 };
 
 static int tw_begin(void *ctx, const struct evp_stream *s)
@@ -742,11 +744,10 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
      * without one gives back: stream 0, no tid, the default name, some
      * events. */
     w.threads = t->nstreams > 1 ||
-                (t->nstreams == 1 && (t->streams[0].pub.id != 0 ||
-                                      t->streams[0].pub.tid != 0 ||
-                                      !t->streams[0].nsegs ||
-                                      strcmp(t->streams[0].pub.name,
-                                             "stream 0") != 0));
+                (t->nstreams == 1 &&
+                 (t->streams[0].pub.id != 0 || t->streams[0].pub.tid != 0 ||
+                  !t->streams[0].nsegs ||
+                  strcmp(t->streams[0].pub.name, "stream 0") != 0));
     putc('\n', f);
 
     static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL};

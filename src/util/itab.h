@@ -39,7 +39,10 @@ struct evp_itab {
 };
 
 /* An empty table that allocates on its first evp_itab_put(). */
-#define EVP_ITAB_INIT {NULL, 0, 0}
+#define EVP_ITAB_INIT                                                          \
+    {                                                                          \
+        NULL, 0, 0                                                             \
+    }
 
 void evp_itab_free(struct evp_itab *t);
 
@@ -106,11 +109,14 @@ struct evp_strset {
     size_t alen, acap;
     struct evp_strref {
         size_t off, len;
-    } *ref; /* by id */
+    } * ref; /* by id */
     size_t n, cap;
 };
 
-#define EVP_STRSET_INIT {EVP_ITAB_INIT, NULL, 0, 0, NULL, 0, 0}
+#define EVP_STRSET_INIT                                                        \
+    {                                                                          \
+        EVP_ITAB_INIT, NULL, 0, 0, NULL, 0, 0                                  \
+    }
 
 void evp_strset_free(struct evp_strset *s);
 

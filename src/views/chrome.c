@@ -33,7 +33,8 @@ struct chrome {
 
 static void put_ts(struct chrome *c, const char *key, uint64_t ns)
 {
-    fprintf(c->out, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, ns / 1000, ns % 1000);
+    fprintf(c->out, ",\"%s\":%" PRIu64 ".%03" PRIu64, key, ns / 1000,
+            ns % 1000);
 }
 
 static void begin(struct chrome *c, const char *ph)

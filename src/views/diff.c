@@ -79,7 +79,7 @@ static void print_rows(FILE *out, const char *title, const char *unit,
 {
     qsort(rows, n, sizeof *rows, cmp_drow);
     /* names escaped for the terminal; columns as wide as their figures */
-    char (*shown)[288] = calloc(n ? n : 1, sizeof *shown);
+    char(*shown)[288] = calloc(n ? n : 1, sizeof *shown);
     int *cols = calloc(n ? n : 1, sizeof *cols);
     if (!shown || !cols) {
         free(shown);
@@ -94,8 +94,8 @@ static void print_rows(FILE *out, const char *title, const char *unit,
         cols[i] = evp_esc_term_cell(shown[i], sizeof shown[i], r->name, 70);
         w = max_int(w, cols[i] + 1);
         for (int k = 0; k < 2; k++) {
-            cw = max_int(cw, (int)strlen(evp_fmt_count(c, sizeof c,
-                                                       r->count[k])));
+            cw = max_int(cw,
+                         (int)strlen(evp_fmt_count(c, sizeof c, r->count[k])));
             mw = max_int(mw, (int)strlen(evp_fmt_us_double(
                                  m, sizeof m, mean(r, k) / 1000.0)));
         }
@@ -122,16 +122,16 @@ static void print_rows(FILE *out, const char *title, const char *unit,
         char c0[32], c1[32], m0[48], m1[48], d[64], pct[16];
         double ch = change(r);
         if (r->total[0])
-            snprintf(pct, sizeof pct, "%+.1f%%", 100.0 * ch / (double)r->total[0]);
+            snprintf(pct, sizeof pct, "%+.1f%%",
+                     100.0 * ch / (double)r->total[0]);
         else
             snprintf(pct, sizeof pct, "%s", r->total[1] ? "new" : "");
-        fprintf(out, " %s%*s %*s %*s %*s %s %*s %s %*s", shown[i],
-                w - cols[i], "",
-                cw, evp_fmt_count(c0, sizeof c0, r->count[0]),
-                cw, evp_fmt_count(c1, sizeof c1, r->count[1]),
-                mw, evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0),
-                evp_fmt_unit(),
-                mw, evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0),
+        fprintf(out, " %s%*s %*s %*s %*s %s %*s %s %*s", shown[i], w - cols[i],
+                "", cw, evp_fmt_count(c0, sizeof c0, r->count[0]), cw,
+                evp_fmt_count(c1, sizeof c1, r->count[1]), mw,
+                evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0),
+                evp_fmt_unit(), mw,
+                evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0),
                 evp_fmt_unit(), dw, signed_us(d, sizeof d, ch));
         if (*pct)
             fprintf(out, " %8s", pct);
@@ -156,7 +156,8 @@ static void func_key(const struct evp_trace *t, uint32_t id, char *buf,
 
 static int cmp_rowname(const void *x, const void *y)
 {
-    return strcmp(((const struct drow *)x)->name, ((const struct drow *)y)->name);
+    return strcmp(((const struct drow *)x)->name,
+                  ((const struct drow *)y)->name);
 }
 
 /* Function rows: matched by name and file across the two traces. */
@@ -200,7 +201,8 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
     int rc;
     if ((rc = evp_stats_compute(base, &s[0], o->compensate, -1, o->funcs)) < 0)
         return rc;
-    if ((rc = evp_stats_compute(new_, &s[1], o->compensate, -1, o->funcs)) < 0) {
+    if ((rc = evp_stats_compute(new_, &s[1], o->compensate, -1, o->funcs)) <
+        0) {
         evp_stats_free(&s[0]);
         return rc;
     }
@@ -212,8 +214,9 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         return -ENOMEM;
     }
 
-    fprintf(out, "reading from %s\nreading from %s\n(showing results in "
-                 "'diff' format)\n\n",
+    fprintf(out,
+            "reading from %s\nreading from %s\n(showing results in "
+            "'diff' format)\n\n",
             evp_trace_info(base)->path, evp_trace_info(new_)->path);
     uint64_t el[2];
     for (int i = 0; i < 2; i++) {
@@ -288,8 +291,9 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
     const char *va = evp_trace_info(base)->python_version,
                *vb = evp_trace_info(new_)->python_version;
     if (n && strcmp(va, vb) != 0)
-        fprintf(out, "note: the traces come from different interpreter "
-                     "versions (%s, %s); opcode numbers may not match.\n\n",
+        fprintf(out,
+                "note: the traces come from different interpreter "
+                "versions (%s, %s); opcode numbers may not match.\n\n",
                 *va ? va : "unknown", *vb ? vb : "unknown");
 
     if (o->funcs) {

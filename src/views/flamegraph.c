@@ -59,7 +59,7 @@ struct evp_flame {
     struct node *nodes;
     size_t n, cap;
     struct evp_itab index; /* (parent, name) -> node, big families only */
-    char **blocks; /* name arena: blocks never move once made */
+    char **blocks;         /* name arena: blocks never move once made */
     size_t nblocks;
     size_t bused, bcap; /* in the current block */
     int borrow;         /* names may point into the caller's buffer */
@@ -80,7 +80,8 @@ struct evp_flame {
 
 static uint64_t hash_name(const char *s, size_t n, uint32_t parent)
 {
-    uint64_t h = 1469598103934665603ull ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
+    uint64_t h =
+        1469598103934665603ull ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
@@ -154,8 +155,7 @@ static int same_child(const void *ctx, uint32_t id)
 static int table_put(struct evp_flame *f, uint32_t id)
 {
     const struct node *c = &f->nodes[id];
-    return evp_itab_put(&f->index, hash_name(c->name, c->nlen, c->parent),
-                        id);
+    return evp_itab_put(&f->index, hash_name(c->name, c->nlen, c->parent), id);
 }
 
 /* The child of PARENT named S (N bytes), created when missing. */
@@ -168,14 +168,13 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
         for (uint32_t c = p->first_child; c != NONE;
              c = f->nodes[c].next_sibling) {
             const struct node *cn = &f->nodes[c];
-            if (cn->nhash == nh && cn->nlen == n &&
-                memcmp(cn->name, s, n) == 0)
+            if (cn->nhash == nh && cn->nlen == n && memcmp(cn->name, s, n) == 0)
                 return c;
         }
     } else {
         struct child_probe cp = {f, parent, s, n};
-        uint32_t c = evp_itab_find(&f->index, hash_name(s, n, parent),
-                                   same_child, &cp);
+        uint32_t c =
+            evp_itab_find(&f->index, hash_name(s, n, parent), same_child, &cp);
         if (c != EVP_ITAB_NONE)
             return c;
     }
@@ -210,8 +209,8 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
     }
     uint32_t id = (uint32_t)f->n++;
     struct node *pp = &f->nodes[parent];
-    f->nodes[id] = (struct node){name, (uint32_t)n, parent, NONE,
-                                 pp->first_child, 0, nh, 0, 0};
+    f->nodes[id] = (struct node){
+        name, (uint32_t)n, parent, NONE, pp->first_child, 0, nh, 0, 0};
     pp->first_child = id;
     pp->nkids++;
     if (pp->nkids == FANOUT + 1) {
@@ -454,7 +453,6 @@ struct draw {
     uint64_t frames;
 };
 
-
 static int cmp_nodes(const void *a, const void *b, const struct node *nodes)
 {
     const struct node *x = &nodes[*(const uint32_t *)a];
@@ -480,8 +478,8 @@ static size_t display_len(const char *s, size_t n)
     size_t w = 0;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        int k = c >= 0x80 ? evp_utf8_len((const unsigned char *)s + i, n - i)
-                          : 1;
+        int k =
+            c >= 0x80 ? evp_utf8_len((const unsigned char *)s + i, n - i) : 1;
         if (k == 0 || c < 0x20 || c == 0x7f) {
             w += 4;
             i++;
@@ -509,8 +507,8 @@ static void put_label(FILE *out, const char *s, size_t n, double w)
     size_t keep = chars - 2, used = 0, i = 0;
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        int k = c >= 0x80 ? evp_utf8_len((const unsigned char *)s + i, n - i)
-                          : 1;
+        int k =
+            c >= 0x80 ? evp_utf8_len((const unsigned char *)s + i, n - i) : 1;
         size_t cw1 = (k == 0 || c < 0x20 || c == 0x7f) ? 4 : 1;
         size_t step = k ? (size_t)k : 1;
         if (used + cw1 > keep)
@@ -625,8 +623,8 @@ static void draw_frame(struct draw *d, uint32_t id, double start, int depth)
     put_value(out, nd->value);
     fputc(' ', out);
     evp_esc_xml(out, d->o->countname, strlen(d->o->countname));
-    fprintf(out, ", %.2f%%)</title>", d->total > 0 ? 100.0 * nd->value / d->total
-                                                    : 0.0);
+    fprintf(out, ", %.2f%%)</title>",
+            d->total > 0 ? 100.0 * nd->value / d->total : 0.0);
     fprintf(out,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
             "fill=\"rgb(%d,%d,%d)\" rx=\"2\" ry=\"2\"/>",
@@ -842,8 +840,7 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
     return ferror(out) ? -EIO : 0;
 }
 
-int evp_flame_map(const char *path, const char **buf, size_t *len,
-                  int *mapped)
+int evp_flame_map(const char *path, const char **buf, size_t *len, int *mapped)
 {
     *mapped = 0;
     if (strcmp(path, "-") != 0) {

@@ -242,7 +242,6 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
     return 0;
 }
 
-
 /* ---- names -------------------------------------------------------------- */
 
 /*
@@ -261,7 +260,7 @@ struct key_name {
 
 struct names {
     struct evp_strset str;
-    struct rank *rank; /* by name id, once ranked */
+    struct rank *rank;    /* by name id, once ranked */
     struct evp_itab keys; /* key -> index in kv */
     struct key_name *kv;
     size_t kn, kcap;
@@ -358,13 +357,11 @@ static uint32_t name_of(struct folded *f, struct names *nm, uint32_t k)
         return nm->kv[i].name;
     size_t room = name_room(f, k);
     if (evp_grow((void **)&nm->buf, &nm->bufcap, room, 1, 256) ||
-        evp_grow((void **)&nm->kv, &nm->kcap, nm->kn + 1, sizeof *nm->kv,
-                 256))
+        evp_grow((void **)&nm->kv, &nm->kcap, nm->kn + 1, sizeof *nm->kv, 256))
         return UINT32_MAX;
     size_t len = key_name(f, k, nm->buf);
     uint32_t id = evp_strset_add(&nm->str, nm->buf, len, NULL);
-    if (id == EVP_ITAB_NONE ||
-        evp_itab_put(&nm->keys, h, (uint32_t)nm->kn) < 0)
+    if (id == EVP_ITAB_NONE || evp_itab_put(&nm->keys, h, (uint32_t)nm->kn) < 0)
         return UINT32_MAX;
     nm->kv[nm->kn++] = (struct key_name){k, id};
     return id;
@@ -490,10 +487,9 @@ static int push_level(struct walk *w, size_t first, size_t end)
         uint32_t id = w->ids[g];
         total += w->kid_start[id + 1] - w->kid_start[id];
     }
-    if (evp_grow((void **)&w->ids, &w->ids_cap, w->nids + total,
-                 sizeof *w->ids, 256) ||
-        evp_grow((void **)&w->lv, &w->lv_cap, w->depth + 1, sizeof *w->lv,
-                 256))
+    if (evp_grow((void **)&w->ids, &w->ids_cap, w->nids + total, sizeof *w->ids,
+                 256) ||
+        evp_grow((void **)&w->lv, &w->lv_cap, w->depth + 1, sizeof *w->lv, 256))
         return -ENOMEM;
     size_t base = w->nids;
     for (size_t g = first; g < end; g++) {
@@ -529,8 +525,7 @@ static int push_level(struct walk *w, size_t first, size_t end)
         i = j;
     }
     if (w->nitems > ibase) /* (ITEMS is still NULL before the first) */
-        qsort(w->items + ibase, w->nitems - ibase, sizeof *w->items,
-              cmp_item);
+        qsort(w->items + ibase, w->nitems - ibase, sizeof *w->items, cmp_item);
     w->lv[w->depth++] =
         (struct level){base, total, ibase, w->nitems - ibase, 0, w->path_len};
     return 0;
@@ -593,8 +588,8 @@ static int write_lines(struct folded *f,
                                  uint64_t ns),
                        void *ctx)
 {
-    struct names nm = {EVP_STRSET_INIT, NULL, EVP_ITAB_INIT, NULL, 0, 0,
-                       NULL, 0};
+    struct names nm = {
+        EVP_STRSET_INIT, NULL, EVP_ITAB_INIT, NULL, 0, 0, NULL, 0};
     struct walk w = {.f = f, .nm = &nm, .fn = fn, .ctx = ctx};
     int rc = -ENOMEM;
     for (size_t i = 0; i < f->ndeep; i++)

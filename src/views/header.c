@@ -52,7 +52,8 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
     uint64_t end = evp_trace_end_ns(t);
     line(out, prefix, width, "python", in->executable);
     line(out, prefix, width, "argv", in->argv);
-    line(out, prefix, width, "start", evp_fmt_wall(a, sizeof a, in->start_wall_ns));
+    line(out, prefix, width, "start",
+         evp_fmt_wall(a, sizeof a, in->start_wall_ns));
     /* In unsigned arithmetic: a damaged start time near the end of
      * int64 must not overflow (it shows as unknown instead). */
     line(out, prefix, width, "end",
@@ -61,9 +62,10 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                           ? -1
                           : (int64_t)((uint64_t)in->start_wall_ns +
                                       (end - in->start_ns))));
-    snprintf(a, sizeof a, "%s %s",
-             evp_fmt_us(b, sizeof b, end > in->start_ns ? end - in->start_ns : 0),
-             evp_fmt_unit());
+    snprintf(
+        a, sizeof a, "%s %s",
+        evp_fmt_us(b, sizeof b, end > in->start_ns ? end - in->start_ns : 0),
+        evp_fmt_unit());
     line(out, prefix, width, "elapsed", a);
 
     char note[256];
@@ -79,7 +81,8 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
         line(out, prefix, width, "overhead", c);
     } else if (in->event_cost_ns > 0) {
         char c[128];
-        snprintf(c, sizeof c, "%.1f ns per event measured; %s", in->event_cost_ns,
+        snprintf(c, sizeof c, "%.1f ns per event measured; %s",
+                 in->event_cost_ns,
                  compensate ? "subtracted from elapsed times"
                             : "not subtracted (--no-compensate)");
         line(out, prefix, width, "overhead", c);

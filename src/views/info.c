@@ -93,13 +93,16 @@ int evp_view_info(struct evp_trace *t, FILE *out)
         fprintf(out, ", %.6f GHz", in->clock_hz / 1e9);
     fputc('\n', out);
     if (in->event_cost_ns > 0)
-        fprintf(out, "event cost:  %.1f ns (measured by the recorder at start)\n",
+        fprintf(out,
+                "event cost:  %.1f ns (measured by the recorder at start)\n",
                 in->event_cost_ns);
     if (in->has_kind_cost) {
         char c[768];
         evp_view_kind_costs(t, c, sizeof c);
-        fprintf(out, "traced cost: %s at start (the producer's work and the "
-                     "recorder's)\n", c);
+        fprintf(out,
+                "traced cost: %s at start (the producer's work and the "
+                "recorder's)\n",
+                c);
     }
     fputs("can emit:   ", out);
     const char *sep = " ";
@@ -132,15 +135,17 @@ int evp_view_info(struct evp_trace *t, FILE *out)
         free(acc.seen);
         return -ENOMEM;
     }
-    static const struct evp_replay_ops ops = {info_begin, info_events, info_end};
+    static const struct evp_replay_ops ops = {info_begin, info_events,
+                                              info_end};
     struct evp_replay_stats st;
     struct evp_replay_opts ro = {.stream = -1, .stats = &st};
     int rc = evp_replay(t, &ro, &ops, &acc);
     free(acc.count);
     free(acc.seen);
     if (st.unmatched || st.unclosed)
-        fprintf(out, "  (%" PRIu64 " unmatched exits, %" PRIu64
-                     " frames open at the end)\n",
+        fprintf(out,
+                "  (%" PRIu64 " unmatched exits, %" PRIu64
+                " frames open at the end)\n",
                 st.unmatched, st.unclosed);
 
     fputs("\nmetadata:\n", out);

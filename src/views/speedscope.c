@@ -75,14 +75,13 @@ static uint32_t frame_of(struct speedscope *s, uint32_t key)
     return f;
 }
 
-static void event(struct speedscope *s, char type, uint32_t frame,
-                  uint64_t at)
+static void event(struct speedscope *s, char type, uint32_t frame, uint64_t at)
 {
     if (at < s->at)
         at = s->at; /* never back in time (compensated leaves) */
     s->at = at;
-    fprintf(s->out, "%s{\"type\":\"%c\",\"frame\":%" PRIu32 ",\"at\":%" PRIu64
-                    "}",
+    fprintf(s->out,
+            "%s{\"type\":\"%c\",\"frame\":%" PRIu32 ",\"at\":%" PRIu64 "}",
             s->first_event ? "\n" : ",\n", type, frame, at);
     s->first_event = 0;
 }
@@ -199,8 +198,8 @@ int evp_view_speedscope(struct evp_trace *t, FILE *out,
                         const struct evp_chrome_opts *o)
 {
     const struct evp_trace_info *in = evp_trace_info(t);
-    struct speedscope s = {.t = t, .out = out, .o = o, .start = in->start_ns,
-                           .first_profile = 1};
+    struct speedscope s = {
+        .t = t, .out = out, .o = o, .start = in->start_ns, .first_profile = 1};
     s.index = (struct evp_itab)EVP_ITAB_INIT;
     fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
           "\n\"exporter\":\"evalprof\",\"name\":",

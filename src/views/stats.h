@@ -17,9 +17,9 @@ struct evp_stats {
     /* indexed by kind / opcode; one allocation behind kind_count */
     uint64_t *kind_count, *kind_total, *kind_first;
     uint64_t *op_count, *op_total, *op_first;
-    uint64_t kind_seq, op_seq;      /* next first-appearance number */
-    uint8_t *entered;               /* per function id: entered at least once */
-    struct evp_func_stats *funcs;   /* per function id, when asked for */
+    uint64_t kind_seq, op_seq;    /* next first-appearance number */
+    uint8_t *entered;             /* per function id: entered at least once */
+    struct evp_func_stats *funcs; /* per function id, when asked for */
     uint32_t nfuncs;
     struct evp_replay_stats replay;
 };

@@ -152,13 +152,13 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
                         ? (double)rows[i].total / (double)rows[i].count / 1000.0
                         : 0;
         fprintf(out, " %s%*s%*s%*s %s", rows[i].name, w - rows[i].cols, "",
-                cw.count, evp_fmt_count(c, sizeof c, rows[i].count),
-                cw.value, evp_fmt_us_double(mean, sizeof mean, us),
-                evp_fmt_unit());
+                cw.count, evp_fmt_count(c, sizeof c, rows[i].count), cw.value,
+                evp_fmt_us_double(mean, sizeof mean, us), evp_fmt_unit());
         if (wide)
             fprintf(out, "%*s %s %6.1f%%", cw.value,
                     evp_fmt_us(tot, sizeof tot, rows[i].total), evp_fmt_unit(),
-                    grand ? 100.0 * (double)rows[i].total / (double)grand : 0.0);
+                    grand ? 100.0 * (double)rows[i].total / (double)grand
+                          : 0.0);
         putc('\n', out);
     }
     rule(out, w, wide, cw);
@@ -259,15 +259,15 @@ static void func_table(FILE *out, const struct evp_trace *t,
             const char *u = evp_fmt_unit();
             int v = cw.value;
             fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", rows[i].name,
-                    w - rows[i].cols, "",
-                    cw.count, evp_fmt_count(c, sizeof c, rows[i].count),
-                    v, evp_fmt_us(a, sizeof a, rows[i].incl), u,
-                    v, evp_fmt_us(b, sizeof b, rows[i].self), u,
-                    v, evp_fmt_us_double(d, sizeof d,
-                                      rows[i].count ? (double)rows[i].incl /
-                                                          (double)rows[i].count /
-                                                          1000.0
-                                                    : 0),
+                    w - rows[i].cols, "", cw.count,
+                    evp_fmt_count(c, sizeof c, rows[i].count), v,
+                    evp_fmt_us(a, sizeof a, rows[i].incl), u, v,
+                    evp_fmt_us(b, sizeof b, rows[i].self), u, v,
+                    evp_fmt_us_double(d, sizeof d,
+                                      rows[i].count
+                                          ? (double)rows[i].incl /
+                                                (double)rows[i].count / 1000.0
+                                          : 0),
                     u);
         }
     }
@@ -363,9 +363,10 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
     }
     if (n || (in->can_emit & EVP_KIND_BIT(EVP_EV_OP))) {
         qsort(rows, n, sizeof *rows, cmp_rows);
-        table(out, o->group_specialized ? "ops (specialized forms folded into "
-                                          "their base instruction)"
-                                        : "ops",
+        table(out,
+              o->group_specialized ? "ops (specialized forms folded into "
+                                     "their base instruction)"
+                                   : "ops",
               rows, n, wide, grand);
         /* Out of the instructions that could have been rows: base
          * instructions when specialized forms are folded into them, every
@@ -387,7 +388,8 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
     }
     if (rst.unmatched || rst.unclosed)
         fprintf(out,
-                "\nnote: %" PRIu64 " exit%s without a matching enter and %" PRIu64
+                "\nnote: %" PRIu64
+                " exit%s without a matching enter and %" PRIu64
                 " frame%s still open at the end (a trace started or cut "
                 "mid-call).\n",
                 rst.unmatched, rst.unmatched == 1 ? "" : "s", rst.unclosed,

@@ -18,9 +18,9 @@
 
 #include "views.h"
 
-#define NAME_COL 16  /* where the indented event name starts */
-#define FUNC_COL 50  /* "# func:" column, relative to NAME_COL */
-#define OP_COL 26    /* opcode name column, relative to NAME_COL */
+#define NAME_COL 16 /* where the indented event name starts */
+#define FUNC_COL 50 /* "# func:" column, relative to NAME_COL */
+#define OP_COL 26   /* opcode name column, relative to NAME_COL */
 
 struct tree {
     struct evp_trace *t;
@@ -144,8 +144,8 @@ static void print_indented(struct tree *tr, const struct evp_event *e,
 
     if (!(e->flags & (EVP_EVF_LAST | EVP_EVF_GAP))) {
         char us[48];
-        snprintf(buf, sizeof buf, "%7s %s", evp_fmt_us(us, sizeof us, e->elapsed),
-                 evp_fmt_unit());
+        snprintf(buf, sizeof buf, "%7s %s",
+                 evp_fmt_us(us, sizeof us, e->elapsed), evp_fmt_unit());
         put(tr, &pos, buf);
         cols = width(tr->line);
     }
@@ -307,7 +307,8 @@ int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
             evp_trace_info(t)->path, names[o->format]);
     evp_view_header(out, t, "# ", 18, o->compensate);
     fputc('\n', out);
-    static const struct evp_replay_ops ops = {tree_begin, tree_events, tree_end};
+    static const struct evp_replay_ops ops = {tree_begin, tree_events,
+                                              tree_end};
     struct evp_replay_opts ro = {.compensate = o->compensate,
                                  .stream = o->stream};
     int rc = evp_replay(t, &ro, &ops, &tr);

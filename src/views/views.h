@@ -32,7 +32,12 @@ int evp_view_tree(struct evp_trace *t, FILE *out,
                   const struct evp_tree_opts *o);
 
 /* ---- summary ------------------------------------------------------- */
-enum evp_sort { EVP_SORT_COUNT, EVP_SORT_NAME, EVP_SORT_ELAPSED, EVP_SORT_TOTAL };
+enum evp_sort {
+    EVP_SORT_COUNT,
+    EVP_SORT_NAME,
+    EVP_SORT_ELAPSED,
+    EVP_SORT_TOTAL
+};
 
 struct evp_summary_opts {
     enum evp_sort sort;
@@ -195,8 +200,7 @@ int evp_flame_slurp(const char *path, char **buf, size_t *len);
 
 /* Map a regular file read-only (no NUL after it), else read it as
  * evp_flame_slurp does; *MAPPED says which, for evp_flame_unmap. */
-int evp_flame_map(const char *path, const char **buf, size_t *len,
-                  int *mapped);
+int evp_flame_map(const char *path, const char **buf, size_t *len, int *mapped);
 void evp_flame_unmap(const char *buf, size_t len, int mapped);
 
 /* ---- shared formatting helpers (format.c) ------------------------- */

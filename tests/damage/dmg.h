@@ -66,8 +66,7 @@ struct dmg_map {
 const char *dmg_tmpdir(void);
 
 /* A message formatted into a static buffer (for cmocka's fail_msg). */
-const char *dmg_fmt(const char *f, ...)
-    __attribute__((format(printf, 1, 2)));
+const char *dmg_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 
 /* "<tmpdir>/<name>" in a static rotating buffer. */
 const char *dmg_path(const char *name);

@@ -47,7 +47,6 @@ static uint8_t *zintact;       /* the same trace, zstd-compressed chunks */
 static size_t zintact_size;
 static struct dmg_replay zorig;
 
-
 static void check_one_line(const char *err)
 {
     assert_true(err[0] != '\0');

@@ -88,9 +88,9 @@ static int w_end(void *ctx, const struct evp_stream *s)
 static void check_streams(struct evp_trace *t, const char *what)
 {
     assert_int_equal(evp_trace_nstreams(t), NSTREAMS);
-    struct walk w = {.last_id = -1,
-                     .expect = {EVP_EV_INIT, EVP_EV_ENTER, EVP_EV_EXIT,
-                                EVP_EV_FINI}};
+    struct walk w = {
+        .last_id = -1,
+        .expect = {EVP_EV_INIT, EVP_EV_ENTER, EVP_EV_EXIT, EVP_EV_FINI}};
     struct evp_replay_ops ops = {w_begin, w_events, w_end};
     struct evp_replay_opts ro = {.stream = -1};
     double t0 = now();
@@ -122,8 +122,7 @@ static void test_many_streams(void **state)
                 "# thread: %u %u worker-%u\n"
                 "100.%09u 0\n# func: f\n100.%09u 3\n100.%09u 4\n"
                 "100.%09u 1\n",
-                id, 100000u + id, id, 4 * i, 4 * i + 1, 4 * i + 2,
-                4 * i + 3);
+                id, 100000u + id, id, 4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3);
     }
     assert_int_equal(fclose(f), 0);
 
@@ -163,8 +162,8 @@ static uint8_t *bomb_chunk(uint32_t raw, size_t *len)
     uint8_t *c = malloc(EVP_CHUNK_HEADER_SIZE + 4 + bound);
     assert_non_null(plain);
     assert_non_null(c);
-    size_t zn = ZSTD_compress(c + EVP_CHUNK_HEADER_SIZE + 4, bound, plain,
-                              raw, 19);
+    size_t zn =
+        ZSTD_compress(c + EVP_CHUNK_HEADER_SIZE + 4, bound, plain, raw, 19);
     assert_false(ZSTD_isError(zn));
     free(plain);
     uint8_t *payload = c + EVP_CHUNK_HEADER_SIZE;
@@ -219,8 +218,8 @@ static void test_zstd_bomb(void **state)
     snprintf(want, sizeof want, "chunk %zu at byte %zu (events): ", fit,
              EVP_FILE_HEADER_SIZE + fit * clen);
     assert_true(dmg_warned(&w, want));
-    snprintf(want, sizeof want, "chunk %d at byte %zu (events): ",
-             CHUNKS - 1, EVP_FILE_HEADER_SIZE + (CHUNKS - 1) * clen);
+    snprintf(want, sizeof want, "chunk %d at byte %zu (events): ", CHUNKS - 1,
+             EVP_FILE_HEADER_SIZE + (CHUNKS - 1) * clen);
     assert_non_null(strstr(evp_trace_warning(t, last), want));
     assert_true(dmg_warned(&w, "1000 times its size plus 64 MiB"));
     /* What was read replays (no events: only zeros). */

@@ -31,7 +31,6 @@ static char *intact; /* the exported text trace */
 static size_t intact_size;
 static struct dmg_replay orig;
 
-
 static int setup(void **state)
 {
     (void)state;
@@ -414,7 +413,8 @@ static void test_nul_bytes(void **state)
     struct dmg_warn w = {0};
     struct dmg_replay r;
     struct evp_trace *t = must_open(text, n, &w, &r);
-    assert_true(dmg_warned(&w, dmg_fmt("line %d: NUL byte", HEADER_LINES + 31)));
+    assert_true(
+        dmg_warned(&w, dmg_fmt("line %d: NUL byte", HEADER_LINES + 31)));
     assert_int_equal(dmg_total(&r), 31);
     dmg_replay_free(&r);
     evp_trace_close(t);
@@ -534,8 +534,8 @@ static void test_deep_nesting(void **state)
     assert_non_null(text);
     size_t n = (size_t)sprintf(text, "# python: deep\n\n");
     for (int i = 0; i < 2 * DEPTH; i++)
-        n += (size_t)sprintf(text + n, "1.%09d %d %d\n", i,
-                             i < DEPTH ? 3 : 4, 1 + i % 7);
+        n += (size_t)sprintf(text + n, "1.%09d %d %d\n", i, i < DEPTH ? 3 : 4,
+                             1 + i % 7);
     struct dmg_warn w = {0};
     struct dmg_replay r;
     struct evp_trace *t = must_open(text, n, &w, &r);

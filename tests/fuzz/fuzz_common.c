@@ -586,12 +586,12 @@ void fuzz_roundtrip(struct evp_trace *t, unsigned pick, int text)
          * time that is not a number, an opcode name with blanks. */
         for (size_t i = 0; i < evp_trace_nwarnings(tc); i++) {
             const char *w = evp_trace_warning(tc, i);
-            FUZZ_CHECK(strstr(w, "earlier than the previous event") ||
-                           (text == 2 && (strstr(w, "'# meta:'") ||
-                                          strstr(w, "'# start time:'") ||
-                                          strstr(w, "'# opcode:'") ||
-                                          strstr(w, "malformed line"))),
-                       "the text copy warns: %s", w);
+            FUZZ_CHECK(
+                strstr(w, "earlier than the previous event") ||
+                    (text == 2 &&
+                     (strstr(w, "'# meta:'") || strstr(w, "'# start time:'") ||
+                      strstr(w, "'# opcode:'") || strstr(w, "malformed line"))),
+                "the text copy warns: %s", w);
         }
         collect(tc, &b);
         same_text(t, &a, tc, &b, text == 1);

@@ -18,9 +18,17 @@
 static void test_varint_roundtrip(void **state)
 {
     (void)state;
-    static const uint64_t vals[] = {0, 1, 127, 128, 255, 16383, 16384,
-                                    UINT32_MAX, (uint64_t)1 << 56,
-                                    UINT64_MAX - 1, UINT64_MAX};
+    static const uint64_t vals[] = {0,
+                                    1,
+                                    127,
+                                    128,
+                                    255,
+                                    16383,
+                                    16384,
+                                    UINT32_MAX,
+                                    (uint64_t)1 << 56,
+                                    UINT64_MAX - 1,
+                                    UINT64_MAX};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         uint8_t buf[EVP_VARINT_MAX];
         size_t n = evp_varint_put(buf, vals[i]);
@@ -48,8 +56,8 @@ static void test_varint_roundtrip(void **state)
 static void test_zigzag(void **state)
 {
     (void)state;
-    static const int64_t vals[] = {0, 1, -1, 2, -2, INT32_MAX, INT32_MIN,
-                                   INT64_MAX, INT64_MIN};
+    static const int64_t vals[] = {
+        0, 1, -1, 2, -2, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
         assert_true(evp_unzigzag(evp_zigzag(vals[i])) == vals[i]);
     assert_int_equal(evp_zigzag(-1), 1);
@@ -94,10 +102,10 @@ static void test_every_form(void **state)
         {1000, EVP_EV_INIT, 0, 0},
         {1010, EVP_EV_ENTER, 0, 5},
         {1020, EVP_EV_LOOP_ENTER, 0, 0},
-        {1030, EVP_EV_OP, 100, 3},           /* op byte + oparg */
-        {1030, EVP_EV_OP, 0xfe, 70000},      /* largest plain op byte */
-        {1040, EVP_EV_OP, 300, 1},           /* opcode beyond a byte */
-        {1050, EVP_EV_ENTER, 0, 2},          /* negative function delta */
+        {1030, EVP_EV_OP, 100, 3},      /* op byte + oparg */
+        {1030, EVP_EV_OP, 0xfe, 70000}, /* largest plain op byte */
+        {1040, EVP_EV_OP, 300, 1},      /* opcode beyond a byte */
+        {1050, EVP_EV_ENTER, 0, 2},     /* negative function delta */
         {1060, EVP_EV_EXIT, 0, 2},
         {1070, EVP_EV_EXIT, 0, 0xffffffffu}, /* huge delta */
         {2000000, EVP_EV_RECORDER, 0, 4096}, /* extended kind, with arg */
@@ -139,7 +147,8 @@ static void test_random_roundtrip(void **state)
         r[i].ts = ts;
         r[i].kind = (uint16_t)kind;
         const struct evp_kind_info *ki = evp_kind_info(kind);
-        r[i].aux = (uint16_t)((!ki || ki->arg == EVP_ARG_OP) ? (x >> 8) % 400 : 0);
+        r[i].aux =
+            (uint16_t)((!ki || ki->arg == EVP_ARG_OP) ? (x >> 8) % 400 : 0);
         r[i].arg = (uint32_t)((!ki || ki->arg != EVP_ARG_NONE) ? x >> 33 : 0);
     }
     uint8_t *buf;
@@ -195,8 +204,8 @@ static void test_truncated_and_garbage(void **state)
     size_t len = encode(&buf, r, 64, NULL);
     struct evp_events_prefix pf;
     assert_int_equal(evp_events_prefix_read(buf, len, &pf), 0);
-    assert_int_equal(evp_events_prefix_read(buf, EVP_EVENTS_PREFIX_SIZE - 1, &pf),
-                     -1);
+    assert_int_equal(
+        evp_events_prefix_read(buf, EVP_EVENTS_PREFIX_SIZE - 1, &pf), -1);
     for (size_t cut = EVP_EVENTS_PREFIX_SIZE; cut < len; cut++) {
         struct evp_events_cursor c;
         evp_events_cursor_init(&c, buf, cut, &pf);
@@ -245,7 +254,8 @@ static void test_chunk_header(void **state)
     /* Any changed payload byte or header field changes the checksum. */
     for (size_t i = 0; i < sizeof payload; i++) {
         payload[i] ^= 0x10;
-        assert_int_not_equal(sum, evp_chunk_checksum(h, payload, sizeof payload));
+        assert_int_not_equal(sum,
+                             evp_chunk_checksum(h, payload, sizeof payload));
         payload[i] ^= 0x10;
     }
     h[4] = EVP_CHUNK_META;

@@ -45,12 +45,10 @@ static void fill_and_find(uint64_t (*hash)(uint64_t), size_t n)
     assert_int_equal(t.n, n);
     for (size_t i = 0; i < n; i++) {
         struct keys k = {v, v[i]};
-        assert_int_equal(evp_itab_find(&t, hash(v[i]), same_u64, &k),
-                         i);
+        assert_int_equal(evp_itab_find(&t, hash(v[i]), same_u64, &k), i);
     }
     struct keys k = {v, 1}; /* never inserted (keys are 3 mod 7919) */
-    assert_int_equal(evp_itab_find(&t, hash(1), same_u64, &k),
-                     EVP_ITAB_NONE);
+    assert_int_equal(evp_itab_find(&t, hash(1), same_u64, &k), EVP_ITAB_NONE);
     evp_itab_free(&t);
     assert_null(t.slot);
     assert_int_equal(t.cap, 0);

@@ -165,8 +165,9 @@ static void test_roundtrip(void **state)
     struct collect c;
     collect(t, &c);
     static const unsigned kinds[] = {
-        EVP_EV_INIT, EVP_EV_ENTER, EVP_EV_LOOP_ENTER, EVP_EV_OP, EVP_EV_ENTER,
-        EVP_EV_OP, EVP_EV_EXIT, EVP_EV_RUNTIME_OTHER, EVP_EV_EXIT, EVP_EV_FINI};
+        EVP_EV_INIT,  EVP_EV_ENTER, EVP_EV_LOOP_ENTER, EVP_EV_OP,
+        EVP_EV_ENTER, EVP_EV_OP,    EVP_EV_EXIT,       EVP_EV_RUNTIME_OTHER,
+        EVP_EV_EXIT,  EVP_EV_FINI};
     static const int depth[] = {0, 0, 1, 1, 1, 2, 1, 1, 0, 0};
     assert_int_equal(c.n, 10);
     for (size_t i = 0; i < c.n; i++) {
@@ -341,7 +342,8 @@ static void test_fork(void **state)
     (void)state;
     for (int follow = 0; follow < 2; follow++) {
         char path[128], child_path[160];
-        scratch_path(path, sizeof path, follow ? "fork-follow.evp" : "fork.evp");
+        scratch_path(path, sizeof path,
+                     follow ? "fork-follow.evp" : "fork.evp");
         struct evp_rec_config cfg = config(path);
         if (follow)
             cfg.flags |= EVP_REC_FOLLOW_FORK;

@@ -87,31 +87,30 @@ static void replay(struct evp_trace *t, struct collect *c,
     assert_int_equal(evp_replay(t, o, &ops, c), 0);
 }
 
-static const char nested[] =
-    "# python: /usr/bin/python3\n"
-    "# argv: python3 prog.py\n"
-    "# start time: 1700000000 s (since epoch)\n"
-    "# start clock: 100.000000000 s (on clock)\n"
-    "# end clock: 100.000010000 s (on clock)\n"
-    "\n"
-    "100.000000000 0\n"
-    "# func: f\n"
-    "100.000001000 3\n"         /* enter f          */
-    "100.000001100 5\n"         /* loop enter       */
-    "100.000001200 9 100\n"     /* op LOAD_CONST    */
-    "# func: f\n"
-    "100.000001500 3\n"         /* enter f (again)  */
-    "# func: g\n"
-    "100.000002000 3\n"         /* enter g          */
-    "100.000002100 9 124\n"
-    "# func: g\n"
-    "100.000003000 4\n"         /* exit g  (1000)   */
-    "# func: f\n"
-    "100.000003500 4\n"         /* exit inner f     */
-    "100.000003600 2\n"         /* runtime other    */
-    "# func: f\n"
-    "100.000005000 4\n"         /* exit outer f     */
-    "100.000006000 1\n";
+static const char nested[] = "# python: /usr/bin/python3\n"
+                             "# argv: python3 prog.py\n"
+                             "# start time: 1700000000 s (since epoch)\n"
+                             "# start clock: 100.000000000 s (on clock)\n"
+                             "# end clock: 100.000010000 s (on clock)\n"
+                             "\n"
+                             "100.000000000 0\n"
+                             "# func: f\n"
+                             "100.000001000 3\n"     /* enter f          */
+                             "100.000001100 5\n"     /* loop enter       */
+                             "100.000001200 9 100\n" /* op LOAD_CONST    */
+                             "# func: f\n"
+                             "100.000001500 3\n" /* enter f (again)  */
+                             "# func: g\n"
+                             "100.000002000 3\n" /* enter g          */
+                             "100.000002100 9 124\n"
+                             "# func: g\n"
+                             "100.000003000 4\n" /* exit g  (1000)   */
+                             "# func: f\n"
+                             "100.000003500 4\n" /* exit inner f     */
+                             "100.000003600 2\n" /* runtime other    */
+                             "# func: f\n"
+                             "100.000005000 4\n" /* exit outer f     */
+                             "100.000006000 1\n";
 
 static void test_depth_and_elapsed(void **state)
 {
@@ -123,7 +122,7 @@ static void test_depth_and_elapsed(void **state)
     replay(t, &c, &o);
     assert_int_equal(c.n, 12);
     static const int depth[] = {0, 0, 1, 1, 1, 2, 3, 2, 1, 1, 0, 0};
-    static const uint64_t elapsed[] = {1000, 100, 100, 300, 500, 100,
+    static const uint64_t elapsed[] = {1000, 100, 100, 300,  500,  100,
                                        900,  500, 100, 1400, 1000, 0};
     for (size_t i = 0; i < c.n; i++) {
         assert_int_equal(c.ev[i].depth, depth[i]);
@@ -132,8 +131,8 @@ static void test_depth_and_elapsed(void **state)
     uint32_t f = c.ev[1].func, g = c.ev[5].func;
     assert_string_equal(evp_trace_func(t, f)->name, "f");
     assert_string_equal(evp_trace_func(t, g)->name, "g");
-    assert_int_equal(c.ev[2].func, f);  /* loop enter belongs to f */
-    assert_int_equal(c.ev[6].func, g);  /* op inside g */
+    assert_int_equal(c.ev[2].func, f); /* loop enter belongs to f */
+    assert_int_equal(c.ev[6].func, g); /* op inside g */
     assert_int_equal(c.ev[6].parent, f);
     assert_int_equal(c.ev[5].parent, f); /* g's caller: the inner f */
     assert_int_equal(c.ev[4].parent, f); /* inner f's caller: outer f */
@@ -173,15 +172,14 @@ static void test_function_times(void **state)
 static void test_log_written_and_compensation(void **state)
 {
     (void)state;
-    struct evp_trace *t = open_text(
-        "log.trace",
-        "# meta: event_cost.ticks=10\n"
-        "# start clock: 1.000000000 s (on clock)\n"
-        "\n"
-        "1.000000000 8\n"
-        "# log written: 0.000000300\n"
-        "1.000001000 9 1 5\n"
-        "1.000001100 8\n");
+    struct evp_trace *t =
+        open_text("log.trace", "# meta: event_cost.ticks=10\n"
+                               "# start clock: 1.000000000 s (on clock)\n"
+                               "\n"
+                               "1.000000000 8\n"
+                               "# log written: 0.000000300\n"
+                               "1.000001000 9 1 5\n"
+                               "1.000001100 8\n");
     assert_int_equal(nwarn, 0);
     assert_true(evp_trace_info(t)->has_oparg);
     struct collect c;
@@ -212,13 +210,12 @@ static void test_log_written_and_compensation(void **state)
 static void test_unmatched_and_unclosed(void **state)
 {
     (void)state;
-    struct evp_trace *t = open_text("partial.trace",
-                                    "5.0 8\n"
-                                    "# func: gone\n"
-                                    "5.1 4\n"
-                                    "# func: h\n"
-                                    "5.2 3\n"
-                                    "5.3 8\n");
+    struct evp_trace *t = open_text("partial.trace", "5.0 8\n"
+                                                     "# func: gone\n"
+                                                     "5.1 4\n"
+                                                     "# func: h\n"
+                                                     "5.2 3\n"
+                                                     "5.3 8\n");
     struct evp_func_stats fs[3] = {{0}};
     struct evp_replay_stats st;
     struct evp_replay_opts o = {.stream = -1, .func_stats = fs, .stats = &st};
@@ -238,13 +235,12 @@ static void test_unmatched_and_unclosed(void **state)
 static void test_malformed_text_lines(void **state)
 {
     (void)state;
-    struct evp_trace *t = open_text("bad.trace",
-                                    "1.0 8\n"
-                                    "not an event\n"
-                                    "1.1 99999999\n"
-                                    "1.2 9 100 5 7\n"
-                                    "1.3\n"
-                                    "1.4 8\r\n");
+    struct evp_trace *t = open_text("bad.trace", "1.0 8\n"
+                                                 "not an event\n"
+                                                 "1.1 99999999\n"
+                                                 "1.2 9 100 5 7\n"
+                                                 "1.3\n"
+                                                 "1.4 8\r\n");
     /* Four bad lines, each a warning, plus the summary warning. */
     assert_int_equal(nwarn, 5);
     assert_int_equal(evp_trace_nwarnings(t), 5);
@@ -257,36 +253,35 @@ static void test_malformed_text_lines(void **state)
     evp_trace_close(t);
 }
 
-static const char extended[] =
-    "# python: /opt/py/bin/python3.13\n"
-    "# argv: python3.13 -c pass\n"
-    "# start time: 1700000000 s (since epoch)\n"
-    "# start clock: 50.000000000 s (on clock)\n"
-    "# end clock: 50.000100000 s (on clock)\n"
-    "# meta: python.version=3.13.5\n"
-    "# opcode: 1 POP_TOP 1\n"
-    "# opcode: 200 LOAD_ATTR_SLOT 82\n"
-    "# opcode: 82 LOAD_ATTR 82\n"
-    "# function: 1\t10\t/a b/m.py\t<module>\n"
-    "# function: 2\t20\t/a b/m.py\tweird\\nname\n"
-    "\n"
-    "# thread: 0 111 MainThread\n"
-    "50.000000001 0\n"
-    "# func: <module>\n"
-    "50.000000002 3 1\n"
-    "50.000000003 9 200 70000\n"
-    "# log written: 0.000000001\n"
-    "50.000000005 14 4096\n"
-    "50.000000006 777 3 9\n"
-    "# func: weird\\nname\n"
-    "50.000000007 15 2\n"
-    "# func: weird\\nname\n"
-    "50.000000008 16 2\n"
-    "# func: <module>\n"
-    "50.000000009 4 1\n"
-    "# thread: 1 222 Thread-1\n"
-    "50.000000004 8\n"
-    "50.000000010 1\n";
+static const char extended[] = "# python: /opt/py/bin/python3.13\n"
+                               "# argv: python3.13 -c pass\n"
+                               "# start time: 1700000000 s (since epoch)\n"
+                               "# start clock: 50.000000000 s (on clock)\n"
+                               "# end clock: 50.000100000 s (on clock)\n"
+                               "# meta: python.version=3.13.5\n"
+                               "# opcode: 1 POP_TOP 1\n"
+                               "# opcode: 200 LOAD_ATTR_SLOT 82\n"
+                               "# opcode: 82 LOAD_ATTR 82\n"
+                               "# function: 1\t10\t/a b/m.py\t<module>\n"
+                               "# function: 2\t20\t/a b/m.py\tweird\\nname\n"
+                               "\n"
+                               "# thread: 0 111 MainThread\n"
+                               "50.000000001 0\n"
+                               "# func: <module>\n"
+                               "50.000000002 3 1\n"
+                               "50.000000003 9 200 70000\n"
+                               "# log written: 0.000000001\n"
+                               "50.000000005 14 4096\n"
+                               "50.000000006 777 3 9\n"
+                               "# func: weird\\nname\n"
+                               "50.000000007 15 2\n"
+                               "# func: weird\\nname\n"
+                               "50.000000008 16 2\n"
+                               "# func: <module>\n"
+                               "50.000000009 4 1\n"
+                               "# thread: 1 222 Thread-1\n"
+                               "50.000000004 8\n"
+                               "50.000000010 1\n";
 
 static void same_events(struct evp_trace *a, struct evp_trace *b)
 {
@@ -317,7 +312,8 @@ static void same_events(struct evp_trace *a, struct evp_trace *b)
         assert_int_equal(evp_trace_stream(a, s)->tid,
                          evp_trace_stream(b, s)->tid);
     }
-    const struct evp_trace_info *ia = evp_trace_info(a), *ib = evp_trace_info(b);
+    const struct evp_trace_info *ia = evp_trace_info(a),
+                                *ib = evp_trace_info(b);
     assert_string_equal(ia->executable, ib->executable);
     assert_string_equal(ia->argv, ib->argv);
     assert_string_equal(ia->python_version, ib->python_version);

@@ -187,8 +187,7 @@ int main(int argc, char **argv)
         fail = 1;
     }
     for (int i = 0; i < c.nnames; i++) {
-        printf("calls %s %llu\n", c.names[i],
-               (unsigned long long)c.calls[i]);
+        printf("calls %s %llu\n", c.names[i], (unsigned long long)c.calls[i]);
         printf("ops %s %llu\n", c.names[i], (unsigned long long)c.ops[i]);
         printf("opcodes %s", c.names[i]);
         for (unsigned op = 0; op < 256; op++) {
