@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "itab.h"
 #include "views.h"
 #include "perf.h"
 
@@ -56,26 +57,11 @@ static int is_word(char c)
     return isalnum((unsigned char)c) || c == '_';
 }
 
-static int reserve(char **p, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 256;
-    while (n < need)
-        n *= 2;
-    char *q = realloc(*p, n);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 static int scratch_put(struct parser *p, const char *s, size_t n)
 {
     if (!n)
         return 0;
-    if (reserve(&p->scratch, &p->scap, p->slen + n))
+    if (evp_grow((void **)&p->scratch, &p->scap, p->slen + n, 1, 256))
         return -ENOMEM;
     memcpy(p->scratch + p->slen, s, n);
     p->slen += n;
@@ -192,14 +178,8 @@ static int add_func(struct parser *p, const struct evp_collapse_opts *o,
     }
     if (ann && scratch_put(p, ann, 4))
         return -ENOMEM;
-    if (p->npf == p->cappf) {
-        size_t nc = p->cappf ? p->cappf * 2 : 64;
-        struct pframe *q = realloc(p->pf, nc * sizeof *q);
-        if (!q)
-            return -ENOMEM;
-        p->pf = q;
-        p->cappf = nc;
-    }
+    if (evp_grow((void **)&p->pf, &p->cappf, p->npf + 1, sizeof *p->pf, 64))
+        return -ENOMEM;
     p->pf[p->npf++] = (struct pframe){start, p->slen - start, mod, modlen};
     return 0;
 }
@@ -437,7 +417,8 @@ static int header_line(struct parser *p, const struct evp_collapse_opts *o,
         extra = (size_t)snprintf(num, sizeof num, "-%ld", pid);
     else if (o->pid)
         extra = (size_t)snprintf(num, sizeof num, "-?");
-    if (reserve(&p->pname, &p->pname_cap, comm_end + extra + 1))
+    if (evp_grow((void **)&p->pname, &p->pname_cap, comm_end + extra + 1, 1,
+                 64))
         return -ENOMEM;
     memcpy(p->pname, l, comm_end);
     memcpy(p->pname + comm_end, num, extra);
@@ -453,13 +434,8 @@ static int emit(struct parser *p,
                 int (*cb)(void *ctx, const struct evp_perf_sample *s),
                 void *ctx, struct evp_collapse_stats *st)
 {
-    if (p->npf > p->capfr) {
-        struct evp_perf_frame *q = realloc(p->fr, p->npf * sizeof *q);
-        if (!q)
-            return -ENOMEM;
-        p->fr = q;
-        p->capfr = p->npf;
-    }
+    if (evp_grow((void **)&p->fr, &p->capfr, p->npf, sizeof *p->fr, 64))
+        return -ENOMEM;
     for (size_t i = 0; i < p->npf; i++) {
         const struct pframe *f = &p->pf[p->npf - 1 - i];
         p->fr[i] = (struct evp_perf_frame){p->scratch + f->off, f->len, f->dso,
@@ -554,7 +530,7 @@ int evp_perf_sample_key(const struct evp_perf_sample *s, char **buf,
     size_t need = 4 * s->pname_len + 1;
     for (size_t i = 0; i < s->nframes; i++)
         need += 4 * s->frames[i].len + 1;
-    if (reserve(buf, cap, need))
+    if (evp_grow((void **)buf, cap, need, 1, 256))
         return -ENOMEM;
     char *b = *buf;
     size_t k = evp_esc_folded(b, s->pname, s->pname_len);
@@ -564,30 +540,4 @@ int evp_perf_sample_key(const struct evp_perf_sample *s, char **buf,
     }
     *len = k;
     return 0;
-}
-
-struct collapse_ctx {
-    struct evp_stacks *out;
-    char *key;
-    size_t cap;
-};
-
-static int collapse_cb(void *ctx, const struct evp_perf_sample *s)
-{
-    struct collapse_ctx *c = ctx;
-    size_t len;
-    int rc = evp_perf_sample_key(s, &c->key, &c->cap, &len);
-    if (rc)
-        return rc;
-    return evp_stacks_add(c->out, c->key, len, s->period);
-}
-
-int evp_perf_collapse(const char *buf, size_t len,
-                      const struct evp_collapse_opts *o, struct evp_stacks *out,
-                      struct evp_collapse_stats *st)
-{
-    struct collapse_ctx c = {out, NULL, 0};
-    int rc = evp_perf_parse(buf, len, o, collapse_cb, &c, st);
-    free(c.key);
-    return rc;
 }

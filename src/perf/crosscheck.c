@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "itab.h"
 #include "views.h"
 #include "perf.h"
 #include "xcheck.h"
@@ -71,18 +72,12 @@ static int tl_add(struct evp_xc_timeline *tl, uint64_t ts, unsigned cat)
 {
     if (tl->n && tl->cat[tl->n - 1] == cat)
         return 0;
-    if (tl->n == tl->cap) {
-        size_t nc = tl->cap ? tl->cap * 2 : 1024;
-        uint64_t *nts = realloc(tl->ts, nc * sizeof *nts);
-        if (!nts)
-            return -ENOMEM;
-        tl->ts = nts;
-        uint8_t *nct = realloc(tl->cat, nc);
-        if (!nct)
-            return -ENOMEM;
-        tl->cat = nct;
-        tl->cap = nc;
-    }
+    /* two arrays of one length: each grows from the same capacity */
+    size_t cts = tl->cap, ccat = tl->cap;
+    if (evp_grow((void **)&tl->ts, &cts, tl->n + 1, sizeof *tl->ts, 1024) ||
+        evp_grow((void **)&tl->cat, &ccat, tl->n + 1, 1, 1024))
+        return -ENOMEM;
+    tl->cap = cts;
     tl->ts[tl->n] = ts;
     tl->cat[tl->n] = (uint8_t)cat;
     tl->n++;

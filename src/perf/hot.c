@@ -9,6 +9,7 @@
  * The process-name frame that folded stacks start with is not a function
  * and is left out.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -78,12 +79,11 @@ int evp_hot_add(struct evp_hot *h, const struct evp_perf_sample *s)
     return 0;
 }
 
-static const struct fn *sort_fn;
-
-static int cmp_self(const void *a, const void *b)
+static int cmp_self(const void *a, const void *b, void *fns)
 {
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    const struct fn *x = &sort_fn[i], *y = &sort_fn[j];
+    const struct fn *x = (const struct fn *)fns + i;
+    const struct fn *y = (const struct fn *)fns + j;
     if (x->self != y->self)
         return x->self > y->self ? -1 : 1;
     if (x->total != y->total)
@@ -99,8 +99,7 @@ int evp_hot_print(const struct evp_hot *h, FILE *out, size_t limit)
         return -ENOMEM;
     for (size_t i = 0; i < k; i++)
         v[i] = (uint32_t)i;
-    sort_fn = h->fn;
-    qsort(v, k, sizeof *v, cmp_self);
+    qsort_r(v, k, sizeof *v, cmp_self, h->fn);
     if (limit && k > limit)
         k = limit;
     double all = h->samples ? (double)h->samples : 1.0;

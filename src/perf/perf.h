@@ -29,8 +29,6 @@ void evp_stacks_free(struct evp_stacks *s);
 /* Add VALUE to the stack KEY ("a;b;c", LEN bytes, copied). */
 int evp_stacks_add(struct evp_stacks *s, const char *key, size_t len,
                    uint64_t value);
-size_t evp_stacks_count(const struct evp_stacks *s);
-uint64_t evp_stacks_total(const struct evp_stacks *s);
 /* Call FN for every stack in byte order of the key; a non-zero return
  * stops the walk and is returned. */
 int evp_stacks_each(const struct evp_stacks *s,
@@ -98,11 +96,6 @@ int evp_perf_parse(const char *buf, size_t len,
                    const struct evp_collapse_opts *o,
                    int (*cb)(void *ctx, const struct evp_perf_sample *s),
                    void *ctx, struct evp_collapse_stats *st);
-
-/* Collapse into OUT ("pname;root;...;leaf" += period). */
-int evp_perf_collapse(const char *buf, size_t len,
-                      const struct evp_collapse_opts *o, struct evp_stacks *out,
-                      struct evp_collapse_stats *st);
 
 /* Append the folded key of sample S (process frame first) to *BUF. */
 int evp_perf_sample_key(const struct evp_perf_sample *s, char **buf,

@@ -8,6 +8,7 @@
  * so their outputs follow one convention.  Keys are copied into an arena;
  * the table is open-addressed and grows by doubling.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -20,7 +21,6 @@ struct evp_stacks {
     struct evp_strset keys;
     uint64_t *value; /* by key id */
     size_t vcap;
-    uint64_t total;
 };
 
 struct evp_stacks *evp_stacks_new(void)
@@ -54,27 +54,14 @@ int evp_stacks_add(struct evp_stacks *s, const char *key, size_t len,
     if (added)
         s->value[id] = 0;
     s->value[id] += value;
-    s->total += value;
     return 0;
 }
 
-size_t evp_stacks_count(const struct evp_stacks *s)
-{
-    return s->keys.n;
-}
-
-uint64_t evp_stacks_total(const struct evp_stacks *s)
-{
-    return s->total;
-}
-
-static const struct evp_strset *sort_keys;
-
-static int cmp_key(const void *a, const void *b)
+static int cmp_key(const void *a, const void *b, void *keys)
 {
     size_t xl, yl;
-    const char *x = evp_strset_get(sort_keys, *(const uint32_t *)a, &xl);
-    const char *y = evp_strset_get(sort_keys, *(const uint32_t *)b, &yl);
+    const char *x = evp_strset_get(keys, *(const uint32_t *)a, &xl);
+    const char *y = evp_strset_get(keys, *(const uint32_t *)b, &yl);
     int c = memcmp(x, y, xl < yl ? xl : yl);
     if (c)
         return c;
@@ -92,8 +79,7 @@ int evp_stacks_each(const struct evp_stacks *s,
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         v[i] = (uint32_t)i;
-    sort_keys = &s->keys;
-    qsort(v, n, sizeof *v, cmp_key);
+    qsort_r(v, n, sizeof *v, cmp_key, (void *)&s->keys);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         size_t len;

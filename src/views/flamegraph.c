@@ -25,6 +25,7 @@
  * them; the only strings written into the script (units, title) go
  * through JavaScript escaping.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -60,7 +61,7 @@ struct evp_flame {
     size_t n, cap;
     struct evp_itab index; /* (parent, name) -> node, big families only */
     char **blocks;         /* name arena: blocks never move once made */
-    size_t nblocks;
+    size_t nblocks, blocks_cap;
     size_t bused, bcap; /* in the current block */
     int borrow;         /* names may point into the caller's buffer */
     int summed;         /* finish() has added children into parents */
@@ -73,7 +74,7 @@ struct evp_flame {
     size_t prev_len, own_cap;
     size_t *ends; /* end offset of each frame of the previous line */
     uint32_t *path;
-    size_t depth, pcap;
+    size_t depth, ecap, pcap;
 };
 
 #define NONE UINT32_MAX
@@ -178,25 +179,17 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
         if (c != EVP_ITAB_NONE)
             return c;
     }
-    if (f->n == f->cap) {
-        size_t nc = f->cap * 2;
-        struct node *nn = realloc(f->nodes, nc * sizeof *nn);
-        if (!nn)
-            return NONE;
-        f->nodes = nn;
-        f->cap = nc;
-    }
+    if (evp_grow((void **)&f->nodes, &f->cap, f->n + 1, sizeof *f->nodes, 1024))
+        return NONE;
     if (n > UINT32_MAX || f->n >= NONE - 1)
         return NONE;
     const char *name = s;
     if (!f->borrow) {
         if (f->bused + n > f->bcap || !f->nblocks) {
             size_t bc = n > (1u << 20) ? n : (1u << 20);
-            char **nb = realloc(f->blocks, (f->nblocks + 1) * sizeof *nb);
-            if (!nb)
-                return NONE;
-            f->blocks = nb;
-            if (!(f->blocks[f->nblocks] = malloc(bc)))
+            if (evp_grow((void **)&f->blocks, &f->blocks_cap, f->nblocks + 1,
+                         sizeof *f->blocks, 16) ||
+                !(f->blocks[f->nblocks] = malloc(bc)))
                 return NONE;
             f->nblocks++;
             f->bused = 0;
@@ -225,25 +218,6 @@ static uint32_t child(struct evp_flame *f, uint32_t parent, const char *s,
     return id;
 }
 
-static int reserve_path(struct evp_flame *f, size_t need)
-{
-    if (need <= f->pcap)
-        return 0;
-    size_t nc = f->pcap ? f->pcap * 2 : 256;
-    while (nc < need)
-        nc *= 2;
-    size_t *e = realloc(f->ends, nc * sizeof *e);
-    if (!e)
-        return -ENOMEM;
-    f->ends = e;
-    uint32_t *p = realloc(f->path, nc * sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    f->path = p;
-    f->pcap = nc;
-    return 0;
-}
-
 /* Keep the previous stack as a pointer when the caller's buffer stays
  * valid until the next call (STABLE), else copy it. */
 static int remember(struct evp_flame *f, const char *s, size_t len, int stable)
@@ -253,16 +227,8 @@ static int remember(struct evp_flame *f, const char *s, size_t len, int stable)
         f->prev = s;
         return 0;
     }
-    if (len > f->own_cap) {
-        size_t nc = f->own_cap ? f->own_cap : 256;
-        while (nc < len)
-            nc *= 2;
-        char *np = realloc(f->own, nc);
-        if (!np)
-            return -ENOMEM;
-        f->own = np;
-        f->own_cap = nc;
-    }
+    if (evp_grow((void **)&f->own, &f->own_cap, len, 1, 256))
+        return -ENOMEM;
     memcpy(f->own, s, len);
     f->prev = f->own;
     return 0;
@@ -300,7 +266,10 @@ static int add_stack(struct evp_flame *f, const char *s, size_t len,
             cur = child(f, cur, s + pos, end - pos);
             if (cur == NONE)
                 return -ENOMEM;
-            if (reserve_path(f, k + 1))
+            if (evp_grow((void **)&f->ends, &f->ecap, k + 1, sizeof *f->ends,
+                         256) ||
+                evp_grow((void **)&f->path, &f->pcap, k + 1, sizeof *f->path,
+                         256))
                 return -ENOMEM;
             f->ends[k] = end;
             f->path[k] = cur;
@@ -453,22 +422,16 @@ struct draw {
     uint64_t frames;
 };
 
-static int cmp_nodes(const void *a, const void *b, const struct node *nodes)
+/* Children in name order (byte order, then length); NODES: the array. */
+static int cmp_children(const void *a, const void *b, void *nodes)
 {
-    const struct node *x = &nodes[*(const uint32_t *)a];
-    const struct node *y = &nodes[*(const uint32_t *)b];
+    const struct node *x = (const struct node *)nodes + *(const uint32_t *)a;
+    const struct node *y = (const struct node *)nodes + *(const uint32_t *)b;
     size_t n = x->nlen < y->nlen ? x->nlen : y->nlen;
     int c = memcmp(x->name, y->name, n);
     if (c)
         return c;
     return x->nlen < y->nlen ? -1 : x->nlen > y->nlen;
-}
-
-static const struct node *g_nodes;
-
-static int cmp_children(const void *a, const void *b)
-{
-    return cmp_nodes(a, b, g_nodes);
 }
 
 /* Visible characters of a name once escaped (invalid bytes and control
@@ -645,14 +608,14 @@ static int walk(struct draw *d, int pass)
         int depth;
         double start;
     };
-    size_t cap = 1024, n = 0;
-    struct item *st = malloc(cap * sizeof *st);
+    struct item *st = NULL;
     uint32_t *kids = NULL;
-    size_t kcap = 0;
-    if (!st)
-        return -ENOMEM;
+    double *starts = NULL;
+    size_t cap = 0, kcap = 0, scap = 0, n = 0;
+    int rc = -ENOMEM;
+    if (evp_grow((void **)&st, &cap, 1, sizeof *st, 1024))
+        goto out;
     st[n++] = (struct item){0, 0, 0};
-    g_nodes = f->nodes;
     while (n) {
         struct item it = st[--n];
         const struct node *nd = &f->nodes[it.id];
@@ -667,54 +630,34 @@ static int walk(struct draw *d, int pass)
              c = f->nodes[c].next_sibling) {
             if (f->nodes[c].value < d->minv || f->nodes[c].value <= 0)
                 continue;
-            if (nk == kcap) {
-                kcap = kcap ? kcap * 2 : 64;
-                uint32_t *nkids = realloc(kids, kcap * sizeof *kids);
-                if (!nkids) {
-                    free(st);
-                    free(kids);
-                    return -ENOMEM;
-                }
-                kids = nkids;
-            }
+            if (evp_grow((void **)&kids, &kcap, nk + 1, sizeof *kids, 64))
+                goto out;
             kids[nk++] = c;
         }
         if (!nk)
             continue;
-        qsort(kids, nk, sizeof *kids, cmp_children);
+        qsort_r(kids, nk, sizeof *kids, cmp_children, f->nodes);
+        if (evp_grow((void **)&st, &cap, n + nk, sizeof *st, 1024) ||
+            evp_grow((void **)&starts, &scap, nk, sizeof *starts, 64))
+            goto out;
         /* Children sit left to right in name order from the parent's
          * left edge (as in flamegraph.pl); the parent's self time is the
-         * gap left on the right. */
+         * gap left on the right.  Pushed in reverse so that the first
+         * child is drawn first. */
         double pos = it.start;
-        if (n + nk > cap) {
-            while (n + nk > cap)
-                cap *= 2;
-            struct item *ns = realloc(st, cap * sizeof *st);
-            if (!ns) {
-                free(st);
-                free(kids);
-                return -ENOMEM;
-            }
-            st = ns;
-        }
-        /* Push in reverse so the first child is drawn first. */
-        double *starts = malloc(nk * sizeof *starts);
-        if (!starts) {
-            free(st);
-            free(kids);
-            return -ENOMEM;
-        }
         for (size_t i = 0; i < nk; i++) {
             starts[i] = pos;
             pos += f->nodes[kids[i]].value;
         }
         for (size_t i = nk; i-- > 0;)
             st[n++] = (struct item){kids[i], it.depth + 1, starts[i]};
-        free(starts);
     }
+    rc = 0;
+out:
     free(st);
     free(kids);
-    return 0;
+    free(starts);
+    return rc;
 }
 
 static const char script[] =
@@ -881,31 +824,22 @@ int evp_flame_slurp(const char *path, char **buf, size_t *len)
     FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!in)
         return -errno;
-    size_t cap = 1 << 20, n = 0;
-    char *b = malloc(cap + 1);
-    if (!b) {
-        if (in != stdin)
-            fclose(in);
-        return -ENOMEM;
-    }
+    char *b = NULL;
+    size_t cap = 0, n = 0;
+    int err = 0;
     for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            char *nb = realloc(b, cap + 1);
-            if (!nb) {
-                free(b);
-                if (in != stdin)
-                    fclose(in);
-                return -ENOMEM;
-            }
-            b = nb;
+        /* room for one more byte and the terminating NUL */
+        if (evp_grow((void **)&b, &cap, n + 2, 1, (1u << 20) + 1)) {
+            err = -ENOMEM;
+            break;
         }
-        size_t r = fread(b + n, 1, cap - n, in);
+        size_t r = fread(b + n, 1, cap - 1 - n, in);
         n += r;
         if (r == 0)
             break;
     }
-    int err = ferror(in) ? -EIO : 0;
+    if (!err && ferror(in))
+        err = -EIO;
     if (in != stdin)
         fclose(in);
     if (err) {
