@@ -261,16 +261,23 @@ static int stack_line(struct parser *p, const struct evp_collapse_opts *o,
     return 0;
 }
 
-/* A sample header: comm, then whitespace, pid[/tid], whitespace (the
- * reference regex is (\S.+?)\s+(\d+)/?(\d+)?\s+). */
-static int header_line(struct parser *p, const struct evp_collapse_opts *o,
-                       const char *l, size_t n, struct evp_collapse_stats *st,
-                       int *keep)
+/* Digits from *I on, into *V. */
+static void digits(const char *l, size_t n, size_t *i, uint64_t *v)
 {
-    size_t i;
-    long pid = -1, tid = -1;
-    size_t comm_end = 0, after = 0;
-    for (i = 2; i < n; i++) {
+    uint64_t x = 0;
+    for (; *i < n && isdigit((unsigned char)l[*i]); (*i)++)
+        x = x * 10 + (uint64_t)(l[*i] - '0');
+    *v = x;
+}
+
+/* The header's ids: the command name, then whitespace, pid[/tid],
+ * whitespace (the reference regex is (\S.+?)\s+(\d+)/?(\d+)?\s+).  Returns
+ * the length of the command name, 0 when the line is no header; *AFTER is
+ * where the rest of the header starts. */
+static size_t header_ids(const char *l, size_t n, long *pid, long *tid,
+                         size_t *after)
+{
+    for (size_t i = 2; i < n; i++) {
         if (!is_space(l[i]))
             continue;
         size_t j = i;
@@ -278,135 +285,135 @@ static int header_line(struct parser *p, const struct evp_collapse_opts *o,
             j++;
         if (j >= n || !isdigit((unsigned char)l[j]))
             continue;
-        long a = 0;
-        while (j < n && isdigit((unsigned char)l[j]))
-            a = a * 10 + (l[j++] - '0');
+        uint64_t a, b = 0;
+        digits(l, n, &j, &a);
         int slash = 0;
         while (j < n && l[j] == '/') {
             j++;
             slash = 1;
         }
-        long b = -1;
-        if (slash && j < n && isdigit((unsigned char)l[j])) {
-            b = 0;
-            while (j < n && isdigit((unsigned char)l[j]))
-                b = b * 10 + (l[j++] - '0');
-        }
+        int two = slash && j < n && isdigit((unsigned char)l[j]);
+        if (two)
+            digits(l, n, &j, &b);
         if (j >= n || !is_space(l[j]))
             continue;
-        comm_end = i;
-        after = j;
-        if (b >= 0) {
-            pid = a;
-            tid = b;
-        } else {
-            tid = a;
-        }
-        break;
+        *pid = two ? (long)a : -1;
+        *tid = two ? (long)b : (long)a;
+        *after = j;
+        return i;
     }
-    if (!comm_end)
-        return 1;
-    /* Event and period: the line ends with ":\s*(\d+)*\s+(\S+):\s*". */
+    return 0;
+}
+
+/* Event and period: the line ends with ":\s*(\d+)*\s+(\S+):\s*".  *EV is
+ * NULL when it does not; *PERIOD 0 when no count was printed. */
+static void header_event(const char *l, size_t n, size_t after, const char **ev,
+                         size_t *evlen, uint64_t *period)
+{
+    *ev = NULL;
+    *evlen = 0;
+    *period = 0;
     size_t e = n;
     while (e > after && is_space(l[e - 1]))
         e--;
-    uint64_t period = 0;
-    const char *ev = NULL;
-    size_t evlen = 0;
-    if (e > after && l[e - 1] == ':') {
-        size_t t = e - 1;
-        size_t s0 = t;
-        while (s0 > after && !is_space(l[s0 - 1]))
-            s0--;
-        if (s0 < t && s0 > after) {
-            size_t q = s0;
-            size_t ws = 0;
-            while (q > after && is_space(l[q - 1]))
-                q--, ws++;
-            size_t d = q;
-            while (d > after && isdigit((unsigned char)l[d - 1]))
-                d--;
-            size_t r = d;
-            while (r > after && is_space(l[r - 1]))
-                r--;
-            if (ws && r > 0 && l[r - 1] == ':') {
-                ev = l + s0;
-                evlen = t - s0;
-                for (size_t z = d; z < q; z++)
-                    period = period * 10 + (uint64_t)(l[z] - '0');
-            }
-        }
+    if (!(e > after && l[e - 1] == ':'))
+        return;
+    size_t t = e - 1;
+    size_t s0 = t;
+    while (s0 > after && !is_space(l[s0 - 1]))
+        s0--;
+    if (!(s0 < t && s0 > after))
+        return;
+    size_t q = s0;
+    size_t ws = 0;
+    while (q > after && is_space(l[q - 1]))
+        q--, ws++;
+    size_t d = q;
+    while (d > after && isdigit((unsigned char)l[d - 1]))
+        d--;
+    size_t r = d;
+    while (r > after && is_space(l[r - 1]))
+        r--;
+    if (ws && r > 0 && l[r - 1] == ':') {
+        *ev = l + s0;
+        *evlen = t - s0;
+        digits(l, q, &d, period);
     }
-    /* Time: the token before the event part ending in ':' ("123.456789:"). */
-    p->s.has_time = 0;
-    {
-        size_t q = after;
-        while (q < n) {
-            while (q < n && is_space(l[q]))
-                q++;
-            size_t t0 = q;
-            while (q < n && !is_space(l[q]))
-                q++;
-            if (q > t0 + 1 && l[q - 1] == ':' &&
-                isdigit((unsigned char)l[t0])) {
-                uint64_t sec = 0, ns = 0;
-                size_t z = t0;
-                while (z < q - 1 && isdigit((unsigned char)l[z]))
-                    sec = sec * 10 + (uint64_t)(l[z++] - '0');
-                if (z < q - 1 && l[z] == '.') {
-                    z++;
-                    unsigned digits = 0;
-                    while (z < q - 1 && isdigit((unsigned char)l[z])) {
-                        if (digits < 9) {
-                            ns = ns * 10 + (uint64_t)(l[z] - '0');
-                            digits++;
-                        }
-                        z++;
+}
+
+/* Time: the token before the event part ending in ':' ("123.456789:"),
+ * after an optional "[cpu]". */
+static void header_time(struct evp_perf_sample *s, const char *l, size_t n,
+                        size_t after)
+{
+    s->has_time = 0;
+    size_t q = after;
+    while (q < n) {
+        while (q < n && is_space(l[q]))
+            q++;
+        size_t t0 = q;
+        while (q < n && !is_space(l[q]))
+            q++;
+        if (q > t0 + 1 && l[q - 1] == ':' && isdigit((unsigned char)l[t0])) {
+            uint64_t sec, ns = 0;
+            size_t z = t0;
+            digits(l, q - 1, &z, &sec);
+            if (z < q - 1 && l[z] == '.') {
+                z++;
+                unsigned nd = 0;
+                for (; z < q - 1 && isdigit((unsigned char)l[z]); z++)
+                    if (nd < 9) {
+                        ns = ns * 10 + (uint64_t)(l[z] - '0');
+                        nd++;
                     }
-                    while (digits++ < 9)
-                        ns *= 10;
-                }
-                if (z == q - 1) {
-                    p->s.time_ns = sec * 1000000000ull + ns;
-                    p->s.has_time = 1;
-                }
-                break;
+                while (nd++ < 9)
+                    ns *= 10;
             }
-            if (t0 < n && l[t0] == '[')
-                continue; /* [cpu] */
-            if (q > t0 && l[q - 1] != ':')
-                continue;
-            break;
-        }
-    }
-    if (ev) {
-        const char *want = o->event && *o->event ? o->event : st->event;
-        if (!*want && !(o->event && *o->event)) {
-            size_t c =
-                evlen < sizeof st->event - 1 ? evlen : sizeof st->event - 1;
-            memcpy(st->event, ev, c);
-            st->event[c] = 0;
-            want = st->event;
-        }
-        if (strlen(want) != evlen || memcmp(want, ev, evlen) != 0) {
-            if (!st->other_event[0]) {
-                size_t c = evlen < sizeof st->other_event - 1
-                               ? evlen
-                               : sizeof st->other_event - 1;
-                memcpy(st->other_event, ev, c);
-                st->other_event[c] = 0;
+            if (z == q - 1) {
+                s->time_ns = sec * 1000000000ull + ns;
+                s->has_time = 1;
             }
-            st->filtered++;
-            *keep = 0;
-            return 0;
+            return;
         }
+        if (t0 < n && l[t0] == '[')
+            continue; /* [cpu] */
+        if (q > t0 && l[q - 1] != ':')
+            continue;
+        return;
     }
-    *keep = 1;
-    p->s.period = period ? period : 1;
-    p->s.pid = pid;
-    p->s.tid = tid;
-    p->s.comm = l;
-    p->s.comm_len = comm_end;
+}
+
+static void copy_event(char *dst, size_t cap, const char *ev, size_t len)
+{
+    size_t c = len < cap - 1 ? len : cap - 1;
+    memcpy(dst, ev, c);
+    dst[c] = 0;
+}
+
+/* Is EV the event kept (the one named, else the first met)?  Samples of
+ * other events are counted in ST. */
+static int event_kept(const struct evp_collapse_opts *o,
+                      struct evp_collapse_stats *st, const char *ev,
+                      size_t evlen)
+{
+    const char *want = o->event && *o->event ? o->event : st->event;
+    if (!*want) {
+        copy_event(st->event, sizeof st->event, ev, evlen);
+        want = st->event;
+    }
+    if (strlen(want) == evlen && memcmp(want, ev, evlen) == 0)
+        return 1;
+    if (!st->other_event[0])
+        copy_event(st->other_event, sizeof st->other_event, ev, evlen);
+    st->filtered++;
+    return 0;
+}
+
+/* The process-name frame: the command name with spaces made '_', and
+ * "-pid" or "-pid/tid" when asked for. */
+static int set_pname(struct parser *p, const struct evp_collapse_opts *o,
+                     const char *comm, size_t comm_len, long pid, long tid)
+{
     char num[48];
     size_t extra = 0;
     if (o->tid && pid >= 0)
@@ -417,17 +424,44 @@ static int header_line(struct parser *p, const struct evp_collapse_opts *o,
         extra = (size_t)snprintf(num, sizeof num, "-%ld", pid);
     else if (o->pid)
         extra = (size_t)snprintf(num, sizeof num, "-?");
-    if (evp_grow((void **)&p->pname, &p->pname_cap, comm_end + extra + 1, 1,
+    if (evp_grow((void **)&p->pname, &p->pname_cap, comm_len + extra + 1, 1,
                  64))
         return -ENOMEM;
-    memcpy(p->pname, l, comm_end);
-    memcpy(p->pname + comm_end, num, extra);
-    p->pname_len = comm_end + extra;
+    memcpy(p->pname, comm, comm_len);
+    memcpy(p->pname + comm_len, num, extra);
+    p->pname_len = comm_len + extra;
     for (size_t z = 0; z < p->pname_len; z++)
         if (p->pname[z] == ' ')
             p->pname[z] = '_';
     p->have_pname = 1;
     return 0;
+}
+
+/* A sample header: 1 when the line is none, else 0 with *KEEP saying
+ * whether its event is the one kept, or -ENOMEM. */
+static int header_line(struct parser *p, const struct evp_collapse_opts *o,
+                       const char *l, size_t n, struct evp_collapse_stats *st,
+                       int *keep)
+{
+    long pid = -1, tid = -1;
+    size_t after = 0;
+    size_t comm_len = header_ids(l, n, &pid, &tid, &after);
+    if (!comm_len)
+        return 1;
+    const char *ev;
+    size_t evlen;
+    uint64_t period;
+    header_event(l, n, after, &ev, &evlen, &period);
+    header_time(&p->s, l, n, after);
+    *keep = !ev || event_kept(o, st, ev, evlen);
+    if (!*keep)
+        return 0;
+    p->s.period = period ? period : 1;
+    p->s.pid = pid;
+    p->s.tid = tid;
+    p->s.comm = l;
+    p->s.comm_len = comm_len;
+    return set_pname(p, o, l, comm_len, pid, tid);
 }
 
 static int emit(struct parser *p,
