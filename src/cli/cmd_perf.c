@@ -160,164 +160,32 @@ static void remove_perf_maps(const struct perf_ctx *p, time_t since)
     }
 }
 
-static char *read_text(const char *path)
-{
-    char *b;
-    size_t n;
-    if (evp_flame_slurp(path, &b, &n))
-        return NULL;
-    return b;
-}
+/* The command line, once parsed. */
+struct perf_args {
+    const char *dir, *event, *cg, *trace, *script_in, *title, *perf_name;
+    const char *python;
+    long freq, top;
+    unsigned repeat;
+    int startup, with_pid;
+    double threshold;
+    char **cmd; /* the command to profile, NCMD words */
+    int ncmd;
+};
 
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
+/* Everything one run holds, released in one place (run_free). */
+struct perf_run {
+    char script[4096], folded[4096], svg[4096];
+    struct perf_ctx p;
+    struct evp_trace *t;
+    struct evp_xc_trace xt;
+    struct evp_collapse_stats cs;
+    int status; /* the profiled command's exit status */
+    int xperf;  /* -X perf was added */
+    time_t started;
+};
 
-static int is_python(const char *exe)
-{
-    const char *b = base_name(exe);
-    if (strncmp(b, "python", 6) != 0)
-        return 0;
-    for (b += 6; *b; b++)
-        if (!(*b == '.' || (*b >= '0' && *b <= '9')))
-            return 0;
-    return 1;
-}
-
-/* Record CMD with perf into DIR and leave `perf script` text in SCRIPT.
- * Returns the command's exit status, or -1 after printing an error. */
-static int record(const char *perf, const char *dir, char **cmd, int ncmd,
-                  const char *event, const char *callgraph, long freq,
-                  unsigned repeat, const char *script, int want_xperf,
-                  int *added_xperf)
-{
-    char data[4096], err[4096], tmp[4096];
-    snprintf(err, sizeof err, "%s/perf.err", dir);
-    /* Preflight: can perf record here at all? */
-    snprintf(data, sizeof data, "%s/preflight.data", dir);
-    char *pre[] = {(char *)perf, "record", "-q", "-e",   (char *)event,
-                   "-o",         data,     "--", "true", NULL};
-    int rc = evp_perf_spawn(pre, "/dev/null", err, NULL);
-    unlink(data);
-    if (rc != 0) {
-        char *text = read_text(err);
-        char msg[512];
-        evp_perf_explain(rc < 0 ? strerror(-rc) : text, msg, sizeof msg);
-        evp_cli_error("perf: %s", msg);
-        free(text);
-        return -1;
-    }
-    /* CPython 3.12+ shows Python frames to perf with -X perf. */
-    char **argv = calloc((size_t)ncmd + 3, sizeof *argv);
-    if (!argv)
-        return -1;
-    int k = 0, major, minor;
-    argv[k++] = cmd[0];
-    *added_xperf = 0;
-    if (want_xperf && is_python(cmd[0]) &&
-        evp_perf_python_version(cmd[0], &major, &minor) == 0 &&
-        (major > 3 || (major == 3 && minor >= 12))) {
-        argv[k++] = "-X";
-        argv[k++] = "perf";
-        *added_xperf = 1;
-    }
-    for (int i = 1; i < ncmd; i++)
-        argv[k++] = cmd[i];
-    argv[k] = NULL;
-
-    char freqs[32];
-    snprintf(freqs, sizeof freqs, "%ld", freq);
-    FILE *all = fopen(script, "w");
-    if (!all) {
-        evp_cli_error("%s: %s", script, strerror(errno));
-        free(argv);
-        return -1;
-    }
-    int status = 0;
-    for (unsigned r = 0; r < repeat; r++) {
-        snprintf(data, sizeof data, "%s/perf.data", dir);
-        char *rec[64];
-        int n = 0;
-        rec[n++] = (char *)perf;
-        rec[n++] = "record";
-        rec[n++] = "-q";
-        rec[n++] = "-e";
-        rec[n++] = (char *)event;
-        rec[n++] = "-F";
-        rec[n++] = freqs;
-        rec[n++] = "--call-graph";
-        rec[n++] = (char *)callgraph;
-        rec[n++] = "-k";
-        rec[n++] = "CLOCK_MONOTONIC";
-        rec[n++] = "-o";
-        rec[n++] = data;
-        rec[n++] = "--";
-        char **full = malloc(((size_t)n + (size_t)k + 1) * sizeof *full);
-        if (!full) {
-            fclose(all);
-            free(argv);
-            return -1;
-        }
-        memcpy(full, rec, (size_t)n * sizeof *full);
-        memcpy(full + n, argv, ((size_t)k + 1) * sizeof *full);
-        status = evp_perf_spawn(full, NULL, NULL, NULL);
-        free(full);
-        if (status < 0) {
-            evp_cli_error("perf: %s", strerror(-status));
-            fclose(all);
-            free(argv);
-            return -1;
-        }
-        struct stat sb;
-        if (stat(data, &sb) != 0 || sb.st_size == 0) {
-            evp_cli_error("perf record wrote no data (exit status %d)", status);
-            fclose(all);
-            free(argv);
-            return -1;
-        }
-        snprintf(tmp, sizeof tmp, "%s/perf.script.part", dir);
-        /* perf script cuts stacks at 127 frames unless told otherwise,
-         * whatever the kernel recorded. */
-        char maxs[32];
-        long ms = evp_perf_max_stack();
-        snprintf(maxs, sizeof maxs, "--max-stack=%ld", ms > 127 ? ms : 127);
-        char *scr[] = {
-            (char *)perf, "script", "-i",
-            data,         "-F",     "comm,pid,tid,time,period,event,ip,sym,dso",
-            "--ns",       maxs,     NULL};
-        int s = evp_perf_spawn(scr, tmp, err, NULL);
-        if (s != 0) {
-            char *text = read_text(err);
-            char msg[512];
-            evp_perf_explain(s < 0 ? strerror(-s) : text, msg, sizeof msg);
-            evp_cli_error("perf script: %s", msg);
-            free(text);
-            fclose(all);
-            free(argv);
-            return -1;
-        }
-        char *part;
-        size_t plen;
-        if (evp_flame_slurp(tmp, &part, &plen) == 0) {
-            fwrite(part, 1, plen, all);
-            if (plen && part[plen - 1] != '\n')
-                fputc('\n', all);
-            fputc('\n', all);
-            free(part);
-        }
-        unlink(tmp);
-    }
-    free(argv);
-    if (fclose(all) != 0) {
-        evp_cli_error("%s: write error", script);
-        return -1;
-    }
-    return status;
-}
-
-int cmd_perf(int argc, char **argv)
+/* Options into A: -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct perf_args *a)
 {
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
@@ -336,29 +204,31 @@ int cmd_perf(int argc, char **argv)
         {"python", required_argument, NULL, 'y'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    const char *dir = "evalprof-perf", *event = "cpu-clock", *cg = NULL;
-    const char *trace = NULL, *script_in = NULL, *title = NULL;
-    const char *perf_name = "perf", *python = NULL;
-    long freq = -1, top = 20, v;
-    unsigned repeat = 1;
-    int startup = 0, with_pid = 0, c;
-    double threshold = 5.0;
+    *a = (struct perf_args){.dir = "evalprof-perf",
+                            .event = "cpu-clock",
+                            .perf_name = "perf",
+                            .freq = -1,
+                            .top = 20,
+                            .repeat = 1,
+                            .threshold = 5.0};
+    long v;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:F:e:r:n:h", longopts, NULL)) !=
            -1) {
         switch (c) {
         case 'o':
-            dir = optarg;
+            a->dir = optarg;
             break;
         case 'F':
-            if ((freq = evp_cli_parse_long("-F", optarg)) <= 0) {
-                if (freq == 0)
+            if ((a->freq = evp_cli_parse_long("-F", optarg)) <= 0) {
+                if (a->freq == 0)
                     evp_cli_error("perf: -F must be above 0");
                 return 2;
             }
             break;
         case 'e':
-            event = optarg;
+            a->event = optarg;
             break;
         case 'g':
             if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") &&
@@ -366,10 +236,10 @@ int cmd_perf(int argc, char **argv)
                 evp_cli_error("perf: --call-graph is fp, dwarf or lbr");
                 return 2;
             }
-            cg = optarg;
+            a->cg = optarg;
             break;
         case 'S':
-            startup = 1;
+            a->startup = 1;
             break;
         case 'r':
             if ((v = evp_cli_parse_long("--repeat", optarg)) < 1 || v > 1000) {
@@ -377,38 +247,38 @@ int cmd_perf(int argc, char **argv)
                     evp_cli_error("perf: --repeat must be 1-1000");
                 return 2;
             }
-            repeat = (unsigned)v;
+            a->repeat = (unsigned)v;
             break;
         case 'T':
-            trace = optarg;
+            a->trace = optarg;
             break;
         case 's':
-            script_in = optarg;
+            a->script_in = optarg;
             break;
         case 'n':
-            if ((top = evp_cli_parse_long("--top", optarg)) < 0)
+            if ((a->top = evp_cli_parse_long("--top", optarg)) < 0)
                 return 2;
             break;
         case 't':
-            title = optarg;
+            a->title = optarg;
             break;
         case 'P':
-            perf_name = optarg;
+            a->perf_name = optarg;
             break;
         case 'x': {
             char *end;
-            threshold = strtod(optarg, &end);
-            if (*end || threshold < 0 || threshold > 100) {
+            a->threshold = strtod(optarg, &end);
+            if (*end || a->threshold < 0 || a->threshold > 100) {
                 evp_cli_error("perf: --threshold is in points, 0-100");
                 return 2;
             }
             break;
         }
         case 'p':
-            with_pid = 1;
+            a->with_pid = 1;
             break;
         case 'y':
-            python = optarg;
+            a->python = optarg;
             break;
         case 'h':
             evp_cli_usage(stdout, "perf");
@@ -418,207 +288,260 @@ int cmd_perf(int argc, char **argv)
             return 2;
         }
     }
-    char **cmd = argv + optind;
-    int ncmd = argc - optind;
-    if (ncmd > 0 && strcmp(cmd[0], "--") == 0) {
-        cmd++;
-        ncmd--;
+    a->cmd = argv + optind;
+    a->ncmd = argc - optind;
+    if (a->ncmd > 0 && strcmp(a->cmd[0], "--") == 0) {
+        a->cmd++;
+        a->ncmd--;
     }
-    if (!script_in && ncmd == 0) {
+    if (!a->script_in && a->ncmd == 0) {
         evp_cli_error("perf: no command to profile (evalprof perf -- CMD ...)"
                       " and no --script");
         evp_cli_usage(stderr, "perf");
         return 2;
     }
-    if (script_in && ncmd > 0) {
+    if (a->script_in && a->ncmd > 0) {
         evp_cli_error("perf: give a command or --script, not both");
         return 2;
     }
-    if (!cg)
-        cg = (startup || trace) ? "dwarf" : "fp";
-    if (freq < 0)
-        freq = startup ? 10000 : trace ? 4999 : 999;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        evp_cli_error("%s: %s", dir, strerror(errno));
-        return 1;
-    }
-    char script[4096], folded[4096], svg[4096];
-    snprintf(folded, sizeof folded, "%s/perf.folded", dir);
-    snprintf(svg, sizeof svg, "%s/flamegraph.svg", dir);
-    int status = 0, xperf = 0;
-    time_t started = time(NULL);
-    if (script_in) {
-        snprintf(script, sizeof script, "%s", script_in);
-    } else {
-        char perf[4096];
-        if (evp_perf_which(perf_name, perf, sizeof perf) != 0) {
-            evp_cli_error("perf: '%s' not found: install Debian's linux-perf "
-                          "package (apt-get install linux-perf)",
-                          perf_name);
-            return 1;
-        }
-        snprintf(script, sizeof script, "%s/perf.script", dir);
-        /* -X perf stops unwinding at the first Python frame, and the
-         * start-up breakdown needs whole C stacks down to main. */
-        status = record(perf, dir, cmd, ncmd, event, cg, freq, repeat, script,
-                        !startup, &xperf);
-        if (status < 0)
-            return 1;
-    }
+    if (!a->cg)
+        a->cg = (a->startup || a->trace) ? "dwarf" : "fp";
+    if (a->freq < 0)
+        a->freq = a->startup ? 10000 : a->trace ? 4999 : 999;
+    return -1;
+}
 
+/* The perf script text into R->script: the one given, or recorded now.
+ * 0, or -1 after printing why. */
+static int get_script(const struct perf_args *a, struct perf_run *r)
+{
+    if (a->script_in) {
+        snprintf(r->script, sizeof r->script, "%s", a->script_in);
+        return 0;
+    }
+    char perf[4096];
+    if (evp_perf_which(a->perf_name, perf, sizeof perf) != 0) {
+        evp_cli_error("perf: '%s' not found: install Debian's linux-perf "
+                      "package (apt-get install linux-perf)",
+                      a->perf_name);
+        return -1;
+    }
+    snprintf(r->script, sizeof r->script, "%s/perf.script", a->dir);
+    /* -X perf stops unwinding at the first Python frame, and the
+     * start-up breakdown needs whole C stacks down to main. */
+    struct evp_perf_record_opts ro = {.perf = perf,
+                                      .dir = a->dir,
+                                      .cmd = a->cmd,
+                                      .ncmd = a->ncmd,
+                                      .event = a->event,
+                                      .callgraph = a->cg,
+                                      .freq = a->freq,
+                                      .repeat = a->repeat,
+                                      .script = r->script,
+                                      .want_xperf = !a->startup};
+    char msg[1024];
+    r->status = evp_perf_record(&ro, &r->xperf, msg, sizeof msg);
+    if (r->status < 0) {
+        evp_cli_error("%s", msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The accumulators, and the trace for the cross-check when one is given:
+ * 0, or -1 after printing why. */
+static int open_inputs(const struct perf_args *a, struct perf_run *r)
+{
+    struct perf_ctx *p = &r->p;
+    p->stacks = evp_stacks_new();
+    p->hot = evp_hot_new();
+    p->startup = a->startup;
+    p->max_stack = evp_perf_max_stack();
+    /* Text made elsewhere may have been cut by perf script's own default
+     * of 127 frames. */
+    if (a->script_in && (p->max_stack < 0 || p->max_stack > 127))
+        p->max_stack = 127;
+    if (!a->script_in && evp_perf_is_python(a->cmd[0]))
+        p->comm_prefix = "python";
+    if (!a->trace)
+        return 0;
+    r->t = evp_cli_open_trace(a->trace, a->python);
+    if (!r->t)
+        return -1;
+    if (evp_xc_from_trace(r->t, &r->xt) < 0) {
+        evp_cli_error("%s: the trace could not be replayed", a->trace);
+        return -1;
+    }
+    p->xt = &r->xt;
+    return 0;
+}
+
+/* Collapse the perf script text: 0, or -1 after printing why. */
+static int collapse(const struct perf_args *a, struct perf_run *r)
+{
     const char *text;
     size_t len;
     int mapped;
-    int rc = evp_flame_map(script, &text, &len, &mapped);
+    int rc = evp_flame_map(r->script, &text, &len, &mapped);
     if (rc) {
-        evp_cli_error("%s: %s", script, strerror(-rc));
-        return 1;
+        evp_cli_error("%s: %s", r->script, strerror(-rc));
+        return -1;
     }
-    struct perf_ctx p;
-    memset(&p, 0, sizeof p);
-    p.stacks = evp_stacks_new();
-    p.hot = evp_hot_new();
-    p.startup = startup;
-    p.max_stack = evp_perf_max_stack();
-    /* Text made elsewhere may have been cut by perf script's own default
-     * of 127 frames. */
-    if (script_in && (p.max_stack < 0 || p.max_stack > 127))
-        p.max_stack = 127;
-    if (!script_in && is_python(cmd[0]))
-        p.comm_prefix = "python";
-    struct evp_xc_trace xt;
-    struct evp_trace *t = NULL;
-    if (trace) {
-        t = evp_cli_open_trace(trace, python);
-        if (!t) {
-            evp_flame_unmap(text, len, mapped);
-            evp_stacks_free(p.stacks);
-            evp_hot_free(p.hot);
-            return 1;
-        }
-        if (evp_xc_from_trace(t, &xt) < 0) {
-            evp_cli_error("%s: the trace could not be replayed", trace);
-            evp_trace_close(t);
-            evp_flame_unmap(text, len, mapped);
-            evp_stacks_free(p.stacks);
-            evp_hot_free(p.hot);
-            return 1;
-        }
-        p.xt = &xt;
+    if (open_inputs(a, r)) {
+        evp_flame_unmap(text, len, mapped);
+        return -1;
     }
-    struct evp_collapse_opts co = {.pid = with_pid};
-    struct evp_collapse_stats cs;
-    rc = (!p.stacks || !p.hot)
+    struct evp_collapse_opts co = {.pid = a->with_pid};
+    struct evp_collapse_stats *cs = &r->cs;
+    rc = (!r->p.stacks || !r->p.hot)
              ? -ENOMEM
-             : evp_perf_parse(text, len, &co, on_sample, &p, &cs);
+             : evp_perf_parse(text, len, &co, on_sample, &r->p, cs);
     evp_flame_unmap(text, len, mapped);
-    int exit_rc = 0;
     if (rc) {
-        evp_cli_error("perf: out of memory collapsing %s", script);
-        exit_rc = 1;
-        goto out;
+        evp_cli_error("perf: out of memory collapsing %s", r->script);
+        return -1;
     }
-    if (!cs.samples) {
-        if (cs.unrecognized && !cs.filtered)
+    if (!cs->samples) {
+        if (cs->unrecognized && !cs->filtered)
             evp_cli_error("%s: not `perf script` output (line %llu is not "
                           "a sample header or a stack line)",
-                          script, (unsigned long long)cs.first_unrecognized);
+                          r->script,
+                          (unsigned long long)cs->first_unrecognized);
         else
             evp_cli_error("%s: no samples (the command ran too briefly for "
                           "-F %ld, or perf recorded nothing)",
-                          script, freq);
-        exit_rc = 1;
-        goto out;
+                          r->script, a->freq);
+        return -1;
     }
-    if (cs.unrecognized)
-        evp_cli_warn("%s: %llu unrecognised line%s (first: line %llu)", script,
-                     (unsigned long long)cs.unrecognized,
-                     cs.unrecognized == 1 ? "" : "s",
-                     (unsigned long long)cs.first_unrecognized);
-    if (cs.other_event[0])
+    if (cs->unrecognized)
+        evp_cli_warn("%s: %llu unrecognised line%s (first: line %llu)",
+                     r->script, (unsigned long long)cs->unrecognized,
+                     cs->unrecognized == 1 ? "" : "s",
+                     (unsigned long long)cs->first_unrecognized);
+    if (cs->other_event[0])
         evp_cli_warn("%s: kept the %s samples, left out %llu of other events "
                      "(first: %s)",
-                     script, cs.event, (unsigned long long)cs.filtered,
-                     cs.other_event);
+                     r->script, cs->event, (unsigned long long)cs->filtered,
+                     cs->other_event);
+    return 0;
+}
 
-    rc = write_file(folded, put_folded, p.stacks);
-    if (!rc) {
-        char sub[256];
-        snprintf(sub, sizeof sub, "%llu samples of %s",
-                 (unsigned long long)cs.samples,
-                 cs.event[0] ? cs.event : "perf");
-        int ns_units = strcmp(cs.event, "cpu-clock") == 0 ||
-                       strcmp(cs.event, "task-clock") == 0;
-        struct evp_flame_opts fo = {.title = title,
-                                    .subtitle = sub,
-                                    .countname = ns_units ? "ns" : "events",
-                                    .min_width = -1};
-        struct svg_job job = {p.stacks, &fo};
-        rc = write_file(svg, put_svg, &job);
-        if (rc)
-            evp_cli_error("%s: %s", svg, strerror(-rc));
-    } else {
-        evp_cli_error("%s: %s", folded, strerror(-rc));
-    }
+/* DIR/perf.folded and DIR/flamegraph.svg: 0, or -1 after printing why. */
+static int write_outputs(const struct perf_args *a, struct perf_run *r)
+{
+    snprintf(r->folded, sizeof r->folded, "%s/perf.folded", a->dir);
+    snprintf(r->svg, sizeof r->svg, "%s/flamegraph.svg", a->dir);
+    const struct evp_collapse_stats *cs = &r->cs;
+    int rc = write_file(r->folded, put_folded, r->p.stacks);
     if (rc) {
-        exit_rc = 1;
-        goto out;
+        evp_cli_error("%s: %s", r->folded, strerror(-rc));
+        return -1;
     }
+    char sub[256];
+    snprintf(sub, sizeof sub, "%llu samples of %s",
+             (unsigned long long)cs->samples,
+             cs->event[0] ? cs->event : "perf");
+    int ns_units = strcmp(cs->event, "cpu-clock") == 0 ||
+                   strcmp(cs->event, "task-clock") == 0;
+    struct evp_flame_opts fo = {.title = a->title,
+                                .subtitle = sub,
+                                .countname = ns_units ? "ns" : "events",
+                                .min_width = -1};
+    struct svg_job job = {r->p.stacks, &fo};
+    rc = write_file(r->svg, put_svg, &job);
+    if (rc) {
+        evp_cli_error("%s: %s", r->svg, strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
 
+/* What was made, the warnings about the stacks, and the tables. */
+static void print_report(const struct perf_args *a, const struct perf_run *r)
+{
+    const struct perf_ctx *p = &r->p;
+    const struct evp_collapse_stats *cs = &r->cs;
     char n1[32];
     printf("evalprof perf: %s samples of %s",
-           evp_perf_count(n1, sizeof n1, cs.samples),
-           cs.event[0] ? cs.event : "perf");
-    if (!script_in)
-        printf(" (call graph %s, %ld Hz%s%s)", cg, freq,
-               repeat > 1 ? ", repeated" : "", xperf ? ", -X perf" : "");
-    printf("\n  folded stacks: %s\n  flame graph:   %s\n", folded, svg);
-    if (!script_in)
-        printf("  perf script:   %s\n", script);
-    if (p.cut) {
+           evp_perf_count(n1, sizeof n1, cs->samples),
+           cs->event[0] ? cs->event : "perf");
+    if (!a->script_in)
+        printf(" (call graph %s, %ld Hz%s%s)", a->cg, a->freq,
+               a->repeat > 1 ? ", repeated" : "", r->xperf ? ", -X perf" : "");
+    printf("\n  folded stacks: %s\n  flame graph:   %s\n", r->folded, r->svg);
+    if (!a->script_in)
+        printf("  perf script:   %s\n", r->script);
+    if (p->cut) {
         printf("\nwarning: %llu samples (%.1f%%) hit kernel.perf_event_max_"
                "stack=%ld: their stacks are cut and their roots are wrong.\n"
                "  fix: sysctl -w kernel.perf_event_max_stack=1024 (as root),"
                " then run again%s\n",
-               (unsigned long long)p.cut,
-               100.0 * (double)p.cut / (double)cs.samples, p.max_stack,
-               script_in ? " (and give perf script --max-stack=1024)" : "");
+               (unsigned long long)p->cut,
+               100.0 * (double)p->cut / (double)cs->samples, p->max_stack,
+               a->script_in ? " (and give perf script --max-stack=1024)" : "");
     }
-    if (p.user && p.unrooted * 5 > p.user && strcmp(cg, "dwarf") != 0) {
+    if (p->user && p->unrooted * 5 > p->user && strcmp(a->cg, "dwarf") != 0) {
         printf("\nnote: %.0f%% of user stacks stop before main or a thread "
                "start: the binaries lack frame pointers; --call-graph dwarf "
                "unwinds them\n",
-               100.0 * (double)p.unrooted / (double)p.user);
+               100.0 * (double)p->unrooted / (double)p->user);
     }
-    printf("\nhot functions (top %ld by self share):\n", top);
-    evp_hot_print(p.hot, stdout, (size_t)top);
-    if (startup) {
+    printf("\nhot functions (top %ld by self share):\n", a->top);
+    evp_hot_print(p->hot, stdout, (size_t)a->top);
+    if (a->startup) {
         putchar('\n');
         char what[1024] = "";
         size_t w = 0;
-        for (int i = 0; i < ncmd && w + 2 < sizeof what; i++)
+        for (int i = 0; i < a->ncmd && w + 2 < sizeof what; i++)
             w += (size_t)snprintf(what + w, sizeof what - w, "%s%s",
-                                  i ? " " : "", cmd[i]);
-        evp_startup_print(&p.su, stdout, script_in ? script_in : what, repeat,
-                          script_in ? NULL : cg);
+                                  i ? " " : "", a->cmd[i]);
+        evp_startup_print(&p->su, stdout, a->script_in ? a->script_in : what,
+                          a->repeat, a->script_in ? NULL : a->cg);
     }
-    if (trace) {
+    if (a->trace) {
         putchar('\n');
-        evp_xc_print(stdout, &xt, &p.xp, threshold, trace);
+        evp_xc_print(stdout, &r->xt, &p->xp, a->threshold, a->trace);
     }
-    if (xperf)
-        remove_perf_maps(&p, started);
-    if (!script_in && status)
-        evp_cli_warn("perf: the command exited with status %d", status);
-out:
-    if (t) {
-        evp_xc_trace_free(&xt);
-        evp_trace_close(t);
+}
+
+static void run_free(struct perf_run *r)
+{
+    if (r->t) {
+        evp_xc_trace_free(&r->xt);
+        evp_trace_close(r->t);
     }
-    free(p.key);
-    evp_stacks_free(p.stacks);
-    evp_hot_free(p.hot);
-    if (exit_rc)
-        return exit_rc;
-    return evp_cli_finish(0);
+    free(r->p.key);
+    evp_stacks_free(r->p.stacks);
+    evp_hot_free(r->p.hot);
+}
+
+int cmd_perf(int argc, char **argv)
+{
+    struct perf_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    if (mkdir(a.dir, 0755) != 0 && errno != EEXIST) {
+        evp_cli_error("%s: %s", a.dir, strerror(errno));
+        return 1;
+    }
+    struct perf_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        evp_cli_error("perf: out of memory");
+        return 1;
+    }
+    r->started = time(NULL);
+    rc = 1;
+    if (get_script(&a, r) == 0 && collapse(&a, r) == 0 &&
+        write_outputs(&a, r) == 0) {
+        print_report(&a, r);
+        if (r->xperf)
+            remove_perf_maps(&r->p, r->started);
+        if (!a.script_in && r->status)
+            evp_cli_warn("perf: the command exited with status %d", r->status);
+        rc = 0;
+    }
+    run_free(r);
+    free(r);
+    return rc ? rc : evp_cli_finish(0);
 }

@@ -11,7 +11,8 @@
  *                          └─► evp_xcheck  (eval / runtime / init / fini)
  *
  * Nothing here touches a trace except crosscheck.c, which uses the replay
- * engine.  All functions return 0 or a negative errno-style value.
+ * engine.  Functions return 0 or a negative errno-style value unless said
+ * otherwise.
  */
 #ifndef EVP_PERF_H
 #define EVP_PERF_H
@@ -165,6 +166,31 @@ int evp_perf_python_version(const char *exe, int *major, int *minor);
 void evp_perf_explain(const char *text, char *msg, size_t len);
 /* kernel.perf_event_max_stack, -1 when unknown. */
 long evp_perf_max_stack(void);
+/* Is EXE a CPython interpreter by its name ("python", "python3.12")? */
+int evp_perf_is_python(const char *exe);
+
+/* What evp_perf_record runs. */
+struct evp_perf_record_opts {
+    const char *perf; /* path of the perf program */
+    const char *dir;  /* where perf.data and perf.err are kept */
+    char *const *cmd; /* the command to profile, NCMD words */
+    int ncmd;
+    const char *event;     /* perf record -e */
+    const char *callgraph; /* fp, dwarf or lbr */
+    long freq;             /* samples per second */
+    unsigned repeat;       /* runs, their perf script text concatenated */
+    const char *script;    /* the file the perf script text goes to */
+    int want_xperf;        /* add -X perf to a CPython 3.12+ command */
+};
+
+/*
+ * Check that perf can record here, then record the command REPEAT times
+ * and leave the `perf script` text in O->script.  *ADDED_XPERF says
+ * whether -X perf was added.  Returns the last run's exit status (0-255,
+ * 128+signal), or -1 with the reason (one line) in MSG.
+ */
+int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
+                    char *msg, size_t len);
 
 /* ---- crosscheck.c: perf samples against an evalprof trace -------------- */
 

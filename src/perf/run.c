@@ -4,6 +4,11 @@
  * added.  posix_spawn with optional redirections; the exit status comes
  * back as 0-255, or 128+signal.
  *
+ * evp_perf_record is the whole recording: a preflight `perf record -- true`
+ * (so that a refusal is explained before the command runs), then per
+ * repeat `perf record` of the command and `perf script` of its data,
+ * the texts concatenated into one file.
+ *
  * evp_perf_explain turns perf's own error text into the one line evalprof
  * prints: perf missing (Debian's wrapper without a matching kernel
  * package), events not permitted (perf_event_paranoid), no such event.
@@ -20,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "views.h"
 #include "perf.h"
 
 extern char **environ;
@@ -191,4 +197,165 @@ long evp_perf_max_stack(void)
         fclose(f);
     }
     return v;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+int evp_perf_is_python(const char *exe)
+{
+    const char *b = base_name(exe);
+    if (strncmp(b, "python", 6) != 0)
+        return 0;
+    for (b += 6; *b; b++)
+        if (!(*b == '.' || (*b >= '0' && *b <= '9')))
+            return 0;
+    return 1;
+}
+
+/* "WHAT: reason" into MSG for a perf run that ended with RC, its stderr
+ * in the file ERR. */
+static void explain_failure(int rc, const char *err, const char *what,
+                            char *msg, size_t len)
+{
+    char *text = NULL, why[512];
+    size_t n;
+    if (evp_flame_slurp(err, &text, &n))
+        text = NULL;
+    evp_perf_explain(rc < 0 ? strerror(-rc) : text, why, sizeof why);
+    snprintf(msg, len, "%s: %s", what, why);
+    free(text);
+}
+
+/* perf record's command line: its options, then the command, with -X perf
+ * added for CPython 3.12+ (which then shows Python frames to perf). */
+static char **record_argv(const struct evp_perf_record_opts *o,
+                          const char *data, const char *freq, int *xperf)
+{
+    const char *const fixed[] = {o->perf,
+                                 "record",
+                                 "-q",
+                                 "-e",
+                                 o->event,
+                                 "-F",
+                                 freq,
+                                 "--call-graph",
+                                 o->callgraph,
+                                 "-k",
+                                 "CLOCK_MONOTONIC",
+                                 "-o",
+                                 data,
+                                 "--"};
+    size_t nf = sizeof fixed / sizeof *fixed;
+    char **v = calloc(nf + (size_t)o->ncmd + 3, sizeof *v);
+    if (!v)
+        return NULL;
+    size_t n = 0;
+    for (; n < nf; n++)
+        v[n] = (char *)fixed[n];
+    v[n++] = o->cmd[0];
+    int major, minor;
+    *xperf = 0;
+    if (o->want_xperf && evp_perf_is_python(o->cmd[0]) &&
+        evp_perf_python_version(o->cmd[0], &major, &minor) == 0 &&
+        (major > 3 || (major == 3 && minor >= 12))) {
+        v[n++] = "-X";
+        v[n++] = "perf";
+        *xperf = 1;
+    }
+    for (int i = 1; i < o->ncmd; i++)
+        v[n++] = o->cmd[i];
+    return v;
+}
+
+/* Append the file PATH (a perf script part) to OUT, ended by a blank line
+ * so that its last sample never runs into the next part's first. */
+static void append_part(FILE *out, const char *path)
+{
+    char *part;
+    size_t plen;
+    if (evp_flame_slurp(path, &part, &plen) == 0) {
+        fwrite(part, 1, plen, out);
+        if (plen && part[plen - 1] != '\n')
+            fputc('\n', out);
+        fputc('\n', out);
+        free(part);
+    }
+}
+
+int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
+                    char *msg, size_t len)
+{
+    char data[4096], err[4096], part[4096];
+    snprintf(err, sizeof err, "%s/perf.err", o->dir);
+    /* Preflight: can perf record here at all? */
+    snprintf(data, sizeof data, "%s/preflight.data", o->dir);
+    char *pre[] = {(char *)o->perf,  "record", "-q", "-e",
+                   (char *)o->event, "-o",     data, "--",
+                   "true",           NULL};
+    int rc = evp_perf_spawn(pre, "/dev/null", err, NULL);
+    unlink(data);
+    if (rc != 0) {
+        explain_failure(rc, err, "perf", msg, len);
+        return -1;
+    }
+    snprintf(data, sizeof data, "%s/perf.data", o->dir);
+    snprintf(part, sizeof part, "%s/perf.script.part", o->dir);
+    char freq[32], maxs[32];
+    snprintf(freq, sizeof freq, "%ld", o->freq);
+    /* perf script cuts stacks at 127 frames unless told otherwise,
+     * whatever the kernel recorded. */
+    long ms = evp_perf_max_stack();
+    snprintf(maxs, sizeof maxs, "--max-stack=%ld", ms > 127 ? ms : 127);
+    char *scr[] = {(char *)o->perf,
+                   "script",
+                   "-i",
+                   data,
+                   "-F",
+                   "comm,pid,tid,time,period,event,ip,sym,dso",
+                   "--ns",
+                   maxs,
+                   NULL};
+    char **argv = record_argv(o, data, freq, added_xperf);
+    FILE *all = argv ? fopen(o->script, "w") : NULL;
+    int status = -1, last = 0;
+    if (!argv) {
+        snprintf(msg, len, "perf: %s", strerror(ENOMEM));
+        goto out;
+    }
+    if (!all) {
+        snprintf(msg, len, "%s: %s", o->script, strerror(errno));
+        goto out;
+    }
+    for (unsigned r = 0; r < o->repeat; r++) {
+        last = evp_perf_spawn(argv, NULL, NULL, NULL);
+        if (last < 0) {
+            snprintf(msg, len, "perf: %s", strerror(-last));
+            goto out;
+        }
+        struct stat sb;
+        if (stat(data, &sb) != 0 || sb.st_size == 0) {
+            snprintf(msg, len, "perf record wrote no data (exit status %d)",
+                     last);
+            goto out;
+        }
+        int s = evp_perf_spawn(scr, part, err, NULL);
+        if (s != 0) {
+            explain_failure(s, err, "perf script", msg, len);
+            goto out;
+        }
+        append_part(all, part);
+        unlink(part);
+    }
+    status = last;
+out:
+    free(argv);
+    if (all && fclose(all) != 0 && status >= 0) {
+        snprintf(msg, len, "%s: write error", o->script);
+        status = -1;
+    }
+    return status;
 }
