@@ -175,9 +175,12 @@ int cmd_flamegraph(int argc, char **argv)
                       "(use -o FILE.svg)");
         return 2;
     }
-    char *buf = NULL;
+    char *buf = NULL, *tmp = NULL;
     size_t len = 0;
-    int is_trace, mapped = 0;
+    int is_trace, mapped = 0, status = 1;
+    struct evp_flame *fl = NULL;
+    struct evp_flame_stats st = {0};
+    FILE *o = stdout;
     if (input) {
         is_trace = strcmp(input, "trace") == 0;
     } else {
@@ -196,24 +199,20 @@ int cmd_flamegraph(int argc, char **argv)
             is_trace = 0;
         }
     }
-    struct evp_flame *fl = evp_flame_new();
-    struct evp_flame_stats st = {0};
-    if (!fl) {
+    if (!(fl = evp_flame_new())) {
         evp_cli_error("flamegraph: out of memory");
-        return 1;
+        goto out;
     }
     if (is_trace) {
         if (strcmp(in, "-") == 0) {
             evp_cli_error("flamegraph: a trace is read from a file, not "
                           "standard input");
-            evp_flame_free(fl);
-            return 2;
+            status = 2;
+            goto out;
         }
         if (trace_to_flame(in, python, ops, phases, (size_t)max_depth, fl,
-                           &st) < 0) {
-            evp_flame_free(fl);
-            return 1;
-        }
+                           &st) < 0)
+            goto out;
         if (!fo.countname)
             fo.countname = "ns";
     } else {
@@ -224,16 +223,13 @@ int cmd_flamegraph(int argc, char **argv)
         int rc = evp_flame_map(in, &map, &len, &mapped);
         if (rc) {
             evp_cli_error("%s: %s", in, strerror(-rc));
-            evp_flame_free(fl);
-            return 1;
+            goto out;
         }
         buf = (char *)map;
         evp_flame_borrow(fl); /* BUF lives until the SVG is written */
         if (evp_flame_add_folded(fl, buf, len, &st)) {
             evp_cli_error("flamegraph: out of memory");
-            evp_flame_free(fl);
-            evp_flame_unmap(buf, len, mapped);
-            return 1;
+            goto out;
         }
     }
     if (!st.stacks) {
@@ -243,15 +239,11 @@ int cmd_flamegraph(int argc, char **argv)
             evp_cli_error("%s: no folded stacks (expected lines "
                           "'frame;frame;... COUNT')",
                           in);
-        evp_flame_free(fl);
-        evp_flame_unmap(buf, len, mapped);
-        return 1;
+        goto out;
     }
     if (evp_flame_total(fl) <= 0) {
         evp_cli_error("%s: every count is zero: nothing to draw", in);
-        evp_flame_free(fl);
-        evp_flame_unmap(buf, len, mapped);
-        return 1;
+        goto out;
     }
     if (st.malformed)
         evp_cli_warn("%s: ignored %llu line%s without a trailing count "
@@ -264,8 +256,6 @@ int cmd_flamegraph(int argc, char **argv)
                      "second count is drawn",
                      in);
 
-    char *tmp = NULL;
-    FILE *o = stdout;
     struct stat ost;
     if (strcmp(out, "-") != 0 && stat(out, &ost) == 0 &&
         !S_ISREG(ost.st_mode)) {
@@ -274,28 +264,20 @@ int cmd_flamegraph(int argc, char **argv)
         o = fopen(out, "w");
         if (!o) {
             evp_cli_error("%s: %s", out, strerror(errno));
-            evp_flame_free(fl);
-            evp_flame_unmap(buf, len, mapped);
-            return 1;
+            goto out;
         }
     } else if (strcmp(out, "-") != 0) {
         if (asprintf(&tmp, "%s.tmp%ld", out, (long)getpid()) < 0) {
-            evp_flame_free(fl);
-            evp_flame_unmap(buf, len, mapped);
-            return 1;
+            tmp = NULL;
+            goto out;
         }
         o = fopen(tmp, "w");
         if (!o) {
             evp_cli_error("%s: %s", out, strerror(errno));
-            free(tmp);
-            evp_flame_free(fl);
-            evp_flame_unmap(buf, len, mapped);
-            return 1;
+            goto out;
         }
     }
     int rc = evp_flame_write_svg(fl, o, &fo, &st);
-    evp_flame_free(fl);
-    evp_flame_unmap(buf, len, mapped);
     if (tmp) {
         int failed = evp_cli_close_out(o, out, rc);
         if (!failed && rename(tmp, out) != 0) {
@@ -304,14 +286,17 @@ int cmd_flamegraph(int argc, char **argv)
         }
         if (failed)
             unlink(tmp);
-        free(tmp);
-        return failed;
-    }
-    if (o != stdout || rc == -EIO)
-        return evp_cli_close_out(o, out, rc);
-    if (rc) {
+        status = failed;
+    } else if (o != stdout || rc == -EIO) {
+        status = evp_cli_close_out(o, out, rc);
+    } else if (rc) {
         evp_cli_error("flamegraph: %s", strerror(-rc));
-        return 1;
+    } else {
+        status = evp_cli_finish(0);
     }
-    return evp_cli_finish(0);
+out:
+    free(tmp);
+    evp_flame_free(fl);
+    evp_flame_unmap(buf, len, mapped);
+    return status;
 }
