@@ -227,7 +227,15 @@ int cmd_flamegraph(int argc, char **argv)
         }
         buf = (char *)map;
         evp_flame_borrow(fl); /* BUF lives until the SVG is written */
-        if (evp_flame_add_folded(fl, buf, len, &st)) {
+        rc = evp_flame_add_folded(fl, buf, len, &st);
+        if (rc == -ERANGE) {
+            evp_cli_error("%s: line %llu: count %s is out of range (at most "
+                          "%.0f)",
+                          in, (unsigned long long)st.bad_line, st.bad_count,
+                          EVP_FLAME_MAX_COUNT);
+            goto out;
+        }
+        if (rc) {
             evp_cli_error("flamegraph: out of memory");
             goto out;
         }

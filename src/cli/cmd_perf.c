@@ -397,6 +397,12 @@ static int collapse(const struct perf_args *a, struct perf_run *r)
              ? -ENOMEM
              : evp_perf_parse(text, len, &co, on_sample, &r->p, cs);
     evp_flame_unmap(text, len, mapped);
+    if (rc == -ERANGE) {
+        evp_cli_error("%s: line %llu: %s %s is out of range (at most %llu)",
+                      r->script, (unsigned long long)cs->bad_line, cs->bad_what,
+                      cs->bad_num, (unsigned long long)cs->bad_max);
+        return -1;
+    }
     if (rc) {
         evp_cli_error("perf: out of memory collapsing %s", r->script);
         return -1;

@@ -16,6 +16,11 @@
  * Two differences: a last sample not followed by a blank line is kept, and
  * control characters and invalid UTF-8 in names are written "\xNN" (the
  * reference copies the bytes), so folded output is always UTF-8 text.
+ *
+ * Numbers in a header are range-checked (perf never prints a pid above
+ * 2^31-1, and a period above 2^53 could not be summed exactly): one out of
+ * range is taken for damage, not skipped, and stops the parse with
+ * -ERANGE and the line, so that no share is drawn from a corrupt file.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -44,7 +49,18 @@ struct parser {
     size_t pname_len, pname_cap;
     int have_pname;
     struct evp_perf_sample s;
+    /* the first number out of range on the current line */
+    const char *bad_what, *bad_num;
+    size_t bad_len;
+    uint64_t bad_max;
 };
+
+/* Largest values taken from a header: ids fit pid_t; counts stay exact
+ * when summed as doubles (the flame graph does); seconds fit nanoseconds
+ * in 64 bits. */
+#define MAX_ID 2147483647u
+#define MAX_PERIOD (1ull << 53)
+#define MAX_SEC 18446744072ull
 
 static int is_space(char c)
 {
@@ -261,21 +277,42 @@ static int stack_line(struct parser *p, const struct evp_collapse_opts *o,
     return 0;
 }
 
-/* Digits from *I on, into *V. */
-static void digits(const char *l, size_t n, size_t *i, uint64_t *v)
+/* Digits from *I on, into *V: 0, or 1 when the number is above MAX (*V
+ * is then MAX). */
+static int digits(const char *l, size_t n, size_t *i, uint64_t max, uint64_t *v)
 {
     uint64_t x = 0;
-    for (; *i < n && isdigit((unsigned char)l[*i]); (*i)++)
-        x = x * 10 + (uint64_t)(l[*i] - '0');
-    *v = x;
+    int over = 0;
+    for (; *i < n && isdigit((unsigned char)l[*i]); (*i)++) {
+        unsigned d = (unsigned)(l[*i] - '0');
+        if (over || x > (max - d) / 10)
+            over = 1;
+        else
+            x = x * 10 + d;
+    }
+    *v = over ? max : x;
+    return over;
+}
+
+/* Note the number WHAT (L[START..END)) as out of range, unless one was
+ * already. */
+static void out_of_range(struct parser *p, const char *what, const char *l,
+                         size_t start, size_t end, uint64_t max)
+{
+    if (p->bad_what)
+        return;
+    p->bad_what = what;
+    p->bad_num = l + start;
+    p->bad_len = end - start;
+    p->bad_max = max;
 }
 
 /* The header's ids: the command name, then whitespace, pid[/tid],
  * whitespace (the reference regex is (\S.+?)\s+(\d+)/?(\d+)?\s+).  Returns
  * the length of the command name, 0 when the line is no header; *AFTER is
  * where the rest of the header starts. */
-static size_t header_ids(const char *l, size_t n, long *pid, long *tid,
-                         size_t *after)
+static size_t header_ids(struct parser *p, const char *l, size_t n, long *pid,
+                         long *tid, size_t *after)
 {
     for (size_t i = 2; i < n; i++) {
         if (!is_space(l[i]))
@@ -286,17 +323,24 @@ static size_t header_ids(const char *l, size_t n, long *pid, long *tid,
         if (j >= n || !isdigit((unsigned char)l[j]))
             continue;
         uint64_t a, b = 0;
-        digits(l, n, &j, &a);
+        size_t a0 = j, b0;
+        int over_a = digits(l, n, &j, MAX_ID, &a), over_b = 0;
+        size_t a1 = j;
         int slash = 0;
         while (j < n && l[j] == '/') {
             j++;
             slash = 1;
         }
         int two = slash && j < n && isdigit((unsigned char)l[j]);
+        b0 = j;
         if (two)
-            digits(l, n, &j, &b);
+            over_b = digits(l, n, &j, MAX_ID, &b);
         if (j >= n || !is_space(l[j]))
             continue;
+        if (over_a)
+            out_of_range(p, two ? "pid" : "tid", l, a0, a1, MAX_ID);
+        if (over_b)
+            out_of_range(p, "tid", l, b0, j, MAX_ID);
         *pid = two ? (long)a : -1;
         *tid = two ? (long)b : (long)a;
         *after = j;
@@ -307,8 +351,9 @@ static size_t header_ids(const char *l, size_t n, long *pid, long *tid,
 
 /* Event and period: the line ends with ":\s*(\d+)*\s+(\S+):\s*".  *EV is
  * NULL when it does not; *PERIOD 0 when no count was printed. */
-static void header_event(const char *l, size_t n, size_t after, const char **ev,
-                         size_t *evlen, uint64_t *period)
+static void header_event(struct parser *p, const char *l, size_t n,
+                         size_t after, const char **ev, size_t *evlen,
+                         uint64_t *period)
 {
     *ev = NULL;
     *evlen = 0;
@@ -337,15 +382,17 @@ static void header_event(const char *l, size_t n, size_t after, const char **ev,
     if (ws && r > 0 && l[r - 1] == ':') {
         *ev = l + s0;
         *evlen = t - s0;
-        digits(l, q, &d, period);
+        size_t d0 = d;
+        if (digits(l, q, &d, MAX_PERIOD, period))
+            out_of_range(p, "period", l, d0, q, MAX_PERIOD);
     }
 }
 
 /* Time: the token before the event part ending in ':' ("123.456789:"),
  * after an optional "[cpu]". */
-static void header_time(struct evp_perf_sample *s, const char *l, size_t n,
-                        size_t after)
+static void header_time(struct parser *p, const char *l, size_t n, size_t after)
 {
+    struct evp_perf_sample *s = &p->s;
     s->has_time = 0;
     size_t q = after;
     while (q < n) {
@@ -357,7 +404,8 @@ static void header_time(struct evp_perf_sample *s, const char *l, size_t n,
         if (q > t0 + 1 && l[q - 1] == ':' && isdigit((unsigned char)l[t0])) {
             uint64_t sec, ns = 0;
             size_t z = t0;
-            digits(l, q - 1, &z, &sec);
+            int over = digits(l, q - 1, &z, MAX_SEC, &sec);
+            size_t sec_end = z;
             if (z < q - 1 && l[z] == '.') {
                 z++;
                 unsigned nd = 0;
@@ -369,7 +417,9 @@ static void header_time(struct evp_perf_sample *s, const char *l, size_t n,
                 while (nd++ < 9)
                     ns *= 10;
             }
-            if (z == q - 1) {
+            if (z == q - 1 && over) {
+                out_of_range(p, "time", l, t0, sec_end, MAX_SEC);
+            } else if (z == q - 1) {
                 s->time_ns = sec * 1000000000ull + ns;
                 s->has_time = 1;
             }
@@ -438,21 +488,24 @@ static int set_pname(struct parser *p, const struct evp_collapse_opts *o,
 }
 
 /* A sample header: 1 when the line is none, else 0 with *KEEP saying
- * whether its event is the one kept, or -ENOMEM. */
+ * whether its event is the one kept, -ERANGE when a number in it is out
+ * of range (noted in P), or -ENOMEM. */
 static int header_line(struct parser *p, const struct evp_collapse_opts *o,
                        const char *l, size_t n, struct evp_collapse_stats *st,
                        int *keep)
 {
     long pid = -1, tid = -1;
     size_t after = 0;
-    size_t comm_len = header_ids(l, n, &pid, &tid, &after);
+    size_t comm_len = header_ids(p, l, n, &pid, &tid, &after);
     if (!comm_len)
         return 1;
     const char *ev;
     size_t evlen;
     uint64_t period;
-    header_event(l, n, after, &ev, &evlen, &period);
-    header_time(&p->s, l, n, after);
+    header_event(p, l, n, after, &ev, &evlen, &period);
+    header_time(p, l, n, after);
+    if (p->bad_what)
+        return -ERANGE;
     *keep = !ev || event_kept(o, st, ev, evlen);
     if (!*keep)
         return 0;
@@ -548,6 +601,15 @@ int evp_perf_parse(const char *buf, size_t len,
     }
     if (!rc && p.have_pname)
         rc = emit(&p, cb, ctx, st);
+    if (rc == -ERANGE && p.bad_what) {
+        st->bad_line = lineno;
+        st->bad_what = p.bad_what;
+        st->bad_max = p.bad_max;
+        size_t c = p.bad_len < sizeof st->bad_num - 1 ? p.bad_len
+                                                      : sizeof st->bad_num - 1;
+        memcpy(st->bad_num, p.bad_num, c);
+        st->bad_num[c] = 0;
+    }
     free(p.scratch);
     free(p.pf);
     free(p.fr);

@@ -86,12 +86,20 @@ struct evp_collapse_stats {
     size_t max_raw_frames;
     char event[64];       /* the event kept */
     char other_event[64]; /* first other event met, when any */
+    /* with -ERANGE: the header line holding a number out of range */
+    uint64_t bad_line;
+    const char *bad_what; /* "pid", "tid", "period" or "time" */
+    char bad_num[32];     /* its digits (cut at 31) */
+    uint64_t bad_max;     /* the largest value taken */
 };
 
 /*
  * Parse perf script text BUF (LEN bytes) and call CB for every sample of
  * the kept event.  Frames point into scratch memory valid during the
- * call only.  Returns 0, the callback's non-zero value, or -ENOMEM.
+ * call only.  Returns 0, the callback's non-zero value, -ENOMEM, or
+ * -ERANGE at the first header with a number out of range (a pid or tid
+ * above 2^31-1, a period above 2^53, a time past 2^64 ns), a damaged
+ * file rather than perf's output: ST says which line and number.
  */
 int evp_perf_parse(const char *buf, size_t len,
                    const struct evp_collapse_opts *o,

@@ -3,7 +3,10 @@
  * self-contained interactive SVG, in the tradition of flamegraph.pl.
  *
  * Input: "frame;frame;...;frame COUNT" lines (a second count makes a
- * differential line; the second is drawn).  Frames with the same path are
+ * differential line; the second is drawn).  A line without a count is
+ * skipped and counted; a count above 2^53, which the tree's doubles could
+ * not add exactly, refuses the whole input (a wrong picture is worse than
+ * none).  Frames with the same path are
  * merged; children are ordered by name (byte order), so the picture does
  * not depend on the order of the input lines and the same stacks always
  * give the same bytes.
@@ -327,6 +330,19 @@ static const char *trailing_count(const char *b, const char *e, double *v)
     return p;
 }
 
+/* Is the whole part of the count C..E above EVP_FLAME_MAX_COUNT?  Read
+ * exactly: the double trailing_count made of it may have rounded. */
+static int count_too_big(const char *c, const char *e)
+{
+    uint64_t x = 0;
+    for (; c < e && *c != '.'; c++) {
+        x = x * 10 + (uint64_t)(*c - '0'); /* x <= 2^53 before: no wrap */
+        if (x > (uint64_t)EVP_FLAME_MAX_COUNT)
+            return 1;
+    }
+    return 0;
+}
+
 int evp_flame_add_folded(struct evp_flame *f, const char *buf, size_t len,
                          struct evp_flame_stats *st)
 {
@@ -360,6 +376,15 @@ int evp_flame_add_folded(struct evp_flame *f, const char *buf, size_t len,
                 st->first_malformed = st->lines;
             st->malformed++;
             continue;
+        }
+        if (count_too_big(c, e)) {
+            size_t k = (size_t)(e - c);
+            if (k > sizeof st->bad_count - 1)
+                k = sizeof st->bad_count - 1;
+            memcpy(st->bad_count, c, k);
+            st->bad_count[k] = 0;
+            st->bad_line = st->lines;
+            return -ERANGE;
         }
         const char *se = c;
         while (se > l && is_blank(se[-1]))

@@ -162,17 +162,25 @@ struct evp_flame_stats {
     uint64_t stacks;    /* lines taken */
     uint64_t malformed; /* lines without a trailing count */
     uint64_t first_malformed;
-    int differential; /* two counts per line: the second was drawn */
-    uint64_t frames;  /* frames drawn */
-    uint64_t nodes;   /* merged frames in the tree */
+    int differential;   /* two counts per line: the second was drawn */
+    uint64_t frames;    /* frames drawn */
+    uint64_t nodes;     /* merged frames in the tree */
+    uint64_t bad_line;  /* -ERANGE: the line whose count is too large */
+    char bad_count[32]; /* that count as written (cut at 31 bytes) */
 };
+
+/* The largest count a folded line may carry: sums of counts up to 2^53
+ * are exact in the doubles the tree adds them in. */
+#define EVP_FLAME_MAX_COUNT 9007199254740992.0
 
 struct evp_flame *evp_flame_new(void);
 void evp_flame_free(struct evp_flame *f);
 
 /* Merge folded text (LEN bytes; need not outlive the call unless
- * evp_flame_borrow was called).  Returns 0 or
- * -ENOMEM; malformed lines are counted in ST, not fatal. */
+ * evp_flame_borrow was called).  Returns 0, -ENOMEM, or -ERANGE at the
+ * first count above EVP_FLAME_MAX_COUNT (ST->bad_line says where: the
+ * picture would be wrong, so the input is refused); malformed lines are
+ * counted in ST, not fatal. */
 int evp_flame_add_folded(struct evp_flame *f, const char *buf, size_t len,
                          struct evp_flame_stats *st);
 

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Numbers and files that are not what they claim (suite 'flame'):
+
+  - a count, pid, tid, period or time too large for its field, in folded
+    input (`flamegraph`) or a `perf script` header (`perf --script`): one
+    line naming the line and the number, exit 1; the largest values
+    allowed still draw.
+
+usage: bad-input.py   (EVALPROF: the binary; DATA: tests/flame/data)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+EVP = os.environ["EVALPROF"]
+DATA = os.environ.get("DATA") or os.path.join(os.path.dirname(__file__), "data")
+failures = 0
+
+
+def check(what, args, status, needle):
+    global failures
+    p = subprocess.run([EVP, *args], capture_output=True, timeout=120)
+    err = p.stderr.decode(errors="replace")
+    lines = err.splitlines()
+    problem = None
+    if p.returncode != status:
+        problem = f"exit {p.returncode}, want {status}"
+    elif status and (len(lines) != 1 or not lines[0].startswith("evalprof: ")):
+        problem = f"want one 'evalprof: ' line on stderr"
+    elif needle and needle not in err:
+        problem = f"stderr lacks {needle!r}"
+    for marker in ("Sanitizer", "runtime error:"):
+        if marker in err:
+            problem = "sanitizer report"
+    if problem:
+        failures += 1
+        print(f"FAIL: {what}: {problem}\n{err}")
+    else:
+        print(f"ok: {what}: {lines[0] if lines else 'exit 0'}")
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        svg = os.path.join(tmp, "o.svg")
+        out = os.path.join(tmp, "out")
+
+        # Folded counts.
+        big = "99999999999999999999999999"
+        f = write(os.path.join(tmp, "big.folded"), f"x;y 5\na;b {big}\n".encode())
+        check("folded count 10^26", ["flamegraph", "-o", svg, f], 1,
+              f"line 2: count {big} is out of range")
+        f = write(os.path.join(tmp, "edge.folded"), b"a;b 9007199254740993\n")
+        check("folded count 2^53+1", ["flamegraph", "-o", svg, f], 1,
+              "line 1: count 9007199254740993 is out of range")
+        f = write(os.path.join(tmp, "long.folded"), b"a;b 1" + b"0" * 400 + b"\n")
+        check("folded count of 401 digits", ["flamegraph", "-o", svg, f], 1,
+              "line 1: count 1000000000000000000000000000000 is out of range")
+        f = write(os.path.join(tmp, "max.folded"),
+                  b"a;b 9007199254740992\na;c 1.5\n")
+        check("folded count 2^53", ["flamegraph", "-o", svg, f], 0, None)
+
+        # perf script headers.
+        stack = "\n\tffffffff81000000 do_work+0x10 (/usr/bin/prog)\n\n"
+        for what, header, needle in [
+                ("folded line as perf script", f"a;b {big} x",
+                 f"line 1: tid {big} is out of range"),
+                ("tid 2^31", "prog 12/2147483648 1.5: cpu-clock:",
+                 "line 1: tid 2147483648 is out of range"),
+                ("pid 10^20", "prog 100000000000000000000/12 1.5: cpu-clock:",
+                 "line 1: pid 100000000000000000000 is out of range"),
+                ("period 10^20", "prog 12/12 1.5: 100000000000000000000 cpu-clock:",
+                 "line 1: period 100000000000000000000 is out of range"),
+                ("time 10^20 s", "prog 12/12 100000000000000000000.5: 1 cpu-clock:",
+                 "line 1: time 100000000000000000000 is out of range")]:
+            f = write(os.path.join(tmp, "h.script"), (header + stack).encode())
+            check(what, ["perf", "--script", f, "-o", out], 1, needle)
+        f = write(os.path.join(tmp, "max.script"),
+                  ("prog 2147483647/2147483647 18446744072.999999999: "
+                   "9007199254740992 cpu-clock:" + stack).encode())
+        check("largest header values", ["perf", "--script", f, "-o", out], 0, None)
+
+    print(f"{'FAIL' if failures else 'ok'}: {failures} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
