@@ -12,9 +12,11 @@
  *     -> with --trace FILE: the cross-check against the evalprof trace the
  *        command recorded
  *
- * --script FILE skips recording and reads existing `perf script` text.
- * Stacks cut at kernel.perf_event_max_stack are counted and reported with
- * the sysctl that fixes them.
+ * --script FILE skips recording and reads existing `perf script` text
+ * (refused when most of it is something else).  Stacks cut at
+ * kernel.perf_event_max_stack are counted and reported with the sysctl
+ * that fixes them.  Recording itself is evp_perf_record (src/perf/run.c);
+ * this file parses the options, collapses, writes and prints.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -417,6 +419,22 @@ static int collapse(const struct perf_args *a, struct perf_run *r)
             evp_cli_error("%s: no samples (the command ran too briefly for "
                           "-F %ld, or perf recorded nothing)",
                           r->script, a->freq);
+        return -1;
+    }
+    if (cs->first_binary) {
+        evp_cli_error("%s: not `perf script` output (binary data at line "
+                      "%llu)",
+                      r->script, (unsigned long long)cs->first_binary);
+        return -1;
+    }
+    /* A few samples found in text that is mostly something else are
+     * chance matches, not a profile. */
+    if (cs->unrecognized * 2 > cs->lines - cs->ignored) {
+        evp_cli_error("%s: not `perf script` output (%llu of %llu lines are "
+                      "not sample headers or stack lines; first: line %llu)",
+                      r->script, (unsigned long long)cs->unrecognized,
+                      (unsigned long long)(cs->lines - cs->ignored),
+                      (unsigned long long)cs->first_unrecognized);
         return -1;
     }
     if (cs->unrecognized)

@@ -563,6 +563,10 @@ int evp_perf_parse(const char *buf, size_t len,
         pos += n + (nl ? 1 : 0);
         lineno++;
         st->lines++;
+        if (!st->first_binary && memchr(l, 0, n))
+            st->first_binary = lineno; /* text never holds a NUL */
+        if ((n && l[0] == '#') || n == 0)
+            st->ignored++;
         if (n && l[0] == '#')
             continue;
         if (n == 0) {

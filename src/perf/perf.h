@@ -81,8 +81,10 @@ struct evp_collapse_stats {
     uint64_t lines;
     uint64_t samples;            /* samples handed on */
     uint64_t filtered;           /* samples of other events */
+    uint64_t ignored;            /* blank lines and '#' comments */
     uint64_t unrecognized;       /* lines matching no pattern */
     uint64_t first_unrecognized; /* line number */
+    uint64_t first_binary;       /* first line with a NUL byte, 0: none */
     size_t max_raw_frames;
     char event[64];       /* the event kept */
     char other_event[64]; /* first other event met, when any */

@@ -4,11 +4,14 @@
   - a count, pid, tid, period or time too large for its field, in folded
     input (`flamegraph`) or a `perf script` header (`perf --script`): one
     line naming the line and the number, exit 1; the largest values
-    allowed still draw.
+    allowed still draw;
+  - `perf --script` on a file that is mostly not `perf script` text (10 MB
+    of random bytes, or a few samples followed by prose): one line, exit 1.
 
 usage: bad-input.py   (EVALPROF: the binary; DATA: tests/flame/data)
 """
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -85,6 +88,21 @@ def main():
                   ("prog 2147483647/2147483647 18446744072.999999999: "
                    "9007199254740992 cpu-clock:" + stack).encode())
         check("largest header values", ["perf", "--script", f, "-o", out], 0, None)
+
+        # Files that are mostly not perf script output.
+        rnd = random.Random(7)
+        f = write(os.path.join(tmp, "random.bin"), rnd.randbytes(10 << 20))
+        check("10 MB of random bytes", ["perf", "--script", f, "-o", out], 1,
+              "not `perf script` output (binary data")
+        words = " ".join(rnd.choice(["lorem", "ipsum", "dolor", "sit", "amet"])
+                         for _ in range(40000))
+        edge = open(os.path.join(DATA, "edge.script"), "rb").read()
+        prose = "\n".join(words[i:i + 70] for i in range(0, len(words), 70))
+        f = write(os.path.join(tmp, "mixed.txt"), edge + prose.encode())
+        check("samples then prose", ["perf", "--script", f, "-o", out], 1,
+              "lines are not sample headers or stack lines")
+        check("committed perf script", ["perf", "--script",
+              os.path.join(DATA, "edge.script"), "-o", out], 0, None)
 
     print(f"{'FAIL' if failures else 'ok'}: {failures} failure(s)")
     return 1 if failures else 0
