@@ -124,7 +124,8 @@ int cmd_flamegraph(int argc, char **argv)
         case 'm': {
             char *end;
             double d = strtod(optarg, &end);
-            if (*end || d < 0 || d > 1000) {
+            /* written so that nan fails too */
+            if (end == optarg || *end || !(d >= 0 && d <= 1000)) {
                 evp_cli_error("flamegraph: --minwidth: '%s' is not a width "
                               "in pixels",
                               optarg);

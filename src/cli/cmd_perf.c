@@ -223,9 +223,10 @@ static int parse_args(int argc, char **argv, struct perf_args *a)
             a->dir = optarg;
             break;
         case 'F':
-            if ((a->freq = evp_cli_parse_long("-F", optarg)) <= 0) {
-                if (a->freq == 0)
-                    evp_cli_error("perf: -F must be above 0");
+            if ((a->freq = evp_cli_parse_long("-F", optarg)) < 1 ||
+                a->freq > 1000000) {
+                if (a->freq >= 0)
+                    evp_cli_error("perf: -F must be 1-1000000");
                 return 2;
             }
             break;
@@ -270,7 +271,9 @@ static int parse_args(int argc, char **argv, struct perf_args *a)
         case 'x': {
             char *end;
             a->threshold = strtod(optarg, &end);
-            if (*end || a->threshold < 0 || a->threshold > 100) {
+            /* written so that nan fails too */
+            if (end == optarg || *end ||
+                !(a->threshold >= 0 && a->threshold <= 100)) {
                 evp_cli_error("perf: --threshold is in points, 0-100");
                 return 2;
             }

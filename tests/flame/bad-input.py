@@ -6,7 +6,9 @@
     line naming the line and the number, exit 1; the largest values
     allowed still draw;
   - `perf --script` on a file that is mostly not `perf script` text (10 MB
-    of random bytes, or a few samples followed by prose): one line, exit 1.
+    of random bytes, or a few samples followed by prose): one line, exit 1;
+  - numeric options given nan, inf, a negative number, trailing junk, an
+    empty string or a number past their range: one line, exit 2.
 
 usage: bad-input.py   (EVALPROF: the binary; DATA: tests/flame/data)
 """
@@ -104,6 +106,21 @@ def main():
         check("committed perf script", ["perf", "--script",
               os.path.join(DATA, "edge.script"), "-o", out], 0, None)
 
+        # Numeric options.
+        good = write(os.path.join(tmp, "good.folded"), b"a;b 1\n")
+        script = os.path.join(DATA, "edge.script")
+        bad = ["nan", "-nan", "inf", "-1", "1x", "", "1e999",
+               "99999999999999999999"]
+        for opt in ["--minwidth", "--width", "--height", "--max-depth"]:
+            for v in bad:
+                check(f"flamegraph {opt} {v!r}",
+                      ["flamegraph", opt, v, "-o", svg, good], 2, opt)
+        for opt in ["-F", "--repeat", "--top", "--threshold"]:
+            for v in bad:
+                check(f"perf {opt} {v!r}",
+                      ["perf", "--script", script, opt, v, "-o", out], 2, opt)
+        check("perf -F above 1000000",
+              ["perf", "--script", script, "-F", "1000001", "-o", out], 2, "-F")
     print(f"{'FAIL' if failures else 'ok'}: {failures} failure(s)")
     return 1 if failures else 0
 
