@@ -553,7 +553,9 @@ int evp_perf_parse(const char *buf, size_t len,
     memset(st, 0, sizeof *st);
     if (!o)
         o = &defaults;
-    int rc = 0;
+    /* frames point into the scratch buffer even when empty ("b->" has an
+     * empty part): it must exist from the start */
+    int rc = evp_grow((void **)&p.scratch, &p.scap, 1, 1, 256);
     size_t lineno = 0;
     size_t pos = 0;
     while (pos < len && !rc) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Numbers and files that are not what they claim (suite 'flame'):
 
+  - an inline chain with an empty part ("b->") as the first frame: no
+    sanitizer report (run under build-asan);
   - a count, pid, tid, period or time too large for its field, in folded
     input (`flamegraph`) or a `perf script` header (`perf --script`): one
     line naming the line and the number, exit 1; the largest values
@@ -86,6 +88,11 @@ def main():
                  "line 1: time 100000000000000000000 is out of range")]:
             f = write(os.path.join(tmp, "h.script"), (header + stack).encode())
             check(what, ["perf", "--script", f, "-o", out], 1, needle)
+        # An inline chain with an empty part: a frame of no bytes, first
+        # in the file (under UBSan: no offset applied to a null buffer).
+        f = write(os.path.join(tmp, "inline.script"),
+                  b"prog 1/1 1.5: 1 cpu-clock:\n\tffff b-> (/x)\n\n")
+        check("empty inlined frame", ["perf", "--script", f, "-o", out], 0, None)
         f = write(os.path.join(tmp, "max.script"),
                   ("prog 2147483647/2147483647 18446744072.999999999: "
                    "9007199254740992 cpu-clock:" + stack).encode())
