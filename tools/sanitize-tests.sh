@@ -3,7 +3,8 @@
 # `make test` and CI after the main suites (tools/run-tests.sh).
 #
 #   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer, whole tree;
-#               suites unit, golden, damage, fuzz-corpus, threads
+#               suites unit, golden, damage, fuzz-corpus, threads, and the
+#               flame graphs' and perf's (flame, golden-flame, perf)
 #   build-tsan  ThreadSanitizer; only the recorder's concurrency test
 #               (suite threads)
 #
@@ -113,7 +114,7 @@ for s in $which; do
         run build-asan -Db_sanitize=address,undefined -Db_lundef=false \
             -Dbuildtype=debug -Dpython_ext=disabled -- -- \
             --suite unit --suite golden --suite damage --suite fuzz-corpus \
-            --suite threads
+            --suite threads --suite flame --suite golden-flame --suite perf
         ;;
     tsan)
         echo "== build-tsan: ThreadSanitizer (the recorder)"
