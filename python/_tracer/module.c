@@ -370,6 +370,13 @@ PyMethodDef evp_module_methods[] = {
      "stop() -> dict\n\nStop tracing, close the trace and return its "
      "figures."},
     {"active", tracer_active, METH_NOARGS, "active() -> bool"},
+    {"run_main", (PyCFunction)(void (*)(void))evp_run_main,
+     METH_VARARGS | METH_KEYWORDS,
+     "run_main(kind, target, skip_first_line=False, alter_argv=True)\n\n"
+     "Run the program's __main__ as the interpreter does, with the caller's\n"
+     "frames set aside: KIND 'file' (TARGET is the script's path), 'stdin',\n"
+     "'code' (TARGET is the source) or 'module' (its name).  Returns after\n"
+     "a normal end; otherwise exits the process as the interpreter would."},
     {"thread_name", tracer_thread_name, METH_O,
      "thread_name(name)\n\nName the calling thread's stream in the trace."},
     {NULL, NULL, 0, NULL},

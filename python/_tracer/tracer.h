@@ -14,7 +14,9 @@
  *               CALL, C_RETURN, C_RAISE, RAISE, RERAISE);
  *   registry.c  function ids for code objects and C functions, cached in
  *               co_extra and a small hash table, and per-code opcode tables;
- *   module.c    the Python-facing module: start(), stop() and friends.
+ *   module.c    the Python-facing module: start(), stop() and friends;
+ *   runmain.c   run_main(): the program's __main__, run as the interpreter
+ *               runs it, without evalprof's frames under it.
  *
  * Everything here runs with the GIL held (free-threaded builds are
  * refused), so the shared state needs no locks of its own; the recorder
@@ -205,6 +207,10 @@ void evp_legacy_thread(PyThreadState *ts);
 int evp_monitor_install(void);
 void evp_monitor_remove(void);
 #endif
+
+/* runmain.c: run_main(), the program's __main__ without evalprof's frames
+ * under it. */
+PyObject *evp_run_main(PyObject *self, PyObject *args, PyObject *kw);
 
 /* ---- frames, across versions -------------------------------------------- */
 

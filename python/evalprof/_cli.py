@@ -1,122 +1,136 @@
 """``python -m evalprof``: run a script, module or command under evalprof.
 
-In the style of ``python -m cProfile``, with the target running as it
-would without the profiler: ``sys.argv``, ``sys.path[0]`` and a fresh
-``__main__`` module are set up the way the interpreter sets them for
-``python script.py``, ``python -m module`` and ``python -c code``; an
-uncaught exception prints the usual traceback (without evalprof's frames)
-and exits with status 1; ``sys.exit()`` exits with its status.
+In the style of ``python -m cProfile``, but the program cannot tell it is
+traced: ``sys.argv``, ``sys.path[0]``, ``__file__`` and a pristine
+``__main__`` are what ``python script.py``, ``python -m module``,
+``python -c code`` and ``python -`` give it, and the program itself is run
+by evalprof._tracer.run_main, from C, the way the interpreter's own main
+runs it, with evalprof's frames set aside: tracebacks, the stack depth (so
+RecursionError), ``sys._getframe()``, the exit status, ``sys.exit()`` and
+KeyboardInterrupt are the untraced run's.
 
-Tracing starts just before the target's first instruction and ends when
+Tracing starts just before the program's first instruction and ends when
 the interpreter exits, after non-daemon threads have finished, so the
 trace covers everything the program does.  A trace path that cannot be
-written is reported before the target runs.
+written is reported before the program runs.
+
+``evalprof record -- PYTHON ...`` runs this same runner through a one-line
+-c bootstrap (src/cli/cmd_record.c), the interpreter's own options before
+it.
 """
+import argparse
 import os
 import sys
-import types
 
-USAGE = """\
-usage: python -m evalprof [-o FILE] [--no-ops] [--threads] [-q]
-                          (script.py | -m module | -c code) [args ...]
-
+DESCRIPTION = """\
 Run a Python program under evalprof and write a .evp trace of its
-evaluation loop: frames, instructions, C calls, exceptions.
+evaluation loop: frames, instructions, C calls, exceptions.  The program
+runs as it would without evalprof (same sys.argv, sys.path[0], __main__,
+tracebacks, stack depth and exit status)."""
 
-options:
-  -o, --output FILE  trace file to write (default: evalprof.evp)
-  --no-ops           do not record instructions (op events): frames, C
-                     calls and exceptions only, at a fraction of the cost
-  --threads          trace every thread, not only the main thread
-  --no-follow-fork   a forked child writes no trace (default: FILE.<pid>)
-  --no-calibrate     do not measure first what one event costs the program
-                     (about 40 ms); reports then compensate elapsed times
-                     by the recorder's own cost only
-  -q, --quiet        no summary line on stderr at the end
-  -m module          run library module as a script (like python -m)
-  -c code            run code given as a string (like python -c)
-  -h, --help         show this help and exit
-  --version          print evalprof's version and exit
+EPILOG = """\
+program (the first argument that is not one of the options above):
+  script.py [args]   run a script, as `python script.py`
+  -m module [args]   run a library module as a script, as `python -m`
+  -c code [args]     run code given as a string, as `python -c`
+  - [args]           read the program from standard input, as `python -`
 
-Read the trace with `evalprof summary FILE`, `evalprof tree FILE`.
-"""
-
-_keep = []  # modules that must outlive the swap of __main__
+Read the trace with `evalprof summary FILE`, `evalprof tree FILE`."""
 
 
-class UsageError(Exception):
-    pass
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, "evalprof: %s\n" % message)
 
 
-def _parse(argv):
-    opts = {"output": "evalprof.evp", "ops": True, "threads": False,
-            "follow_fork": True, "calibrate": True, "quiet": False, "kind": None,
-            "target": None, "args": []}
+def _parser(prog):
+    from evalprof import __version__
+
+    p = _Parser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                allow_abbrev=False,
+                usage="%(prog)s [options] "
+                      "(script.py | -m module | -c code | -) [args ...]")
+    p.add_argument("-o", "--output", metavar="FILE", default="evalprof.evp",
+                   help="trace file to write (default: evalprof.evp)")
+    p.add_argument("--no-ops", dest="ops", action="store_false",
+                   help="do not record instructions (op events): frames, C "
+                        "calls and exceptions only, at a fraction of the "
+                        "cost")
+    p.add_argument("--threads", action="store_true",
+                   help="trace every thread, not only the main thread")
+    p.add_argument("--no-follow-fork", dest="follow_fork",
+                   action="store_false",
+                   help="a forked child writes no trace (default: it "
+                        "writes FILE.<pid>)")
+    p.add_argument("--no-calibrate", dest="calibrate", action="store_false",
+                   help="do not measure first what one event costs the "
+                        "program (about 40 ms); the reports then compensate "
+                        "elapsed times by the recorder's own cost only")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no summary line on stderr at the end")
+    p.add_argument("-x", dest="skip_first_line", action="store_true",
+                   help="skip the script's first line (as python -x)")
+    p.add_argument("--version", action="version",
+                   version="evalprof %s" % __version__,
+                   help="print evalprof's version and exit")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("-m", dest="module", nargs=argparse.REMAINDER,
+                       metavar="module",
+                       help="run library module as a script (as python -m); "
+                            "what follows is the module's")
+    which.add_argument("-c", dest="code", nargs=argparse.REMAINDER,
+                       metavar="code",
+                       help="run code given as a string (as python -c); "
+                            "what follows is the program's")
+    p.add_argument("program", nargs=argparse.REMAINDER,
+                   help=argparse.SUPPRESS)
+    return p
+
+
+def _attached(argv):
+    """ARGV with an attached -mMODULE or -cCODE split in two, so that what
+    follows it is the program's, as for the interpreter."""
+    out = list(argv)
     i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-h", "--help"):
-            opts["kind"] = "help"
-            return opts
-        if a == "--version":
-            opts["kind"] = "version"
-            return opts
+    while i < len(out):
+        a = out[i]
         if a in ("-o", "--output"):
-            if i + 1 >= len(argv):
-                raise UsageError("%s needs a file name" % a)
-            opts["output"] = argv[i + 1]
             i += 2
             continue
-        if a.startswith("--output="):
-            opts["output"] = a[len("--output="):]
-        elif a.startswith("-o") and len(a) > 2:
-            opts["output"] = a[2:]
-        elif a == "--no-ops":
-            opts["ops"] = False
-        elif a == "--ops":
-            opts["ops"] = True
-        elif a == "--threads":
-            opts["threads"] = True
-        elif a == "--no-follow-fork":
-            opts["follow_fork"] = False
-        elif a == "--no-calibrate":
-            opts["calibrate"] = False
-        elif a in ("-q", "--quiet"):
-            opts["quiet"] = True
-        elif a in ("-m", "-c"):
-            if i + 1 >= len(argv):
-                raise UsageError("%s needs an argument" % a)
-            opts["kind"] = "module" if a == "-m" else "code"
-            opts["target"] = argv[i + 1]
-            opts["args"] = argv[i + 2:]
-            return opts
-        elif a.startswith("-m") or a.startswith("-c"):
-            opts["kind"] = "module" if a[1] == "m" else "code"
-            opts["target"] = a[2:]
-            opts["args"] = argv[i + 1:]
-            return opts
-        elif a == "--":
-            if i + 1 >= len(argv):
-                raise UsageError("no script after --")
-            opts["kind"] = "script"
-            opts["target"] = argv[i + 1]
-            opts["args"] = argv[i + 2:]
-            return opts
-        elif a.startswith("-") and a != "-":
-            raise UsageError("unknown option %s" % a)
-        else:
-            opts["kind"] = "script"
-            opts["target"] = a
-            opts["args"] = argv[i + 1:]
-            return opts
+        if a == "--" or not a.startswith("-") or a == "-":
+            break
+        if a[:2] in ("-m", "-c") and len(a) > 2:
+            out[i:i + 1] = [a[:2], a[2:]]
+            break
         i += 1
-    raise UsageError("no script, -m module or -c code to run")
+    return out
+
+
+def _program(parser, opts):
+    """(kind, target, args) of the program to run, from the parsed OPTS."""
+    if opts.module is not None or opts.code is not None:
+        kind = "module" if opts.module is not None else "code"
+        rest = opts.module if opts.module is not None else opts.code
+        rest = rest + opts.program
+        if not rest:
+            parser.error("argument -%s: expected one argument" % kind[0])
+        return kind, rest[0], rest[1:]
+    rest = opts.program
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    if not rest:
+        parser.error("no script, -m module, -c code or - to run")
+    if rest[0] == "-":
+        return "stdin", "-", rest[1:]
+    return "script", rest[0], rest[1:]
 
 
 def _check_output(path):
     """One line about a trace path that cannot be written, or None.  The
     file is created (and removed again if it did not exist), so a
-    read-only directory shows here, before the target runs."""
+    read-only directory shows here, before the program runs."""
     d = os.path.dirname(os.path.abspath(path)) or "."
     if os.path.isdir(path):
         return "cannot write trace %s: it is a directory" % path
@@ -136,77 +150,48 @@ def _check_output(path):
     return None
 
 
-def _script_target(path):
-    """(code, globals, argv0, path0) for `python script.py`."""
-    import importlib.machinery
-    import io
-
-    if os.path.isdir(path) or not path.endswith(".py") and _is_zip(path):
-        return None  # a directory or zip application: runpy runs it
-    with io.open_code(path) as f:
-        source = f.read()
-    code = compile(source, path, "exec", dont_inherit=True)
-    abspath = os.path.abspath(path)
-    g = {
-        "__name__": "__main__",
-        "__file__": abspath,
-        "__cached__": None,
-        "__package__": None,
-        "__spec__": None,
-        "__loader__": importlib.machinery.SourceFileLoader("__main__",
-                                                          abspath),
-    }
-    return code, g, path, os.path.dirname(os.path.realpath(path))
-
-
-def _is_zip(path):
+def _is_importer(path):
+    """A directory or zip file: the interpreter runs its __main__."""
     import zipfile
 
+    if os.path.isdir(path):
+        return True
     try:
         return zipfile.is_zipfile(path)
     except OSError:
         return False
 
 
-def _module_target(name):
-    """(code, globals, argv0, path0) for `python -m module`."""
-    import runpy
-
-    mod_name, spec, code = runpy._get_module_details(name)
-    g = {
-        "__name__": "__main__",
-        "__file__": spec.origin,
-        "__cached__": spec.cached,
-        "__package__": spec.parent,
-        "__spec__": spec,
-        "__loader__": spec.loader,
-    }
-    return code, g, spec.origin, os.getcwd()
+def _abspath(path):
+    """PATH made absolute as the interpreter makes a script's path (no
+    normalisation: `./x.py` is CWD/./x.py)."""
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
-def _code_target(text):
+def _pristine_main():
+    """Empty __main__ of everything evalprof put in it (runpy ran
+    evalprof.__main__ there; the bootstrap named things), back to what the
+    interpreter sets up before it runs a program."""
+    import builtins
     import importlib.machinery
 
-    code = compile(text, "<string>", "exec", dont_inherit=True)
-    g = {
-        "__name__": "__main__",
-        "__package__": None,
-        "__spec__": None,
-        "__loader__": importlib.machinery.BuiltinImporter,
-    }
-    return code, g, "-c", ""
+    g = sys.modules["__main__"].__dict__
+    g.clear()
+    g.update({"__name__": "__main__", "__doc__": None, "__package__": None,
+              "__loader__": importlib.machinery.BuiltinImporter,
+              "__spec__": None, "__annotations__": {},
+              "__builtins__": builtins})
 
 
-def _install_main(g):
-    """A fresh __main__ module holding G, as the interpreter makes one."""
-    import builtins
-
-    module = types.ModuleType("__main__")
-    module.__dict__.update(g)
-    module.__dict__["__builtins__"] = builtins
-    _keep.append(sys.modules.get("__main__"))
-    sys.modules["__main__"] = module
-    return module.__dict__
+def _set_path0(path0):
+    """sys.path[0] as the interpreter sets it for the program (nothing with
+    -P or -I), in place of the runner's own."""
+    if getattr(sys.flags, "safe_path", False):
+        return
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        sys.path[0] = path0
+    else:
+        sys.path.insert(0, path0)
 
 
 def _one_line(text, limit=4000):
@@ -219,7 +204,7 @@ def _run_meta(kind, target, args):
     and evalprof's full command as "evalprof.command"."""
     import shlex
 
-    head = {"script": [target], "module": ["-m", target],
+    head = {"script": [target], "stdin": ["-"], "module": ["-m", target],
             "code": ["-c", _one_line(target, 200)]}[kind]
     meta = {"argv": _one_line(shlex.join([sys.executable] + head
                                          + list(args))),
@@ -234,109 +219,71 @@ def _run_meta(kind, target, args):
     return meta
 
 
-def _print_uncaught(exc):
-    """Print an uncaught exception as the interpreter would, leaving out
-    the runner's own frame."""
-    tb = exc.__traceback__
-    if tb is not None and tb.tb_frame.f_globals.get("__name__") == __name__:
-        tb = tb.tb_next
-    exc = exc.with_traceback(tb)
-    try:
-        sys.excepthook(type(exc), exc, tb)
-    except Exception:
-        import traceback
-
-        traceback.print_exception(type(exc), exc, tb)
-
-
 def main(argv=None, prog="python -m evalprof"):
+    """Run the program ARGV names under evalprof.  Returns only after the
+    program ended normally (0), or with 2 for a usage error or a trace
+    that cannot be written; an uncaught exception or sys.exit() in the
+    program ends the process as the interpreter would."""
     if argv is None:
         argv = sys.argv[1:]
-    try:
-        opts = _parse(list(argv))
-    except UsageError as e:
-        sys.stderr.write(USAGE.replace("python -m evalprof", prog))
-        sys.stderr.write("evalprof: %s\n" % e)
-        return 2
-    if opts["kind"] == "help":
-        sys.stdout.write(USAGE.replace("python -m evalprof", prog))
-        return 0
-    if opts["kind"] == "version":
-        from evalprof import __version__
-
-        sys.stdout.write("evalprof %s\n" % __version__)
-        return 0
+    parser = _parser(prog)
+    opts = parser.parse_args(_attached(argv))
+    kind, target, args = _program(parser, opts)
 
     import evalprof
 
-    problem = _check_output(opts["output"])
+    problem = _check_output(opts.output)
     if problem:
         sys.stderr.write("evalprof: %s\n" % problem)
         return 2
     try:
-        evalprof._api._tracer_module()
+        tracer = evalprof._api._tracer_module()
     except ImportError as e:
         sys.stderr.write("%s\n" % e)
         return 2
 
-    kind, target = opts["kind"], opts["target"]
-    try:
-        if kind == "script":
-            made = _script_target(target)
-        elif kind == "module":
-            made = _module_target(target)
+    # What the interpreter would make of the same command line.
+    run, name, path0 = kind, target, ""
+    if kind == "script":
+        name = _abspath(target)
+        if _is_importer(name):
+            run, path0 = "importer", name
         else:
-            made = _code_target(target)
-    except OSError as e:
-        sys.stderr.write("%s: can't open file %r: [Errno %d] %s\n"
-                         % (sys.executable, os.path.abspath(target),
-                            e.errno or 0, e.strerror))
-        return 2
-    except SyntaxError as e:
-        import traceback
-
-        traceback.print_exception(type(e), e, None)
-        return 1
-    except ImportError as e:
-        sys.stderr.write("%s: %s\n" % (sys.executable, e))
-        return 1
-
-    if made is None:  # a directory or zip application
-        code = None
-        argv0, path0 = target, os.path.abspath(target)
-    else:
-        code, g, argv0, path0 = made
-    sys.argv[:] = [argv0] + list(opts["args"])
-    if not getattr(sys.flags, "safe_path", False):
-        if sys.path and sys.path[0] in ("", os.getcwd()):
-            sys.path[0] = path0
-        else:
-            sys.path.insert(0, path0)
+            try:
+                with open(name, "rb"):
+                    pass
+            except OSError as e:
+                program = (getattr(sys, "orig_argv", None)
+                           or [sys.executable])[0]
+                sys.stderr.write("%s: can't open file %r: [Errno %d] %s\n"
+                                 % (program, name, e.errno or 0,
+                                    e.strerror))
+                return 2
+            run, path0 = "file", os.path.dirname(os.path.realpath(name))
+    elif kind == "module":
+        path0 = os.getcwd()
+    sys.argv[:] = [{"module": "-m", "code": "-c"}.get(kind, target)] + args
+    _set_path0(path0)
 
     try:
-        evalprof.start(opts["output"], ops=opts["ops"],
-                       threads=opts["threads"],
-                       follow_fork=opts["follow_fork"], quiet=opts["quiet"],
-                       calibrate=opts["calibrate"],
-                       meta=_run_meta(kind, target, opts["args"]))
+        evalprof.start(opts.output, ops=opts.ops, threads=opts.threads,
+                       follow_fork=opts.follow_fork, quiet=opts.quiet,
+                       calibrate=opts.calibrate,
+                       meta=_run_meta(kind, target, args))
     except OSError as e:
         sys.stderr.write("evalprof: cannot write trace %s: %s\n"
-                         % (opts["output"], e.strerror or e))
+                         % (opts.output, e.strerror or e))
         return 2
 
-    if code is None:
-        import runpy
+    _pristine_main()
+    if kind == "code" and sys.version_info >= (3, 13):
+        # 3.13's main registers -c code with linecache, so that its
+        # tracebacks show the lines (in place of the bootstrap's, here).
+        import linecache
 
-        runpy.run_path(target, run_name="__main__")
-        return 0
-    globs = _install_main(g)
-    try:
-        exec(code, globs)
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        raise
-    except BaseException as e:
-        _print_uncaught(e)
-        return 1
+        linecache._register_code("<string>", target, "<string>")
+    if run == "importer":
+        tracer.run_main("module", "__main__", alter_argv=False)
+    else:
+        tracer.run_main(run, name, skip_first_line=opts.skip_first_line)
     return 0

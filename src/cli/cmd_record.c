@@ -51,11 +51,12 @@ static const char probe_code[] =
 
 /*
  * The -c program that runs evalprof's runner from PKGDIR (sys.argv[1]).
- * One line: it shows in the trace's recorded command line.
+ * One line: it shows in the trace's recorded command line.  The runner
+ * empties __main__ of the names it binds before the program runs.
  */
 static const char boot_code[] =
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from evalprof._cli import main; del sys.path[0], sys.argv[1]; "
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from evalprof._cli import main; del sys.path[0]; "
     "sys.exit(main(sys.argv[1:], prog='evalprof record -- PYTHON'))";
 
 struct probe {

@@ -815,6 +815,88 @@ class Record(Case):
             self.assertEqual(t.kind_counts()["op"] > 0, ops)
 
 
+def without_evalprof_lines(text):
+    return "".join(line for line in text.splitlines(True)
+                   if not line.startswith("evalprof:"))
+
+
+class Transparent(Case):
+    """The traced program cannot tell it is traced: run untraced, under
+    `evalprof record -- PY` and under `PY -m evalprof`, it prints the same
+    stdout and stderr (evalprof's own lines aside) and exits the same way:
+    tracebacks, file names, sys.argv, sys.path[0], __main__, stack depth,
+    RecursionError, KeyboardInterrupt, sys.exit."""
+
+    def runs(self, args, pyopts=(), cwd=HERE, stdin=None):
+        """{name: (status, stdout, stderr)} of the three runs."""
+        trace = self.path("t.evp")
+        cmds = {
+            "plain": ([PY] + list(pyopts) + list(args), False),
+            "record": ([EVALPROF, "record", "-q", "-o", trace, "--", PY]
+                       + list(pyopts) + list(args), False),
+            "-m evalprof": ([PY] + list(pyopts) + ["-m", "evalprof", "-q",
+                                                   "-o", trace] + list(args),
+                            True),
+        }
+        out = {}
+        for name, (cmd, pythonpath) in cmds.items():
+            p = subprocess.run(cmd, capture_output=True, text=True,
+                               env=env(pythonpath=pythonpath), cwd=cwd,
+                               input=stdin, timeout=120)
+            out[name] = (p.returncode, p.stdout,
+                         without_evalprof_lines(p.stderr))
+        return out
+
+    def assertSame(self, args, pyopts=(), **kw):
+        out = self.runs(args, pyopts, **kw)
+        for name in ("record", "-m evalprof"):
+            self.assertEqual(out[name], out["plain"], "%s, %s" % (name, args))
+        return out["plain"]
+
+    def test_uncaught_relative_and_absolute(self):
+        for script in ("progs/uncaught.py", "./progs/uncaught.py",
+                       prog("uncaught.py")):
+            status, _, err = self.assertSame([script])
+            self.assertEqual(status, 1)
+            self.assertIn('File "%s", line' % os.path.join(HERE, script)
+                          if not os.path.isabs(script) else script, err)
+            self.assertNotIn("evalprof", err)
+
+    def test_recursion_error_as_deep(self):
+        status, _, err = self.assertSame(["progs/recursion_limit.py"])
+        self.assertEqual(status, 1)
+        self.assertRegex(err, r"Previous line repeated \d+ more times")
+        self.assertIn("RecursionError", err)
+
+    def test_keyboard_interrupt(self):
+        status, out, err = self.assertSame(["progs/interrupted.py"])
+        self.assertEqual(status, -signal.SIGINT)
+        self.assertEqual(out, "before\n")
+        self.assertIn("KeyboardInterrupt", err)
+        self.assertNotIn("<string>", err)
+
+    def test_sys_argv_path_main_and_stack(self):
+        for args in (["progs/whereami.py", "3"], ["./progs/whereami.py"],
+                     [prog("whereami.py"), "0", "-o", "--"]):
+            status, out, err = self.assertSame(args)
+            # depth() and the module's frame, nothing under them
+            self.assertIn("depth 2 back None", out)
+            self.assertIn("atexit depth 2", out)
+        self.assertEqual(status, 0)
+        status, out, err = self.assertSame(["-m", "whereami", "4"],
+                                           cwd=PROGS)
+        self.assertEqual(status, 4)
+        self.assertIn("<frozen runpy>", err)  # as python -m shows
+
+    def test_code_and_stdin(self):
+        for code in ("raise ValueError()",
+                     "import sys, traceback\ntraceback.print_stack()\n"
+                     "print(sys.argv, sys.path[0], sorted(globals()))"):
+            self.assertSame(["-c", code, "x", "-q"])
+        script = "import sys\nprint(sys.argv)\nraise SystemExit('bye')\n"
+        status, out, err = self.assertSame(["-", "a"], stdin=script)
+        self.assertEqual((status, out, err), (1, "['-', 'a']\n", "bye\n"))
+
 class Workload(Case):
     def test_bundled_workload(self):
         script = os.path.join(os.path.dirname(os.path.dirname(
