@@ -2,8 +2,8 @@
  * `evalprof record`: run a Python program and record a trace of it.
  *
  *   evalprof record [-o FILE] [--no-ops] [--threads] [--no-follow-fork]
- *                   [--no-calibrate] [-q] -- PYTHON (SCRIPT | -m MODULE | -c
- * CODE) [ARGS...]
+ *                   [--no-calibrate] [-q] -- PYTHON [PYTHON-OPTIONS]
+ *                   (SCRIPT | -m MODULE | -c CODE | -) [ARGS...]
  *
  * The interpreter is asked what it is (one short probe run) and then
  * replaced by the traced program (exec, so signals and the exit status are
@@ -17,7 +17,9 @@
  *     evalprof package built next to this binary (build/python), loaded by
  *     a -c bootstrap that puts that directory first on sys.path only while
  *     evalprof is imported.  Neither PYTHONPATH nor a sitecustomize is
- *     involved, so the program's own are untouched;
+ *     involved, so the program's own are untouched.  The interpreter's
+ *     own options (-W error -X dev -O ...) go before the bootstrap, the
+ *     program after it: PYTHON OPTIONS -c BOOT PKG RUNNER-OPTIONS PROGRAM;
  *   - anything else gets one line naming what is supported.
  *
  * The trace path is checked (created and removed again) before anything
@@ -77,6 +79,8 @@ static int probe_python(const char *python, struct probe *p)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    /* Whatever a program that is not Python says to the probe. */
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     char *argv[] = {(char *)python, "-I", "-c", (char *)probe_code, NULL};
     pid_t pid;
     int rc = posix_spawnp(&pid, python, &fa, NULL, argv, environ);
@@ -107,9 +111,9 @@ static int probe_python(const char *python, struct probe *p)
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
         sscanf(buf, "%d.%d.%d %31s %d %d", &p->major, &p->minor, &p->micro,
                p->impl, &p->mode_a, &p->free_threaded) != 6) {
-        evp_cli_error("%s does not look like a Python interpreter (its "
-                      "version probe failed)",
-                      python);
+        evp_cli_error("record: %s is not a Python interpreter (it does not "
+                      "answer `%s -I -c` with its version)",
+                      python, python);
         return -1;
     }
     return 0;
@@ -176,6 +180,156 @@ static int package_dir(char *out, size_t len)
     return access(init, R_OK) == 0 ? 0 : -1;
 }
 
+static const char record_help[] =
+    "usage: evalprof record [-o FILE] [--no-ops] [--threads] "
+    "[--no-follow-fork]\n"
+    "                       [--no-calibrate] [-q]\n"
+    "                       -- PYTHON [PYTHON-OPTIONS]\n"
+    "                          (SCRIPT | -m MODULE | -c CODE | -) [ARGS...]\n"
+    "\n"
+    "Run a Python program and record a trace of its evaluation loop.  A "
+    "stock\n"
+    "CPython 3.11-3.13 runs it through evalprof's package (mode B: frames,\n"
+    "instructions, C calls, exceptions), unable to tell it is traced; an\n"
+    "interpreter built with evalprof's hooks (make cpython) traces itself\n"
+    "(mode A: every phase of the loop).\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE  trace file to write (default: evalprof.evp); a\n"
+    "                     forked child writes FILE.<pid>\n"
+    "  --no-ops           do not record instructions (op events): frames, C\n"
+    "                     calls and exceptions only, at a fraction of the "
+    "cost\n"
+    "  --threads          trace every thread, not only the main thread "
+    "(mode B)\n"
+    "  --no-follow-fork   a forked child writes no trace\n"
+    "  --no-calibrate     do not measure first what one event costs the\n"
+    "                     program (about 40 ms, mode B); the reports then\n"
+    "                     compensate by the recorder's own cost only\n"
+    "  -q, --quiet        no summary line on stderr at the end\n"
+    "  -h, --help         show this help and exit\n"
+    "\n"
+    "PYTHON is the interpreter to run (python3, python3.12, a path), with "
+    "any of\n"
+    "its own options before the program (-W error, -X dev, -O, -B, -E, -I, "
+    "-s,\n"
+    "-S, -u, -v, -b, -q, -R, -x, -i, -P, --check-hash-based-pycs MODE): they\n"
+    "apply to the program as without evalprof.  The program is a script, "
+    "-m\n"
+    "MODULE, -c CODE or - (standard input), then its own arguments.\n"
+    "\n"
+    "Read the trace with `evalprof summary FILE`, `evalprof tree FILE`.\n";
+
+/* The program's part of PYTHON's command line, and the options before it. */
+struct py_cmdline {
+    char **opts; /* the interpreter's own options, as given */
+    int nopts;
+    const char *kind; /* "--" (a script), "-" (stdin), "-m" or "-c" */
+    const char *target;
+    char **args; /* the program's arguments */
+    int nargs;
+    int skip_first_line; /* -x */
+};
+
+/*
+ * Split ARGV (what follows PYTHON) as the interpreter does: option
+ * clusters (-OO, -bb, -Es), options with a value attached or separate
+ * (-W error, -Werror, -X dev, --check-hash-based-pycs always), then the
+ * program: -m MODULE or -c CODE (which end the options, as -mjson.tool
+ * does), "-", or the script (after "--" too).  Returns 0, or -1 after
+ * printing what is missing.  Options the interpreter does not know are
+ * left for it to refuse.
+ */
+static int split_python_cmdline(const char *python, int argc, char **argv,
+                                struct py_cmdline *c)
+{
+    memset(c, 0, sizeof *c);
+    c->opts = calloc((size_t)argc + 1, sizeof *c->opts);
+    if (!c->opts)
+        return -1;
+    int i = 0;
+    while (i < argc) {
+        char *a = argv[i];
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            c->kind = strcmp(a, "-") == 0 ? "-" : "--";
+            c->target = a;
+            i++;
+            goto program;
+        }
+        if (strcmp(a, "--") == 0) {
+            if (i + 1 >= argc)
+                break;
+            c->kind = "--";
+            c->target = argv[i + 1];
+            i += 2;
+            goto program;
+        }
+        if (a[1] == '-') {
+            if (strncmp(a, "--help", 6) == 0 || strcmp(a, "--version") == 0) {
+                evp_cli_error("record: %s %s runs no program: nothing to "
+                              "record",
+                              python, a);
+                return -1;
+            }
+            c->opts[c->nopts++] = a;
+            if (strcmp(a, "--check-hash-based-pycs") == 0 && i + 1 < argc)
+                c->opts[c->nopts++] = argv[++i];
+            i++;
+            continue;
+        }
+        for (const char *p = a + 1; *p; p++) {
+            if (*p == 'W' || *p == 'X') {
+                c->opts[c->nopts++] = a;
+                if (p[1] == '\0' && i + 1 < argc)
+                    c->opts[c->nopts++] = argv[++i];
+                goto next;
+            }
+            if (*p == 'm' || *p == 'c') {
+                if (p > a + 1) { /* -Bc CODE: -B is the interpreter's */
+                    char *flags = strndup(a, (size_t)(p - a));
+                    if (!flags)
+                        return -1;
+                    c->opts[c->nopts++] = flags;
+                }
+                c->kind = *p == 'm' ? "-m" : "-c";
+                if (p[1] != '\0') {
+                    c->target = p + 1;
+                    i++;
+                } else if (i + 1 < argc) {
+                    c->target = argv[i + 1];
+                    i += 2;
+                } else {
+                    evp_cli_error("record: %s -%c needs an argument "
+                                  "(a %s)",
+                                  python, *p,
+                                  *p == 'm' ? "module name" : "program");
+                    return -1;
+                }
+                goto program;
+            }
+            if (*p == 'h' || *p == '?' || *p == 'V') {
+                evp_cli_error("record: %s %s runs no program: nothing to "
+                              "record",
+                              python, a);
+                return -1;
+            }
+            if (*p == 'x')
+                c->skip_first_line = 1;
+        }
+        c->opts[c->nopts++] = a;
+    next:
+        i++;
+    }
+    evp_cli_error("record: nothing to run after %s%s (a script, -m MODULE, "
+                  "-c CODE or -)",
+                  python, c->nopts ? " and its options" : "");
+    return -1;
+program:
+    c->args = argv + i;
+    c->nargs = argc - i;
+    return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -212,7 +366,7 @@ int cmd_record(int argc, char **argv)
             quiet = 1;
             break;
         case 'h':
-            evp_cli_usage(stdout, "record");
+            fputs(record_help, stdout);
             return evp_cli_finish(0);
         default:
             evp_cli_usage(stderr, "record");
@@ -227,12 +381,6 @@ int cmd_record(int argc, char **argv)
     const char *python = argv[optind];
     char **target = argv + optind + 1;
     int ntarget = argc - optind - 1;
-    if (ntarget == 0) {
-        evp_cli_usage(stderr, "record");
-        evp_cli_error("record: nothing to run after %s", python);
-        return 2;
-    }
-
     char abs[PATH_MAX];
     if (check_output(out, abs, sizeof abs) < 0)
         return 2;
@@ -275,6 +423,11 @@ int cmd_record(int argc, char **argv)
                       p.free_threaded ? " (free-threaded)" : "");
         return 2;
     }
+    struct py_cmdline cmd;
+    if (split_python_cmdline(python, ntarget, target, &cmd) < 0) {
+        evp_cli_usage(stderr, "record");
+        return 2;
+    }
     char pkg[PATH_MAX + 16];
     if (package_dir(pkg, sizeof pkg) < 0) {
         evp_cli_error("record: the evalprof Python package is not built next "
@@ -283,12 +436,14 @@ int cmd_record(int argc, char **argv)
         return 2;
     }
 
-    /* PYTHON -c BOOT PKG [runner options] TARGET... */
-    char **args = calloc((size_t)ntarget + 16, sizeof *args);
+    /* PYTHON OPTIONS -c BOOT PKG [runner options] PROGRAM... */
+    char **args = calloc((size_t)(cmd.nopts + cmd.nargs) + 20, sizeof *args);
     if (!args)
         return 1;
     int k = 0;
     args[k++] = (char *)python;
+    for (int i = 0; i < cmd.nopts; i++)
+        args[k++] = cmd.opts[i];
     args[k++] = "-c";
     args[k++] = (char *)boot_code;
     args[k++] = pkg;
@@ -304,11 +459,18 @@ int cmd_record(int argc, char **argv)
         args[k++] = "--no-calibrate";
     if (quiet)
         args[k++] = "-q";
-    /* A script whose name starts with '-' must not be read as an option. */
-    if (target[0][0] != '-' || strcmp(target[0], "-") == 0)
-        args[k++] = "--";
-    for (int i = 0; i < ntarget; i++)
-        args[k++] = target[i];
+    if (cmd.skip_first_line)
+        args[k++] = "-x";
+    if (strcmp(cmd.kind, "-") != 0) {
+        /* "--" before a script: one whose name starts with '-' must not
+         * be read as an option. */
+        args[k++] = (char *)cmd.kind;
+        args[k++] = (char *)cmd.target;
+    } else {
+        args[k++] = "-";
+    }
+    for (int i = 0; i < cmd.nargs; i++)
+        args[k++] = cmd.args[i];
     args[k] = NULL;
     execvp(python, args);
     evp_cli_error("cannot run %s: %s", python, strerror(errno));

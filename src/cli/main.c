@@ -39,7 +39,8 @@ static const struct evp_cmd commands[] = {
      "usage: evalprof record [-o FILE] [--no-ops] [--threads] "
      "[--no-follow-fork]\n"
      "                       [--no-calibrate] [-q]\n"
-     "                       -- PYTHON (SCRIPT | -m MODULE | -c CODE) "
+     "                       -- PYTHON [PYTHON-OPTIONS]\n"
+     "                          (SCRIPT | -m MODULE | -c CODE | -) "
      "[ARGS...]\n"},
     {"flamegraph", cmd_flamegraph, "draw an interactive SVG flame graph",
      "usage: evalprof flamegraph [-o OUT.svg] [--title T] [--subtitle S]\n"

@@ -656,6 +656,38 @@ class BadInput(Case):
                 self.assertIn(v, lines[0])
             self.assertFalse(os.path.exists(marker))
 
+    def test_not_python_and_wrong_arguments(self):
+        t = self.path("x.evp")
+        cases = [
+            ([EVALPROF, "record", "-o", t, "--", "/bin/ls"],
+             "record: /bin/ls is not a Python interpreter"),
+            ([EVALPROF, "record", "-o", t], "no interpreter given"),
+            ([EVALPROF, "record", "-o", t, "--", PY], "nothing to run after"),
+            ([EVALPROF, "record", "-o", t, "--", PY, "-W", "error"],
+             "nothing to run after %s and its options" % PY),
+            ([EVALPROF, "record", "-o", t, "--", PY, "-c"],
+             "-c needs an argument"),
+            ([EVALPROF, "record", "-o", t, "--", PY, "-V"],
+             "runs no program"),
+            ([PY, "-m", "evalprof", "-o", t], "no script, -m module, -c code"),
+            ([PY, "-m", "evalprof", "-o"], "-o/--output: expected one"),
+            ([PY, "-m", "evalprof", "--bogus", "x.py"],
+             "unrecognized arguments: --bogus"),
+            ([PY, "-m", "evalprof", "-m"], "-m: expected one argument"),
+        ]
+        for cmd, says in cases:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env(),
+                               cwd=self.tmp)
+            self.assertEqual(p.returncode, 2, (cmd, p.stderr))
+            lines = p.stderr.strip().splitlines()
+            self.assertIn(says, "\n".join(lines[-1:] + lines[:1]), cmd)
+            self.assertNotIn("Traceback", p.stderr)
+        # Not Python: one line.
+        self.assertEqual(len(subprocess.run(
+            cases[0][0], capture_output=True, text=True).stderr.splitlines()),
+            1)
+        self.assertFalse(os.path.exists(t))
+
     def unwritable_dir(self):
         d = self.path("ro")
         os.mkdir(d)
@@ -794,6 +826,41 @@ class Record(Case):
         self.assertGreater(self.load(trace).kind_counts()["op"], 100)
 
 
+    def test_help_describes_every_option(self):
+        p = subprocess.run([EVALPROF, "record", "--help"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for opt in ("-o, --output FILE", "--no-ops", "--threads",
+                    "--no-follow-fork", "--no-calibrate", "-q, --quiet",
+                    "-h, --help", "PYTHON-OPTIONS", "-W error", "-m MODULE",
+                    "-c CODE"):
+            self.assertIn(opt, p.stdout)
+        p = subprocess.run([PY, "-m", "evalprof", "-h"], capture_output=True,
+                           text=True, env=env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"-o( FILE)?, --output FILE")
+        for opt in ("--no-ops", "--threads", "--no-follow-fork",
+                    "--no-calibrate", "-q, --quiet", "-x", "--version",
+                    "-m module [args]", "-c code [args]", "-h, --help",
+                    "script.py [args]", "- [args]"):
+            self.assertIn(opt, p.stdout)
+
+    def test_record_passes_interpreter_options(self):
+        trace = self.path("r.evp")
+        code = ("import sys\nprint(sys.flags.optimize, sys.flags.dev_mode, "
+                "sys.flags.dont_write_bytecode, sys.warnoptions, sys.argv)")
+        cmd = [PY, "-OO", "-W", "error", "-X", "dev", "-Bc", code, "a", "-W"]
+        p = subprocess.run([EVALPROF, "record", "-q", "-o", trace, "--"]
+                           + cmd, capture_output=True, text=True,
+                           env=env(), cwd=self.tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        plain = subprocess.run(cmd, capture_output=True, text=True,
+                               env=env(pythonpath=False), cwd=self.tmp)
+        self.assertEqual(p.stdout, plain.stdout)
+        self.assertRegex(p.stdout, r"^2 True (1|True) \[.*'error'\] "
+                         r"\['-c', 'a', '-W'\]\n$")
+        self.assertGreater(self.load(trace).kind_counts()["op"], 0)
+
     def test_record_instrumented_interpreter(self):
         # An interpreter built with evalprof's hooks (make cpython) is
         # recognised and traces itself: mode A.
@@ -896,6 +963,17 @@ class Transparent(Case):
         script = "import sys\nprint(sys.argv)\nraise SystemExit('bye')\n"
         status, out, err = self.assertSame(["-", "a"], stdin=script)
         self.assertEqual((status, out, err), (1, "['-', 'a']\n", "bye\n"))
+
+    def test_interpreter_options(self):
+        # -W error -X dev: a warning is an error, as without evalprof.
+        code = "import warnings, sys\nprint(sys.flags.dev_mode)\n" \
+               "warnings.warn('w')"
+        status, out, err = self.assertSame(["-c", code],
+                                           pyopts=["-W", "error", "-X", "dev",
+                                                   "-B", "-s"])
+        self.assertEqual((status, out), (1, "True\n"))
+        self.assertIn("UserWarning: w", err)
+        self.assertSame(["progs/whereami.py"], pyopts=["-OO", "-u"])
 
 class Workload(Case):
     def test_bundled_workload(self):
