@@ -217,11 +217,16 @@ def _event_costs(tracer, ops):
     compensate each event's elapsed time.  Measured once per process
     (about 40 ms); what could not be measured is left out, and tried
     again at the next start().
+
+    Returns (costs, problem): PROBLEM is None, or one line saying why the
+    calibration failed (the trace then goes on with the recorder's own
+    cost only, and says so).
     """
     key = bool(ops)
     if key in _calibrated:
-        return _calibrated[key]
+        return _calibrated[key], None
     costs = {}
+    problem = None
     try:
         code = {}
         exec(compile(_CALIBRATION_SOURCE, "<evalprof calibration>", "exec"),
@@ -259,11 +264,15 @@ def _event_costs(tracer, ops):
             frame_ns = max((traced - plain) / frames, floor[0])
             for kind in _FRAME_KINDS:
                 costs["event_cost.kind." + kind] = "%.2f" % frame_ns
-    except Exception:
-        pass
+    except Exception as e:
+        costs = {}
+        problem = "%s: %s" % (type(e).__name__, e) if str(e) else \
+            type(e).__name__
     if len(costs) == len(_FRAME_KINDS) + (len(_OP_KINDS) if ops else 0):
         _calibrated[key] = costs
-    return costs
+    elif problem is None:
+        problem = "its loops recorded no events"
+    return costs, problem
 
 
 def _package_dir():
@@ -372,7 +381,15 @@ def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
             if hasattr(os, "register_at_fork"):
                 os.register_at_fork(after_in_child=_after_fork_in_child)
             _state["hooks_set"] = True
-        costs = _event_costs(tracer, ops) if calibrate else {}
+        costs, problem = (_event_costs(tracer, ops) if calibrate
+                          else ({}, None))
+        if problem is not None:
+            # Not fatal: the reports compensate by the recorder's own cost.
+            problem = " ".join(problem.split())[:300]
+            sys.stderr.write("evalprof: calibration failed (%s); elapsed "
+                             "times are compensated by the recorder's own "
+                             "cost only\n" % problem)
+            costs = {"event_cost.calibration": "failed: " + problem}
         tracer.start(path, ops=bool(ops), threads=bool(threads),
                      follow_fork=bool(follow_fork), opcodes=_opcode_table(),
                      meta=dict(_metadata(ops, threads, meta), **costs),

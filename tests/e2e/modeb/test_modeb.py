@@ -322,6 +322,27 @@ class Costs(Case):
         self.assertNotIn("op", costs)
         self.assertIn("enter", costs)
 
+    def test_failed_calibration_is_reported(self):
+        # A calibration that fails says so in one line and in the trace,
+        # and the trace goes on, compensated by the recorder's cost only.
+        trace = self.path("c.evp")
+        code = ("import evalprof, evalprof._api as a\n"
+                "a._CALIBRATION_SOURCE = 'raise RuntimeError(\"no clock\")'\n"
+                "def f(): pass\n"
+                "evalprof.start(%r)\nf()\nevalprof.stop()\nprint('done')\n"
+                % trace)
+        p = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                           env=env(), cwd=self.tmp, timeout=120)
+        self.assertEqual((p.returncode, p.stdout), (0, "done\n"), p.stderr)
+        self.assertEqual(p.stderr.splitlines(), [
+            "evalprof: calibration failed (RuntimeError: no clock); elapsed "
+            "times are compensated by the recorder's own cost only"])
+        t = self.load(trace)
+        self.assertEqual(t.meta.get("event_cost.calibration"),
+                         "failed: RuntimeError: no clock")
+        self.assertFalse([k for k in t.meta if k.startswith("event_cost.kind")])
+        self.assertEqual(enters(t, "f"), 1)
+
     def test_no_calibrate(self):
         p, trace = self.traced([prog("gens.py")], opts=["--no-calibrate"])
         t = self.load(trace)
