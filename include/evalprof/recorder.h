@@ -102,6 +102,14 @@ void evp_rec_thread_detach(void);
 int evp_rec_flush(void);
 
 /*
+ * Stop the writer thread before a fork (1 if it was running, 0 if not),
+ * so that the process forks with the program's own threads only, and
+ * start it again after (0 or -errno).  Records wait in their buffers.
+ */
+int evp_rec_writer_pause(void);
+int evp_rec_writer_resume(void);
+
+/*
  * End the session: stop recording, write every thread's records, the end
  * record (final clock calibration, dropped counts) and close the file.
  * Returns 0, -ENOTCONN without a session, or the first write error seen

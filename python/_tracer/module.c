@@ -358,6 +358,38 @@ tracer_thread_name(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* os.fork(): the writer thread is stopped around it (recorder.h). */
+static PyObject *
+tracer_fork_pause(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(evp_rec_writer_pause());
+}
+
+static int
+resume_pending(void *unused)
+{
+    int rc = evp_rec_writer_resume();
+    if (rc < 0)
+        fprintf(stderr,
+                "evalprof: cannot restart the trace writer after fork: %s\n",
+                strerror(-rc));
+    return 0;
+}
+
+/*
+ * The after-fork hook itself (called from C, not from Python code): the
+ * writer is restarted by a pending call, once os.fork() has returned to
+ * the program, because 3.13 counts the threads after running the hooks,
+ * and Python code (the CALL of a builtin) would run the pending call.
+ */
+static PyObject *
+tracer_fork_resume(PyObject *self, PyObject *unused)
+{
+    if (Py_AddPendingCall(resume_pending, NULL) < 0)
+        resume_pending(NULL);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef evp_module_methods[] = {
     {"start", (PyCFunction)(void (*)(void))tracer_start,
      METH_VARARGS | METH_KEYWORDS,
@@ -377,6 +409,12 @@ PyMethodDef evp_module_methods[] = {
      "frames set aside: KIND 'file' (TARGET is the script's path), 'stdin',\n"
      "'code' (TARGET is the source) or 'module' (its name).  Returns after\n"
      "a normal end; otherwise exits the process as the interpreter would."},
+    {"fork_pause", tracer_fork_pause, METH_NOARGS,
+     "fork_pause() -> bool\n\nStop the writer thread before os.fork(), so "
+     "that the\nprocess forks with the program's threads only."},
+    {"fork_resume", tracer_fork_resume, METH_NOARGS,
+     "fork_resume()\n\nAn after-fork hook of the parent: start the writer "
+     "again when the\nmain thread next runs Python code."},
     {"thread_name", tracer_thread_name, METH_O,
      "thread_name(name)\n\nName the calling thread's stream in the trace."},
     {NULL, NULL, 0, NULL},

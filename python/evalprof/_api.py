@@ -317,6 +317,16 @@ def _wrap_os_exit():
     os._exit = _exit
 
 
+def _before_fork():
+    # The recorder's writer thread is stopped for a fork from the main
+    # thread (from another one, the program has threads of its own):
+    # 3.12+ warns of a fork in a multi-threaded process, counting every
+    # thread the kernel sees, and the program did not start that one.
+    # _tracer.fork_resume, the parent's after-fork hook, restarts it.
+    if is_active() and threading.current_thread() is threading.main_thread():
+        _tracer.fork_pause()
+
+
 def _after_fork_in_child():
     global _lock
     # A fork from another thread while start() or stop() held the lock
@@ -379,7 +389,9 @@ def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
             atexit.register(_at_exit)
             _wrap_os_exit()
             if hasattr(os, "register_at_fork"):
-                os.register_at_fork(after_in_child=_after_fork_in_child)
+                os.register_at_fork(before=_before_fork,
+                                    after_in_parent=tracer.fork_resume,
+                                    after_in_child=_after_fork_in_child)
             _state["hooks_set"] = True
         costs, problem = (_event_costs(tracer, ops) if calibrate
                           else ({}, None))

@@ -457,9 +457,12 @@ static void writer_round(int force)
     }
 }
 
+static pid_t writer_tid; /* the kernel's id of the writer thread */
+
 static void *writer_main(void *arg)
 {
     (void)arg;
+    writer_tid = (pid_t)syscall(SYS_gettid);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -498,6 +501,54 @@ static int writer_start(void)
     pthread_setname_np(S.writer, "evalprof-writer");
     S.writer_running = 1;
     return 0;
+}
+
+/* ---- around fork() ----------------------------------------------------- */
+
+/*
+ * A program that forks should fork a process with the threads it has
+ * itself: CPython 3.12+ warns that a fork in a multi-threaded process may
+ * deadlock, counting the kernel's threads (/proc/self/stat), the writer
+ * included.  So the writer can be stopped just before a fork and started
+ * again after it; meanwhile records wait in their buffers.  pthread_join
+ * returns when the thread has finished; the kernel drops it from the
+ * process's count a moment later, which is waited for too (at most 2,000
+ * sleeps of 10 us).
+ */
+static int writer_paused;
+
+int evp_rec_writer_pause(void)
+{
+    pthread_mutex_lock(&S.mu);
+    if (!S.writer_running) {
+        pthread_mutex_unlock(&S.mu);
+        return 0;
+    }
+    S.writer_stop = 1;
+    S.writer_running = 0;
+    writer_paused = 1;
+    pthread_cond_broadcast(&S.wake);
+    pthread_t w = S.writer;
+    pthread_mutex_unlock(&S.mu);
+    pthread_join(w, NULL);
+    char task[64];
+    snprintf(task, sizeof task, "/proc/self/task/%ld", (long)writer_tid);
+    for (int i = 0; i < 2000 && access(task, F_OK) == 0; i++) {
+        struct timespec pause = {0, 10000};
+        nanosleep(&pause, NULL);
+    }
+    return 1;
+}
+
+int evp_rec_writer_resume(void)
+{
+    int rc = 0;
+    pthread_mutex_lock(&S.mu);
+    if (writer_paused && S.state == OPEN)
+        rc = writer_start();
+    writer_paused = 0;
+    pthread_mutex_unlock(&S.mu);
+    return rc;
 }
 
 /* ---- threads ---------------------------------------------------------- */

@@ -620,6 +620,15 @@ class Fork(Case):
             self.assertEqual(p.returncode, want, "%s: %s" % (what, p.stderr))
             self.assertNotIn("Traceback", p.stderr, what)
 
+    def test_writer_back_after_fork(self):
+        # The writer thread, stopped for the fork, runs again after it.
+        code = ("import os\npid = os.fork()\nif pid == 0: os._exit(0)\n"
+                "os.waitpid(pid, 0)\ndef f(): pass\nfor i in range(100): f()\n"
+                "print(len(os.listdir('/proc/self/task')))\n")
+        p, trace = self.traced(["-c", code], opts=["--no-follow-fork"])
+        self.assertEqual(p.stdout, "2\n")
+        self.assertEqual(enters(self.load(trace), "f"), 100)
+
     def test_multiprocessing(self):
         self.check("mp", complete=True)
 
@@ -913,7 +922,7 @@ class Transparent(Case):
     `evalprof record -- PY` and under `PY -m evalprof`, it prints the same
     stdout and stderr (evalprof's own lines aside) and exits the same way:
     tracebacks, file names, sys.argv, sys.path[0], __main__, stack depth,
-    RecursionError, KeyboardInterrupt, sys.exit."""
+    RecursionError, KeyboardInterrupt, sys.exit, os.fork."""
 
     def runs(self, args, pyopts=(), cwd=HERE, stdin=None):
         """{name: (status, stdout, stderr)} of the three runs."""
@@ -995,6 +1004,13 @@ class Transparent(Case):
         self.assertEqual((status, out), (1, "True\n"))
         self.assertIn("UserWarning: w", err)
         self.assertSame(["progs/whereami.py"], pyopts=["-OO", "-u"])
+
+    def test_fork_no_thread_warning(self):
+        # 3.12+ warns of os.fork() in a multi-threaded process: the
+        # recorder's writer thread is not running at the fork.
+        status, out, err = self.assertSame(["progs/forkwarn.py"])
+        self.assertEqual((status, out, err), (0, "forked twice\n", ""))
+
 
 class Workload(Case):
     def test_bundled_workload(self):
