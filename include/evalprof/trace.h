@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "evalprof/events.h"
 
@@ -140,5 +141,13 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
 /* Write T as a binary trace.  ZSTD_LEVEL 0 leaves chunks uncompressed. */
 int evp_trace_write_evp(struct evp_trace *t, const char *path, int zstd_level,
                         char *err, size_t errlen);
+
+/* The same into F, an open stream the caller closes (the command line's
+ * whole-or-nothing output files), named NAME in ERR.  F is flushed; a
+ * write error is returned as a negative errno. */
+int evp_trace_write_text_to(struct evp_trace *t, FILE *f, const char *name,
+                            char *err, size_t errlen);
+int evp_trace_write_evp_to(struct evp_trace *t, FILE *f, const char *name,
+                           int zstd_level, char *err, size_t errlen);
 
 #endif /* EVALPROF_TRACE_H */

@@ -10,10 +10,12 @@
 #ifndef EVP_CLI_H
 #define EVP_CLI_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "evalprof/trace.h"
+#include "outfile.h"
 
 struct evp_cmd {
     const char *name;
@@ -96,6 +98,25 @@ int evp_cli_finish(int status);
  * with the reason (a full disk).  A view reports its other failures
  * itself. */
 int evp_cli_close_out(FILE *f, const char *path, int rc);
+
+/*
+ * The files a command writes, whole or not at all (outfile.h states the
+ * rules: links followed, FIFOs, devices and directories refused but
+ * /dev/null).  evp_cli_out_check refuses, before any work, an output OUT
+ * that cannot be written or that is one of the N inputs IN (the same
+ * file through any link): 0, or 2 after one line naming CMD.
+ * evp_cli_out_open opens OUT ("-": standard output): the stream, or NULL
+ * after one line.  evp_cli_out_close finishes it after the writer
+ * returned RC: 0 puts the file in place; -EIO (a write error the writer
+ * noticed) and EVP_CLI_REPORTED (a failure the writer has reported)
+ * leave whatever was at OUT before.  Returns 0, or 1 after saying why in
+ * one line (once).  Standard output is left to evp_cli_finish.
+ */
+#define EVP_CLI_REPORTED (-ECANCELED)
+int evp_cli_out_check(const char *cmd, const char *out, const char *const *in,
+                      size_t n);
+FILE *evp_cli_out_open(struct evp_outfile *o, const char *out);
+int evp_cli_out_close(struct evp_outfile *o, int rc);
 
 /* Parse a non-negative integer option value; -1 on error (printed). */
 long evp_cli_parse_long(const char *opt, const char *val);

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "views.h"
@@ -29,44 +28,52 @@ struct export_opts {
     long max_depth;  /* folded: frames kept on a stack, 0 all */
 };
 
+/* A trace writer (text, evp) into O's output, whole or not at all. */
+static int export_trace(struct evp_trace *t, const struct export_opts *o,
+                        int zstd)
+{
+    struct evp_outfile of;
+    char err[512];
+    if (!evp_cli_out_open(&of, o->out))
+        return 1;
+    const char *name = of.f == stdout ? "standard output" : o->out;
+    int rc = zstd < 0
+                 ? evp_trace_write_text_to(t, of.f, name, err, sizeof err)
+                 : evp_trace_write_evp_to(t, of.f, name, zstd, err, sizeof err);
+    if (rc < 0) {
+        evp_cli_error("%s", err);
+        rc = EVP_CLI_REPORTED;
+    }
+    return evp_cli_out_close(&of, rc);
+}
+
 static int export_text(struct evp_trace *t, const struct export_opts *o)
 {
-    char err[512];
-    if (evp_trace_write_text(t, o->out, err, sizeof err) < 0) {
-        evp_cli_error("%s", err);
-        return 1;
-    }
-    return 0;
+    return export_trace(t, o, -1);
 }
 
 static int export_evp(struct evp_trace *t, const struct export_opts *o)
 {
-    char err[512];
     if (strcmp(o->out, "-") == 0 && isatty(1)) {
         evp_cli_error("export: refusing to write a binary trace to a "
                       "terminal (use -o FILE)");
         return 2;
     }
-    if (evp_trace_write_evp(t, o->out, o->zstd, err, sizeof err) < 0) {
-        evp_cli_error("%s", err);
-        return 1;
-    }
-    return 0;
+    return export_trace(t, o, o->zstd);
 }
 
 static int export_folded(struct evp_trace *t, const struct export_opts *o)
 {
-    FILE *f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");
-    if (!f) {
-        evp_cli_error("%s: %s", o->out, strerror(errno));
+    struct evp_outfile of;
+    FILE *f = evp_cli_out_open(&of, o->out);
+    if (!f)
         return 1;
-    }
     struct evp_folded_opts fo = {.ops = o->ops,
                                  .phases = o->phases,
                                  .compensate = !evp_trace_info(t)->text,
                                  .stream = -1,
                                  .max_depth = (size_t)o->max_depth};
-    return evp_cli_close_out(f, o->out, evp_view_folded(t, f, &fo));
+    return evp_cli_out_close(&of, evp_view_folded(t, f, &fo));
 }
 
 static int export_timeline(struct evp_trace *t, const struct export_opts *o,
@@ -76,12 +83,11 @@ static int export_timeline(struct evp_trace *t, const struct export_opts *o,
     struct evp_chrome_opts co = {.ops = o->ops,
                                  .phases = o->phases,
                                  .compensate = !evp_trace_info(t)->text};
-    FILE *f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");
-    if (!f) {
-        evp_cli_error("%s: %s", o->out, strerror(errno));
+    struct evp_outfile of;
+    FILE *f = evp_cli_out_open(&of, o->out);
+    if (!f)
         return 1;
-    }
-    return evp_cli_close_out(f, o->out, view(t, f, &co));
+    return evp_cli_out_close(&of, view(t, f, &co));
 }
 
 static int export_chrome(struct evp_trace *t, const struct export_opts *o)
@@ -104,15 +110,6 @@ static const struct {
     {"chrome", export_chrome},
     {"speedscope", export_speedscope},
 };
-
-/* Same file? (so that export never truncates its own input) */
-static int same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    return strcmp(a, "-") && strcmp(b, "-") && stat(a, &sa) == 0 &&
-           stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
-}
 
 int evp_cli_parse_zstd(const char *arg)
 {
@@ -191,10 +188,8 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
     const char *in = argv[optind];
-    if (same_file(in, o.out)) {
-        evp_cli_error("export: %s: output would overwrite the input", o.out);
+    if (evp_cli_out_check("export", o.out, &in, 1))
         return 2;
-    }
     struct evp_trace *t = evp_cli_open_trace(in, python);
     if (!t)
         return 1;

@@ -5,8 +5,9 @@
  *
  * The input kind is sniffed: the binary magic or a first line starting
  * with '#' means a trace, anything else is read as folded stacks;
- * --input forces one.  The SVG is written whole to a temporary file and
- * renamed, so a failed run never leaves half a picture behind.
+ * --input forces one.  The SVG is written whole or not at all
+ * (evp_cli_out_open), so a failed run never leaves half a picture behind,
+ * and never over its input.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -171,17 +172,18 @@ int cmd_flamegraph(int argc, char **argv)
         return 2;
     }
     const char *in = argv[optind];
+    if (evp_cli_out_check("flamegraph", out, &in, 1))
+        return 2;
     if (strcmp(out, "-") == 0 && isatty(1)) {
         evp_cli_error("flamegraph: refusing to write SVG to a terminal "
                       "(use -o FILE.svg)");
         return 2;
     }
-    char *buf = NULL, *tmp = NULL;
+    char *buf = NULL;
     size_t len = 0;
     int is_trace, mapped = 0, status = 1;
     struct evp_flame *fl = NULL;
     struct evp_flame_stats st = {0};
-    FILE *o = stdout;
     if (input) {
         is_trace = strcmp(input, "trace") == 0;
     } else {
@@ -265,46 +267,18 @@ int cmd_flamegraph(int argc, char **argv)
                      "second count is drawn",
                      in);
 
-    struct stat ost;
-    if (strcmp(out, "-") != 0 && stat(out, &ost) == 0 &&
-        !S_ISREG(ost.st_mode)) {
-        /* A device or pipe (/dev/stdout, a FIFO): write to it directly;
-         * renaming over it would replace it. */
-        o = fopen(out, "w");
-        if (!o) {
-            evp_cli_error("%s: %s", out, strerror(errno));
-            goto out;
-        }
-    } else if (strcmp(out, "-") != 0) {
-        if (asprintf(&tmp, "%s.tmp%ld", out, (long)getpid()) < 0) {
-            tmp = NULL;
-            goto out;
-        }
-        o = fopen(tmp, "w");
-        if (!o) {
-            evp_cli_error("%s: %s", out, strerror(errno));
-            goto out;
-        }
-    }
+    struct evp_outfile of;
+    FILE *o = evp_cli_out_open(&of, out);
+    if (!o)
+        goto out;
     int rc = evp_flame_write_svg(fl, o, &fo, &st);
-    if (tmp) {
-        int failed = evp_cli_close_out(o, out, rc);
-        if (!failed && rename(tmp, out) != 0) {
-            evp_cli_error("%s: %s", out, strerror(errno));
-            failed = 1;
-        }
-        if (failed)
-            unlink(tmp);
-        status = failed;
-    } else if (o != stdout || rc == -EIO) {
-        status = evp_cli_close_out(o, out, rc);
-    } else if (rc) {
+    if (rc < 0 && rc != -EIO) {
         evp_cli_error("flamegraph: %s", strerror(-rc));
-    } else {
-        status = evp_cli_finish(0);
+        rc = EVP_CLI_REPORTED;
     }
+    rc = evp_cli_out_close(&of, rc);
+    status = rc ? rc : evp_cli_finish(0);
 out:
-    free(tmp);
     evp_flame_free(fl);
     evp_flame_unmap(buf, len, mapped);
     return status;

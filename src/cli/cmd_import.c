@@ -1,8 +1,10 @@
 /*
  * `evalprof import`: turn a text trace (the discussion's format) into a
  * binary .evp trace.  Opcode names chosen with --python are embedded, so
- * the binary trace names its opcodes on its own.
+ * the binary trace names its opcodes on its own.  The trace is written
+ * whole or not at all (evp_cli_out_open), never over its input.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +64,13 @@ int cmd_import(int argc, char **argv)
     char *def = out ? NULL : default_output(in);
     if (!out)
         out = def;
-    if (!out || strcmp(out, in) == 0) {
-        evp_cli_error("import: %s: give an output name with -o", in);
+    if (!out) {
+        evp_cli_error("import: %s", strerror(ENOMEM));
+        return 1;
+    }
+    if (strcmp(out, in) == 0 || evp_cli_out_check("import", out, &in, 1)) {
+        if (strcmp(out, in) == 0)
+            evp_cli_error("import: %s: give an output name with -o", in);
         free(def);
         return 2;
     }
@@ -75,13 +82,18 @@ int cmd_import(int argc, char **argv)
         free(def);
         return 1;
     }
-    int rc = 0;
-    if (evp_trace_write_evp(t, out, zstd, err, sizeof err) < 0) {
-        evp_cli_error("%s", err);
-        rc = 1;
-    } else {
-        fprintf(stderr, "evalprof: wrote %s\n", out);
+    struct evp_outfile of;
+    int rc = 1;
+    if (evp_cli_out_open(&of, out)) {
+        rc = evp_trace_write_evp_to(t, of.f, out, zstd, err, sizeof err);
+        if (rc < 0) {
+            evp_cli_error("%s", err);
+            rc = EVP_CLI_REPORTED;
+        }
+        rc = evp_cli_out_close(&of, rc);
     }
+    if (rc == 0)
+        fprintf(stderr, "evalprof: wrote %s\n", out);
     evp_trace_close(t);
     free(def);
     return evp_cli_finish(rc);

@@ -87,38 +87,19 @@ static int on_sample(void *c, const struct evp_perf_sample *s)
     return 0;
 }
 
+/* PATH written by FN whole or not at all: 0, or 1 after one line. */
 static int write_file(const char *path, int (*fn)(void *ctx, FILE *f),
                       void *ctx)
 {
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        /* not a regular file: write in place, never rename over it */
-        FILE *f = fopen(path, "w");
-        if (!f)
-            return -errno;
-        int rc = fn(ctx, f);
-        if (fclose(f) != 0 && !rc)
-            rc = -EIO;
-        return rc;
+    struct evp_outfile o;
+    if (!evp_cli_out_open(&o, path))
+        return 1;
+    int rc = fn(ctx, o.f);
+    if (rc < 0 && rc != -EIO) {
+        evp_cli_error("%s: %s", path, strerror(-rc));
+        rc = EVP_CLI_REPORTED;
     }
-    char *tmp;
-    if (asprintf(&tmp, "%s.tmp%ld", path, (long)getpid()) < 0)
-        return -ENOMEM;
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        int e = -errno;
-        free(tmp);
-        return e;
-    }
-    int rc = fn(ctx, f);
-    if (fclose(f) != 0 && !rc)
-        rc = -EIO;
-    if (!rc && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc)
-        unlink(tmp);
-    free(tmp);
-    return rc;
+    return evp_cli_out_close(&o, rc);
 }
 
 static int put_folded(void *ctx, FILE *f)
@@ -353,6 +334,25 @@ static int get_script(const struct perf_args *a, struct perf_run *r)
     return 0;
 }
 
+/* Refuses, before anything runs, outputs under DIR that are one of the
+ * inputs (perf.script, perf.folded, flamegraph.svg): 0, or 2 after one
+ * line. */
+static int check_outputs(const struct perf_args *a)
+{
+    static const char *const names[] = {"perf.folded", "flamegraph.svg",
+                                        "perf.script"};
+    const char *ins[] = {a->script_in, a->trace};
+    /* perf.script is written only when perf runs */
+    size_t n = a->script_in ? 2 : 3;
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", a->dir, names[i]);
+        if (evp_cli_out_check("perf", path, ins, 2))
+            return 2;
+    }
+    return 0;
+}
+
 /* The accumulators, and the trace for the cross-check when one is given:
  * 0, or -1 after printing why. */
 static int open_inputs(const struct perf_args *a, struct perf_run *r)
@@ -459,11 +459,8 @@ static int write_outputs(const struct perf_args *a, struct perf_run *r)
     snprintf(r->folded, sizeof r->folded, "%s/perf.folded", a->dir);
     snprintf(r->svg, sizeof r->svg, "%s/flamegraph.svg", a->dir);
     const struct evp_collapse_stats *cs = &r->cs;
-    int rc = write_file(r->folded, put_folded, r->p.stacks);
-    if (rc) {
-        evp_cli_error("%s: %s", r->folded, strerror(-rc));
+    if (write_file(r->folded, put_folded, r->p.stacks))
         return -1;
-    }
     char sub[256];
     snprintf(sub, sizeof sub, "%llu samples of %s",
              (unsigned long long)cs->samples,
@@ -475,12 +472,7 @@ static int write_outputs(const struct perf_args *a, struct perf_run *r)
                                 .countname = ns_units ? "ns" : "events",
                                 .min_width = -1};
     struct svg_job job = {r->p.stacks, &fo};
-    rc = write_file(r->svg, put_svg, &job);
-    if (rc) {
-        evp_cli_error("%s: %s", r->svg, strerror(-rc));
-        return -1;
-    }
-    return 0;
+    return write_file(r->svg, put_svg, &job) ? -1 : 0;
 }
 
 /* What was made, the warnings about the stacks, and the tables. */
@@ -558,15 +550,19 @@ int cmd_perf(int argc, char **argv)
         return 1;
     }
     r->started = time(NULL);
-    rc = 1;
-    if (get_script(&a, r) == 0 && collapse(&a, r) == 0 &&
-        write_outputs(&a, r) == 0) {
-        print_report(&a, r);
-        if (r->xperf)
-            remove_perf_maps(&r->p, r->started);
-        if (!a.script_in && r->status)
-            evp_cli_warn("perf: the command exited with status %d", r->status);
-        rc = 0;
+    rc = check_outputs(&a);
+    if (rc == 0) {
+        rc = 1;
+        if (get_script(&a, r) == 0 && collapse(&a, r) == 0 &&
+            write_outputs(&a, r) == 0) {
+            print_report(&a, r);
+            if (r->xperf)
+                remove_perf_maps(&r->p, r->started);
+            if (!a.script_in && r->status)
+                evp_cli_warn("perf: the command exited with status %d",
+                             r->status);
+            rc = 0;
+        }
     }
     run_free(r);
     free(r);

@@ -23,7 +23,8 @@
  *   - anything else gets one line naming what is supported.
  *
  * The trace path is checked (created and removed again) before anything
- * runs, so a missing or read-only directory is reported up front.
+ * runs, so a missing or read-only directory, a FIFO or a device (but
+ * /dev/null), or the script itself as the output is reported up front.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -119,11 +120,58 @@ static int probe_python(const char *python, struct probe *p)
     return 0;
 }
 
+/* The script among an interpreter's arguments, or NULL (-c, -m, -). */
+static const char *script_of(char **args, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const char *a = args[i];
+        if (a[0] != '-')
+            return a;
+        if (strcmp(a, "--") == 0)
+            return i + 1 < n ? args[i + 1] : NULL;
+        if (a[1] == '\0')
+            return NULL; /* "-": standard input */
+        if (a[1] == '-') {
+            i += strcmp(a, "--check-hash-based-pycs") == 0;
+            continue;
+        }
+        for (int j = 1; a[j]; j++) {
+            if (a[j] == 'c' || a[j] == 'm')
+                return NULL;
+            if (a[j] == 'X' || a[j] == 'W') {
+                i += a[j + 1] == '\0'; /* the value is the next word */
+                break;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* PYTHON as found on PATH (execvp's search) into BUF, or PYTHON itself. */
+static const char *which(const char *python, char *buf, size_t len)
+{
+    const char *path = getenv("PATH");
+    if (strchr(python, '/') || !path)
+        return python;
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        int k = snprintf(buf, len, "%.*s/%s", (int)n, n ? p : ".", python);
+        if (k > 0 && (size_t)k < len && access(buf, X_OK) == 0)
+            return buf;
+        p += n + (p[n] == ':');
+    }
+    return python;
+}
+
 /*
  * Make PATH absolute (the program may change directory) and check that
- * the trace can be created there: create it if missing, then remove it.
+ * the trace can be created there, refusing what the recorder would
+ * refuse (a FIFO, a device, a directory: outfile.h's rules) and the
+ * interpreter or the script themselves: create it if missing, then
+ * remove it.
  */
-static int check_output(const char *path, char *abs, size_t len)
+static int check_output(const char *path, char *abs, size_t len,
+                        const char *python, char **args, int nargs)
 {
     int n;
     if (path[0] == '/') {
@@ -141,13 +189,14 @@ static int check_output(const char *path, char *abs, size_t len)
         evp_cli_error("cannot write trace %s: path too long", path);
         return -1;
     }
+    char exe[PATH_MAX];
+    const char *ins[] = {which(python, exe, sizeof exe),
+                         script_of(args, nargs)};
+    if (evp_cli_out_check("record", path, ins, 2))
+        return -1;
     struct stat st;
     int existed = stat(abs, &st) == 0;
-    if (existed && S_ISDIR(st.st_mode)) {
-        evp_cli_error("cannot write trace %s: it is a directory", path);
-        return -1;
-    }
-    int fd = open(abs, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(abs, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
     if (fd < 0) {
         evp_cli_error("cannot write trace %s: %s", path, strerror(errno));
         return -1;
@@ -382,7 +431,7 @@ int cmd_record(int argc, char **argv)
     char **target = argv + optind + 1;
     int ntarget = argc - optind - 1;
     char abs[PATH_MAX];
-    if (check_output(out, abs, sizeof abs) < 0)
+    if (check_output(out, abs, sizeof abs, python, target, ntarget) < 0)
         return 2;
     struct probe p;
     if (probe_python(python, &p) < 0)

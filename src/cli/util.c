@@ -138,6 +138,49 @@ int evp_cli_close_out(FILE *f, const char *path, int rc)
     return bad || rc < 0;
 }
 
+int evp_cli_out_check(const char *cmd, const char *out, const char *const *in,
+                      size_t n)
+{
+    char err[512];
+    if (evp_outfile_check(out, err, sizeof err) < 0) {
+        evp_cli_error("%s: %s", cmd, err);
+        return 2;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (in[i] && evp_same_file(in[i], out)) {
+            evp_cli_error("%s: %s: the output is the input %s: refusing to "
+                          "overwrite it",
+                          cmd, out, in[i]);
+            return 2;
+        }
+    return 0;
+}
+
+FILE *evp_cli_out_open(struct evp_outfile *o, const char *out)
+{
+    char err[512];
+    if (evp_outfile_open(o, out, err, sizeof err) < 0) {
+        evp_cli_error("%s", err);
+        return NULL;
+    }
+    return o->f;
+}
+
+int evp_cli_out_close(struct evp_outfile *o, int rc)
+{
+    if (o->f == stdout) {
+        o->f = NULL;
+        return evp_cli_close_out(stdout, "-", rc);
+    }
+    char err[512] = "";
+    int r = evp_outfile_close(o, rc, err, sizeof err);
+    if (err[0] && rc != EVP_CLI_REPORTED)
+        evp_cli_error("%s", err);
+    else if (r == -EIO && rc == -EIO)
+        evp_cli_error("%s: write failed: %s", o->name, strerror(EIO));
+    return r < 0;
+}
+
 long evp_cli_parse_long(const char *opt, const char *val)
 {
     char *end;

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "views.h"
 #include "perf.h"
 
@@ -320,16 +321,16 @@ int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
                    maxs,
                    NULL};
     char **argv = record_argv(o, data, freq, added_xperf);
-    FILE *all = argv ? fopen(o->script, "w") : NULL;
-    int status = -1, last = 0;
+    /* the script is written whole or not at all, as every output */
+    struct evp_outfile so = {0};
+    int status = -1, last = 0, open = -1;
     if (!argv) {
         snprintf(msg, len, "perf: %s", strerror(ENOMEM));
         goto out;
     }
-    if (!all) {
-        snprintf(msg, len, "%s: %s", o->script, strerror(errno));
+    if ((open = evp_outfile_open(&so, o->script, msg, len)) < 0)
         goto out;
-    }
+    FILE *all = so.f;
     for (unsigned r = 0; r < o->repeat; r++) {
         last = evp_perf_spawn(argv, NULL, NULL, NULL);
         if (last < 0) {
@@ -353,9 +354,14 @@ int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
     status = last;
 out:
     free(argv);
-    if (all && fclose(all) != 0 && status >= 0) {
-        snprintf(msg, len, "%s: write error", o->script);
-        status = -1;
+    if (open == 0) {
+        char err[1024];
+        if (evp_outfile_close(&so, status < 0 ? -ECANCELED : 0, err,
+                              sizeof err) < 0 &&
+            status >= 0) {
+            snprintf(msg, len, "%s", err);
+            status = -1;
+        }
     }
     return status;
 }

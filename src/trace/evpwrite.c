@@ -239,17 +239,14 @@ static int write_end(struct ewriter *w)
     return put_chunk(w, EVP_CHUNK_END, buf, k);
 }
 
-int evp_trace_write_evp(struct evp_trace *t, const char *path, int zstd_level,
-                        char *err, size_t errlen)
+int evp_trace_write_evp_to(struct evp_trace *t, FILE *f, const char *name,
+                           int zstd_level, char *err, size_t errlen)
 {
-    struct ewriter w = {.t = t, .level = zstd_level};
+    struct ewriter w = {.t = t, .level = zstd_level, .f = f};
     w.recs = malloc(RUN * sizeof *w.recs);
-    w.f = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
-    if (!w.f || !w.recs) {
-        int e = w.recs ? errno : ENOMEM;
-        free(w.recs);
-        snprintf(err, errlen, "%s: %s", path, strerror(e));
-        return -e;
+    if (!w.recs) {
+        snprintf(err, errlen, "%s: %s", name, strerror(ENOMEM));
+        return -ENOMEM;
     }
     uint8_t fh[EVP_FILE_HEADER_SIZE];
     evp_file_header(fh);
@@ -268,18 +265,31 @@ int evp_trace_write_evp(struct evp_trace *t, const char *path, int zstd_level,
     }
     if (!w.err)
         write_end(&w);
-    if (w.f != stdout) {
-        if (fclose(w.f) != 0 && !w.err)
-            w.err = -(errno ? errno : EIO);
-    } else if (fflush(w.f) != 0 && !w.err) {
+    if (fflush(w.f) != 0 && !w.err)
         w.err = -(errno ? errno : EIO);
-    }
     free(w.recs);
     free(w.enc);
     free(w.z);
     if (w.err) {
-        snprintf(err, errlen, "%s: write failed: %s", path, strerror(-w.err));
+        snprintf(err, errlen, "%s: write failed: %s", name, strerror(-w.err));
         return w.err;
     }
     return 0;
+}
+
+int evp_trace_write_evp(struct evp_trace *t, const char *path, int zstd_level,
+                        char *err, size_t errlen)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "wb");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    int rc = evp_trace_write_evp_to(t, f, path, zstd_level, err, errlen);
+    if (f != stdout && fclose(f) != 0 && rc == 0) {
+        rc = -(errno ? errno : EIO);
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(-rc));
+    }
+    return rc;
 }

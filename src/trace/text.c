@@ -676,6 +676,18 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
     static char buf[1 << 16];
     if (f != stdout)
         setvbuf(f, buf, _IOFBF, sizeof buf);
+    int rc = evp_trace_write_text_to(
+        t, f, f == stdout ? "standard output" : path, err, errlen);
+    if (f != stdout && fclose(f) != 0 && rc == 0) {
+        rc = -(errno ? errno : EIO);
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(-rc));
+    }
+    return rc;
+}
+
+int evp_trace_write_text_to(struct evp_trace *t, FILE *f, const char *name,
+                            char *err, size_t errlen)
+{
     const struct evp_trace_info *in = &t->info;
     const char *v;
 
@@ -753,18 +765,13 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
     static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL};
     struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
     int rc = evp_replay(t, &o, &ops, &w);
-    const char *name = strcmp(path, "-") ? path : "standard output";
-    if (f == stdout)
-        fflush(f);
-    if (rc == 0 && (ferror(f) || (f != stdout && fclose(f) != 0))) {
+    if (rc == 0 && (fflush(f) != 0 || ferror(f))) {
         int e = errno ? errno : EIO;
         snprintf(err, errlen, "%s: write failed: %s", name, strerror(e));
         return -e;
     }
     if (rc < 0) {
         int e = ferror(f) && errno ? errno : -rc;
-        if (f != stdout)
-            fclose(f);
         snprintf(err, errlen, "%s: write failed: %s", name, strerror(e));
         return rc;
     }

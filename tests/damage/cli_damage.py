@@ -11,8 +11,9 @@ and on full disks, and checks what a user and a script see:
     stderr, "evalprof: PATH: reason";
   - a damaged file with something readable: exit 0, the report on stdout,
     warnings on stderr that name a byte offset or a line number;
-  - output to a full disk (/dev/full), as -o or as stdout: a non-zero exit
-    and exactly one line on stderr naming the failure.
+  - output to a full disk (/dev/full) as stdout: a non-zero exit and
+    exactly one line on stderr naming the failure; /dev/full as -o is
+    refused in one line (a full file system as -o: test_outputs.py).
 
 usage: cli_damage.py EVALPROF SYNTHETIC
 """
@@ -223,16 +224,18 @@ def run_all(tmp):
     expect_fatal("binary to import", ["import", "-o", j("imp.evp"), good],
                  None, good)
 
-    # ---- full disks.
+    # ---- full disks (a full file system as -o: test_outputs.py).
     if is_device("/dev/full"):
+        # A device as -o is refused before anything is written.
         for fmt in ("text", "evp", "folded", "chrome", "speedscope"):
             expect_fatal(f"export {fmt} -o /dev/full",
                          ["export", "--format", fmt, "-o", "/dev/full", good],
-                         "No space left")
+                         "not a regular file (a character device)")
         expect_fatal("flamegraph -o /dev/full",
-                     ["flamegraph", "-o", "/dev/full", good], "No space left")
+                     ["flamegraph", "-o", "/dev/full", good],
+                     "not a regular file (a character device)")
         expect_fatal("import -o /dev/full", ["import", "-o", "/dev/full", text],
-                     "No space left")
+                     "not a regular file (a character device)")
         with open("/dev/full", "wb") as full:
             for a in [v + [good] for v in VIEWS] + \
                      [["export", "--format", f, good] for f in
