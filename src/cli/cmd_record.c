@@ -189,7 +189,15 @@ static int check_output(const char *path, char *abs, size_t len,
         evp_cli_error("cannot write trace %s: path too long", path);
         return -1;
     }
-    char exe[PATH_MAX];
+    char err[PATH_MAX + 128], exe[PATH_MAX];
+    if (evp_outfile_check(abs, err, sizeof err) < 0) {
+        /* ERR is "ABS: reason": the reason, after the name given. */
+        size_t len_abs = strlen(abs);
+        const char *why =
+            strncmp(err, abs, len_abs) == 0 ? err + len_abs + 2 : err;
+        evp_cli_error("cannot write trace %s: %s", path, why);
+        return -1;
+    }
     const char *ins[] = {which(python, exe, sizeof exe),
                          script_of(args, nargs)};
     if (evp_cli_out_check("record", path, ins, 2))

@@ -92,9 +92,8 @@ static int examine(const char *path, char **dest, struct stat *st, int *exists,
             *in_place = 1;
             return 0;
         }
-        snprintf(err, errlen,
-                 "%s: not a regular file (%s); give a file to write, or -",
-                 path, kind_of(st->st_mode));
+        snprintf(err, errlen, "%s: not a regular file (%s)", path,
+                 kind_of(st->st_mode));
         return S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL;
     }
     char *d = follow_links(path);
