@@ -301,11 +301,3 @@ evp_cfunc_id(PyObject *callable)
     e->id = id;
     return id;
 }
-
-void
-evp_registry_fini(void)
-{
-    free(T.slots);
-    T.slots = NULL;
-    T.cap = T.used = 0;
-}

@@ -179,9 +179,6 @@ int evp_code_decode(PyCodeObject *co, struct evp_code *c);
  */
 uint32_t evp_cfunc_id(PyObject *callable);
 
-/* Free the registries' memory at module teardown. */
-void evp_registry_fini(void);
-
 /* Allocate the co_extra slot.  Returns 0 or -1 with an exception. */
 int evp_registry_init(void);
 
