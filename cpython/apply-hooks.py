@@ -200,6 +200,7 @@ def common_edits(ver):
                       "Include/internal/evalprof/" + h))
     for f in ("src/recorder/clock.c", "src/recorder/clock.h",
               "src/format/codec.c", "src/format/kinds.c",
+              "src/util/itab.c", "src/util/itab.h",
               "src/recorder/recorder.c"):
         e.append(Copy(f, "Python/evalprof/" + f.split("/")[-1]))
 
@@ -632,7 +633,7 @@ def plan(tree, pristine, ver):
 
 OBJS = ["Python/evalprof.o", "Python/evalprof/clock.o",
         "Python/evalprof/codec.o", "Python/evalprof/kinds.o",
-        "Python/evalprof/recorder.o"]
+        "Python/evalprof/itab.o", "Python/evalprof/recorder.o"]
 
 
 def makefile(text, problems):
@@ -659,7 +660,8 @@ def makefile(text, problems):
         "# evalprof: build rules for evalprof's objects\n"
         "EVALPROF_HEADERS= %s\n"
         "Python/evalprof/%%.o: $(srcdir)/Python/evalprof/%%.c "
-        "$(srcdir)/Python/evalprof/clock.h $(EVALPROF_HEADERS)\n"
+        "$(srcdir)/Python/evalprof/clock.h $(srcdir)/Python/evalprof/itab.h "
+        "$(EVALPROF_HEADERS)\n"
         "\t@mkdir -p Python/evalprof # evalprof\n"
         "\t$(CC) -c $(PY_CORE_CFLAGS) -std=gnu11 -o $@ $< # evalprof\n"
         "Python/ceval.o: $(srcdir)/Python/evalprof_ceval.h "

@@ -18,8 +18,9 @@
  *                                        FILE.<pid> (default: it stops)
  *
  * A process whose FILE is already being written by another live process
- * (a child started with the same environment) writes FILE.<pid> instead:
- * the first writer holds an flock() on FILE for its whole session.
+ * (a child started with the same environment) writes FILE.<pid> instead,
+ * and says so in one line: the recorder holds an flock() on the file for
+ * its whole session, so two writers never truncate or interleave.
  *
  * Nothing here may change what the program does: problems are reported
  * in one line on stderr and tracing stays off.
@@ -54,12 +55,10 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #define EVP_HOOKS_VERSION "1"
@@ -102,12 +101,11 @@ static const struct evp_class evp_classes[] = {
 static struct {
     int decided;    /* the start-up decision was made */
     int active;     /* this process opened a trace */
-    int lock_fd;    /* flock() held on the trace path, or -1 */
     pid_t pid;      /* process that opened it */
     uint64_t kinds; /* kinds recorded */
     char *path;     /* trace file being written */
     char *events;   /* EVALPROF_EVENTS as given ("all" by default) */
-} evp = {.lock_fd = -1};
+} evp;
 
 /* One line on stderr: "evalprof: ...". */
 static void
@@ -212,47 +210,6 @@ evp_parse_events(const char *spec, uint64_t *kinds)
 
 /* ---- start-up ---------------------------------------------------------- */
 
-/*
- * Claim PATH for this process with an exclusive flock(); when another
- * live process holds it, claim PATH.<pid>.  Returns the path to write
- * (malloc'ed) with evp.lock_fd set, or NULL after reporting why.
- */
-static char *
-evp_claim_path(const char *path)
-{
-    char *mine = strdup(path);
-    if (mine == NULL) {
-        return NULL;
-    }
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = open(mine, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            evp_say("cannot write trace %s: %s; tracing is off", mine,
-                    strerror(errno));
-            free(mine);
-            return NULL;
-        }
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-            evp.lock_fd = fd;
-            return mine;
-        }
-        close(fd);
-        if (attempt == 0) {
-            size_t n = strlen(path) + 32;
-            char *alt = malloc(n);
-            if (alt == NULL) {
-                break;
-            }
-            snprintf(alt, n, "%s.%ld", path, (long)getpid());
-            free(mine);
-            mine = alt;
-        }
-    }
-    evp_say("cannot lock trace %s: %s; tracing is off", mine, strerror(errno));
-    free(mine);
-    return NULL;
-}
-
 /* Names and base instructions of every opcode this interpreter has. */
 static void
 evp_register_opcodes(void)
@@ -318,7 +275,7 @@ evp_add_meta(void)
 
 /*
  * In a forked child: the recorder either stopped (the default) or goes on
- * into PATH.<pid> (EVALPROF_FORK=follow).  Drop our copy of the lock.
+ * into PATH.<pid> (EVALPROF_FORK=follow; its own fork handler ran first).
  */
 static void
 evp_after_fork_child(void)
@@ -326,18 +283,12 @@ evp_after_fork_child(void)
     if (!evp.active) {
         return;
     }
-    if (evp.lock_fd >= 0) {
-        close(evp.lock_fd);
-        evp.lock_fd = -1;
-    }
     if (!evp_rec_is_open()) {
         evp.active = 0;
         return;
     }
-    size_t n = strlen(evp.path) + 32;
-    char *p = malloc(n);
+    char *p = strdup(evp_rec_path());
     if (p != NULL) {
-        snprintf(p, n, "%s.%ld", evp.path, (long)getpid());
         free(evp.path);
         evp.path = p;
     }
@@ -361,13 +312,9 @@ evp_start(const char *path, const char *events)
     if (evp_parse_events(events, &kinds) < 0) {
         return;
     }
-    char *mine = evp_claim_path(path);
-    if (mine == NULL) {
-        return;
-    }
     const char *fork_mode = getenv("EVALPROF_FORK");
     struct evp_rec_config cfg = {
-        .path = mine,
+        .path = path,
         .producer = EVP_PRODUCER_INSTRUMENTED,
         .can_emit = EVP_KINDS_CLASSIC,
         .enabled = kinds,
@@ -379,14 +326,17 @@ evp_start(const char *path, const char *events)
     };
     int rc = evp_rec_open(&cfg);
     if (rc < 0) {
-        evp_say("cannot write trace %s: %s; tracing is off", mine,
-                strerror(-rc));
-        close(evp.lock_fd);
-        evp.lock_fd = -1;
-        free(mine);
+        evp_say("cannot write trace %s: %s; tracing is off", path,
+                rc == -EINVAL
+                    ? "not a regular file (a FIFO, a socket or a device)"
+                    : strerror(-rc));
         return;
     }
-    evp.path = mine;
+    evp.path = strdup(evp_rec_path());
+    if (evp.path != NULL && strcmp(evp.path, path) != 0) {
+        evp_say("%s is being written by another process: this one writes %s",
+                path, evp.path);
+    }
     evp.events = strdup(events);
     evp.kinds = kinds;
     evp.pid = getpid();
@@ -607,7 +557,17 @@ evp_close_and_report(void)
     int rc = evp_rec_close();
     struct evp_rec_stats st;
     evp_rec_get_stats(&st);
-    if (rc < 0 && rc != -ENOTCONN) {
+    if (rc == -ENOENT) {
+        evp_say("trace %s was removed or replaced while recording: the %llu "
+                "events written to it are lost",
+                evp.path, (unsigned long long)st.events);
+    }
+    else if (rc < 0 && rc != -ENOTCONN && st.end_error) {
+        evp_say("trace %s is incomplete: %s (%llu events lost, and the end "
+                "record that counts them could not be written)",
+                evp.path, strerror(-rc), (unsigned long long)st.dropped);
+    }
+    else if (rc < 0 && rc != -ENOTCONN) {
         evp_say("trace %s is incomplete: %s (%llu events lost)", evp.path,
                 strerror(-rc), (unsigned long long)st.dropped);
     }
@@ -626,10 +586,6 @@ _PyEvalprof_Fini(void)
     if (evp_rec_is_open()) {
         evp_rec_event(EVP_EV_FINI, 0);
         evp_close_and_report();
-    }
-    if (evp.lock_fd >= 0) {
-        close(evp.lock_fd);
-        evp.lock_fd = -1;
     }
     evp.active = 0;
 }

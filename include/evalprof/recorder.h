@@ -19,6 +19,11 @@
  * Nothing here aborts the traced program: functions return 0 or a negative
  * errno, a write error stops writing and counts what was dropped, and the
  * trace says so.
+ *
+ * One file, one writer: the session holds an exclusive flock() on its
+ * file, so a second process given the same path (a second `record`, a
+ * child started with the same EVALPROF) writes PATH.<pid> instead, says
+ * so on stderr, and neither truncates nor interleaves with the first.
  */
 #ifndef EVALPROF_RECORDER_H
 #define EVALPROF_RECORDER_H
@@ -40,7 +45,7 @@ extern "C" {
 #define EVP_REC_QUIET 0x8u       /* no warnings on stderr */
 
 struct evp_rec_config {
-    const char *path;       /* trace file to create (truncated); required */
+    const char *path;       /* trace file (evp_rec_open); required */
     const char *producer;   /* EVP_PRODUCER_* (events.h); required */
     uint64_t can_emit;      /* kinds this producer is able to emit */
     uint64_t enabled;       /* kinds to record now (0 means all of can_emit) */
@@ -50,13 +55,25 @@ struct evp_rec_config {
 };
 
 /*
- * Start a session writing cfg->path.  Creates the file, writes its header
- * and metadata (pid, executable, argv from /proc, clocks), measures the
- * per-event cost and starts the writer thread.  Returns 0, -EBUSY when a
- * session is already open, -EINVAL for a bad config, or the -errno of
- * creating the file (nothing is recorded then).
+ * Start a session writing cfg->path.  Creates the file (a symbolic link
+ * is written through), locks it, truncates it and writes its header and
+ * metadata (pid, executable, argv from /proc, clocks), measures the
+ * per-event cost and starts the writer thread.  When another live
+ * process holds the lock on cfg->path, the session writes
+ * cfg->path.<pid> instead and says so on stderr (unless EVP_REC_QUIET);
+ * evp_rec_path() names the file.  Only a regular file or /dev/null is
+ * written (a FIFO would block the program before it starts).  Returns 0,
+ * -EBUSY when a session is already open (or both names are locked),
+ * -EINVAL for a bad config or a FIFO, socket or device, -EISDIR, or the
+ * -errno of creating the file (nothing is recorded then).
  */
 int evp_rec_open(const struct evp_rec_config *cfg);
+
+/* The file the current (or last) session writes: cfg->path, or
+ * cfg->path.<pid> (another process was writing that one, or this is a
+ * forked child).  NULL before the first session; valid until the next
+ * evp_rec_open. */
+const char *evp_rec_path(void);
 
 /* True (non-zero) while a session is open in this process. */
 int evp_rec_is_open(void);
@@ -98,7 +115,12 @@ uint32_t evp_rec_func(const char *qualname, const char *file,
 int evp_rec_thread_attach(const char *name);
 void evp_rec_thread_detach(void);
 
-/* Hand this thread's records to the writer now.  Returns 0 or -errno. */
+/*
+ * Write what this thread has recorded (and every other thread, in the
+ * same writer round) to the file before returning: waits for one round
+ * of the writer thread, a few microseconds to a few milliseconds.
+ * Returns 0, -ENOTCONN without a session, or the first write error.
+ */
 int evp_rec_flush(void);
 
 /*
@@ -112,8 +134,13 @@ int evp_rec_writer_resume(void);
 /*
  * End the session: stop recording, write every thread's records, the end
  * record (final clock calibration, dropped counts) and close the file.
- * Returns 0, -ENOTCONN without a session, or the first write error seen
- * (the file then holds everything written before it).
+ * After a write error the chunk it cut short is removed and the end
+ * record still tried, so that the trace counts every event it lacks;
+ * when even that fails, or when the path no longer names the file
+ * written (removed, its directory deleted, or replaced while recording),
+ * one line on stderr says so (unless EVP_REC_QUIET).  Returns 0,
+ * -ENOTCONN without a session, the first write error seen (the file then
+ * holds everything written before it), or -ENOENT for a file gone.
  */
 int evp_rec_close(void);
 
@@ -124,6 +151,7 @@ struct evp_rec_stats {
     uint64_t chunks;      /* chunks written */
     double event_cost_ns; /* measured cost of one event */
     int error;            /* first write error (negative errno) or 0 */
+    int end_error;        /* the end record's write error, or 0 */
 };
 
 /* Figures of the current (or last closed) session. */

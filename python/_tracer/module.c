@@ -3,7 +3,8 @@
  *
  *   start(path, ops=True, threads=False, follow_fork=True, opcodes=(),
  *         meta=None, buffer_events=0, quiet=False, ignore_prefix=None)
- *   stop() -> dict of figures (events, dropped, bytes, chunks, error)
+ *   stop() -> dict of figures (events, dropped, bytes, chunks, error,
+ *             end_error, path: the file written, PATH or PATH.<pid>)
  *   active() -> bool
  *   thread_name(name)  name the calling thread's stream
  *
@@ -249,6 +250,17 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
                             "evalprof: a recording is already open in this "
                             "process");
         }
+        else if (rc == -EINVAL) {
+            /* A FIFO, a socket or a device: EINVAL's own words would
+             * not say what is wrong with PATH. */
+            PyObject *e = PyObject_CallFunction(
+                PyExc_OSError, "iss", EINVAL,
+                "not a regular file (a FIFO, a socket or a device)", path);
+            if (e != NULL) {
+                PyErr_SetObject(PyExc_OSError, e);
+                Py_DECREF(e);
+            }
+        }
         else {
             errno = -rc;
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
@@ -315,11 +327,13 @@ stats_dict(int rc)
 {
     struct evp_rec_stats st;
     evp_rec_get_stats(&st);
+    const char *path = evp_rec_path();
     return Py_BuildValue(
-        "{sKsKsKsKsdsi}", "events", (unsigned long long)st.events, "dropped",
-        (unsigned long long)st.dropped, "bytes", (unsigned long long)st.bytes,
-        "chunks", (unsigned long long)st.chunks, "event_cost_ns",
-        st.event_cost_ns, "error", rc < 0 ? -rc : 0);
+        "{sKsKsKsKsdsisisz}", "events", (unsigned long long)st.events,
+        "dropped", (unsigned long long)st.dropped, "bytes",
+        (unsigned long long)st.bytes, "chunks", (unsigned long long)st.chunks,
+        "event_cost_ns", st.event_cost_ns, "error", rc < 0 ? -rc : 0,
+        "end_error", -st.end_error, "path", path);
 }
 
 static PyObject *

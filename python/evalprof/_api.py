@@ -15,6 +15,7 @@ events a trace must survive:
 evalprof's own frames are left out of the trace.
 """
 import atexit
+import errno
 import os
 import platform
 import sys
@@ -423,7 +424,7 @@ def stop():
 
 def _stop_locked():
     stats = _tracer_module().stop()
-    stats["path"] = _current_path(_state["path"])
+    stats["path"] = stats.get("path") or _current_path(_state["path"])
     if not _state["quiet"]:
         _report(stats)
     return stats
@@ -440,6 +441,8 @@ def _current_path(path):
 
 
 def _report(stats):
+    if stats.get("error") == errno.ENOENT:
+        return  # the file is gone: the recorder has said so
     size = stats.get("bytes", 0)
     if size >= 10 * 1024 * 1024:
         human = "%.1f MB" % (size / 1e6)

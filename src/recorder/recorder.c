@@ -17,6 +17,12 @@
  * queued later is written exactly once.  Chunks of one stream are written
  * in order and numbered.
  *
+ * The file is the session's alone: it is locked (flock) before it is
+ * truncated, and a second process given the same path writes PATH.<pid>.
+ * After a write error nothing more is written but the end record, once
+ * the chunk the error cut short is cut off, so that the dropped counts
+ * reach the reader whatever failed first.
+ *
  * Thread structs are never freed: a thread's TLS pointer may outlive a
  * session.  A struct whose thread has exited is reused by a new thread,
  * and a struct from an earlier session is re-attached on its next event.
@@ -30,12 +36,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "evalprof/format.h"
+#include "itab.h"
 
 __thread struct evp_rec_thread *evp_rec_tls_
     __attribute__((tls_model("initial-exec")));
@@ -89,12 +100,15 @@ enum state { CLOSED, OPENING, OPEN, CLOSING };
 
 static struct {
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* writer: work to do */
-    pthread_cond_t room; /* threads: a buffer came back */
+    pthread_cond_t wake;    /* writer: work to do */
+    pthread_cond_t room;    /* threads: a buffer came back */
+    pthread_cond_t flushed; /* evp_rec_flush: a writer round ended */
     enum state state;
     uint64_t gen;
     int fd;
-    char *path;
+    char *path;    /* the file written (PATH, or PATH.<pid>) */
+    char *abspath; /* the same from the root: the program may chdir() */
+    uint64_t rounds_begun, rounds_done, flush_want; /* writer rounds */
     struct evp_rec_config cfg;
     pthread_t writer;
     int writer_running;
@@ -116,6 +130,7 @@ static struct {
     /* figures */
     uint64_t events, dropped, bytes, chunks, backwards;
     int error;
+    int end_error; /* the end record could not be written (-errno) */
     double hz;
     double event_cost_ticks;
     uint8_t *encode_buf;
@@ -124,6 +139,7 @@ static struct {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
     .room = PTHREAD_COND_INITIALIZER,
+    .flushed = PTHREAD_COND_INITIALIZER,
     .fd = -1,
 };
 
@@ -170,6 +186,21 @@ static int write_all(int fd, const struct iovec *iov, int n)
 
 static int open_deferred(void);
 
+/* Write one chunk at the end of the file: 0 or -errno.  S.bytes counts
+ * whole chunks only: a chunk that failed half-way lies beyond it. */
+static int put_chunk(unsigned type, const uint8_t *payload, size_t len)
+{
+    uint8_t h[EVP_CHUNK_HEADER_SIZE];
+    evp_chunk_header(h, type, 0, payload, (uint32_t)len);
+    struct iovec iov[2] = {{h, sizeof h}, {(void *)payload, len}};
+    int rc = write_all(S.fd, iov, 2);
+    if (rc < 0)
+        return rc;
+    S.bytes += sizeof h + len;
+    S.chunks++;
+    return 0;
+}
+
 /* Write one chunk; after the first error nothing more is written. */
 static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
@@ -184,20 +215,14 @@ static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
             return rc;
         }
     }
-    uint8_t h[EVP_CHUNK_HEADER_SIZE];
-    evp_chunk_header(h, type, 0, payload, (uint32_t)len);
-    struct iovec iov[2] = {{h, sizeof h}, {(void *)payload, len}};
-    int rc = write_all(S.fd, iov, 2);
+    int rc = put_chunk(type, payload, len);
     if (rc < 0) {
         S.error = rc;
         warn("%s: write failed (%s); recording stopped, what was written "
              "before stays readable",
              S.path, -rc);
-        return rc;
     }
-    S.bytes += sizeof h + len;
-    S.chunks++;
-    return 0;
+    return rc;
 }
 
 /* ---- pending small chunks -------------------------------------------- */
@@ -379,10 +404,6 @@ struct snap {
     uint32_t upto;
 };
 
-/*
- * One round: pending chunks, queued buffers, then the new records of live
- * buffers.  Caller holds S.mu; it is released while writing.
- */
 /* Any records not yet written?  (Caller holds S.mu.) */
 static int records_waiting(void)
 {
@@ -400,12 +421,26 @@ static int records_waiting(void)
     return 0;
 }
 
+/* Round ROUND is over: wake evp_rec_flush (caller holds S.mu). */
+static void round_done(uint64_t round)
+{
+    S.rounds_done = round;
+    pthread_cond_broadcast(&S.flushed);
+}
+
+/*
+ * One round: pending chunks, queued buffers, then the new records of live
+ * buffers.  Caller holds S.mu; it is released while writing.
+ */
 static void writer_round(int force)
 {
+    uint64_t round = ++S.rounds_begun;
     /* A file not created yet waits for records: a forked child that
      * only execs must leave nothing behind (close forces the write). */
-    if (!force && S.deferred && S.fd < 0 && !records_waiting())
+    if (!force && S.deferred && S.fd < 0 && !records_waiting()) {
+        round_done(round);
         return;
+    }
     if (S.nfuncs > S.funcs_queued) {
         /* Before any events that may name them. */
         struct pending *f = funcs_chunk(S.funcs_queued, S.nfuncs);
@@ -455,6 +490,7 @@ static void writer_round(int force)
         }
         pthread_cond_broadcast(&S.room);
     }
+    round_done(round);
 }
 
 static pid_t writer_tid; /* the kernel's id of the writer thread */
@@ -468,7 +504,7 @@ static void *writer_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     pthread_mutex_lock(&S.mu);
     while (!S.writer_stop) {
-        if (!S.queue_head) {
+        if (!S.queue_head && S.flush_want <= S.rounds_done) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             uint64_t ns =
@@ -760,14 +796,9 @@ static int meta_remember(const char *key, const char *value)
             return 0;
         }
     }
-    if (S.nmeta + 2 > S.meta_cap) {
-        size_t cap = S.meta_cap ? 2 * S.meta_cap : 32;
-        char **m = realloc(S.meta, cap * sizeof *m);
-        if (!m)
-            return -ENOMEM;
-        S.meta = m;
-        S.meta_cap = cap;
-    }
+    if (evp_grow((void **)&S.meta, &S.meta_cap, S.nmeta + 2, sizeof *S.meta,
+                 32) < 0)
+        return -ENOMEM;
     char *k = strdup(key), *v = strdup(value);
     if (!k || !v) {
         free(k);
@@ -838,14 +869,9 @@ uint32_t evp_rec_func(const char *qualname, const char *file,
     pthread_mutex_lock(&S.mu);
     if (S.state != OPEN && S.state != OPENING)
         goto out;
-    if (S.nfuncs == S.funcs_cap) {
-        size_t cap = S.funcs_cap ? 2 * S.funcs_cap : 256;
-        struct func *f = realloc(S.funcs, cap * sizeof *f);
-        if (!f)
-            goto out;
-        S.funcs = f;
-        S.funcs_cap = cap;
-    }
+    if (evp_grow((void **)&S.funcs, &S.funcs_cap, S.nfuncs + 1, sizeof *S.funcs,
+                 256) < 0)
+        goto out;
     struct func *f = &S.funcs[S.nfuncs];
     f->name = strdup(qualname ? qualname : "?");
     f->file = strdup(file ? file : "");
@@ -979,6 +1005,7 @@ static void fork_child(void)
     pthread_mutex_init(&S.mu, NULL);
     pthread_cond_init(&S.wake, NULL);
     pthread_cond_init(&S.room, NULL);
+    pthread_cond_init(&S.flushed, NULL);
     S.writer_running = 0;
     if (S.state != OPEN) {
         S.state = CLOSED;
@@ -1070,12 +1097,123 @@ static int file_begin(void)
     return rc;
 }
 
+static int is_dev_null(const struct stat *st)
+{
+    return S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3);
+}
+
+/*
+ * Open PATH for a session: created when missing, refused unless it is a
+ * regular file or /dev/null (-EISDIR, -EINVAL: a FIFO would block the
+ * program, a device is not a trace), locked with an exclusive flock()
+ * held until the session ends and only then truncated, so that a second
+ * process given the same path neither truncates nor interleaves with the
+ * first one's trace: it gets -EWOULDBLOCK.  Returns the descriptor or a
+ * negative errno.
+ */
+static int open_locked(const char *path)
+{
+    struct stat st, now;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !is_dev_null(&st))
+        return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    for (int tries = 0; tries < 8; tries++) {
+        /* O_NONBLOCK: a FIFO made since the check must not block. */
+        int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return errno == ENXIO ? -EINVAL : -errno;
+        int rc = fstat(fd, &st) == 0 ? 0 : -errno;
+        if (rc == 0 && !S_ISREG(st.st_mode))
+            rc = is_dev_null(&st) ? 1 : S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+        if (rc == 0 && flock(fd, LOCK_EX | LOCK_NB) != 0)
+            rc = errno == EWOULDBLOCK ? -EWOULDBLOCK : -errno;
+        /* Locked, but still the file PATH names?  Not when it was
+         * removed or replaced between the open and the lock. */
+        if (rc == 0 && (stat(path, &now) != 0 || now.st_dev != st.st_dev ||
+                        now.st_ino != st.st_ino)) {
+            close(fd);
+            continue;
+        }
+        if (rc == 0 && ftruncate(fd, 0) != 0)
+            rc = -errno;
+        if (rc < 0) {
+            close(fd);
+            return rc;
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        return fd;
+    }
+    return -EAGAIN;
+}
+
+/* PATH from the root, for the check at close (malloc'ed, or NULL). */
+static char *absolute(const char *path)
+{
+    char cwd[PATH_MAX];
+    if (path[0] == '/' || !getcwd(cwd, sizeof cwd))
+        return strdup(path);
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *a = malloc(n);
+    if (a)
+        snprintf(a, n, "%s/%s", cwd, path);
+    return a;
+}
+
+/* Make PATH the session's file name (S.path, S.abspath): 0 or -ENOMEM. */
+static int set_path(const char *path)
+{
+    char *p = strdup(path), *a = absolute(path);
+    if (!p || !a) {
+        free(p);
+        free(a);
+        return -ENOMEM;
+    }
+    free(S.path);
+    free(S.abspath);
+    S.path = p;
+    S.abspath = a;
+    return 0;
+}
+
+/*
+ * Open the session's file: PATH, or PATH.<pid> when another live process
+ * is writing PATH (said in one line).  Sets S.path; returns the
+ * descriptor or a negative errno.
+ */
+static int claim(const char *path)
+{
+    int fd = open_locked(path);
+    if (fd != -EWOULDBLOCK) {
+        if (fd >= 0 && set_path(path) < 0) {
+            close(fd);
+            return -ENOMEM;
+        }
+        return fd;
+    }
+    size_t n = strlen(path) + 24;
+    char *alt = malloc(n);
+    if (!alt)
+        return -ENOMEM;
+    snprintf(alt, n, "%s.%ld", path, (long)getpid());
+    fd = open_locked(alt);
+    if (fd >= 0 && set_path(alt) < 0) {
+        close(fd);
+        fd = -ENOMEM;
+    }
+    if (fd >= 0 && !(S.cfg.flags & EVP_REC_QUIET))
+        fprintf(stderr,
+                "evalprof: %s is being written by another process: this "
+                "one writes %s\n",
+                path, alt);
+    free(alt);
+    return fd == -EWOULDBLOCK ? -EBUSY : fd;
+}
+
 /* Create S.path and write its beginning (writer thread, first write). */
 static int open_deferred(void)
 {
-    int fd = open(S.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open_locked(S.path);
     if (fd < 0)
-        return -errno;
+        return fd;
     S.fd = fd;
     S.deferred = 0;
     int rc = file_begin();
@@ -1094,14 +1232,11 @@ static int open_deferred(void)
  */
 static int start_file(const char *path, int deferred)
 {
-    char *p = strdup(path);
-    if (!p)
+    if (deferred && set_path(path) < 0)
         return -ENOMEM;
-    free(S.path);
-    S.path = p;
     S.fd = -1;
     S.deferred = deferred;
-    S.error = 0;
+    S.error = S.end_error = 0;
     S.events = S.dropped = S.bytes = S.chunks = S.backwards = 0;
     S.next_stream = 0;
     char pidv[24];
@@ -1111,22 +1246,17 @@ static int start_file(const char *path, int deferred)
 
     int rc = 0;
     if (!deferred) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = claim(path);
         if (fd < 0)
-            return -errno;
+            return fd;
         S.fd = fd;
         if ((rc = file_begin()) < 0)
             goto fail;
     }
     size_t need = evp_events_bound(S.cfg.buffer_events);
-    if (need > S.encode_cap) {
-        uint8_t *e = realloc(S.encode_buf, need);
-        if (!e) {
-            rc = -ENOMEM;
-            goto fail;
-        }
-        S.encode_buf = e;
-        S.encode_cap = need;
+    if (evp_grow((void **)&S.encode_buf, &S.encode_cap, need, 1, need) < 0) {
+        rc = -ENOMEM;
+        goto fail;
     }
     pthread_mutex_lock(&S.mu);
     rc = writer_start();
@@ -1231,15 +1361,19 @@ void evp_rec_set_enabled(uint64_t kinds)
 
 int evp_rec_flush(void)
 {
-    struct thread *t = (struct thread *)evp_rec_tls_;
     pthread_mutex_lock(&S.mu);
     if (S.state != OPEN) {
         pthread_mutex_unlock(&S.mu);
         return -ENOTCONN;
     }
-    /* Records below pos are written by the next writer round. */
-    (void)t;
+    /* A round that begins after this point sees every record stored
+     * before it, this thread's among them: wait for one to end. */
+    uint64_t want = S.rounds_begun + 1;
+    if (S.flush_want < want)
+        S.flush_want = want;
     pthread_cond_signal(&S.wake);
+    while (S.rounds_done < want && S.state == OPEN && S.writer_running)
+        pthread_cond_wait(&S.flushed, &S.mu);
     int rc = S.error;
     pthread_mutex_unlock(&S.mu);
     return rc;
@@ -1270,7 +1404,68 @@ static void write_end(void)
         k += evp_varint_put(buf + k, t->dropped_total);
         n--;
     }
-    write_chunk(EVP_CHUNK_END, buf, k);
+    if (!S.error) {
+        if (write_chunk(EVP_CHUNK_END, buf, k) < 0)
+            S.end_error = S.error;
+        return;
+    }
+    /* Recording stopped at a write error, maybe half-way through a chunk:
+     * cut that off, so that the file ends with its last whole chunk, and
+     * try the end record anyway.  Far smaller than the chunk that failed,
+     * it often fits, and it is what tells a reader how many events were
+     * dropped.  Not past a file-size limit: the signal could kill the
+     * program. */
+    struct rlimit rl;
+    int rc = S.fd < 0 ? S.error : 0;
+    if (rc == 0 && getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
+        rl.rlim_cur != RLIM_INFINITY &&
+        S.bytes + EVP_CHUNK_HEADER_SIZE + k > (uint64_t)rl.rlim_cur)
+        rc = -EFBIG;
+    if (rc == 0 && lseek(S.fd, (off_t)S.bytes, SEEK_SET) < 0)
+        rc = -errno;
+    if (rc == 0) {
+        if (ftruncate(S.fd, (off_t)S.bytes) != 0 && errno != EINVAL)
+            rc = -errno; /* EINVAL: /dev/null */
+        else
+            rc = put_chunk(EVP_CHUNK_END, buf, k);
+    }
+    S.end_error = rc;
+}
+
+/* Does the session's path still name the file written?  Not when it
+ * was removed (its directory with it) or replaced while recording. */
+static int path_holds_trace(void)
+{
+    struct stat a, b;
+    if (S.fd < 0 || !S.abspath || fstat(S.fd, &a) != 0 || !S_ISREG(a.st_mode))
+        return 1;
+    return stat(S.abspath, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* One line on what the closed session lost, if anything. */
+static void report_losses(int gone)
+{
+    if (S.cfg.flags & EVP_REC_QUIET)
+        return;
+    if (gone)
+        fprintf(stderr,
+                "evalprof: %s: the trace file was removed or replaced "
+                "while recording: the %llu events written to it are lost\n",
+                S.path, (unsigned long long)S.events);
+    else if (S.end_error && S.dropped)
+        fprintf(stderr,
+                "evalprof: %s: %llu events could not be written, nor the "
+                "end record that counts them (%s)\n",
+                S.path, (unsigned long long)S.dropped, strerror(-S.end_error));
+    else if (S.end_error)
+        fprintf(stderr,
+                "evalprof: %s: the end record could not be written (%s): "
+                "the trace ends without it\n",
+                S.path, strerror(-S.end_error));
+    else if (S.dropped)
+        fprintf(stderr, "evalprof: %s: %llu events could not be written\n",
+                S.path, (unsigned long long)S.dropped);
 }
 
 int evp_rec_close(void)
@@ -1289,6 +1484,7 @@ int evp_rec_close(void)
     S.writer_stop = 1;
     pthread_cond_broadcast(&S.wake);
     pthread_cond_broadcast(&S.room);
+    pthread_cond_broadcast(&S.flushed);
     int running = S.writer_running;
     pthread_mutex_unlock(&S.mu);
     if (running)
@@ -1298,18 +1494,24 @@ int evp_rec_close(void)
     S.writer_running = 0;
     writer_round(1); /* whatever the writer had not taken yet */
     write_end();
+    int gone = !path_holds_trace();
     if (S.fd >= 0 && close(S.fd) < 0 && !S.error)
         S.error = -errno;
+    if (gone && !S.error)
+        S.error = -ENOENT;
     S.fd = -1;
     S.deferred = 0;
-    if (S.dropped && !(S.cfg.flags & EVP_REC_QUIET))
-        fprintf(stderr, "evalprof: %s: %llu events could not be written\n",
-                S.path, (unsigned long long)S.dropped);
+    report_losses(gone);
     S.state = CLOSED;
     S.gen++;
     int rc = S.error;
     pthread_mutex_unlock(&S.mu);
     return rc;
+}
+
+const char *evp_rec_path(void)
+{
+    return S.path;
 }
 
 void evp_rec_get_stats(struct evp_rec_stats *st)
@@ -1321,5 +1523,6 @@ void evp_rec_get_stats(struct evp_rec_stats *st)
     st->chunks = S.chunks;
     st->event_cost_ns = S.hz > 0 ? S.event_cost_ticks * 1e9 / S.hz : 0;
     st->error = S.error;
+    st->end_error = S.end_error;
     pthread_mutex_unlock(&S.mu);
 }

@@ -2,7 +2,9 @@
  * Unit tests of the recorder (src/recorder/recorder.c), checked through
  * the reader: what was recorded is what is read back, from one thread and
  * many, through buffer hand-offs, across sessions, in a forked child, in
- * a killed process and after a write error.
+ * a killed process and after a write error (the end record still counting
+ * what is missing); two processes given one path, a path removed while
+ * recording, a flush that is on disk when it returns.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -331,10 +335,239 @@ static void test_open_errors(void **state)
     assert_int_equal(evp_rec_open(&cfg), -EINVAL);
     assert_int_equal(evp_rec_meta("k", "v"), -ENOTCONN);
     assert_int_equal(evp_rec_close(), -ENOTCONN);
-    /* /dev/full: the header cannot be written. */
+    /* Not a regular file: refused, a FIFO without blocking. */
     cfg = config("/dev/full");
-    assert_int_equal(evp_rec_open(&cfg), -ENOSPC);
+    assert_int_equal(evp_rec_open(&cfg), -EINVAL);
     assert_false(evp_rec_is_open());
+    char fifo[128];
+    scratch_path(fifo, sizeof fifo, "fifo.evp");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    cfg = config(fifo);
+    assert_int_equal(evp_rec_open(&cfg), -EINVAL);
+    cfg = config(tmpdir);
+    assert_int_equal(evp_rec_open(&cfg), -EISDIR);
+    /* /dev/null is written, to measure without a disk. */
+    struct stat st;
+    if (stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode)) {
+        cfg = config("/dev/null");
+        assert_int_equal(evp_rec_open(&cfg), 0);
+        evp_rec_op(1, 1);
+        assert_int_equal(evp_rec_close(), 0);
+        assert_int_equal(stat("/dev/null", &st), 0);
+        assert_true(S_ISCHR(st.st_mode));
+    }
+    /* The header cannot be written: a file-size limit of 8 bytes. */
+    char tiny[128];
+    scratch_path(tiny, sizeof tiny, "tiny.evp");
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {8, 8};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        cfg = config(tiny);
+        _exit(evp_rec_open(&cfg) == -EFBIG && !evp_rec_is_open() ? 0 : 4);
+    }
+    int ws;
+    waitpid(pid, &ws, 0);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+}
+
+/* Send stderr to PATH until stderr_back(); returns the saved stderr. */
+static int stderr_to(const char *path)
+{
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    return saved;
+}
+
+static void stderr_back(int saved)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[4096];
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Events of kind OP with AUX, numbered 0.. in their arg, and nothing
+ * else: what one writer recorded, whole and in order. */
+static void assert_ops(const char *path, unsigned aux, size_t n, pid_t pid)
+{
+    struct evp_trace *t = open_trace(path);
+    assert_int_equal(quiet_warn_count, 0);
+    assert_int_equal(evp_trace_info(t)->pid, pid);
+    struct collect c;
+    collect(t, &c);
+    assert_int_equal(c.n, n);
+    for (size_t i = 0; i < c.n; i++) {
+        assert_int_equal(c.ev[i].aux, aux);
+        assert_int_equal(c.ev[i].arg, i);
+    }
+    free(c.ev);
+    evp_trace_close(t);
+}
+
+static void test_two_writers_one_path(void **state)
+{
+    (void)state;
+    char path[128], alt[160], errp[128];
+    scratch_path(path, sizeof path, "shared.evp");
+    scratch_path(errp, sizeof errp, "shared.err");
+    int ready[2], go[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The first writer: records before and after the second starts. */
+        struct evp_rec_config cfg = config(path);
+        char c;
+        if (evp_rec_open(&cfg) < 0)
+            _exit(3);
+        for (int i = 0; i < 1000; i++)
+            evp_rec_op(1, (uint32_t)i);
+        evp_rec_flush();
+        if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+            _exit(5);
+        for (int i = 1000; i < 2000; i++)
+            evp_rec_op(1, (uint32_t)i);
+        _exit(evp_rec_close() == 0 && strcmp(evp_rec_path(), path) == 0 ? 0
+                                                                        : 4);
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    /* The second writer, while the first records: a file of its own. */
+    struct evp_rec_config cfg = config(path);
+    cfg.flags &= ~EVP_REC_QUIET;
+    int saved = stderr_to(errp);
+    int rc = evp_rec_open(&cfg);
+    stderr_back(saved);
+    assert_int_equal(rc, 0);
+    snprintf(alt, sizeof alt, "%s.%d", path, (int)getpid());
+    assert_string_equal(evp_rec_path(), alt);
+    char want[512];
+    snprintf(want, sizeof want,
+             "evalprof: %s is being written by another process: this one "
+             "writes %s\n",
+             path, alt);
+    assert_string_equal(slurp(errp), want);
+    for (int i = 0; i < 500; i++)
+        evp_rec_op(2, (uint32_t)i);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    for (int i = 500; i < 1000; i++)
+        evp_rec_op(2, (uint32_t)i);
+    assert_int_equal(evp_rec_close(), 0);
+    int ws;
+    waitpid(pid, &ws, 0);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    /* Neither trace holds the other's events, nor lost its own. */
+    assert_ops(path, 1, 2000, pid);
+    assert_ops(alt, 2, 1000, getpid());
+
+    /* Once the first writer is done, the path is free again. */
+    cfg = config(path);
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    assert_string_equal(evp_rec_path(), path);
+    evp_rec_op(3, 0);
+    assert_int_equal(evp_rec_close(), 0);
+    assert_ops(path, 3, 1, getpid());
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+}
+
+static void test_path_removed_while_recording(void **state)
+{
+    (void)state;
+    char dir[128], path[160], errp[128];
+    scratch_path(dir, sizeof dir, "doomed");
+    scratch_path(errp, sizeof errp, "doomed.err");
+    snprintf(path, sizeof path, "%s/x.evp", dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    struct evp_rec_config cfg = config(path);
+    cfg.flags &= ~EVP_REC_QUIET;
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    for (int i = 0; i < 100; i++)
+        evp_rec_op(1, (uint32_t)i);
+    assert_int_equal(evp_rec_flush(), 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+    int saved = stderr_to(errp);
+    int rc = evp_rec_close();
+    stderr_back(saved);
+    assert_int_equal(rc, -ENOENT);
+    struct evp_rec_stats st;
+    evp_rec_get_stats(&st);
+    assert_int_equal(st.error, -ENOENT);
+    char want[512];
+    snprintf(want, sizeof want,
+             "evalprof: %s: the trace file was removed or replaced while "
+             "recording: the %llu events written to it are lost\n",
+             path, (unsigned long long)st.events);
+    assert_string_equal(slurp(errp), want);
+
+    /* Replaced: another file renamed over it. */
+    char other[128];
+    scratch_path(path, sizeof path, "replaced.evp");
+    scratch_path(other, sizeof other, "other.txt");
+    cfg = config(path);
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    evp_rec_op(1, 1);
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(rename(other, path), 0);
+    assert_int_equal(evp_rec_close(), -ENOENT);
+
+    /* A relative path stays right when the program changes directory. */
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(tmpdir), 0);
+    cfg = config("relative.evp");
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    evp_rec_op(4, 0);
+    assert_int_equal(chdir("/"), 0);
+    rc = evp_rec_close();
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc, 0);
+    scratch_path(path, sizeof path, "relative.evp");
+    assert_ops(path, 4, 1, getpid());
+}
+
+static void test_flush_writes_now(void **state)
+{
+    (void)state;
+    char path[128];
+    scratch_path(path, sizeof path, "flush.evp");
+    struct evp_rec_config cfg = config(path);
+    cfg.flush_ms = 60000; /* no periodic flush during the test */
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    for (int i = 0; i < 100; i++)
+        evp_rec_op(5, (uint32_t)i);
+    assert_int_equal(evp_rec_flush(), 0);
+    /* On disk when flush returns: readable while still recording. */
+    struct evp_trace *t = open_trace(path);
+    struct collect c;
+    collect(t, &c);
+    assert_int_equal(c.n, 100);
+    free(c.ev);
+    evp_trace_close(t);
+    assert_int_equal(evp_rec_close(), 0);
 }
 
 static void test_fork(void **state)
@@ -458,36 +691,88 @@ static void test_killed_process_keeps_flushed_events(void **state)
     evp_trace_close(t);
 }
 
-static void test_write_error_stops_cleanly(void **state)
+/*
+ * In a child under a file-size limit of LIMIT bytes (set once the session
+ * is open when LATE), record N ops and close; returns the child's figures
+ * and the close's return code.  Its stderr goes to ERRP.
+ */
+static char lim_path[128], lim_err[128]; /* of the last record_limited() */
+
+static int record_limited(const char *name, rlim_t limit, int late,
+                          uint32_t buffer_events, int n,
+                          struct evp_rec_stats *st)
 {
-    (void)state;
-    char path[128];
-    scratch_path(path, sizeof path, "efbig.evp");
+    snprintf(lim_path, sizeof lim_path, "%s/%s.evp", tmpdir, name);
+    snprintf(lim_err, sizeof lim_err, "%s/%s.err", tmpdir, name);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
     pid_t pid = fork();
     if (pid == 0) {
         /* A file size limit makes writes fail part-way, like a full disk. */
         signal(SIGXFSZ, SIG_IGN);
-        struct rlimit rl = {64 * 1024, 64 * 1024};
-        setrlimit(RLIMIT_FSIZE, &rl);
-        struct evp_rec_config cfg = config(path);
-        cfg.buffer_events = 4096;
+        int saved = stderr_to(lim_err);
+        (void)saved;
+        struct rlimit rl = {limit, limit};
+        if (!late)
+            setrlimit(RLIMIT_FSIZE, &rl);
+        struct evp_rec_config cfg = config(lim_path);
+        cfg.flags &= ~EVP_REC_QUIET;
+        cfg.buffer_events = buffer_events;
         if (evp_rec_open(&cfg) < 0)
             _exit(3);
-        for (int i = 0; i < 200000; i++)
+        struct evp_rec_stats s;
+        evp_rec_get_stats(&s);
+        rl.rlim_cur = rl.rlim_max = s.bytes + limit;
+        if (late)
+            setrlimit(RLIMIT_FSIZE, &rl);
+        for (int i = 0; i < n; i++)
             evp_rec_op((unsigned)(i & 0xff), (uint32_t)i * 2654435761u);
         int rc = evp_rec_close();
-        struct evp_rec_stats st;
-        evp_rec_get_stats(&st);
-        _exit(rc == -EFBIG && st.dropped > 0 && st.error == -EFBIG ? 0 : 4);
+        evp_rec_get_stats(&s);
+        if (write(fds[1], &rc, sizeof rc) != sizeof rc ||
+            write(fds[1], &s, sizeof s) != sizeof s)
+            _exit(5);
+        _exit(0);
     }
+    close(fds[1]);
+    int rc = 0;
+    assert_int_equal(read(fds[0], &rc, sizeof rc), sizeof rc);
+    assert_int_equal(read(fds[0], st, sizeof *st), sizeof *st);
+    close(fds[0]);
     int ws;
     waitpid(pid, &ws, 0);
     assert_true(WIFEXITED(ws));
     assert_int_equal(WEXITSTATUS(ws), 0);
-    /* What was written before the error reads back: a prefix. */
+    return rc;
+}
+
+/* The trace at PATH, which ends with its end record counting what ST
+ * says was dropped. */
+static struct evp_trace *open_counted(const char *path,
+                                      const struct evp_rec_stats *st)
+{
     struct evp_trace *t = open_trace(path);
+    assert_int_equal(quiet_warn_count, 0);
+    assert_true(evp_trace_info(t)->has_end);
+    assert_int_equal(evp_trace_info(t)->dropped, st->dropped);
+    assert_int_equal(st->end_error, 0);
+    return t;
+}
+
+static void test_write_error_stops_cleanly(void **state)
+{
+    (void)state;
+    struct evp_rec_stats st;
+    int rc = record_limited("efbig", 64 * 1024, 0, 4096, 200000, &st);
+    assert_int_equal(rc, -EFBIG);
+    assert_int_equal(st.error, -EFBIG);
+    assert_true(st.dropped > 0);
+    /* What was written before the error reads back: a prefix, and the
+     * end record after it counts what is missing. */
+    struct evp_trace *t = open_counted(lim_path, &st);
     struct collect c;
     collect(t, &c);
+    assert_int_equal(c.n, st.events);
     assert_true(c.n > 1000 && c.n < 200000);
     for (size_t i = 0, k = 0; i < c.n; i++) {
         if (c.ev[i].kind != EVP_EV_OP)
@@ -496,6 +781,39 @@ static void test_write_error_stops_cleanly(void **state)
         k++;
     }
     free(c.ev);
+    evp_trace_close(t);
+}
+
+static void test_file_limit_below_one_chunk(void **state)
+{
+    (void)state;
+    /* 16 KiB: the beginning fits, the first chunk (65,536 records)
+     * does not. */
+    struct evp_rec_stats st;
+    int rc = record_limited("below-chunk", 16 * 1024, 0, 0, 200000, &st);
+    assert_int_equal(rc, -EFBIG);
+    assert_int_equal(st.events, 0);
+    assert_true(st.dropped >= 200000);
+    struct evp_trace *t = open_counted(lim_path, &st);
+    assert_int_equal(evp_trace_info(t)->events, 0);
+    evp_trace_close(t);
+    char want[512];
+    snprintf(want, sizeof want,
+             "evalprof: %s: %llu events could not be written\n", lim_path,
+             (unsigned long long)st.dropped);
+    assert_non_null(strstr(slurp(lim_err), want));
+
+    /* 20 bytes past the beginning: not even the end record fits. */
+    rc = record_limited("no-end", 20, 1, 0, 100000, &st);
+    assert_int_equal(rc, -EFBIG);
+    assert_int_equal(st.end_error, -EFBIG);
+    snprintf(want, sizeof want,
+             "evalprof: %s: %llu events could not be written, nor the end "
+             "record that counts them (%s)\n",
+             lim_path, (unsigned long long)st.dropped, strerror(EFBIG));
+    assert_non_null(strstr(slurp(lim_err), want));
+    t = open_trace(lim_path);
+    assert_false(evp_trace_info(t)->has_end);
     evp_trace_close(t);
 }
 
@@ -535,6 +853,10 @@ int main(void)
         cmocka_unit_test(test_fork_exec_leaves_no_file),
         cmocka_unit_test(test_killed_process_keeps_flushed_events),
         cmocka_unit_test(test_write_error_stops_cleanly),
+        cmocka_unit_test(test_file_limit_below_one_chunk),
+        cmocka_unit_test(test_two_writers_one_path),
+        cmocka_unit_test(test_path_removed_while_recording),
+        cmocka_unit_test(test_flush_writes_now),
         cmocka_unit_test(test_enabled_mask),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);

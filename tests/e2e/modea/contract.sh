@@ -3,7 +3,9 @@
 # tracing is off unless asked for; EVALPROF and -X evalprof start it;
 # event classes select kinds; sys._evalprof tells an instrumented
 # interpreter and describes the trace; child processes get their own
-# files; bad input is one line on stderr and changes nothing else.
+# files (a second writer of one path is told where it writes); bad input
+# is one line on stderr and changes nothing else; a trace removed while
+# recording, a full disk and a file-size limit are said at exit.
 #
 #   contract.sh VERSION BUILD_DIR CHECK_TRACE
 . "$(dirname "$0")/lib.sh"
@@ -78,6 +80,86 @@ print(s)' 2>"$T/err"); rc=$?
     umount "$T/tiny"
 else
     echo "note: no tmpfs mount here (not root?): disk-full check not run"
+fi
+
+# A FIFO as the trace: refused at once, never opened (it would block).
+mkfifo "$T/fifo"
+check_bad "trace path is a FIFO" EVALPROF="$T/fifo" timeout 30 "$PY"
+
+# --- one file, one writer ------------------------------------------------------------
+# A second process given the path while the first records: a file of its
+# own, said in one line; neither trace holds the other's events.
+cat > "$T/wait.py" <<'EOF'
+import os, sys, time
+open(sys.argv[1] + ".started", "w").close()
+while not os.path.exists(sys.argv[1] + ".go"):
+    sum(range(100))
+    time.sleep(0.001)
+EOF
+EVALPROF="$T/two.evp" "$PY" "$T/wait.py" "$T/a" 2>"$T/a.err" &
+apid=$!
+n=0
+while [ ! -e "$T/a.started" ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+out=$(EVALPROF="$T/two.evp" "$PY" -c 'print(6 * 7)' 2>"$T/b.err")
+touch "$T/a.go"
+wait "$apid"
+alt=$(sed -n 's/^evalprof: .* is being written by another process: this one writes //p' "$T/b.err")
+if [ "$out" = 42 ] && [ "$(wc -l < "$T/b.err")" = 1 ] && [ -n "$alt" ] &&
+   grep -q "^evalprof: $T/two.evp is being written by another process" "$T/b.err"; then
+    ok "second writer: $(cat "$T/b.err")"
+else
+    fail "second writer: out=$out stderr=$(cat "$T/b.err")"
+fi
+[ ! -s "$T/a.err" ] && ok "first writer: nothing on stderr" || fail "first writer printed: $(cat "$T/a.err")"
+if [ -n "$alt" ] && "$CHECK" "$T/two.evp" > "$T/two.out" && "$CHECK" "$alt" > "$T/alt.out" &&
+   [ "$(value "kind init" "$T/two.out")" = 1 ] && [ "$(value "kind init" "$T/alt.out")" = 1 ]; then
+    ok "two writers: both traces whole, one run each"
+else
+    fail "two writers: $(cat "$T/two.out" "$T/alt.out" 2>&1 | grep FAIL | head -n 3 | tr '\n' ' ')"
+fi
+
+# The trace's directory deleted while recording: said at exit.
+mkdir "$T/doomed"
+out=$(EVALPROF="$T/doomed/x.evp" "$PY" -c 'import shutil, sys
+shutil.rmtree(sys.argv[1])
+print(6 * 7)' "$T/doomed" 2>"$T/err"); rc=$?
+if [ "$rc" = 0 ] && [ "$out" = 42 ] && [ "$(wc -l < "$T/err")" = 1 ] &&
+   grep -q "^evalprof: trace $T/doomed/x.evp was removed or replaced while recording: the [0-9]* events written to it are lost$" "$T/err"; then
+    ok "trace removed: $(cat "$T/err")"
+else
+    fail "trace removed: rc=$rc out=$out stderr=$(cat "$T/err")"
+fi
+
+# A file-size limit below one chunk: no event fits, and the trace's end
+# record (written after the error) counts them all.
+out=$( (ulimit -f 16 && EVALPROF="$T/lim.evp" "$PY" -c '
+s = 0
+for i in range(200000): s += i
+print(s)') 2>"$T/err"); rc=$?
+if [ "$rc" = 0 ] && [ "$out" = 19999900000 ] && [ "$(wc -l < "$T/err")" = 1 ] &&
+   grep -q '^evalprof: trace .* is incomplete: File too large ([1-9][0-9]* events lost)$' "$T/err"; then
+    ok "ulimit -f 16: $(cat "$T/err")"
+else
+    fail "ulimit -f 16: rc=$rc out=$out stderr=$(cat "$T/err")"
+fi
+lost=$(sed -n 's/.*(\([0-9]*\) events lost)$/\1/p' "$T/err" | sed -e :a -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/; ta')
+"$BUILD/evalprof" info "$T/lim.evp" > "$T/lim.info" 2>"$T/lim.err"
+if [ -n "$lost" ] && [ ! -s "$T/lim.err" ] && grep -q "^dropped: *$lost events lost" "$T/lim.info"; then
+    ok "ulimit -f 16: the trace says $(grep '^dropped' "$T/lim.info")"
+else
+    fail "ulimit -f 16: info says '$(grep '^dropped' "$T/lim.info")' for $lost lost $(cat "$T/lim.err")"
+fi
+
+# A symbolic link as the trace: written through to its target, the link
+# staying (the rule of every evalprof writer).
+mkdir "$T/runs"
+: > "$T/runs/real.evp"
+ln -s "$T/runs/real.evp" "$T/link.evp"
+EVALPROF="$T/link.evp" "$PY" -c 'print(6 * 7)' > /dev/null
+if [ -L "$T/link.evp" ] && "$CHECK" "$T/runs/real.evp" > /dev/null; then
+    ok "EVALPROF=LINK: the link's target holds the trace, the link stays"
+else
+    fail "EVALPROF=LINK: $(ls -l "$T/link.evp" "$T/runs")"
 fi
 
 # --- exit status and output unchanged ---------------------------------------------

@@ -912,6 +912,114 @@ class Record(Case):
             self.assertEqual(t.kind_counts()["op"] > 0, ops)
 
 
+    # Says it started tracing (the file started-NAME), then runs until the
+    # file go-NAME appears.
+    WAITING = """import os, sys, time
+name = sys.argv[1]
+open('started-' + name, 'w').close()
+n = 0
+while not os.path.exists('go-' + name):
+    n += sum(range(100))
+    time.sleep(0.001)
+print(name, n > 0)
+"""
+
+    def _waiting_writer(self, name, out):
+        """`evalprof record -o OUT` of WAITING, once it started."""
+        script = self.path("wait.py")
+        with open(script, "w") as f:
+            f.write(self.WAITING)
+        p = subprocess.Popen([EVALPROF, "record", "-q", "-o", out, "--", PY,
+                              script, name], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env(),
+                             cwd=self.tmp)
+        deadline = time.time() + 60
+        while not os.path.exists(self.path("started-" + name)):
+            self.assertIsNone(p.poll(), "writer %s ended early" % name)
+            self.assertLess(time.time(), deadline)
+            time.sleep(0.01)
+        return p
+
+    def _finish(self, name, p):
+        open(self.path("go-" + name), "w").close()
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out, "%s True\n" % name)
+        return err
+
+    def test_record_two_writers_one_path(self):
+        # Two recordings given one path, the second started while the
+        # first runs: each trace whole in a file of its own, the second
+        # named on stderr, whichever ends first.
+        for first_ends_first in (False, True):
+            out = self.path("s%d.evp" % first_ends_first)
+            a = self._waiting_writer("a%d" % first_ends_first, out)
+            b = self._waiting_writer("b%d" % first_ends_first, out)
+            order = [("a", a), ("b", b)]
+            if not first_ends_first:
+                order.reverse()
+            errs = {n: self._finish(n + "%d" % first_ends_first, p)
+                    for n, p in order}
+            alt = "%s.%d" % (out, b.pid)
+            self.assertEqual(errs["a"], "")
+            self.assertEqual(errs["b"], "evalprof: %s is being written by "
+                             "another process: this one writes %s\n"
+                             % (out, alt))
+            for path, p in ((out, a), (alt, b)):
+                t = self.load(path)
+                self.assertEqual(t.warnings, "", path)
+                self.assertEqual(t.meta["pid"], str(p.pid))
+                self.assertBalanced(t)
+
+    def test_record_trace_removed_while_recording(self):
+        # The trace's directory deleted while recording: said in one
+        # line, never "wrote" a file that is not there.
+        d = self.path("doomed")
+        os.mkdir(d)
+        script = self.path("rm.py")
+        with open(script, "w") as f:
+            f.write("import shutil, sys\nshutil.rmtree(sys.argv[1])\n"
+                    "print(sum(range(1000)))\n")
+        trace = os.path.join(d, "x.evp")
+        p = subprocess.run([EVALPROF, "record", "-o", trace, "--", PY, script,
+                            d], capture_output=True, text=True, env=env(),
+                           cwd=self.tmp, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "499500\n")
+        lines = p.stderr.splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertRegex(lines[0], r"^evalprof: %s: the trace file was "
+                         r"removed or replaced while recording: the \d+ "
+                         r"events written to it are lost$" % re.escape(trace))
+
+    def test_record_file_size_limit_below_one_chunk(self):
+        # ulimit -f below one chunk: no event fits, and the trace says
+        # how many it lacks (its end record was written after the error).
+        import resource
+
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+        trace = self.path("lim.evp")
+        p = subprocess.run([EVALPROF, "record", "-q", "--no-calibrate", "-o",
+                            trace, "--", PY, "-c",
+                            "print(sum(i * i for i in range(100000)))"],
+                           capture_output=True, text=True, env=env(),
+                           cwd=self.tmp, timeout=120, preexec_fn=limit)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = re.search(r"evalprof: %s: ([\d]+) events could not be written\n"
+                      % re.escape(trace), p.stderr)
+        self.assertIsNotNone(m, p.stderr)
+        info = subprocess.run([EVALPROF, "info", trace], capture_output=True,
+                              text=True)
+        self.assertEqual(info.returncode, 0, info.stderr)
+        self.assertEqual(info.stderr, "")  # the end record is there
+        self.assertIn("events:      0 in", info.stdout)
+        self.assertNotIn("dropped:     none", info.stdout)
+        self.assertIn("%s events lost" % format(int(m.group(1)), ","),
+                      info.stdout)
+
+
 def without_evalprof_lines(text):
     return "".join(line for line in text.splitlines(True)
                    if not line.startswith("evalprof:"))
