@@ -4,10 +4,12 @@
  * (perf's run_builtin does the same: a full disk must not exit 0).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "views.h"
 #include "cli.h"
@@ -156,6 +158,40 @@ int evp_cli_out_check(const char *cmd, const char *out, const char *const *in,
     return 0;
 }
 
+/* The temporary file being written, removed when a signal ends the
+ * command half-way (one output at a time). */
+static char pending_tmp[4096];
+
+static void drop_pending(int sig)
+{
+    if (pending_tmp[0])
+        unlink(pending_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* A file-size limit is a write error (EFBIG), not a kill; an interrupt
+ * or a hang-up takes the temporary file with it. */
+static void guard_pending(const char *tmp)
+{
+    static int done;
+    if (!done) {
+        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+            struct sigaction sa, old;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = drop_pending;
+            sigemptyset(&sa.sa_mask);
+            if (sigaction(sigs[i], NULL, &old) == 0 &&
+                old.sa_handler == SIG_DFL)
+                sigaction(sigs[i], &sa, NULL);
+        }
+        signal(SIGXFSZ, SIG_IGN);
+        done = 1;
+    }
+    snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp ? tmp : "");
+}
+
 FILE *evp_cli_out_open(struct evp_outfile *o, const char *out)
 {
     char err[512];
@@ -163,6 +199,7 @@ FILE *evp_cli_out_open(struct evp_outfile *o, const char *out)
         evp_cli_error("%s", err);
         return NULL;
     }
+    guard_pending(o->tmp);
     return o->f;
 }
 
@@ -174,6 +211,7 @@ int evp_cli_out_close(struct evp_outfile *o, int rc)
     }
     char err[512] = "";
     int r = evp_outfile_close(o, rc, err, sizeof err);
+    pending_tmp[0] = '\0';
     if (err[0] && rc != EVP_CLI_REPORTED)
         evp_cli_error("%s", err);
     else if (r == -EIO && rc == -EIO)

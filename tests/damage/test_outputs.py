@@ -6,9 +6,9 @@ trace and from folded stacks), perf --script and record (a stock
 interpreter) against:
 
   - a full file system (a small tmpfs when this runs as root) and a
-    file-size limit (RLIMIT_FSIZE, always): exit 1, one line on stderr
-    naming the error, the previous file at the output intact, no
-    temporary file left;
+    file-size limit (RLIMIT_FSIZE, always, SIGXFSZ at its default): exit
+    1, one line on stderr naming the error, the previous file at the
+    output intact, no temporary file left;
   - a symbolic link as the output: written through to its target, the
     link left as it was (outfile.h: the one rule for every writer);
   - a symbolic link planted where the temporary file used to go
@@ -17,7 +17,9 @@ interpreter) against:
     link): refused with exit 2 before anything is written;
   - a FIFO as the output: refused at once (it used to block), and for
     record before the program runs;
-  - /dev/null: allowed, written in place, and left the null device.
+  - /dev/null: allowed, written in place, and left the null device;
+  - SIGTERM half-way through a write: the temporary file removed, the
+    previous file intact.
 
 usage: test_outputs.py EVALPROF SYNTHETIC DATA_DIR [PYTHON]
 """
@@ -29,6 +31,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 EVALPROF, SYNTHETIC, DATA = sys.argv[1], sys.argv[2], sys.argv[3]
 PYTHON = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
@@ -46,7 +49,8 @@ def run(args, limit=None, timeout=120, pre=None):
     """Run evalprof ARGS: (exit status, stderr).  LIMIT: RLIMIT_FSIZE."""
     def child():
         if limit is not None:
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            # SIGXFSZ left as it is: evalprof must not be killed by it.
+            signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         if pre:
             pre()
@@ -319,6 +323,38 @@ def dev_null(cmds):
             return
 
 
+def interrupted(tmp):
+    """SIGTERM while a command writes: the temporary file goes with it."""
+    global checks
+    d = tempfile.mkdtemp(dir=tmp)
+    big = os.path.join(d, "big.evp")
+    subprocess.run([SYNTHETIC, "-n", "3000000", "-o", big, "--work", "0"],
+                   check=True, capture_output=True)
+    out = os.path.join(d, "out.txt")
+    write(out, b"previous\n")
+    p = subprocess.Popen([EVALPROF, "export", "--format", "text", "-o", out,
+                          big], stderr=subprocess.PIPE)
+    seen = False
+    deadline = time.time() + 30
+    while p.poll() is None and time.time() < deadline and not seen:
+        seen = any(f.startswith(".out.txt.") for f in os.listdir(d))
+        time.sleep(0.005)
+    if not seen:
+        p.wait()
+        print("note: export finished before it could be interrupted")
+        return
+    p.send_signal(signal.SIGTERM)
+    p.communicate()
+    checks += 1
+    if p.returncode != -signal.SIGTERM:
+        fail(f"export killed by SIGTERM: exit {p.returncode}")
+    if read(out) != b"previous\n":
+        fail("export killed by SIGTERM: the previous file was changed")
+    left = strays(d, ["big.evp", "out.txt"])
+    if left:
+        fail(f"export killed by SIGTERM: left {left}")
+
+
 def record(tmp):
     """record: the output through a link, a FIFO, the script itself."""
     if PYTHON is None:
@@ -377,6 +413,7 @@ def main():
         same_files(tmp, cmds, files)
         fifos(tmp, cmds)
         dev_null(cmds)
+        interrupted(tmp)
         record(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
