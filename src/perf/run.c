@@ -355,11 +355,11 @@ int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
 out:
     free(argv);
     if (open == 0) {
-        char err[1024];
-        if (evp_outfile_close(&so, status < 0 ? -ECANCELED : 0, err,
-                              sizeof err) < 0 &&
+        char why[1024];
+        if (evp_outfile_close(&so, status < 0 ? -ECANCELED : 0, why,
+                              sizeof why) < 0 &&
             status >= 0) {
-            snprintf(msg, len, "%s", err);
+            snprintf(msg, len, "%s", why);
             status = -1;
         }
     }
