@@ -125,7 +125,8 @@ for s in $which; do
             continue
         fi
         run build-tsan -Db_sanitize=thread -Dbuildtype=debug \
-            -Dpython_ext=disabled -- tests/threads/recorder_threads -- \
+            -Dpython_ext=disabled -- tests/threads/recorder_threads \
+            tests/threads/replay_threads -- \
             --suite threads
         ;;
     *)

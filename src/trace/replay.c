@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,7 +61,11 @@ struct rstate {
     int rc;
 };
 
+/* The kinds table's nesting effects as bytes, for the per-event loop:
+ * filled once, before the first replay of the process (replays may run
+ * in several threads at once). */
 static uint8_t nest_of[EVP_EV__COUNT];
+static pthread_once_t nest_once = PTHREAD_ONCE_INIT;
 
 static void nest_init(void)
 {
@@ -373,8 +378,7 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
     static const struct evp_replay_opts defaults = {.stream = -1};
     if (!opts)
         opts = &defaults;
-    if (!nest_of[EVP_EV_ENTER])
-        nest_init();
+    pthread_once(&nest_once, nest_init);
     struct rstate *r = calloc(1, sizeof *r);
     if (!r)
         return -ENOMEM;
