@@ -4,9 +4,10 @@
  * For each stream (thread) in turn, the engine decodes its events in
  * order and hands the view batches of replayed events: timestamp, elapsed
  * time (until the next event of the same stream), the depth at which the
- * event is drawn and the function it belongs to.  It keeps the call stack,
- * so views never track nesting themselves, and optionally sums inclusive
- * and self time per function.  Views are callback tables, in the manner
+ * event is drawn and the function it belongs to.  It keeps the call stack
+ * and hands it to the views that ask (struct evp_replay_frames), so views
+ * never track nesting themselves, and optionally sums inclusive and self
+ * time per function.  Views are callback tables, in the manner
  * of uftrace's dump ops: the tree, the summary, folded stacks, SVG and the
  * timelines are peers behind the same three callbacks.
  *
@@ -16,6 +17,14 @@
  * depth again (the discussion's tree layout).  A pop with nothing to pop
  * (a trace that starts mid-call) is drawn at depth 0 and counted in
  * evp_replay_stats.unmatched.
+ *
+ * Depth: the engine follows the outermost EVP_REPLAY_MAX_FRAMES frames of
+ * a stream, whatever its nesting; deeper ones are counted (depth stays
+ * right) but not followed: events inside them belong to the innermost
+ * followed frame, whose self time holds theirs, and a warning says so.
+ * A trace of a few kilobytes can declare millions of nested calls; the
+ * replay's memory stays within 4 bytes a followed frame, 28 with
+ * func_stats.
  */
 #ifndef EVALPROF_REPLAY_H
 #define EVALPROF_REPLAY_H
@@ -66,6 +75,31 @@ struct evp_func_stats {
     uint64_t max_incl_ns;
 };
 
+/* The outermost frames a replay follows: a thousand times CPython's
+ * default recursion limit; 4 MiB of function ids (28 with func_stats). */
+#define EVP_REPLAY_MAX_FRAMES (1 << 20)
+
+/*
+ * The frames open in the stream being replayed, for views that need a
+ * whole call path (opts->frames): FUNC holds the function ids of the
+ * followed frames, outermost first.  Valid during a callback only.
+ *
+ * During events(), FUNC is right for every event E of the batch: the
+ * frames open at E are FUNC[0 .. E->depth), a push's own frame is
+ * FUNC[E->depth], and so is the frame a pop closed (unless the pop is
+ * EVP_EVF_UNMATCHED; and only below EVP_REPLAY_MAX_FRAMES).  The engine
+ * starts a new batch rather than reuse a frame an earlier event of the
+ * batch still sees.  DEPTH is the number of frames open after the
+ * batch's last event.
+ *
+ * During end_stream(), FUNC[0 .. DEPTH) are the frames still open when
+ * the stream ends (the engine closes them after the call).
+ */
+struct evp_replay_frames {
+    const uint32_t *func;
+    int32_t depth;
+};
+
 /* Totals of one replay. */
 struct evp_replay_stats {
     uint64_t events;
@@ -73,7 +107,7 @@ struct evp_replay_stats {
     uint64_t unclosed;    /* frames still open at a stream's end */
     uint64_t log_ns;      /* "# log written" time left out */
     uint64_t overhead_ns; /* recorder time subtracted (compensate) */
-    int32_t max_depth;
+    int32_t max_depth;    /* most frames open at once in a stream */
 };
 
 struct evp_replay_ops {
@@ -101,6 +135,9 @@ struct evp_replay_opts {
      * view as events instead of folding them into the elapsed time of
      * the event before (for writers that must keep them). */
     int keep_log;
+    /* When not NULL: the frames open, updated before every events() and
+     * end_stream() call (see struct evp_replay_frames). */
+    struct evp_replay_frames *frames;
 };
 
 /*
@@ -112,11 +149,7 @@ struct evp_replay_opts {
 int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
                const struct evp_replay_ops *ops, void *ctx);
 
-/*
- * Views that need a whole call path (folded stacks) keep their own stack
- * of function ids: push evp_event.func on a pushing event, pop on a
- * popping one; evp_event.depth tells the height to expect.
- */
+/* What kinds of events open and close frames. */
 static inline int evp_kind_pushes(unsigned kind)
 {
     return kind == EVP_EV_ENTER || kind == EVP_EV_RESUME ||

@@ -29,8 +29,8 @@
 
 #define BATCH 512
 
+/* What a followed frame needs for function times (func_stats only). */
 struct frame {
-    uint32_t func;
     uint64_t ts;    /* ns at the push */
     uint64_t ovh;   /* overhead accumulated before the push */
     uint64_t child; /* compensated inclusive time of callees */
@@ -45,8 +45,21 @@ struct rstate {
     size_t nout;
     int have_pend;
     uint64_t pend_log; /* log-written ns inside the pending event */
-    struct frame *stack;
-    size_t depth, cap;
+    /* The call stack: DEPTH frames open, the first EVP_REPLAY_MAX_FRAMES
+     * of them followed (their functions in FUNCS, their times in FRAMES
+     * when func_stats asks for them). */
+    size_t depth;
+    uint32_t *funcs;
+    size_t funcs_cap;
+    struct frame *frames;
+    size_t frames_cap;
+    size_t deepest; /* most frames open at once in this stream */
+    /* opts->frames; BATCH_LOW: the lowest depth a pop reached in the
+     * batch being gathered (SIZE_MAX: none), at or above which a push
+     * starts a new batch, so that no event of a batch sees a frame
+     * replaced by a later one */
+    struct evp_replay_frames *pub;
+    size_t batch_low;
     uint32_t *active;              /* per function id: open activations */
     uint32_t nstat;                /* entries in func_stats / active */
     uint64_t cost;                 /* non-zero: compensate (by kcost) */
@@ -73,15 +86,35 @@ static void nest_init(void)
         nest_of[k] = (uint8_t)evp_kind_info(k)->nest;
 }
 
+/* The frames as the view sees them (opts->frames), before a callback. */
+static void show_frames(struct rstate *r)
+{
+    if (r->pub) {
+        r->pub->func = r->funcs;
+        r->pub->depth = (int32_t)r->depth;
+    }
+}
+
 static int flush_out(struct rstate *r)
 {
     if (r->nout && !r->rc) {
+        show_frames(r);
         int rc = r->ops->events(r->ctx, r->out, r->nout);
         if (rc)
             r->rc = rc;
     }
     r->nout = 0;
+    r->batch_low = SIZE_MAX;
     return r->rc;
+}
+
+/* Hand the view the finished events before the pending one, which
+ * becomes the first of the next batch. */
+static void flush_before_pending(struct rstate *r)
+{
+    struct evp_event pending = r->out[r->nout];
+    flush_out(r);
+    r->out[0] = pending;
 }
 
 /*
@@ -177,38 +210,56 @@ finish_pending(struct rstate *r, struct hot *h, uint64_t next_ns,
     }
 }
 
+/* The innermost followed frame's function and its caller's, after the
+ * depth changed: frames deeper than the followed ones belong to the
+ * innermost followed frame. */
+static void set_top(struct rstate *r)
+{
+    size_t d =
+        r->depth < EVP_REPLAY_MAX_FRAMES ? r->depth : EVP_REPLAY_MAX_FRAMES;
+    r->top = d ? r->funcs[d - 1] : 0;
+    r->parent = d > 1 ? r->funcs[d - 2] : 0;
+}
+
 static int push_frame(struct rstate *r, uint32_t func, uint64_t ts)
 {
-    if (r->depth == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 256;
-        struct frame *s = realloc(r->stack, cap * sizeof *s);
-        if (!s)
+    size_t d = r->depth;
+    if (d < EVP_REPLAY_MAX_FRAMES) {
+        if (evp_grow((void **)&r->funcs, &r->funcs_cap, d + 1, sizeof *r->funcs,
+                     256) ||
+            (r->fstats && evp_grow((void **)&r->frames, &r->frames_cap, d + 1,
+                                   sizeof *r->frames, 256)))
             return -ENOMEM;
-        r->stack = s;
-        r->cap = cap;
-    }
-    r->stack[r->depth++] = (struct frame){func, ts, r->ovh, 0};
-    r->parent = r->top;
-    r->top = func;
-    if ((int32_t)r->depth > r->st.max_depth)
-        r->st.max_depth = (int32_t)r->depth;
-    if (r->active)
-        r->active[func < r->nstat ? func : 0]++;
+        r->funcs[d] = func;
+        if (r->fstats) {
+            r->frames[d] = (struct frame){ts, r->ovh, 0};
+            r->active[func < r->nstat ? func : 0]++;
+        }
+        r->parent = r->top;
+        r->top = func;
+    } /* else counted, not followed */
+    r->depth++;
+    if (r->depth > r->deepest)
+        r->deepest = r->depth;
     return 0;
 }
 
 /* Close the innermost frame at TS and account its time. */
 static void pop_frame(struct rstate *r, uint64_t ts)
 {
-    struct frame *f = &r->stack[--r->depth];
-    r->top = r->parent;
-    r->parent = r->depth > 1 ? r->stack[r->depth - 2].func : 0;
+    size_t d = --r->depth;
+    if (d < r->batch_low)
+        r->batch_low = d;
+    if (d >= EVP_REPLAY_MAX_FRAMES)
+        return; /* not followed: its time stays with the frame above */
+    set_top(r);
     if (!r->fstats)
         return;
+    const struct frame *f = &r->frames[d];
     uint64_t incl = ts > f->ts ? ts - f->ts : 0;
     uint64_t ovh = r->ovh - f->ovh;
     incl = incl > ovh ? incl - ovh : 0;
-    uint32_t id = f->func < r->nstat ? f->func : 0;
+    uint32_t id = r->funcs[d] < r->nstat ? r->funcs[d] : 0;
     struct evp_func_stats *fs = &r->fstats[id];
     fs->self_ns += incl > f->child ? incl - f->child : 0;
     if (--r->active[id] == 0) {
@@ -216,8 +267,8 @@ static void pop_frame(struct rstate *r, uint64_t ts)
         if (incl > fs->max_incl_ns)
             fs->max_incl_ns = incl;
     }
-    if (r->depth)
-        r->stack[r->depth - 1].child += incl;
+    if (d)
+        r->frames[d - 1].child += incl;
 }
 
 static inline __attribute__((always_inline)) void
@@ -251,6 +302,13 @@ one_record(struct rstate *r, struct hot *h, const struct evp_rec_record *rec,
     }
     hot_sync(h, r);
     if (nest == EVP_NEST_PUSH) {
+        if (r->pub && r->depth >= r->batch_low &&
+            r->depth < EVP_REPLAY_MAX_FRAMES) {
+            /* The push reuses a frame an event of this batch still sees. */
+            flush_before_pending(r);
+            h->nout = 0;
+            e = &h->out[0];
+        }
         e->depth = (int32_t)r->depth;
         e->func = rec->arg;
         e->parent = r->top;
@@ -326,10 +384,40 @@ static void replay_segment(struct rstate *r, struct stream *s,
     hot_sync(&h, r);
 }
 
+/* Frames still open when the stream ends close at its last event (LAST)
+ * for the function times; the view still sees them open (opts->frames)
+ * until end_stream. */
+static void close_open_frames(struct rstate *r, uint64_t last)
+{
+    size_t open = r->depth;
+    r->st.unclosed += open;
+    if (r->depth > EVP_REPLAY_MAX_FRAMES)
+        r->depth = EVP_REPLAY_MAX_FRAMES; /* the rest were not followed */
+    while (r->depth)
+        pop_frame(r, last);
+    r->depth = open;
+}
+
+/* The stream's deepest nesting, into the totals, and a warning when the
+ * replay could not follow every frame. */
+static void note_depth(struct rstate *r, const struct stream *s)
+{
+    int32_t d = r->deepest < INT32_MAX ? (int32_t)r->deepest : INT32_MAX;
+    if (d > r->st.max_depth)
+        r->st.max_depth = d;
+    if (r->deepest > EVP_REPLAY_MAX_FRAMES)
+        evp_trace_warnf(r->t,
+                        "stream %u: calls nested %zu deep; frames below "
+                        "depth %d are counted but not followed (their time "
+                        "is the self time of the frame at that depth)",
+                        s->pub.id, r->deepest, EVP_REPLAY_MAX_FRAMES);
+}
+
 static int replay_stream(struct rstate *r, struct stream *s)
 {
     const struct evp_replay_ops *ops = r->ops;
-    r->depth = 0;
+    r->depth = r->deepest = 0;
+    r->batch_low = SIZE_MAX;
     r->top = r->parent = 0;
     r->have_pend = 0;
     r->pend_log = 0;
@@ -361,12 +449,11 @@ static int replay_stream(struct rstate *r, struct stream *s)
         finish_pending(r, &h, 0, EVP_EVF_LAST);
         hot_sync(&h, r);
     }
-    while (r->depth) {
-        pop_frame(r, last);
-        r->st.unclosed++;
-    }
+    close_open_frames(r, last);
+    note_depth(r, s);
     if (flush_out(r))
         return r->rc;
+    show_frames(r);
     if (ops->end_stream && (r->rc = ops->end_stream(r->ctx, &s->pub)))
         return r->rc;
     return 0;
@@ -397,6 +484,7 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
                 r->kmax = r->kcost[k];
         }
     }
+    r->pub = opts->frames;
     r->fstats = opts->func_stats;
     r->keep_log = opts->keep_log;
     if (opts->func_stats) {
@@ -420,7 +508,8 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
             if (opts->stream < 0 || (size_t)opts->stream == i)
                 opts->stats->events += t->streams[i].pub.events;
     }
-    free(r->stack);
+    free(r->funcs);
+    free(r->frames);
     free(r->active);
     free(r);
     return rc;

@@ -18,6 +18,7 @@
 
 #include "scratch.h"
 
+#include "evalprof/recorder.h"
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
 
@@ -381,6 +382,181 @@ static void test_builtin_opcode_tables(void **state)
     assert_non_null(strstr(err, "no built-in opcode table for Python 2.7"));
 }
 
+/* ---- the frames handed to views ---------------------------------------- */
+
+/* A view that checks opts->frames against a stack of its own. */
+struct frames_check {
+    struct evp_replay_frames frames;
+    uint32_t model[64];
+    int32_t depth;
+    size_t events, pops, bad, streams_ended;
+};
+
+static int fc_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct frames_check *c = ctx;
+    for (size_t i = 0; i < n; i++, c->events++) {
+        const struct evp_event *e = &ev[i];
+        if (e->depth < 0 || e->depth >= 64 || c->depth < 0 || c->depth >= 64) {
+            c->bad++; /* (the trace stays below 64 frames) */
+            return 0;
+        }
+        if (evp_kind_pops(e->kind) && !(e->flags & EVP_EVF_UNMATCHED)) {
+            c->depth--;
+            c->pops++;
+            /* the frame it closed, whatever the exit names */
+            c->bad += c->frames.func[c->depth] != c->model[c->depth];
+        }
+        c->bad += e->depth != c->depth;
+        for (int32_t d = 0; d < c->depth && d < e->depth; d++)
+            c->bad += c->frames.func[d] != c->model[d];
+        if (evp_kind_pushes(e->kind) && c->depth < 63) {
+            c->model[c->depth++] = e->func;
+            c->bad += c->frames.func[e->depth] != e->func;
+        }
+    }
+    c->bad += n && c->frames.depth != c->depth;
+    return 0;
+}
+
+static int fc_end(void *ctx, const struct evp_stream *s)
+{
+    struct frames_check *c = ctx;
+    (void)s;
+    c->bad += c->frames.depth != c->depth;
+    for (int32_t d = 0; d < c->depth; d++)
+        c->bad += c->frames.func[d] != c->model[d];
+    c->streams_ended++;
+    return 0;
+}
+
+static void test_frames_seen_by_views(void **state)
+{
+    (void)state;
+    /* Nesting up and down across many batches of 512, with exits that
+     * name another function than the frame they close and exits with
+     * nothing open: each event's frames must be the ones open at it,
+     * not those of the batch's end. */
+    char path[160];
+    scratch_path(path, sizeof path, "frames.trace");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    uint64_t x = 12345, ns = 0;
+    int depth = 0;
+    for (int i = 0; i < 20000; i++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        unsigned r = (unsigned)(x >> 33) % 16;
+        ns += 1 + r;
+        if (r < 5 && depth < 60) {
+            fprintf(f, "# func: f%u\n%u.%09u 3\n", r,
+                    1 + (unsigned)(ns / 1000000000),
+                    (unsigned)(ns % 1000000000));
+            depth++;
+        } else if (r < 10) {
+            fprintf(f, "# func: f%u\n%u.%09u 4\n", r % 3,
+                    1 + (unsigned)(ns / 1000000000),
+                    (unsigned)(ns % 1000000000));
+            depth -= depth > 0;
+        } else {
+            fprintf(f, "%u.%09u 9 100\n", 1 + (unsigned)(ns / 1000000000),
+                    (unsigned)(ns % 1000000000));
+        }
+    }
+    fclose(f);
+    struct evp_trace *t = open_path(path);
+    struct frames_check c;
+    memset(&c, 0, sizeof c);
+    struct evp_replay_opts o = {.stream = -1, .frames = &c.frames};
+    static const struct evp_replay_ops ops = {NULL, fc_events, fc_end};
+    assert_int_equal(evp_replay(t, &o, &ops, &c), 0);
+    assert_int_equal(c.events, 20000);
+    assert_true(c.pops > 5000);
+    assert_int_equal(c.streams_ended, 1);
+    assert_int_equal(c.bad, 0);
+    evp_trace_close(t);
+}
+
+/* Nested calls deeper than the replay follows: counted, not followed. */
+struct deep_check {
+    struct evp_replay_frames frames;
+    int32_t deepest;
+    uint32_t deep_func; /* func of the op at the deepest point */
+    int32_t end_depth;
+    size_t bad;
+};
+
+static int dc_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct deep_check *c = ctx;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].kind == EVP_EV_OP) {
+            c->deepest = ev[i].depth;
+            c->deep_func = ev[i].func;
+        }
+    return 0;
+}
+
+static int dc_end(void *ctx, const struct evp_stream *s)
+{
+    struct deep_check *c = ctx;
+    (void)s;
+    c->end_depth = c->frames.depth;
+    return 0;
+}
+
+static void test_nesting_beyond_followed_frames(void **state)
+{
+    (void)state;
+    enum { OVER = 1000, N = EVP_REPLAY_MAX_FRAMES + OVER };
+    char path[160];
+    scratch_path(path, sizeof path, "deep.evp");
+    struct evp_rec_config cfg = {.path = path,
+                                 .producer = EVP_PRODUCER_SYNTHETIC,
+                                 .can_emit = EVP_KINDS_ALL,
+                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    uint32_t f = evp_rec_func("f", "x.py", 1);
+    uint32_t g = evp_rec_func("g", "x.py", 2);
+    uint32_t h = evp_rec_func("h", "x.py", 3);
+    evp_rec_thread_attach("main");
+    /* f g f g ... followed; h below them */
+    for (uint32_t i = 0; i < N; i++)
+        evp_rec_event(EVP_EV_ENTER, i >= EVP_REPLAY_MAX_FRAMES ? h
+                                    : i % 2                    ? g
+                                                               : f);
+    evp_rec_op(100, 0);
+    for (uint32_t i = 0; i < N - 1; i++)
+        evp_rec_event(EVP_EV_EXIT, 0);
+    assert_int_equal(evp_rec_close(), 0);
+
+    struct evp_trace *t = open_path(path);
+    struct evp_func_stats fs[8];
+    memset(fs, 0, sizeof fs);
+    struct evp_replay_stats st;
+    struct deep_check c;
+    memset(&c, 0, sizeof c);
+    struct evp_replay_opts o = {
+        .stream = -1, .func_stats = fs, .stats = &st, .frames = &c.frames};
+    static const struct evp_replay_ops ops = {NULL, dc_events, dc_end};
+    assert_int_equal(evp_replay(t, &o, &ops, &c), 0);
+    /* Depth stays right below the followed frames... */
+    assert_int_equal(c.deepest, N);
+    assert_int_equal(st.max_depth, N);
+    assert_int_equal(st.unclosed, 1);
+    assert_int_equal(c.end_depth, 1);
+    assert_int_equal(fs[h].calls, OVER);
+    /* ...but the events there belong to the innermost followed frame,
+     * and a warning says how deep the calls went. */
+    assert_int_equal(c.deep_func, (EVP_REPLAY_MAX_FRAMES - 1) % 2 ? g : f);
+    assert_int_equal(fs[h].incl_ns, 0);
+    int warned = 0;
+    for (size_t i = 0; i < evp_trace_nwarnings(t); i++)
+        warned +=
+            strstr(evp_trace_warning(t, i), "nested 1049576 deep") != NULL;
+    assert_int_equal(warned, 1);
+    evp_trace_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +567,8 @@ int main(void)
         cmocka_unit_test(test_malformed_text_lines),
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_builtin_opcode_tables),
+        cmocka_unit_test(test_frames_seen_by_views),
+        cmocka_unit_test(test_nesting_beyond_followed_frames),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
