@@ -65,7 +65,6 @@ enum evp_xc_cat evp_xc_classify(const struct evp_perf_sample *s)
 struct xc_build {
     struct evp_xc_trace *x;
     struct evp_xc_timeline *cur;
-    size_t depth;
 };
 
 static int tl_add(struct evp_xc_timeline *tl, uint64_t ts, unsigned cat)
@@ -95,7 +94,6 @@ static int xc_begin(void *ctx, const struct evp_stream *s)
     b->cur = &x->tl[x->ntl++];
     memset(b->cur, 0, sizeof *b->cur);
     b->cur->tid = s->tid;
-    b->depth = 0;
     return 0;
 }
 
@@ -105,11 +103,9 @@ static int xc_events(void *ctx, const struct evp_event *ev, size_t n)
     struct evp_xc_trace *x = b->x;
     for (size_t i = 0; i < n; i++) {
         const struct evp_event *e = &ev[i];
-        if (evp_kind_pushes(e->kind))
-            b->depth++;
-        else if (evp_kind_pops(e->kind) && b->depth)
-            b->depth--;
-        unsigned cat = b->depth                 ? EVP_XC_EVAL
+        /* inside a frame after the event: the replay's depth */
+        int inside = e->depth > 0 || evp_kind_pushes(e->kind);
+        unsigned cat = inside                   ? EVP_XC_EVAL
                        : e->kind == EVP_EV_INIT ? EVP_XC_INIT
                        : e->kind == EVP_EV_FINI ? EVP_XC_FINI
                                                 : EVP_XC_RUNTIME;
@@ -131,7 +127,7 @@ int evp_xc_from_trace(struct evp_trace *t, struct evp_xc_trace *x)
     const struct evp_trace_info *in = evp_trace_info(t);
     x->pid = in->pid;
     x->producer = in->producer;
-    struct xc_build b = {x, NULL, 0};
+    struct xc_build b = {x, NULL};
     /* No compensation: perf sees the recorder's own cost as time too. */
     struct evp_replay_opts ro = {.compensate = 0, .stream = -1};
     struct evp_replay_ops ops = {xc_begin, xc_events, NULL};

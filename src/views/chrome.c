@@ -26,7 +26,7 @@ struct chrome {
     uint64_t start;
     long pid;
     uint64_t tid;
-    int32_t open; /* frames begun and not yet ended in this stream */
+    struct evp_replay_frames frames; /* open in this stream (the replay's) */
     uint64_t last_ts;
     int first;
 };
@@ -59,7 +59,6 @@ static int chrome_begin(void *ctx, const struct evp_stream *s)
 {
     struct chrome *c = ctx;
     c->tid = s->tid ? s->tid : s->id;
-    c->open = 0;
     begin(c, "M");
     fputs(",\"name\":\"thread_name\",\"args\":{\"name\":", c->out);
     evp_json_string(c->out, s->name);
@@ -80,14 +79,12 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
             fprintf(c->out, ",\"cat\":\"%s\"", evp_kind_name(e->kind));
             put_ts(c, "ts", ts);
             fputc('}', c->out);
-            c->open++;
         } else if (evp_kind_pops(e->kind)) {
-            if (!c->open || (e->flags & EVP_EVF_UNMATCHED))
+            if (e->flags & EVP_EVF_UNMATCHED)
                 continue; /* began before the trace: nothing to end */
             begin(c, "E");
             put_ts(c, "ts", ts);
             fputc('}', c->out);
-            c->open--;
         } else if (e->kind == EVP_EV_INIT || e->kind == EVP_EV_FINI) {
             begin(c, "i");
             fprintf(c->out, ",\"name\":\"%s\",\"s\":\"p\"",
@@ -122,11 +119,10 @@ static int chrome_end(void *ctx, const struct evp_stream *s)
     struct chrome *c = ctx;
     (void)s;
     /* Frames still open when the trace stops end with it. */
-    while (c->open > 0) {
+    for (int32_t d = c->frames.depth; d > 0; d--) {
         begin(c, "E");
         put_ts(c, "ts", c->last_ts);
         fputc('}', c->out);
-        c->open--;
     }
     return 0;
 }
@@ -152,7 +148,8 @@ int evp_view_chrome(struct evp_trace *t, FILE *out,
     c.first = 0;
     static const struct evp_replay_ops ops = {chrome_begin, chrome_events,
                                               chrome_end};
-    struct evp_replay_opts ro = {.compensate = o->compensate, .stream = -1};
+    struct evp_replay_opts ro = {
+        .compensate = o->compensate, .stream = -1, .frames = &c.frames};
     int rc = evp_replay(t, &ro, &ops, &c);
     fputs("\n]}\n", out);
     if (rc == -ENOMEM)

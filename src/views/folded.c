@@ -2,10 +2,11 @@
  * The folded view: a trace as collapsed stacks, "a;b;c <ns>" per line,
  * for flamegraph.pl, inferno, speedscope and `evalprof flamegraph`.
  *
- * One consumer of the replay engine.  Each stream keeps its own stack of
- * tree nodes (pushed and popped on the nesting events, as replay.h asks
- * views to do); every event's elapsed time is added to the node it falls
- * in, or to a leaf under it:
+ * One consumer of the replay engine.  The replay's depth moves a cursor
+ * in the tree: a push goes down to the child of the pushed function, a
+ * pop back up to the parent (nodes know theirs), so no stack is kept
+ * here; every event's elapsed time is added to the node it falls in, or
+ * to a leaf under it:
  *   - outside any frame: a root-level leaf named after the event
  *     ("[init]", "[runtime other]", "[fini]"), so the lines add up to the
  *     time the trace covers;
@@ -71,9 +72,8 @@ struct folded {
     struct fnode *nodes;
     size_t n, cap;
     struct evp_itab index; /* (parent, key) -> node */
-    uint32_t *stack;
-    size_t depth, scap;
-    uint32_t base; /* root of the current stream */
+    uint32_t cur;          /* node of the innermost open frame, or base */
+    uint32_t base;         /* root of the current stream */
     int multi;
     size_t next_stream; /* index of the stream expected next */
     /* depth cap (0: none) and what it folded */
@@ -120,30 +120,14 @@ static uint32_t node_of(struct folded *f, uint32_t parent, uint32_t key)
     return id;
 }
 
-static int fpush(struct folded *f, uint32_t node)
+/* A push with D >= max_depth frames open: every frame from here down is
+ * the one "[N deeper frames]" leaf under the frame at the cap. */
+static int push_deep(struct folded *f, size_t d)
 {
-    if (f->depth == f->scap) {
-        size_t nc = f->scap ? f->scap * 2 : 256;
-        uint32_t *ns = realloc(f->stack, nc * sizeof *ns);
-        if (!ns)
-            return -ENOMEM;
-        f->stack = ns;
-        f->scap = nc;
-    }
-    f->stack[f->depth++] = node;
-    return 0;
-}
-
-/* A push with max_depth frames or more on the stack: every frame from
- * here down is the one "[N deeper frames]" leaf under the frame at the
- * cap (pushed once per frame, so that the pops still match). */
-static int push_deep(struct folded *f)
-{
-    size_t d = f->depth;
     uint32_t leaf;
     if (d == f->max_depth) {
         size_t before = f->n;
-        leaf = node_of(f, f->stack[d - 1], K_DEEP);
+        leaf = node_of(f, f->cur, K_DEEP);
         if (leaf == UINT32_MAX)
             return -ENOMEM;
         if (f->n > before) {
@@ -169,7 +153,7 @@ static int push_deep(struct folded *f)
             f->cur_deep = lo;
         }
     } else {
-        leaf = f->stack[d - 1];
+        leaf = f->cur; /* already the leaf */
     }
     size_t below = d + 1 - f->max_depth;
     if (below > K_VAL)
@@ -178,13 +162,29 @@ static int push_deep(struct folded *f)
         f->deep[f->cur_deep].frames = (uint32_t)below;
     if (d + 1 > f->deepest)
         f->deepest = d + 1;
-    return fpush(f, leaf);
+    f->cur = leaf;
+    return 0;
+}
+
+/* Follow a push from D frames to D + 1. */
+static int enter_frame(struct folded *f, size_t d, uint32_t func)
+{
+    if (f->max_depth && d >= f->max_depth)
+        return push_deep(f, d);
+    f->cur = node_of(f, f->cur, K_FUNC | (func & K_VAL));
+    return f->cur == UINT32_MAX ? -ENOMEM : 0;
+}
+
+/* Follow a pop to D frames (below the cap, the deep leaf stays). */
+static void leave_frame(struct folded *f, size_t d)
+{
+    if (!f->max_depth || d <= f->max_depth)
+        f->cur = f->nodes[f->cur].parent;
 }
 
 static int begin_stream(void *ctx, const struct evp_stream *s)
 {
     struct folded *f = ctx;
-    f->depth = 0;
     f->base = 0;
     if (f->multi) {
         /* Streams come in index order; the root is keyed by the index,
@@ -197,6 +197,7 @@ static int begin_stream(void *ctx, const struct evp_stream *s)
         if (f->base == UINT32_MAX)
             return -ENOMEM;
     }
+    f->cur = f->base;
     return 0;
 }
 
@@ -205,29 +206,20 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
     struct folded *f = ctx;
     for (size_t i = 0; i < n; i++) {
         const struct evp_event *e = &ev[i];
-        uint32_t top = f->depth ? f->stack[f->depth - 1] : f->base;
+        size_t depth = (size_t)e->depth; /* frames open after the event */
         if (evp_kind_pushes(e->kind)) {
-            if (f->max_depth && f->depth >= f->max_depth) {
-                if (push_deep(f))
-                    return -ENOMEM;
-                top = f->stack[f->depth - 1];
-            } else {
-                top = node_of(f, top, K_FUNC | (e->func & K_VAL));
-                if (top == UINT32_MAX || fpush(f, top))
-                    return -ENOMEM;
-            }
-        } else if (evp_kind_pops(e->kind)) {
-            if (f->depth)
-                f->depth--;
-            top = f->depth ? f->stack[f->depth - 1] : f->base;
+            if (enter_frame(f, depth++, e->func))
+                return -ENOMEM;
+        } else if (evp_kind_pops(e->kind) && !(e->flags & EVP_EVF_UNMATCHED)) {
+            leave_frame(f, depth);
         }
         if (!e->elapsed)
             continue;
-        uint32_t at = top;
+        uint32_t at = f->cur;
         uint32_t kind = e->kind < K_VAL ? e->kind : K_VAL;
-        if (!f->depth) {
-            at = node_of(f, top, K_PHASE | kind);
-        } else if (!f->max_depth || f->depth <= f->max_depth) {
+        if (!depth) {
+            at = node_of(f, at, K_PHASE | kind);
+        } else if (!f->max_depth || depth <= f->max_depth) {
             /* (below the cap, everything is the deep leaf's) */
             int is_op = e->kind == EVP_EV_OP;
             if (f->o->phases)
@@ -661,8 +653,6 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
         goto done;
     /* The replay's index is not needed for the walk: give it back. */
     evp_itab_free(&f.index);
-    free(f.stack);
-    f.stack = NULL;
     if (f.ndeep)
         fprintf(stderr,
                 "evalprof: note: stacks deeper than %zu frames (the deepest "
@@ -677,7 +667,6 @@ done:
         fprintf(stderr, "evalprof: folded: out of memory\n");
     free(f.nodes);
     evp_itab_free(&f.index);
-    free(f.stack);
     free(f.deep);
     return rc;
 }

@@ -40,9 +40,8 @@ struct speedscope {
     struct evp_itab index; /* key -> frame */
     uint32_t *keys;        /* by frame */
     size_t nframes, cap;
-    uint32_t *open; /* frames open in this stream, innermost last */
-    size_t depth, ocap;
-    uint64_t at; /* time of the last event written */
+    struct evp_replay_frames open; /* the replay's frames of this stream */
+    uint64_t at;                   /* time of the last event written */
     int first_event, first_profile;
     int err;
 };
@@ -86,22 +85,15 @@ static void event(struct speedscope *s, char type, uint32_t frame, uint64_t at)
     s->first_event = 0;
 }
 
-static int push(struct speedscope *s, uint32_t key, uint64_t at)
+/* Write an open ('O') or close ('C') of the frame of KEY at AT. */
+static int frame_event(struct speedscope *s, char type, uint32_t key,
+                       uint64_t at)
 {
     uint32_t f = frame_of(s, key);
     if (f == UINT32_MAX)
         return -ENOMEM;
-    if (evp_grow((void **)&s->open, &s->ocap, s->depth + 1, sizeof *s->open,
-                 256))
-        return -ENOMEM;
-    s->open[s->depth++] = f;
-    event(s, 'O', f, at);
+    event(s, type, f, at);
     return 0;
-}
-
-static void pop(struct speedscope *s, uint64_t at)
-{
-    event(s, 'C', s->open[--s->depth], at);
 }
 
 static int ss_begin(void *ctx, const struct evp_stream *st)
@@ -119,7 +111,6 @@ static int ss_begin(void *ctx, const struct evp_stream *st)
     fputs("\"type\":\"evented\",\"name\":", s->out);
     evp_json_string(s->out, name);
     fputs(",\"unit\":\"nanoseconds\",\"events\":[", s->out);
-    s->depth = 0;
     s->at = 0;
     s->first_event = 1;
     return 0;
@@ -131,19 +122,23 @@ static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
     for (size_t i = 0; i < n && !s->err; i++) {
         const struct evp_event *e = &ev[i];
         uint64_t ts = e->ts > s->start ? e->ts - s->start : 0;
+        /* (frames deeper than the replay follows are left out) */
+        int followed = e->depth < EVP_REPLAY_MAX_FRAMES;
         if (evp_kind_pushes(e->kind)) {
-            s->err = push(s, e->func, ts);
+            if (followed)
+                s->err = frame_event(s, 'O', e->func, ts);
         } else if (evp_kind_pops(e->kind)) {
-            if (s->depth && !(e->flags & EVP_EVF_UNMATCHED))
-                pop(s, ts);
+            /* the frame it closes, whatever the exit names */
+            if (followed && !(e->flags & EVP_EVF_UNMATCHED))
+                s->err = frame_event(s, 'C', s->open.func[e->depth], ts);
         } else if ((e->kind == EVP_EV_OP && s->o->ops) ||
                    (s->o->phases && evp_kind_is_phase(e->kind))) {
             uint32_t key = e->kind == EVP_EV_OP
                                ? EVP_KEY_OP | (e->aux & EVP_KEY_VAL)
                                : EVP_KEY_PHASE | e->kind;
-            s->err = push(s, key, ts);
+            s->err = frame_event(s, 'O', key, ts);
             if (!s->err)
-                pop(s, ts + e->elapsed);
+                s->err = frame_event(s, 'C', key, ts + e->elapsed);
         }
         if (e->flags & EVP_EVF_LAST && !s->err && ts + e->elapsed > s->at)
             s->at = ts + e->elapsed;
@@ -156,8 +151,12 @@ static int ss_end(void *ctx, const struct evp_stream *st)
     struct speedscope *s = ctx;
     (void)st;
     /* frames still open when the trace stops close with it */
-    while (s->depth)
-        pop(s, s->at);
+    int32_t d = s->open.depth < EVP_REPLAY_MAX_FRAMES ? s->open.depth
+                                                      : EVP_REPLAY_MAX_FRAMES;
+    while (d > 0 && !s->err)
+        s->err = frame_event(s, 'C', s->open.func[--d], s->at);
+    if (s->err)
+        return s->err;
     fprintf(s->out, "\n],\"startValue\":0,\"endValue\":%" PRIu64 "}", s->at);
     return ferror(s->out) ? -EIO : 0;
 }
@@ -207,7 +206,8 @@ int evp_view_speedscope(struct evp_trace *t, FILE *out,
     evp_json_string(out, *in->argv ? in->argv : in->path);
     fputs(",\"activeProfileIndex\":0,\n\"profiles\":[", out);
     static const struct evp_replay_ops ops = {ss_begin, ss_events, ss_end};
-    struct evp_replay_opts ro = {.compensate = o->compensate, .stream = -1};
+    struct evp_replay_opts ro = {
+        .compensate = o->compensate, .stream = -1, .frames = &s.open};
     int rc = evp_replay(t, &ro, &ops, &s);
     fputs("\n],\n\"shared\":{\"frames\":[", out);
     for (size_t f = 0; f < s.nframes; f++) {
@@ -217,7 +217,6 @@ int evp_view_speedscope(struct evp_trace *t, FILE *out,
     fputs("\n]}}\n", out);
     evp_itab_free(&s.index);
     free(s.keys);
-    free(s.open);
     if (rc == -ENOMEM)
         fprintf(stderr, "evalprof: speedscope: out of memory\n");
     return rc < 0 ? rc : ferror(out) ? -EIO : 0;
