@@ -13,10 +13,13 @@ int cmd_tree(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"format", required_argument, NULL, 'f'},
+        {"max-depth", required_argument, NULL, 'd'},
         EVP_CLI_COMMON_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct evp_tree_opts o = {.format = EVP_TREE_SIMPLE_INDENT};
+    struct evp_tree_opts o = {.format = EVP_TREE_SIMPLE_INDENT,
+                              .max_depth = EVP_TREE_DEFAULT_DEPTH};
+    long depth;
     struct evp_cli_common co = EVP_CLI_COMMON_INIT;
     int c, k;
     optind = 1;
@@ -40,6 +43,11 @@ int cmd_tree(int argc, char **argv)
                               optarg);
                 return 2;
             }
+            break;
+        case 'd':
+            if ((depth = evp_cli_parse_long("--max-depth", optarg)) < 0)
+                return 2;
+            o.max_depth = (size_t)depth;
             break;
         case 'h':
             evp_cli_usage(stdout, "tree");

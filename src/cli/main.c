@@ -16,6 +16,7 @@
 static const struct evp_cmd commands[] = {
     {"tree", cmd_tree, "print the trace as an indented event tree",
      "usage: evalprof tree [--format simple-indent|simple|raw] [--stream N]\n"
+     "                     [--max-depth N] (default 1024, 0: all)\n"
      "                     [--no-compensate] [--ns] [--python X.Y] TRACE\n"},
     {"summary", cmd_summary, "print event, opcode and function tables",
      "usage: evalprof summary [--sort name|count|elapsed|total] [--funcs]\n"

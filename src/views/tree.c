@@ -10,6 +10,12 @@
  * then "|  " per depth, the event name, and for enter/exit a "# func:"
  * annotation at column 66; ops name their instruction at column 42.  The
  * last event of a thread has no elapsed time.  One section per thread.
+ *
+ * Events drawn deeper than max_depth are elided: each run of them is one
+ * line at the cap, "[N events deeper than M frames elided, down to depth
+ * D]" with their summed elapsed time, and a note on stderr says so.  A
+ * trace of a million nested calls would otherwise print gigabytes of
+ * indentation.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +33,10 @@ struct tree {
     FILE *out;
     const struct evp_tree_opts *o;
     size_t nstreams, done;
+    /* the run of elided events being gathered, and the totals */
+    uint64_t elided, elided_ns;
+    int32_t elided_deepest, deepest;
+    size_t places;
     char line[4096];
 };
 
@@ -135,40 +145,60 @@ static void funcname(const struct evp_trace *t, uint32_t id, char *buf,
         snprintf(buf, len, "?");
 }
 
-static void print_indented(struct tree *tr, const struct evp_event *e,
-                           int indent)
+/* Start a line: the elapsed time (unless HAS_TIME is 0), then "|  " for
+ * each of DEPTH levels when INDENT; returns the column of the name. */
+static size_t line_start(struct tree *tr, size_t *pos, size_t *cols,
+                         uint64_t elapsed, int has_time, int indent,
+                         int32_t depth)
 {
-    const struct evp_trace *t = tr->t;
-    size_t pos = 0, cols = 0;
-    char buf[512];
-
-    if (!(e->flags & (EVP_EVF_LAST | EVP_EVF_GAP))) {
-        char us[48];
-        snprintf(buf, sizeof buf, "%7s %s",
-                 evp_fmt_us(us, sizeof us, e->elapsed), evp_fmt_unit());
-        put(tr, &pos, buf);
-        cols = width(tr->line);
+    if (has_time) {
+        char buf[64], us[48];
+        snprintf(buf, sizeof buf, "%7s %s", evp_fmt_us(us, sizeof us, elapsed),
+                 evp_fmt_unit());
+        put(tr, pos, buf);
+        *cols = width(tr->line);
     }
-    pad(tr, &pos, &cols, NAME_COL);
-    size_t start = cols;
-    if (indent && e->depth > 0) {
+    pad(tr, pos, cols, NAME_COL);
+    size_t start = *cols;
+    if (indent && depth > 0) {
         /* "|  " per level, up to a full line: a deep stack must not cost
          * depth steps per event once nothing more fits */
         static const char bars[] =
             "|  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  "
             "|  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  ";
-        size_t levels = (size_t)e->depth, fit = room(tr, pos) / 3 + 1;
+        size_t levels = (size_t)depth, fit = room(tr, *pos) / 3 + 1;
         if (levels > fit)
             levels = fit;
         for (size_t d = 0; d < levels;) {
             size_t k = levels - d < (sizeof bars - 1) / 3
                            ? levels - d
                            : (sizeof bars - 1) / 3;
-            put_plain(tr, &pos, bars, 3 * k);
+            put_plain(tr, pos, bars, 3 * k);
             d += k;
         }
-        cols += 3 * levels;
+        *cols += 3 * levels;
     }
+    return start;
+}
+
+/* End the line: no trailing blanks (the discussion's listing has none). */
+static void line_end(struct tree *tr, size_t pos)
+{
+    while (pos && tr->line[pos - 1] == ' ')
+        tr->line[--pos] = '\0';
+    tr->line[pos++] = '\n';
+    fwrite(tr->line, 1, pos, tr->out);
+}
+
+static void print_indented(struct tree *tr, const struct evp_event *e,
+                           int indent)
+{
+    const struct evp_trace *t = tr->t;
+    size_t pos = 0, cols = 0;
+    char buf[512];
+    size_t start = line_start(tr, &pos, &cols, e->elapsed,
+                              !(e->flags & (EVP_EVF_LAST | EVP_EVF_GAP)),
+                              indent, e->depth);
     const char *kn = evp_kind_name(e->kind);
     size_t kl = strlen(kn);
     put_plain(tr, &pos, kn, kl);
@@ -204,11 +234,44 @@ static void print_indented(struct tree *tr, const struct evp_event *e,
         put(tr, &pos, "  (no matching enter)");
     if (e->flags & EVP_EVF_GAP)
         put(tr, &pos, "  (events lost after this one)");
-    /* The last line of the discussion's listing has no trailing blanks. */
-    while (pos && tr->line[pos - 1] == ' ')
-        tr->line[--pos] = '\0';
-    tr->line[pos++] = '\n';
-    fwrite(tr->line, 1, pos, tr->out);
+    line_end(tr, pos);
+}
+
+/* The line standing for a run of elided events, at the cap. */
+static void print_elided(struct tree *tr)
+{
+    char n[32], d[32], m[32], buf[160];
+    snprintf(buf, sizeof buf,
+             "[%s events deeper than %s frames elided, down to depth %s]",
+             evp_fmt_count(n, sizeof n, tr->elided),
+             evp_fmt_count(m, sizeof m, tr->o->max_depth),
+             evp_fmt_count(d, sizeof d, (uint64_t)tr->elided_deepest));
+    size_t pos = 0, cols = 0;
+    if (tr->o->format == EVP_TREE_RAW) {
+        snprintf(tr->line, sizeof tr->line, "# %s (%" PRIu64 " ns)\n", buf,
+                 tr->elided_ns);
+        fputs(tr->line, tr->out);
+    } else {
+        line_start(tr, &pos, &cols, tr->elided_ns, 1,
+                   tr->o->format == EVP_TREE_SIMPLE_INDENT,
+                   (int32_t)tr->o->max_depth + 1);
+        put_plain(tr, &pos, buf, strlen(buf));
+        line_end(tr, pos);
+    }
+    tr->places++;
+    tr->elided = tr->elided_ns = 0;
+    tr->elided_deepest = 0;
+}
+
+/* An event below the cap: into the run being gathered. */
+static void elide(struct tree *tr, const struct evp_event *e)
+{
+    tr->elided++;
+    tr->elided_ns += e->elapsed;
+    if (e->depth > tr->elided_deepest)
+        tr->elided_deepest = e->depth;
+    if (e->depth > tr->deepest)
+        tr->deepest = e->depth;
 }
 
 static void print_raw(struct tree *tr, const struct evp_event *e)
@@ -248,6 +311,12 @@ static int tree_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct tree *tr = ctx;
     for (size_t i = 0; i < n; i++) {
+        if (tr->o->max_depth && (size_t)ev[i].depth > tr->o->max_depth) {
+            elide(tr, &ev[i]);
+            continue;
+        }
+        if (tr->elided)
+            print_elided(tr);
         if (tr->o->format == EVP_TREE_RAW)
             print_raw(tr, &ev[i]);
         else
@@ -284,6 +353,8 @@ static int tree_begin(void *ctx, const struct evp_stream *s)
 static int tree_end(void *ctx, const struct evp_stream *s)
 {
     struct tree *tr = ctx;
+    if (tr->elided)
+        print_elided(tr);
     fputc('\n', tr->out);
     if (tr->nstreams > 1) {
         size_t pos = 0;
@@ -317,5 +388,11 @@ int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
         fputc('\n', out);
         banner(out, "END TRACE");
     }
+    if (tr.places)
+        fprintf(stderr,
+                "evalprof: note: tree: events deeper than %zu frames (the "
+                "deepest at depth %" PRId32 ") are elided in %zu place%s, "
+                "each shown as one line (--max-depth 0 shows every event)\n",
+                o->max_depth, tr.deepest, tr.places, tr.places == 1 ? "" : "s");
     return rc < 0 ? rc : 0;
 }

@@ -25,8 +25,14 @@ enum evp_tree_format {
 struct evp_tree_opts {
     enum evp_tree_format format;
     int compensate;
-    long stream; /* -1: all */
+    long stream;      /* -1: all */
+    size_t max_depth; /* events drawn deeper are elided; 0: none */
 };
+
+/* The command line's max_depth: the folded stacks' cut, deeper than any
+ * real Python stack; a line at that depth (3 KB of indentation) still
+ * fits the tree's line whole, and output stays O(events x cap). */
+#define EVP_TREE_DEFAULT_DEPTH 1024
 
 int evp_view_tree(struct evp_trace *t, FILE *out,
                   const struct evp_tree_opts *o);
