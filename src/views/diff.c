@@ -7,6 +7,7 @@
  * so the phases and instructions that moved the most come first; functions
  * are matched by qualified name and file, since ids differ between runs.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -23,8 +24,6 @@ struct drow {
     uint64_t first;
 };
 
-static enum evp_sort dsort;
-
 static double change(const struct drow *r)
 {
     return (double)r->total[1] - (double)r->total[0];
@@ -35,11 +34,12 @@ static double mean(const struct drow *r, int i)
     return r->count[i] ? (double)r->total[i] / (double)r->count[i] : 0;
 }
 
-static int cmp_drow(const void *x, const void *y)
+/* For qsort_r: ARG points to the enum evp_sort. */
+static int cmp_drow(const void *x, const void *y, void *arg)
 {
     const struct drow *a = x, *b = y;
     double da, db;
-    switch (dsort) {
+    switch (*(const enum evp_sort *)arg) {
     case EVP_SORT_NAME:
         return strcmp(a->name, b->name);
     case EVP_SORT_COUNT:
@@ -75,9 +75,9 @@ static int max_int(int a, int b)
 }
 
 static void print_rows(FILE *out, const char *title, const char *unit,
-                       struct drow *rows, size_t n)
+                       struct drow *rows, size_t n, enum evp_sort sort)
 {
-    qsort(rows, n, sizeof *rows, cmp_drow);
+    qsort_r(rows, n, sizeof *rows, cmp_drow, &sort);
     /* names escaped for the terminal; columns as wide as their figures */
     char(*shown)[288] = calloc(n ? n : 1, sizeof *shown);
     int *cols = calloc(n ? n : 1, sizeof *cols);
@@ -206,7 +206,6 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         evp_stats_free(&s[0]);
         return rc;
     }
-    dsort = o->sort;
     struct drow *rows = calloc(EVP_STATS_KEYS, sizeof *rows);
     if (!rows) {
         evp_stats_free(&s[0]);
@@ -264,7 +263,7 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         r->first = s[0].kind_count[k] ? s[0].kind_first[k]
                                       : (1u << 20) + s[1].kind_first[k];
     }
-    print_rows(out, "events", "count", rows, n);
+    print_rows(out, "events", "count", rows, n, o->sort);
 
     n = 0;
     memset(rows, 0, EVP_STATS_KEYS * sizeof *rows);
@@ -287,7 +286,7 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
                                      : (1u << 20) + s[1].op_first[op];
     }
     if (n)
-        print_rows(out, "ops", "count", rows, n);
+        print_rows(out, "ops", "count", rows, n, o->sort);
     const char *va = evp_trace_info(base)->python_version,
                *vb = evp_trace_info(new_)->python_version;
     if (n && strcmp(va, vb) != 0)
@@ -299,7 +298,8 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
     if (o->funcs) {
         struct drow *fr = func_rows(t, s, &n);
         if (fr) {
-            print_rows(out, "functions (inclusive time)", "calls", fr, n);
+            print_rows(out, "functions (inclusive time)", "calls", fr, n,
+                       o->sort);
             free(fr);
         }
     }

@@ -36,6 +36,7 @@
  * called "thread") are merged with their subtrees, as adding up equal
  * lines would merge them.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -359,15 +360,14 @@ static uint32_t name_of(struct folded *f, struct names *nm, uint32_t k)
     return id;
 }
 
-/* Sort keys "N" (own line) and "N;" (block): entry = name id * 2 + block. */
-static const struct evp_strset *sort_names;
-
-static int cmp_sortkey(const void *a, const void *b)
+/* Sort keys "N" (own line) and "N;" (block): entry = name id * 2 + block;
+ * NAMES (the strset) is qsort_r's argument. */
+static int cmp_sortkey(const void *a, const void *b, void *names)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     size_t nx, ny;
-    const char *sx = evp_strset_get(sort_names, x >> 1, &nx);
-    const char *sy = evp_strset_get(sort_names, y >> 1, &ny);
+    const char *sx = evp_strset_get(names, x >> 1, &nx);
+    const char *sy = evp_strset_get(names, y >> 1, &ny);
     size_t lx = nx + (x & 1), ly = ny + (y & 1);
     size_t m = lx < ly ? lx : ly;
     for (size_t i = 0; i < m; i++) {
@@ -390,8 +390,7 @@ static int rank_names(struct names *nm)
     }
     for (size_t i = 0; i < n * 2; i++)
         v[i] = (uint32_t)i;
-    sort_names = &nm->str;
-    qsort(v, n * 2, sizeof *v, cmp_sortkey);
+    qsort_r(v, n * 2, sizeof *v, cmp_sortkey, &nm->str);
     for (size_t r = 0; r < n * 2; r++) {
         if (v[r] & 1)
             nm->rank[v[r] >> 1].block = (uint32_t)r;
@@ -451,11 +450,10 @@ struct walk {
     void *ctx;
 };
 
-static const struct walk *sort_walk;
-
-static int cmp_id(const void *a, const void *b)
+/* Node ids by their name's rank; W (the walk) is qsort_r's argument. */
+static int cmp_id(const void *a, const void *b, void *walk)
 {
-    const struct walk *w = sort_walk;
+    const struct walk *w = walk;
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     uint32_t rx = w->nm->rank[w->f->nodes[x].key].own;
     uint32_t ry = w->nm->rank[w->f->nodes[y].key].own;
@@ -489,8 +487,7 @@ static int push_level(struct walk *w, size_t first, size_t end)
         for (uint32_t k = w->kid_start[id]; k < w->kid_start[id + 1]; k++)
             w->ids[w->nids++] = w->kids[k];
     }
-    sort_walk = w;
-    qsort(w->ids + base, total, sizeof *w->ids, cmp_id);
+    qsort_r(w->ids + base, total, sizeof *w->ids, cmp_id, w);
     /* Groups of one name: an item for its line (when it has time) and
      * one for its descendants (when it has any). */
     size_t ibase = w->nitems;

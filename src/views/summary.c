@@ -10,6 +10,7 @@
  * trace, as the discussion's analyzer does.  Kinds the producer cannot
  * emit are named in a note instead of being shown as empty rows.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,13 +35,12 @@ struct row {
     uint64_t incl, self;
 };
 
-static enum evp_sort sort_key;
-
-static int cmp_rows(const void *x, const void *y)
+/* Comparators for qsort_r: ARG points to the enum evp_sort. */
+static int cmp_rows(const void *x, const void *y, void *arg)
 {
     const struct row *a = x, *b = y;
     double ma, mb;
-    switch (sort_key) {
+    switch (*(const enum evp_sort *)arg) {
     case EVP_SORT_NAME: {
         int c = strcmp(a->name, b->name);
         if (c)
@@ -164,10 +164,10 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
     rule(out, w, wide, cw);
 }
 
-static int cmp_func_rows(const void *x, const void *y)
+static int cmp_func_rows(const void *x, const void *y, void *arg)
 {
     const struct row *a = x, *b = y;
-    switch (sort_key) {
+    switch (*(const enum evp_sort *)arg) {
     case EVP_SORT_TOTAL:
         if (a->incl != b->incl)
             return a->incl < b->incl ? 1 : -1;
@@ -191,7 +191,8 @@ static int cmp_func_rows(const void *x, const void *y)
 }
 
 static void func_table(FILE *out, const struct evp_trace *t,
-                       const struct evp_func_stats *fs, uint32_t nfuncs)
+                       const struct evp_func_stats *fs, uint32_t nfuncs,
+                       enum evp_sort sort)
 {
     size_t n = 0;
     for (uint32_t id = 1; id <= nfuncs; id++)
@@ -219,7 +220,7 @@ static void func_table(FILE *out, const struct evp_trace *t,
         if (r->cols + 1 > w)
             w = r->cols + 1;
     }
-    qsort(rows, n, sizeof *rows, cmp_func_rows);
+    qsort_r(rows, n, sizeof *rows, cmp_func_rows, &sort);
     struct cols cw = {12, 12};
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48];
@@ -299,7 +300,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
     fputc('\n', out);
 
     int wide = o->sort == EVP_SORT_TOTAL;
-    sort_key = o->sort;
+    enum evp_sort sort = o->sort;
     uint64_t grand = 0;
     size_t n = 0;
     uint64_t seen = 0;
@@ -315,7 +316,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
         if (k < 64)
             seen |= UINT64_C(1) << k;
     }
-    qsort(rows, n, sizeof *rows, cmp_rows);
+    qsort_r(rows, n, sizeof *rows, cmp_rows, &sort);
     table(out, "events", rows, n, wide, grand);
     uint64_t known = (in->can_emit | seen) & ~EVP_KIND_BIT(EVP_EV_LOG_WRITTEN);
     fprintf(out, " total: %zu/%d\n\n", n, __builtin_popcountll(known));
@@ -362,7 +363,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
         grand += r->total;
     }
     if (n || (in->can_emit & EVP_KIND_BIT(EVP_EV_OP))) {
-        qsort(rows, n, sizeof *rows, cmp_rows);
+        qsort_r(rows, n, sizeof *rows, cmp_rows, &sort);
         table(out,
               o->group_specialized ? "ops (specialized forms folded into "
                                      "their base instruction)"
@@ -384,7 +385,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
             evp_fmt_count(c, sizeof c, called));
     if (o->funcs) {
         fputc('\n', out);
-        func_table(out, t, fs, nfuncs);
+        func_table(out, t, fs, nfuncs, o->sort);
     }
     if (rst.unmatched || rst.unclosed)
         fprintf(out,
