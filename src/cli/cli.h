@@ -63,10 +63,11 @@ struct evp_cli_common {
     const char *python; /* opcode table for text traces, NULL: default */
     long stream;        /* -1: every stream */
     int compensate;     /* -1 until the trace is open: then on for .evp */
+    int ns;             /* --ns: durations in nanoseconds */
 };
 
 /* clang-format off */
-#define EVP_CLI_COMMON_INIT {NULL, -1, -1}
+#define EVP_CLI_COMMON_INIT {NULL, -1, -1, 0}
 #define EVP_CLI_COMMON_LONGOPTS                                              \
     {"stream", required_argument, NULL, 's'},                                \
     {"python", required_argument, NULL, 'p'},                                \

@@ -56,6 +56,7 @@ int cmd_diff(int argc, char **argv)
     }
     /* Compensation applies where a trace measured its cost (binary). */
     o.compensate = co.compensate != 0;
+    o.ns = co.ns;
     struct evp_trace *a = evp_cli_open_trace(argv[optind], co.python);
     if (!a)
         return 1;

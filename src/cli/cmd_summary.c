@@ -58,6 +58,7 @@ int cmd_summary(int argc, char **argv)
         return 1;
     o.compensate = co.compensate;
     o.stream = co.stream;
+    o.ns = co.ns;
     int rc = evp_view_summary(t, stdout, &o);
     evp_trace_close(t);
     return evp_cli_finish(rc < 0 ? 1 : 0);

@@ -66,6 +66,7 @@ int cmd_tree(int argc, char **argv)
         return 1;
     o.compensate = co.compensate;
     o.stream = co.stream;
+    o.ns = co.ns;
     static char buf[1 << 16];
     setvbuf(stdout, buf, _IOFBF, sizeof buf);
     int rc = evp_view_tree(t, stdout, &o);

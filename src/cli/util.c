@@ -62,7 +62,7 @@ int evp_cli_common_option(int c, const char *arg, struct evp_cli_common *o)
         o->compensate = 1;
         return 1;
     case 'N':
-        evp_fmt_set_ns(1);
+        o->ns = 1;
         return 1;
     default:
         return 0;

@@ -61,11 +61,11 @@ static int cmp_drow(const void *x, const void *y, void *arg)
 }
 
 /* "+1,234.5 µs" / "-0.3 µs" */
-static char *signed_us(char *buf, size_t len, double ns)
+static char *signed_us(char *buf, size_t len, double ns, int in_ns)
 {
     char u[48];
-    evp_fmt_us(u, sizeof u, (uint64_t)fabs(ns));
-    snprintf(buf, len, "%s%s %s", ns < 0 ? "-" : "+", u, evp_fmt_unit());
+    evp_fmt_us(u, sizeof u, (uint64_t)fabs(ns), in_ns);
+    snprintf(buf, len, "%s%s %s", ns < 0 ? "-" : "+", u, evp_fmt_unit(in_ns));
     return buf;
 }
 
@@ -75,8 +75,11 @@ static int max_int(int a, int b)
 }
 
 static void print_rows(FILE *out, const char *title, const char *unit,
-                       struct drow *rows, size_t n, enum evp_sort sort)
+                       struct drow *rows, size_t n,
+                       const struct evp_diff_opts *o)
 {
+    enum evp_sort sort = o->sort;
+    int in_ns = o->ns;
     qsort_r(rows, n, sizeof *rows, cmp_drow, &sort);
     /* names escaped for the terminal; columns as wide as their figures */
     char(*shown)[288] = calloc(n ? n : 1, sizeof *shown);
@@ -97,9 +100,9 @@ static void print_rows(FILE *out, const char *title, const char *unit,
             cw = max_int(cw,
                          (int)strlen(evp_fmt_count(c, sizeof c, r->count[k])));
             mw = max_int(mw, (int)strlen(evp_fmt_us_double(
-                                 m, sizeof m, mean(r, k) / 1000.0)));
+                                 m, sizeof m, mean(r, k) / 1000.0, in_ns)));
         }
-        dw = max_int(dw, (int)strlen(signed_us(d, sizeof d, change(r))));
+        dw = max_int(dw, (int)strlen(signed_us(d, sizeof d, change(r), in_ns)));
     }
     fprintf(out, "%s:\n\n", title);
     char b[32], nw[32];
@@ -129,10 +132,10 @@ static void print_rows(FILE *out, const char *title, const char *unit,
         fprintf(out, " %s%*s %*s %*s %*s %s %*s %s %*s", shown[i], w - cols[i],
                 "", cw, evp_fmt_count(c0, sizeof c0, r->count[0]), cw,
                 evp_fmt_count(c1, sizeof c1, r->count[1]), mw,
-                evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0),
-                evp_fmt_unit(), mw,
-                evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0),
-                evp_fmt_unit(), dw, signed_us(d, sizeof d, ch));
+                evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0, in_ns),
+                evp_fmt_unit(in_ns), mw,
+                evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0, in_ns),
+                evp_fmt_unit(in_ns), dw, signed_us(d, sizeof d, ch, in_ns));
         if (*pct)
             fprintf(out, " %8s", pct);
         putc('\n', out);
@@ -223,6 +226,7 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         uint64_t end = evp_trace_end_ns(t[i]);
         el[i] = end > in->start_ns ? end - in->start_ns : 0;
         char note[256], us[48];
+        int in_ns = o->ns;
         fprintf(out, "%-11s%s\n", i ? "new:" : "base:", in->path);
         /* what the trace says is escaped, as in the other headers */
         fputs("  python:   ", out);
@@ -240,8 +244,8 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
             evp_esc_term(out, note, strlen(note), 0);
             putc('\n', out);
         }
-        fprintf(out, "  elapsed:  %s %s\n", evp_fmt_us(us, sizeof us, el[i]),
-                evp_fmt_unit());
+        fprintf(out, "  elapsed:  %s %s\n",
+                evp_fmt_us(us, sizeof us, el[i], in_ns), evp_fmt_unit(in_ns));
     }
     if (el[0])
         fprintf(out, "change:    %+.1f%% elapsed\n",
@@ -263,7 +267,7 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         r->first = s[0].kind_count[k] ? s[0].kind_first[k]
                                       : (1u << 20) + s[1].kind_first[k];
     }
-    print_rows(out, "events", "count", rows, n, o->sort);
+    print_rows(out, "events", "count", rows, n, o);
 
     n = 0;
     memset(rows, 0, EVP_STATS_KEYS * sizeof *rows);
@@ -286,7 +290,7 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
                                      : (1u << 20) + s[1].op_first[op];
     }
     if (n)
-        print_rows(out, "ops", "count", rows, n, o->sort);
+        print_rows(out, "ops", "count", rows, n, o);
     const char *va = evp_trace_info(base)->python_version,
                *vb = evp_trace_info(new_)->python_version;
     if (n && strcmp(va, vb) != 0)
@@ -298,8 +302,7 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
     if (o->funcs) {
         struct drow *fr = func_rows(t, s, &n);
         if (fr) {
-            print_rows(out, "functions (inclusive time)", "calls", fr, n,
-                       o->sort);
+            print_rows(out, "functions (inclusive time)", "calls", fr, n, o);
             free(fr);
         }
     }

@@ -40,29 +40,21 @@ char *evp_fmt_count(char *buf, size_t len, uint64_t v)
     return group(buf, len, d);
 }
 
+const char *evp_fmt_unit(int in_ns)
+{
+    return in_ns ? "ns" : "µs";
+}
+
 /* Tenths of a microsecond are truncated, not rounded: the discussion's
  * reports show 22,118,598 ns as "22,118.5 µs". */
-/* The unit of every duration in the reports (--ns switches to ns). */
-static int unit_ns;
-
-void evp_fmt_set_ns(int ns)
-{
-    unit_ns = ns;
-}
-
-const char *evp_fmt_unit(void)
-{
-    return unit_ns ? "ns" : "µs";
-}
-
-char *evp_fmt_us(char *buf, size_t len, uint64_t ns)
+char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int in_ns)
 {
     /* Hand-rolled: the tree view formats one of these per event. */
     char tmp[40];
     char *p = tmp + sizeof tmp;
     uint64_t whole = ns;
     *--p = '\0';
-    if (!unit_ns) {
+    if (!in_ns) {
         uint64_t tenths = ns / 100;
         whole = tenths / 10;
         *--p = (char)('0' + tenths % 10);
@@ -84,13 +76,14 @@ char *evp_fmt_us(char *buf, size_t len, uint64_t ns)
     return buf;
 }
 
-char *evp_fmt_us_double(char *buf, size_t len, double us)
+char *evp_fmt_us_double(char *buf, size_t len, double us, int in_ns)
 {
     if (!(us > 0))
         us = 0;
     if (us > 1.8e15)
         us = 1.8e15;
-    return evp_fmt_us(buf, len, (uint64_t)(us * 1000.0 + (unit_ns ? 0.5 : 0)));
+    return evp_fmt_us(buf, len, (uint64_t)(us * 1000.0 + (in_ns ? 0.5 : 0)),
+                      in_ns);
 }
 
 char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns)

@@ -45,7 +45,7 @@ const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
 }
 
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
-                     int width, int compensate)
+                     int width, int compensate, int in_ns)
 {
     const struct evp_trace_info *in = evp_trace_info(t);
     char a[64], b[64];
@@ -62,10 +62,10 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                           ? -1
                           : (int64_t)((uint64_t)in->start_wall_ns +
                                       (end - in->start_ns))));
-    snprintf(
-        a, sizeof a, "%s %s",
-        evp_fmt_us(b, sizeof b, end > in->start_ns ? end - in->start_ns : 0),
-        evp_fmt_unit());
+    snprintf(a, sizeof a, "%s %s",
+             evp_fmt_us(b, sizeof b,
+                        end > in->start_ns ? end - in->start_ns : 0, in_ns),
+             evp_fmt_unit(in_ns));
     line(out, prefix, width, "elapsed", a);
 
     char note[256];

@@ -85,7 +85,7 @@ int evp_view_info(struct evp_trace *t, FILE *out)
         fprintf(out, "producer:    %s\n",
                 in->text ? "text trace (the discussion's format)"
                          : in->producer);
-    evp_view_header(out, t, "", 13, 1);
+    evp_view_header(out, t, "", 13, 1, 0);
     if (in->pid >= 0)
         fprintf(out, "pid:         %ld\n", in->pid);
     fprintf(out, "clock:       %s", *in->clock ? in->clock : "unknown");

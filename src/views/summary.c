@@ -108,7 +108,7 @@ static void centred(FILE *out, const char *s, int w)
 }
 
 static void table(FILE *out, const char *title, struct row *rows, size_t n,
-                  int wide, uint64_t grand)
+                  int wide, uint64_t grand, int in_ns)
 {
     int w = 26;
     for (size_t i = 0; i < n; i++)
@@ -121,8 +121,8 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
                                           (double)rows[i].count / 1000.0
                                     : 0;
         widen(&cw.count, evp_fmt_count(c, sizeof c, rows[i].count));
-        widen(&cw.value, wide ? evp_fmt_us(v, sizeof v, rows[i].total)
-                              : evp_fmt_us_double(v, sizeof v, mean));
+        widen(&cw.value, wide ? evp_fmt_us(v, sizeof v, rows[i].total, in_ns)
+                              : evp_fmt_us_double(v, sizeof v, mean, in_ns));
     }
     fprintf(out, "%s:\n\n", title);
     char line[512];
@@ -153,10 +153,12 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
                         : 0;
         fprintf(out, " %s%*s%*s%*s %s", rows[i].name, w - rows[i].cols, "",
                 cw.count, evp_fmt_count(c, sizeof c, rows[i].count), cw.value,
-                evp_fmt_us_double(mean, sizeof mean, us), evp_fmt_unit());
+                evp_fmt_us_double(mean, sizeof mean, us, in_ns),
+                evp_fmt_unit(in_ns));
         if (wide)
             fprintf(out, "%*s %s %6.1f%%", cw.value,
-                    evp_fmt_us(tot, sizeof tot, rows[i].total), evp_fmt_unit(),
+                    evp_fmt_us(tot, sizeof tot, rows[i].total, in_ns),
+                    evp_fmt_unit(in_ns),
                     grand ? 100.0 * (double)rows[i].total / (double)grand
                           : 0.0);
         putc('\n', out);
@@ -192,8 +194,10 @@ static int cmp_func_rows(const void *x, const void *y, void *arg)
 
 static void func_table(FILE *out, const struct evp_trace *t,
                        const struct evp_func_stats *fs, uint32_t nfuncs,
-                       enum evp_sort sort)
+                       const struct evp_summary_opts *o)
 {
+    enum evp_sort sort = o->sort;
+    int in_ns = o->ns;
     size_t n = 0;
     for (uint32_t id = 1; id <= nfuncs; id++)
         n += fs[id].calls + fs[id].resumes > 0;
@@ -225,7 +229,7 @@ static void func_table(FILE *out, const struct evp_trace *t,
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48];
         widen(&cw.count, evp_fmt_count(c, sizeof c, rows[i].count));
-        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl));
+        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl, in_ns));
     }
     fputs("functions:\n\n", out);
     char line[512];
@@ -257,18 +261,19 @@ static void func_table(FILE *out, const struct evp_trace *t,
             break;
         for (size_t i = 0; i < n; i++) {
             char c[32], a[48], b[48], d[48];
-            const char *u = evp_fmt_unit();
+            const char *u = evp_fmt_unit(in_ns);
             int v = cw.value;
             fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", rows[i].name,
                     w - rows[i].cols, "", cw.count,
                     evp_fmt_count(c, sizeof c, rows[i].count), v,
-                    evp_fmt_us(a, sizeof a, rows[i].incl), u, v,
-                    evp_fmt_us(b, sizeof b, rows[i].self), u, v,
+                    evp_fmt_us(a, sizeof a, rows[i].incl, in_ns), u, v,
+                    evp_fmt_us(b, sizeof b, rows[i].self, in_ns), u, v,
                     evp_fmt_us_double(d, sizeof d,
                                       rows[i].count
                                           ? (double)rows[i].incl /
                                                 (double)rows[i].count / 1000.0
-                                          : 0),
+                                          : 0,
+                                      in_ns),
                     u);
         }
     }
@@ -296,7 +301,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
     const struct evp_trace_info *in = evp_trace_info(t);
     fprintf(out, "reading from %s\n(showing results in 'summary' format)\n\n",
             in->path);
-    evp_view_header(out, t, "", 11, o->compensate);
+    evp_view_header(out, t, "", 11, o->compensate, o->ns);
     fputc('\n', out);
 
     int wide = o->sort == EVP_SORT_TOTAL;
@@ -317,7 +322,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
             seen |= UINT64_C(1) << k;
     }
     qsort_r(rows, n, sizeof *rows, cmp_rows, &sort);
-    table(out, "events", rows, n, wide, grand);
+    table(out, "events", rows, n, wide, grand, o->ns);
     uint64_t known = (in->can_emit | seen) & ~EVP_KIND_BIT(EVP_EV_LOG_WRITTEN);
     fprintf(out, " total: %zu/%d\n\n", n, __builtin_popcountll(known));
 
@@ -368,7 +373,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
               o->group_specialized ? "ops (specialized forms folded into "
                                      "their base instruction)"
                                    : "ops",
-              rows, n, wide, grand);
+              rows, n, wide, grand, o->ns);
         /* Out of the instructions that could have been rows: base
          * instructions when specialized forms are folded into them, every
          * named opcode when they are rows of their own. */
@@ -385,7 +390,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
             evp_fmt_count(c, sizeof c, called));
     if (o->funcs) {
         fputc('\n', out);
-        func_table(out, t, fs, nfuncs, o->sort);
+        func_table(out, t, fs, nfuncs, o);
     }
     if (rst.unmatched || rst.unclosed)
         fprintf(out,

@@ -151,10 +151,12 @@ static size_t line_start(struct tree *tr, size_t *pos, size_t *cols,
                          uint64_t elapsed, int has_time, int indent,
                          int32_t depth)
 {
+    int in_ns = tr->o->ns;
     if (has_time) {
         char buf[64], us[48];
-        snprintf(buf, sizeof buf, "%7s %s", evp_fmt_us(us, sizeof us, elapsed),
-                 evp_fmt_unit());
+        snprintf(buf, sizeof buf, "%7s %s",
+                 evp_fmt_us(us, sizeof us, elapsed, in_ns),
+                 evp_fmt_unit(in_ns));
         put(tr, pos, buf);
         *cols = width(tr->line);
     }
@@ -376,7 +378,7 @@ int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
     static const char *const names[] = {"simple-indent", "simple", "raw"};
     fprintf(out, "reading from %s\n(showing results in '%s' format)\n\n",
             evp_trace_info(t)->path, names[o->format]);
-    evp_view_header(out, t, "# ", 18, o->compensate);
+    evp_view_header(out, t, "# ", 18, o->compensate, o->ns);
     fputc('\n', out);
     static const struct evp_replay_ops ops = {tree_begin, tree_events,
                                               tree_end};

@@ -27,6 +27,7 @@ struct evp_tree_opts {
     int compensate;
     long stream;      /* -1: all */
     size_t max_depth; /* events drawn deeper are elided; 0: none */
+    int ns;           /* durations in ns instead of µs (--ns) */
 };
 
 /* The command line's max_depth: the folded stacks' cut, deeper than any
@@ -51,6 +52,7 @@ struct evp_summary_opts {
     int group_specialized; /* fold specialized opcodes into their base */
     int compensate;
     long stream;
+    int ns; /* durations in ns instead of µs (--ns) */
 };
 
 int evp_view_summary(struct evp_trace *t, FILE *out,
@@ -61,6 +63,7 @@ struct evp_diff_opts {
     enum evp_sort sort; /* EVP_SORT_TOTAL (default): by change in total */
     int funcs;          /* add the per-function table */
     int compensate;
+    int ns; /* durations in ns instead of µs (--ns) */
 };
 
 int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
@@ -87,9 +90,9 @@ int evp_view_info(struct evp_trace *t, FILE *out);
 /* ---- report header (header.c) ---------------------------------------- */
 
 /* The python/argv/start/end/elapsed block; PREFIX "# " and WIDTH 18 for
- * the tree, "" and 11 for the summary. */
+ * the tree, "" and 11 for the summary; the elapsed time in ns if IN_NS. */
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
-                     int width, int compensate);
+                     int width, int compensate, int in_ns);
 /* The per-kind costs the producer measured, kinds of equal cost grouped:
  * "op 41.2 ns; enter, exit 60.3 ns; other kinds 8.5 ns (the recorder
  * alone), measured per event"; returns its length. */
@@ -221,16 +224,15 @@ void evp_flame_unmap(const char *buf, size_t len, int mapped);
 
 /* "1,234,567" */
 char *evp_fmt_count(char *buf, size_t len, uint64_t v);
-/* ns as "1,782.7" (µs with one decimal, thousands separated) */
-char *evp_fmt_us(char *buf, size_t len, uint64_t ns);
-/* Durations in whole nanoseconds ("1,782,700") instead of µs; the unit
- * name printed after them is evp_fmt_unit() ("µs" or "ns"). */
-void evp_fmt_set_ns(int ns);
-const char *evp_fmt_unit(void);
+/* ns as "1,782.7" (µs with one decimal, thousands separated), or with
+ * IN_NS (--ns) in whole nanoseconds ("1,782,700"); the unit name printed
+ * after them is evp_fmt_unit(IN_NS) ("µs" or "ns"). */
+char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int in_ns);
+const char *evp_fmt_unit(int in_ns);
 /* A table's column rule: a blank, then N dashes. */
 void evp_fmt_dashes(FILE *out, int n);
 /* a mean in µs, as evp_fmt_us */
-char *evp_fmt_us_double(char *buf, size_t len, double us);
+char *evp_fmt_us_double(char *buf, size_t len, double us, int in_ns);
 /* epoch ns as "2021-03-31 20:27:25.663947 UTC" */
 char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns);
 
