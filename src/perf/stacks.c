@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "itab.h"
+#include "num.h"
 #include "perf.h"
 
 struct evp_stacks {
@@ -105,15 +106,5 @@ int evp_stacks_write(const struct evp_stacks *s, FILE *out)
 
 char *evp_perf_count(char *buf, size_t len, uint64_t v)
 {
-    char tmp[32];
-    int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
-    size_t k = 0;
-    for (int i = 0; i < n && k + 1 < len; i++) {
-        if (i && (n - i) % 3 == 0 && k + 2 < len)
-            buf[k++] = ',';
-        buf[k++] = tmp[i];
-    }
-    if (len)
-        buf[k < len ? k : len - 1] = 0;
-    return buf;
+    return evp_num_group(buf, len, v);
 }

@@ -98,7 +98,7 @@ static void print_rows(FILE *out, const char *title, const char *unit,
         w = max_int(w, cols[i] + 1);
         for (int k = 0; k < 2; k++) {
             cw = max_int(cw,
-                         (int)strlen(evp_fmt_count(c, sizeof c, r->count[k])));
+                         (int)strlen(evp_num_group(c, sizeof c, r->count[k])));
             mw = max_int(mw, (int)strlen(evp_fmt_us_double(
                                  m, sizeof m, mean(r, k) / 1000.0, in_ns)));
         }
@@ -130,8 +130,8 @@ static void print_rows(FILE *out, const char *title, const char *unit,
         else
             snprintf(pct, sizeof pct, "%s", r->total[1] ? "new" : "");
         fprintf(out, " %s%*s %*s %*s %*s %s %*s %s %*s", shown[i], w - cols[i],
-                "", cw, evp_fmt_count(c0, sizeof c0, r->count[0]), cw,
-                evp_fmt_count(c1, sizeof c1, r->count[1]), mw,
+                "", cw, evp_num_group(c0, sizeof c0, r->count[0]), cw,
+                evp_num_group(c1, sizeof c1, r->count[1]), mw,
                 evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0, in_ns),
                 evp_fmt_unit(in_ns), mw,
                 evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0, in_ns),

@@ -565,16 +565,8 @@ static void colour(const char *s, size_t n, int *r, int *g, int *b)
 static void put_value(FILE *out, double v)
 {
     if (v == floor(v) && v < 1.8e19) {
-        char tmp[32], buf[48];
-        int n = snprintf(tmp, sizeof tmp, "%" PRIu64, (uint64_t)v);
-        size_t k = 0;
-        for (int i = 0; i < n; i++) {
-            if (i && (n - i) % 3 == 0)
-                buf[k++] = ',';
-            buf[k++] = tmp[i];
-        }
-        buf[k] = 0;
-        fputs(buf, out);
+        char buf[32];
+        fputs(evp_num_group(buf, sizeof buf, (uint64_t)v), out);
     } else {
         fprintf(out, "%.2f", v);
     }

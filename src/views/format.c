@@ -13,33 +13,6 @@
 
 #include "views.h"
 
-/* Insert thousands separators into the integer part of DIGITS. */
-static char *group(char *buf, size_t len, const char *digits)
-{
-    const char *dot = strchr(digits, '.');
-    size_t ilen = dot ? (size_t)(dot - digits) : strlen(digits);
-    const char *p = digits;
-    size_t o = 0;
-    if (*p == '-') {
-        buf[o++] = *p++;
-        ilen--;
-    }
-    for (size_t i = 0; i < ilen && o + 2 < len; i++) {
-        if (i && (ilen - i) % 3 == 0)
-            buf[o++] = ',';
-        buf[o++] = p[i];
-    }
-    snprintf(buf + o, len - o, "%s", dot ? dot : "");
-    return buf;
-}
-
-char *evp_fmt_count(char *buf, size_t len, uint64_t v)
-{
-    char d[32];
-    snprintf(d, sizeof d, "%" PRIu64, v);
-    return group(buf, len, d);
-}
-
 const char *evp_fmt_unit(int in_ns)
 {
     return in_ns ? "ns" : "µs";
@@ -49,30 +22,16 @@ const char *evp_fmt_unit(int in_ns)
  * reports show 22,118,598 ns as "22,118.5 µs". */
 char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int in_ns)
 {
-    /* Hand-rolled: the tree view formats one of these per event. */
-    char tmp[40];
-    char *p = tmp + sizeof tmp;
-    uint64_t whole = ns;
-    *--p = '\0';
-    if (!in_ns) {
-        uint64_t tenths = ns / 100;
-        whole = tenths / 10;
-        *--p = (char)('0' + tenths % 10);
-        *--p = '.';
+    if (in_ns)
+        return evp_num_group(buf, len, ns);
+    uint64_t tenths = ns / 100;
+    evp_num_group(buf, len, tenths / 10);
+    size_t n = strlen(buf);
+    if (n + 2 < len) {
+        buf[n++] = '.';
+        buf[n++] = (char)('0' + tenths % 10);
+        buf[n] = '\0';
     }
-    int digits = 0;
-    do {
-        if (digits && digits % 3 == 0)
-            *--p = ',';
-        *--p = (char)('0' + whole % 10);
-        whole /= 10;
-        digits++;
-    } while (whole);
-    size_t n = (size_t)(tmp + sizeof tmp - p);
-    if (n > len)
-        n = len;
-    memcpy(buf, p, n);
-    buf[len - 1] = '\0';
     return buf;
 }
 

@@ -89,7 +89,7 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
     }
     if (in->dropped) {
         snprintf(a, sizeof a, "%s events lost by the recorder",
-                 evp_fmt_count(b, sizeof b, in->dropped));
+                 evp_num_group(b, sizeof b, in->dropped));
         line(out, prefix, width, "dropped", a);
     }
 }

@@ -58,14 +58,14 @@ static int info_end(void *ctx, const struct evp_stream *s)
     fprintf(a->out, "  %-4u %-10" PRIu64 " ", s->id, s->tid);
     size_t w = evp_esc_term(a->out, s->name, strlen(s->name), 0);
     fprintf(a->out, "%*s %14s %8u %10s\n", w < 24 ? (int)(24 - w) : 0, "",
-            evp_fmt_count(c, sizeof c, s->events), s->chunks,
-            evp_fmt_count(d, sizeof d, s->dropped));
+            evp_num_group(c, sizeof c, s->events), s->chunks,
+            evp_num_group(d, sizeof d, s->dropped));
     fputs("       by kind:", a->out);
     qsort(a->seen, a->nseen, sizeof *a->seen, cmp_kind);
     for (size_t i = 0; i < a->nseen; i++) {
         unsigned k = a->seen[i];
         fprintf(a->out, "%s %s %s", i ? ";" : "", evp_kind_name(k),
-                evp_fmt_count(c, sizeof c, a->count[k]));
+                evp_num_group(c, sizeof c, a->count[k]));
         a->count[k] = 0;
     }
     fputs(a->nseen ? "\n" : " (none)\n", a->out);
@@ -115,9 +115,9 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     fprintf(out, "opcodes:     %u base instructions named (%s)\n",
             evp_trace_nopcodes(t), in->opcode_source);
     fprintf(out, "functions:   %s\n",
-            evp_fmt_count(a, sizeof a, evp_trace_nfuncs(t)));
+            evp_num_group(a, sizeof a, evp_trace_nfuncs(t)));
     fprintf(out, "events:      %s in %zu stream%s\n",
-            evp_fmt_count(a, sizeof a, in->events), evp_trace_nstreams(t),
+            evp_num_group(a, sizeof a, in->events), evp_trace_nstreams(t),
             evp_trace_nstreams(t) == 1 ? "" : "s");
     if (!in->dropped)
         fputs("dropped:     none\n", out);

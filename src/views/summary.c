@@ -120,7 +120,7 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
         double mean = rows[i].count ? (double)rows[i].total /
                                           (double)rows[i].count / 1000.0
                                     : 0;
-        widen(&cw.count, evp_fmt_count(c, sizeof c, rows[i].count));
+        widen(&cw.count, evp_num_group(c, sizeof c, rows[i].count));
         widen(&cw.value, wide ? evp_fmt_us(v, sizeof v, rows[i].total, in_ns)
                               : evp_fmt_us_double(v, sizeof v, mean, in_ns));
     }
@@ -152,7 +152,7 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
                         ? (double)rows[i].total / (double)rows[i].count / 1000.0
                         : 0;
         fprintf(out, " %s%*s%*s%*s %s", rows[i].name, w - rows[i].cols, "",
-                cw.count, evp_fmt_count(c, sizeof c, rows[i].count), cw.value,
+                cw.count, evp_num_group(c, sizeof c, rows[i].count), cw.value,
                 evp_fmt_us_double(mean, sizeof mean, us, in_ns),
                 evp_fmt_unit(in_ns));
         if (wide)
@@ -228,7 +228,7 @@ static void func_table(FILE *out, const struct evp_trace *t,
     struct cols cw = {12, 12};
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48];
-        widen(&cw.count, evp_fmt_count(c, sizeof c, rows[i].count));
+        widen(&cw.count, evp_num_group(c, sizeof c, rows[i].count));
         widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl, in_ns));
     }
     fputs("functions:\n\n", out);
@@ -265,7 +265,7 @@ static void func_table(FILE *out, const struct evp_trace *t,
             int v = cw.value;
             fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", rows[i].name,
                     w - rows[i].cols, "", cw.count,
-                    evp_fmt_count(c, sizeof c, rows[i].count), v,
+                    evp_num_group(c, sizeof c, rows[i].count), v,
                     evp_fmt_us(a, sizeof a, rows[i].incl, in_ns), u, v,
                     evp_fmt_us(b, sizeof b, rows[i].self, in_ns), u, v,
                     evp_fmt_us_double(d, sizeof d,
@@ -387,7 +387,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
     uint64_t called = evp_stats_names_called(t, &a);
     char c[32];
     fprintf(out, "funcs: %s called (by \"simple\" name)\n",
-            evp_fmt_count(c, sizeof c, called));
+            evp_num_group(c, sizeof c, called));
     if (o->funcs) {
         fputc('\n', out);
         func_table(out, t, fs, nfuncs, o);

@@ -245,9 +245,9 @@ static void print_elided(struct tree *tr)
     char n[32], d[32], m[32], buf[160];
     snprintf(buf, sizeof buf,
              "[%s events deeper than %s frames elided, down to depth %s]",
-             evp_fmt_count(n, sizeof n, tr->elided),
-             evp_fmt_count(m, sizeof m, tr->o->max_depth),
-             evp_fmt_count(d, sizeof d, (uint64_t)tr->elided_deepest));
+             evp_num_group(n, sizeof n, tr->elided),
+             evp_num_group(m, sizeof m, tr->o->max_depth),
+             evp_num_group(d, sizeof d, (uint64_t)tr->elided_deepest));
     size_t pos = 0, cols = 0;
     if (tr->o->format == EVP_TREE_RAW) {
         snprintf(tr->line, sizeof tr->line, "# %s (%" PRIu64 " ns)\n", buf,

@@ -14,6 +14,7 @@
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
 #include "esc.h"
+#include "num.h"
 
 /* ---- tree ---------------------------------------------------------- */
 enum evp_tree_format {
@@ -222,8 +223,6 @@ void evp_flame_unmap(const char *buf, size_t len, int mapped);
 
 /* ---- shared formatting helpers (format.c) ------------------------- */
 
-/* "1,234,567" */
-char *evp_fmt_count(char *buf, size_t len, uint64_t v);
 /* ns as "1,782.7" (µs with one decimal, thousands separated), or with
  * IN_NS (--ns) in whole nanoseconds ("1,782,700"); the unit name printed
  * after them is evp_fmt_unit(IN_NS) ("µs" or "ns"). */
