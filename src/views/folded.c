@@ -106,14 +106,8 @@ static uint32_t node_of(struct folded *f, uint32_t parent, uint32_t key)
         return id;
     if (f->n >= UINT32_MAX - 1)
         return UINT32_MAX; /* ids are 32-bit */
-    if (f->n == f->cap) {
-        size_t nc = f->cap * 2;
-        struct fnode *nn = realloc(f->nodes, nc * sizeof *nn);
-        if (!nn)
-            return UINT32_MAX;
-        f->nodes = nn;
-        f->cap = nc;
-    }
+    if (evp_grow((void **)&f->nodes, &f->cap, f->n + 1, sizeof *f->nodes, 4096))
+        return UINT32_MAX;
     id = (uint32_t)f->n;
     if (evp_itab_put(&f->index, h, id) < 0)
         return UINT32_MAX;
@@ -132,14 +126,9 @@ static int push_deep(struct folded *f, size_t d)
         if (leaf == UINT32_MAX)
             return -ENOMEM;
         if (f->n > before) {
-            if (f->ndeep == f->dcap) {
-                size_t nc = f->dcap ? f->dcap * 2 : 16;
-                struct deep_leaf *nd = realloc(f->deep, nc * sizeof *nd);
-                if (!nd)
-                    return -ENOMEM;
-                f->deep = nd;
-                f->dcap = nc;
-            }
+            if (evp_grow((void **)&f->deep, &f->dcap, f->ndeep + 1,
+                         sizeof *f->deep, 16))
+                return -ENOMEM;
             f->deep[f->ndeep] = (struct deep_leaf){leaf, 0};
             f->cur_deep = f->ndeep++;
         } else {
@@ -630,10 +619,9 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
     f.o = o;
     f.multi = o->stream < 0 && evp_trace_nstreams(t) > 1;
     f.max_depth = o->max_depth;
-    f.cap = 4096;
-    f.nodes = malloc(f.cap * sizeof *f.nodes);
     int rc = -ENOMEM;
-    if (!f.nodes || evp_itab_reserve(&f.index, f.cap) < 0)
+    if (evp_grow((void **)&f.nodes, &f.cap, 1, sizeof *f.nodes, 4096) ||
+        evp_itab_reserve(&f.index, f.cap) < 0)
         goto done;
     f.nodes[0] = (struct fnode){UINT32_MAX, 0, 0}; /* the root */
     f.n = 1;
