@@ -107,6 +107,26 @@ static void centred(FILE *out, const char *s, int w)
     fprintf(out, "%*s%s%*s", left, "", s, w - len - left, "");
 }
 
+/* A table's column titles, each centred in its width, no trailing blanks. */
+static void heading(FILE *out, const char *const *labels, const int *widths,
+                    size_t n)
+{
+    char line[512];
+    FILE *m = fmemopen(line, sizeof line, "w");
+    if (!m)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            putc(' ', m);
+        centred(m, labels[i], widths[i]);
+    }
+    fclose(m);
+    size_t l = strlen(line);
+    while (l && line[l - 1] == ' ')
+        line[--l] = '\0';
+    fprintf(out, "%s\n", line);
+}
+
 static void table(FILE *out, const char *title, struct row *rows, size_t n,
                   int wide, uint64_t grand, int in_ns)
 {
@@ -125,26 +145,10 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
                               : evp_fmt_us_double(v, sizeof v, mean, in_ns));
     }
     fprintf(out, "%s:\n\n", title);
-    char line[512];
-    FILE *m = fmemopen(line, sizeof line, "w");
-    if (m) {
-        centred(m, "name", w + 1);
-        putc(' ', m);
-        centred(m, "count", cw.count);
-        putc(' ', m);
-        centred(m, "mean elapsed", cw.value + 2);
-        if (wide) {
-            putc(' ', m);
-            centred(m, "total elapsed", cw.value + 2);
-            putc(' ', m);
-            centred(m, "share", 7);
-        }
-        fclose(m);
-        size_t l = strlen(line);
-        while (l && line[l - 1] == ' ')
-            line[--l] = '\0';
-        fprintf(out, "%s\n", line);
-    }
+    static const char *const labels[] = {"name", "count", "mean elapsed",
+                                         "total elapsed", "share"};
+    int widths[] = {w + 1, cw.count, cw.value + 2, cw.value + 2, 7};
+    heading(out, labels, widths, wide ? 5 : 3);
     rule(out, w, wide, cw);
     for (size_t i = 0; i < n; i++) {
         char c[32], mean[48], tot[48];
@@ -192,20 +196,20 @@ static int cmp_func_rows(const void *x, const void *y, void *arg)
     return c ? c : (a->first > b->first) - (a->first < b->first);
 }
 
-static void func_table(FILE *out, const struct evp_trace *t,
-                       const struct evp_func_stats *fs, uint32_t nfuncs,
-                       const struct evp_summary_opts *o)
+/* The rows of the functions called or resumed, *N of them (unsorted);
+ * *W the width of their names.  NULL when out of memory. */
+static struct row *func_rows(const struct evp_trace *t,
+                             const struct evp_func_stats *fs, uint32_t nfuncs,
+                             size_t *n, int *w)
 {
-    enum evp_sort sort = o->sort;
-    int in_ns = o->ns;
-    size_t n = 0;
-    for (uint32_t id = 1; id <= nfuncs; id++)
-        n += fs[id].calls + fs[id].resumes > 0;
-    struct row *rows = calloc(n ? n : 1, sizeof *rows);
-    if (!rows)
-        return;
     size_t k = 0;
-    int w = 26;
+    for (uint32_t id = 1; id <= nfuncs; id++)
+        k += fs[id].calls + fs[id].resumes > 0;
+    struct row *rows = calloc(k ? k : 1, sizeof *rows);
+    if (!rows)
+        return NULL;
+    *n = k;
+    k = 0;
     for (uint32_t id = 1; id <= nfuncs; id++) {
         if (!fs[id].calls && !fs[id].resumes)
             continue;
@@ -221,112 +225,97 @@ static void func_table(FILE *out, const struct evp_trace *t,
         r->incl = fs[id].incl_ns;
         r->self = fs[id].self_ns;
         r->first = id;
-        if (r->cols + 1 > w)
-            w = r->cols + 1;
+        if (r->cols + 1 > *w)
+            *w = r->cols + 1;
     }
+    return rows;
+}
+
+static void func_rule(FILE *out, int w, struct cols cw)
+{
+    for (int i = 0; i < w + 1; i++)
+        putc('-', out);
+    evp_fmt_dashes(out, cw.count);
+    for (int j = 0; j < 3; j++)
+        evp_fmt_dashes(out, cw.value + 2);
+    putc('\n', out);
+}
+
+static void func_line(FILE *out, const struct row *r, int w, struct cols cw,
+                      int in_ns)
+{
+    char c[32], a[48], b[48], d[48];
+    const char *u = evp_fmt_unit(in_ns);
+    int v = cw.value;
+    double mean = r->count ? (double)r->incl / (double)r->count / 1000.0 : 0;
+    fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", r->name, w - r->cols, "",
+            cw.count, evp_num_group(c, sizeof c, r->count), v,
+            evp_fmt_us(a, sizeof a, r->incl, in_ns), u, v,
+            evp_fmt_us(b, sizeof b, r->self, in_ns), u, v,
+            evp_fmt_us_double(d, sizeof d, mean, in_ns), u);
+}
+
+static void func_table(FILE *out, const struct evp_trace *t,
+                       const struct evp_func_stats *fs, uint32_t nfuncs,
+                       const struct evp_summary_opts *o)
+{
+    enum evp_sort sort = o->sort;
+    size_t n = 0;
+    int w = 26;
+    struct row *rows = func_rows(t, fs, nfuncs, &n, &w);
+    if (!rows)
+        return;
     qsort_r(rows, n, sizeof *rows, cmp_func_rows, &sort);
     struct cols cw = {12, 12};
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48];
         widen(&cw.count, evp_num_group(c, sizeof c, rows[i].count));
-        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl, in_ns));
+        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl, o->ns));
     }
     fputs("functions:\n\n", out);
-    char line[512];
-    FILE *m = fmemopen(line, sizeof line, "w");
-    if (m) {
-        centred(m, "name", w + 1);
-        putc(' ', m);
-        centred(m, "calls", cw.count);
-        putc(' ', m);
-        centred(m, "inclusive", cw.value + 2);
-        putc(' ', m);
-        centred(m, "self", cw.value + 2);
-        putc(' ', m);
-        centred(m, "mean", cw.value + 2);
-        fclose(m);
-        size_t l = strlen(line);
-        while (l && line[l - 1] == ' ')
-            line[--l] = '\0';
-        fprintf(out, "%s\n", line);
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < w + 1; i++)
-            putc('-', out);
-        evp_fmt_dashes(out, cw.count);
-        for (int j = 0; j < 3; j++)
-            evp_fmt_dashes(out, cw.value + 2);
-        putc('\n', out);
-        if (pass)
-            break;
-        for (size_t i = 0; i < n; i++) {
-            char c[32], a[48], b[48], d[48];
-            const char *u = evp_fmt_unit(in_ns);
-            int v = cw.value;
-            fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", rows[i].name,
-                    w - rows[i].cols, "", cw.count,
-                    evp_num_group(c, sizeof c, rows[i].count), v,
-                    evp_fmt_us(a, sizeof a, rows[i].incl, in_ns), u, v,
-                    evp_fmt_us(b, sizeof b, rows[i].self, in_ns), u, v,
-                    evp_fmt_us_double(d, sizeof d,
-                                      rows[i].count
-                                          ? (double)rows[i].incl /
-                                                (double)rows[i].count / 1000.0
-                                          : 0,
-                                      in_ns),
-                    u);
-        }
-    }
+    static const char *const labels[] = {"name", "calls", "inclusive", "self",
+                                         "mean"};
+    int v = cw.value + 2;
+    heading(out, labels, (const int[]){w + 1, cw.count, v, v, v}, 5);
+    func_rule(out, w, cw);
+    for (size_t i = 0; i < n; i++)
+        func_line(out, &rows[i], w, cw, o->ns);
+    func_rule(out, w, cw);
     fprintf(out, " total: %zu functions\n", n);
     free(rows);
 }
 
-int evp_view_summary(struct evp_trace *t, FILE *out,
-                     const struct evp_summary_opts *o)
+/* The events table: one row per kind seen, and how many kinds there are
+ * (those the producer can emit or that appear). */
+static void events_section(FILE *out, const struct evp_trace *t,
+                           const struct evp_stats *a, struct row *rows,
+                           const struct evp_summary_opts *o)
 {
-    uint32_t nfuncs = evp_trace_nfuncs(t);
-    struct evp_stats a;
-    struct row *rows = calloc(NKEYS, sizeof *rows);
-    int rc = rows ? evp_stats_compute(t, &a, o->compensate, o->stream, o->funcs)
-                  : -ENOMEM;
-    if (rc < 0) {
-        free(rows);
-        if (rc == -ENOMEM)
-            fprintf(stderr, "evalprof: out of memory\n");
-        return rc;
-    }
-    struct evp_func_stats *fs = a.funcs;
-    const struct evp_replay_stats rst = a.replay;
-
     const struct evp_trace_info *in = evp_trace_info(t);
-    fprintf(out, "reading from %s\n(showing results in 'summary' format)\n\n",
-            in->path);
-    evp_view_header(out, t, "", 11, o->compensate, o->ns);
-    fputc('\n', out);
-
-    int wide = o->sort == EVP_SORT_TOTAL;
     enum evp_sort sort = o->sort;
-    uint64_t grand = 0;
+    uint64_t grand = 0, seen = 0;
     size_t n = 0;
-    uint64_t seen = 0;
     for (unsigned k = 0; k < NKEYS; k++) {
-        if (!a.kind_count[k])
+        if (!a->kind_count[k])
             continue;
         struct row *r = &rows[n++];
         set_name(r, evp_kind_name(k));
-        r->count = a.kind_count[k];
-        r->total = a.kind_total[k];
-        r->first = a.kind_first[k];
+        r->count = a->kind_count[k];
+        r->total = a->kind_total[k];
+        r->first = a->kind_first[k];
         grand += r->total;
         if (k < 64)
             seen |= UINT64_C(1) << k;
     }
     qsort_r(rows, n, sizeof *rows, cmp_rows, &sort);
-    table(out, "events", rows, n, wide, grand, o->ns);
+    table(out, "events", rows, n, sort == EVP_SORT_TOTAL, grand, o->ns);
     uint64_t known = (in->can_emit | seen) & ~EVP_KIND_BIT(EVP_EV_LOG_WRITTEN);
     fprintf(out, " total: %zu/%d\n\n", n, __builtin_popcountll(known));
+}
 
-    /* Kinds the producer cannot emit: say so rather than show nothing. */
+/* Kinds the producer cannot emit: say so rather than show nothing. */
+static void missing_note(FILE *out, const struct evp_trace_info *in)
+{
     char missing[512] = "";
     for (unsigned k = 0; k < EVP_EV_CLASSIC_COUNT; k++)
         if (!(in->can_emit & EVP_KIND_BIT(k))) {
@@ -339,68 +328,110 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
                 "note: this producer cannot emit %s; an instrumented "
                 "interpreter (mode A) records them.\n\n",
                 missing);
+}
 
-    /* Ops, optionally folded into their base instruction. */
-    if (o->group_specialized)
-        for (unsigned op = 0; op < NKEYS; op++) {
-            unsigned base = evp_trace_opbase(t, op);
-            if (base == op || !a.op_count[op])
-                continue;
-            if (!a.op_count[base] || a.op_first[op] < a.op_first[base])
-                a.op_first[base] = a.op_first[op];
-            a.op_count[base] += a.op_count[op];
-            a.op_total[base] += a.op_total[op];
-            a.op_count[op] = 0;
-        }
-    n = 0;
-    grand = 0;
+/* Fold the figures of specialized opcodes into their base instruction. */
+static void fold_specialized(const struct evp_trace *t, struct evp_stats *a)
+{
     for (unsigned op = 0; op < NKEYS; op++) {
-        if (!a.op_count[op])
+        unsigned base = evp_trace_opbase(t, op);
+        if (base == op || !a->op_count[op])
+            continue;
+        if (!a->op_count[base] || a->op_first[op] < a->op_first[base])
+            a->op_first[base] = a->op_first[op];
+        a->op_count[base] += a->op_count[op];
+        a->op_total[base] += a->op_total[op];
+        a->op_count[op] = 0;
+    }
+}
+
+/* The ops table (when there are ops, or the producer can record them). */
+static void ops_section(FILE *out, const struct evp_trace *t,
+                        const struct evp_stats *a, struct row *rows,
+                        const struct evp_summary_opts *o)
+{
+    enum evp_sort sort = o->sort;
+    uint64_t grand = 0;
+    size_t n = 0;
+    for (unsigned op = 0; op < NKEYS; op++) {
+        if (!a->op_count[op])
             continue;
         struct row *r = &rows[n++];
         const char *nm = evp_trace_opname(t, op);
         char unk[16];
         snprintf(unk, sizeof unk, "<%u>", op);
         set_name(r, nm ? nm : unk);
-        r->count = a.op_count[op];
-        r->total = a.op_total[op];
-        r->first = a.op_first[op];
+        r->count = a->op_count[op];
+        r->total = a->op_total[op];
+        r->first = a->op_first[op];
         grand += r->total;
     }
-    if (n || (in->can_emit & EVP_KIND_BIT(EVP_EV_OP))) {
-        qsort_r(rows, n, sizeof *rows, cmp_rows, &sort);
-        table(out,
-              o->group_specialized ? "ops (specialized forms folded into "
-                                     "their base instruction)"
-                                   : "ops",
-              rows, n, wide, grand, o->ns);
-        /* Out of the instructions that could have been rows: base
-         * instructions when specialized forms are folded into them, every
-         * named opcode when they are rows of their own. */
-        unsigned named = evp_trace_nopcodes(t);
-        if (!o->group_specialized)
-            for (unsigned op = named = 0; op < NKEYS; op++)
-                named += evp_trace_opname(t, op) != NULL;
-        fprintf(out, " total: %zu/%u\n\n", n, named);
-    }
+    if (!n && !(evp_trace_info(t)->can_emit & EVP_KIND_BIT(EVP_EV_OP)))
+        return;
+    qsort_r(rows, n, sizeof *rows, cmp_rows, &sort);
+    table(out,
+          o->group_specialized ? "ops (specialized forms folded into "
+                                 "their base instruction)"
+                               : "ops",
+          rows, n, sort == EVP_SORT_TOTAL, grand, o->ns);
+    /* Out of the instructions that could have been rows: base
+     * instructions when specialized forms are folded into them, every
+     * named opcode when they are rows of their own. */
+    unsigned named = evp_trace_nopcodes(t);
+    if (!o->group_specialized)
+        for (unsigned op = named = 0; op < NKEYS; op++)
+            named += evp_trace_opname(t, op) != NULL;
+    fprintf(out, " total: %zu/%u\n\n", n, named);
+}
 
-    uint64_t called = evp_stats_names_called(t, &a);
-    char c[32];
-    fprintf(out, "funcs: %s called (by \"simple\" name)\n",
-            evp_num_group(c, sizeof c, called));
-    if (o->funcs) {
-        fputc('\n', out);
-        func_table(out, t, fs, nfuncs, o);
-    }
-    if (rst.unmatched || rst.unclosed)
+/* Frames a trace started or was cut in the middle of. */
+static void nesting_note(FILE *out, const struct evp_replay_stats *rst)
+{
+    if (rst->unmatched || rst->unclosed)
         fprintf(out,
                 "\nnote: %" PRIu64
                 " exit%s without a matching enter and %" PRIu64
                 " frame%s still open at the end (a trace started or cut "
                 "mid-call).\n",
-                rst.unmatched, rst.unmatched == 1 ? "" : "s", rst.unclosed,
-                rst.unclosed == 1 ? "" : "s");
-    evp_stats_free(&a);
+                rst->unmatched, rst->unmatched == 1 ? "" : "s", rst->unclosed,
+                rst->unclosed == 1 ? "" : "s");
+}
+
+static void print_summary(FILE *out, struct evp_trace *t, struct evp_stats *a,
+                          struct row *rows, const struct evp_summary_opts *o)
+{
+    fprintf(out, "reading from %s\n(showing results in 'summary' format)\n\n",
+            evp_trace_info(t)->path);
+    evp_view_header(out, t, "", 11, o->compensate, o->ns);
+    fputc('\n', out);
+    events_section(out, t, a, rows, o);
+    missing_note(out, evp_trace_info(t));
+    if (o->group_specialized)
+        fold_specialized(t, a);
+    ops_section(out, t, a, rows, o);
+    char c[32];
+    fprintf(out, "funcs: %s called (by \"simple\" name)\n",
+            evp_num_group(c, sizeof c, evp_stats_names_called(t, a)));
+    if (o->funcs) {
+        fputc('\n', out);
+        func_table(out, t, a->funcs, evp_trace_nfuncs(t), o);
+    }
+    nesting_note(out, &a->replay);
+}
+
+int evp_view_summary(struct evp_trace *t, FILE *out,
+                     const struct evp_summary_opts *o)
+{
+    struct evp_stats a;
+    struct row *rows = calloc(NKEYS, sizeof *rows);
+    int rc = rows ? evp_stats_compute(t, &a, o->compensate, o->stream, o->funcs)
+                  : -ENOMEM;
+    if (!rc) {
+        print_summary(out, t, &a, rows, o);
+        evp_stats_free(&a);
+    } else if (rc == -ENOMEM) {
+        fprintf(stderr, "evalprof: out of memory\n");
+    }
     free(rows);
-    return 0;
+    return rc < 0 ? rc : 0;
 }
