@@ -196,65 +196,58 @@ static struct drow *func_rows(struct evp_trace *t[2], struct evp_stats s[2],
     return rows;
 }
 
-int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
-                  const struct evp_diff_opts *o)
+/* One trace's block of the header; returns its elapsed time. */
+static uint64_t trace_header(FILE *out, const struct evp_trace *t,
+                             const char *label, int in_ns)
 {
-    struct evp_trace *t[2] = {base, new_};
-    struct evp_stats s[2];
-    int rc;
-    if ((rc = evp_stats_compute(base, &s[0], o->compensate, -1, o->funcs)) < 0)
-        return rc;
-    if ((rc = evp_stats_compute(new_, &s[1], o->compensate, -1, o->funcs)) <
-        0) {
-        evp_stats_free(&s[0]);
-        return rc;
+    const struct evp_trace_info *in = evp_trace_info(t);
+    uint64_t end = evp_trace_end_ns(t);
+    uint64_t el = end > in->start_ns ? end - in->start_ns : 0;
+    char note[256], us[48];
+    fprintf(out, "%-11s%s\n", label, in->path);
+    /* what the trace says is escaped, as in the other headers */
+    fputs("  python:   ", out);
+    evp_esc_term(out, in->executable, strlen(in->executable), 0);
+    if (*in->python_version) {
+        putc(' ', out);
+        evp_esc_term(out, in->python_version, strlen(in->python_version), 0);
     }
-    struct drow *rows = calloc(EVP_STATS_KEYS, sizeof *rows);
-    if (!rows) {
-        evp_stats_free(&s[0]);
-        evp_stats_free(&s[1]);
-        return -ENOMEM;
+    fputs("\n  argv:     ", out);
+    evp_esc_term(out, in->argv, strlen(in->argv), 0);
+    putc('\n', out);
+    if (*evp_view_producer_note(t, note, sizeof note)) {
+        fputs("  producer: ", out);
+        evp_esc_term(out, note, strlen(note), 0);
+        putc('\n', out);
     }
+    fprintf(out, "  elapsed:  %s %s\n", evp_fmt_us(us, sizeof us, el, in_ns),
+            evp_fmt_unit(in_ns));
+    return el;
+}
 
+static void header(FILE *out, struct evp_trace *t[2],
+                   const struct evp_diff_opts *o)
+{
     fprintf(out,
             "reading from %s\nreading from %s\n(showing results in "
             "'diff' format)\n\n",
-            evp_trace_info(base)->path, evp_trace_info(new_)->path);
+            evp_trace_info(t[0])->path, evp_trace_info(t[1])->path);
     uint64_t el[2];
-    for (int i = 0; i < 2; i++) {
-        const struct evp_trace_info *in = evp_trace_info(t[i]);
-        uint64_t end = evp_trace_end_ns(t[i]);
-        el[i] = end > in->start_ns ? end - in->start_ns : 0;
-        char note[256], us[48];
-        int in_ns = o->ns;
-        fprintf(out, "%-11s%s\n", i ? "new:" : "base:", in->path);
-        /* what the trace says is escaped, as in the other headers */
-        fputs("  python:   ", out);
-        evp_esc_term(out, in->executable, strlen(in->executable), 0);
-        if (*in->python_version) {
-            putc(' ', out);
-            evp_esc_term(out, in->python_version, strlen(in->python_version),
-                         0);
-        }
-        fputs("\n  argv:     ", out);
-        evp_esc_term(out, in->argv, strlen(in->argv), 0);
-        putc('\n', out);
-        if (*evp_view_producer_note(t[i], note, sizeof note)) {
-            fputs("  producer: ", out);
-            evp_esc_term(out, note, strlen(note), 0);
-            putc('\n', out);
-        }
-        fprintf(out, "  elapsed:  %s %s\n",
-                evp_fmt_us(us, sizeof us, el[i], in_ns), evp_fmt_unit(in_ns));
-    }
+    for (int i = 0; i < 2; i++)
+        el[i] = trace_header(out, t[i], i ? "new:" : "base:", o->ns);
     if (el[0])
         fprintf(out, "change:    %+.1f%% elapsed\n",
                 100.0 * ((double)el[1] - (double)el[0]) / (double)el[0]);
     if (o->compensate)
         fputs("(recorder cost per event subtracted where measured)\n", out);
     fputc('\n', out);
+}
 
+/* Rows of the kinds seen in either trace (ROWS has EVP_STATS_KEYS). */
+static size_t kind_rows(const struct evp_stats s[2], struct drow *rows)
+{
     size_t n = 0;
+    memset(rows, 0, EVP_STATS_KEYS * sizeof *rows);
     for (unsigned k = 0; k < EVP_STATS_KEYS; k++) {
         if (!s[0].kind_count[k] && !s[1].kind_count[k])
             continue;
@@ -267,16 +260,21 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         r->first = s[0].kind_count[k] ? s[0].kind_first[k]
                                       : (1u << 20) + s[1].kind_first[k];
     }
-    print_rows(out, "events", "count", rows, n, o);
+    return n;
+}
 
-    n = 0;
+/* Rows of the opcodes seen in either trace, named by the trace that has
+ * them (their opcode tables agree when both come from the same
+ * interpreter version). */
+static size_t op_rows(struct evp_trace *t[2], const struct evp_stats s[2],
+                      struct drow *rows)
+{
+    size_t n = 0;
     memset(rows, 0, EVP_STATS_KEYS * sizeof *rows);
     for (unsigned op = 0; op < EVP_STATS_KEYS; op++) {
         if (!s[0].op_count[op] && !s[1].op_count[op])
             continue;
-        /* Name by the trace that has it (their opcode tables agree when
-         * both come from the same interpreter version). */
-        const char *nm = evp_trace_opname(s[0].op_count[op] ? base : new_, op);
+        const char *nm = evp_trace_opname(t[s[0].op_count[op] ? 0 : 1], op);
         struct drow *r = &rows[n++];
         if (nm)
             snprintf(r->name, sizeof r->name, "%s", nm);
@@ -289,16 +287,25 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         r->first = s[0].op_count[op] ? s[0].op_first[op]
                                      : (1u << 20) + s[1].op_first[op];
     }
+    return n;
+}
+
+static void print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
+                       struct drow *rows, const struct evp_diff_opts *o)
+{
+    header(out, t, o);
+    size_t n = kind_rows(s, rows);
+    print_rows(out, "events", "count", rows, n, o);
+    n = op_rows(t, s, rows);
     if (n)
         print_rows(out, "ops", "count", rows, n, o);
-    const char *va = evp_trace_info(base)->python_version,
-               *vb = evp_trace_info(new_)->python_version;
+    const char *va = evp_trace_info(t[0])->python_version,
+               *vb = evp_trace_info(t[1])->python_version;
     if (n && strcmp(va, vb) != 0)
         fprintf(out,
                 "note: the traces come from different interpreter "
                 "versions (%s, %s); opcode numbers may not match.\n\n",
                 *va ? va : "unknown", *vb ? vb : "unknown");
-
     if (o->funcs) {
         struct drow *fr = func_rows(t, s, &n);
         if (fr) {
@@ -306,8 +313,28 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
             free(fr);
         }
     }
-    free(rows);
-    evp_stats_free(&s[0]);
+}
+
+int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
+                  const struct evp_diff_opts *o)
+{
+    struct evp_trace *t[2] = {base, new_};
+    struct evp_stats s[2];
+    struct drow *rows = NULL;
+    int rc = evp_stats_compute(base, &s[0], o->compensate, -1, o->funcs);
+    if (rc < 0)
+        return rc;
+    rc = evp_stats_compute(new_, &s[1], o->compensate, -1, o->funcs);
+    if (rc < 0)
+        goto done;
+    rows = calloc(EVP_STATS_KEYS, sizeof *rows);
+    if (rows)
+        print_diff(out, t, s, rows, o);
+    else
+        rc = -ENOMEM;
     evp_stats_free(&s[1]);
-    return 0;
+done:
+    evp_stats_free(&s[0]);
+    free(rows);
+    return rc;
 }
