@@ -66,6 +66,26 @@ static int chrome_begin(void *ctx, const struct evp_stream *s)
     return 0;
 }
 
+/* An instruction or a phase as a complete slice: its elapsed time. */
+static void slice(struct chrome *c, const struct evp_event *e, uint64_t ts)
+{
+    begin(c, "X");
+    fputs(",\"name\":", c->out);
+    if (e->kind == EVP_EV_OP) {
+        const char *nm = evp_trace_opname(c->t, e->aux);
+        char buf[32];
+        if (!nm)
+            snprintf(buf, sizeof buf, "<%u>", e->aux);
+        evp_json_string(c->out, nm ? nm : buf);
+        fputs(",\"cat\":\"op\"", c->out);
+    } else {
+        fprintf(c->out, "\"%s\",\"cat\":\"phase\"", evp_kind_name(e->kind));
+    }
+    put_ts(c, "ts", ts);
+    put_ts(c, "dur", e->elapsed);
+    fputc('}', c->out);
+}
+
 static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct chrome *c = ctx;
@@ -93,22 +113,7 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
             fputc('}', c->out);
         } else if ((e->kind == EVP_EV_OP && c->o->ops) ||
                    (c->o->phases && evp_kind_is_phase(e->kind))) {
-            begin(c, "X");
-            fputs(",\"name\":", c->out);
-            if (e->kind == EVP_EV_OP) {
-                const char *nm = evp_trace_opname(c->t, e->aux);
-                char buf[32];
-                if (!nm)
-                    snprintf(buf, sizeof buf, "<%u>", e->aux);
-                evp_json_string(c->out, nm ? nm : buf);
-                fputs(",\"cat\":\"op\"", c->out);
-            } else {
-                fprintf(c->out, "\"%s\",\"cat\":\"phase\"",
-                        evp_kind_name(e->kind));
-            }
-            put_ts(c, "ts", ts);
-            put_ts(c, "dur", e->elapsed);
-            fputc('}', c->out);
+            slice(c, e, ts);
         }
     }
     return ferror(c->out) ? -EIO : 0;
