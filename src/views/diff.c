@@ -74,73 +74,90 @@ static int max_int(int a, int b)
     return a > b ? a : b;
 }
 
-static void print_rows(FILE *out, const char *title, const char *unit,
-                       struct drow *rows, size_t n,
-                       const struct evp_diff_opts *o)
+/* Column widths: as wide as the figures they hold. */
+struct dcols {
+    int name, count, mean, change;
+};
+
+/* One row: NAME is R's name escaped for the terminal, NCOLS wide. */
+static void print_row(FILE *out, const struct drow *r, const char *name,
+                      int ncols, struct dcols w, int in_ns)
 {
-    enum evp_sort sort = o->sort;
-    int in_ns = o->ns;
-    qsort_r(rows, n, sizeof *rows, cmp_drow, &sort);
-    /* names escaped for the terminal; columns as wide as their figures */
-    char(*shown)[288] = calloc(n ? n : 1, sizeof *shown);
-    int *cols = calloc(n ? n : 1, sizeof *cols);
-    if (!shown || !cols) {
-        free(shown);
-        free(cols);
-        fprintf(out, "%s: (out of memory)\n\n", title);
-        return;
-    }
-    int w = 26, cw = 12, mw = 11, dw = 16;
-    for (size_t i = 0; i < n; i++) {
-        const struct drow *r = &rows[i];
-        char c[32], m[48], d[64];
-        cols[i] = evp_esc_term_cell(shown[i], sizeof shown[i], r->name, 70);
-        w = max_int(w, cols[i] + 1);
-        for (int k = 0; k < 2; k++) {
-            cw = max_int(cw,
-                         (int)strlen(evp_num_group(c, sizeof c, r->count[k])));
-            mw = max_int(mw, (int)strlen(evp_fmt_us_double(
-                                 m, sizeof m, mean(r, k) / 1000.0, in_ns)));
-        }
-        dw = max_int(dw, (int)strlen(signed_us(d, sizeof d, change(r), in_ns)));
-    }
+    char c0[32], c1[32], m0[48], m1[48], d[64], pct[16];
+    double ch = change(r);
+    if (r->total[0])
+        snprintf(pct, sizeof pct, "%+.1f%%", 100.0 * ch / (double)r->total[0]);
+    else
+        snprintf(pct, sizeof pct, "%s", r->total[1] ? "new" : "");
+    fprintf(out, " %s%*s %*s %*s %*s %s %*s %s %*s", name, w.name - ncols, "",
+            w.count, evp_num_group(c0, sizeof c0, r->count[0]), w.count,
+            evp_num_group(c1, sizeof c1, r->count[1]), w.mean,
+            evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0, in_ns),
+            evp_fmt_unit(in_ns), w.mean,
+            evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0, in_ns),
+            evp_fmt_unit(in_ns), w.change, signed_us(d, sizeof d, ch, in_ns));
+    if (*pct)
+        fprintf(out, " %8s", pct);
+    putc('\n', out);
+}
+
+static void print_heading(FILE *out, const char *title, const char *unit,
+                          struct dcols w)
+{
     fprintf(out, "%s:\n\n", title);
     char b[32], nw[32];
     snprintf(b, sizeof b, "base %s", unit);
     snprintf(nw, sizeof nw, "new %s", unit);
     int uw = 3; /* " µs", " ns" */
-    fprintf(out, " %-*s %*s %*s %*s %*s %*s\n", w, "name", cw, b, cw, nw,
-            mw + uw, "base mean", mw + uw, "new mean", dw, "total change");
-    for (int i = 0; i < w + 1; i++)
+    fprintf(out, " %-*s %*s %*s %*s %*s %*s\n", w.name, "name", w.count, b,
+            w.count, nw, w.mean + uw, "base mean", w.mean + uw, "new mean",
+            w.change, "total change");
+    for (int i = 0; i < w.name + 1; i++)
         putc('-', out);
-    evp_fmt_dashes(out, cw);
-    evp_fmt_dashes(out, cw);
-    evp_fmt_dashes(out, mw + uw);
-    evp_fmt_dashes(out, mw + uw);
-    evp_fmt_dashes(out, dw);
+    evp_fmt_dashes(out, w.count);
+    evp_fmt_dashes(out, w.count);
+    evp_fmt_dashes(out, w.mean + uw);
+    evp_fmt_dashes(out, w.mean + uw);
+    evp_fmt_dashes(out, w.change);
     evp_fmt_dashes(out, 8);
     putc('\n', out);
+}
+
+static void print_rows(FILE *out, const char *title, const char *unit,
+                       struct drow *rows, size_t n,
+                       const struct evp_diff_opts *o)
+{
+    enum evp_sort sort = o->sort;
+    qsort_r(rows, n, sizeof *rows, cmp_drow, &sort);
+    /* names escaped for the terminal; columns as wide as their figures */
+    char(*shown)[288] = calloc(n ? n : 1, sizeof *shown);
+    int *cols = calloc(n ? n : 1, sizeof *cols);
+    if (!shown || !cols) {
+        fprintf(out, "%s: (out of memory)\n\n", title);
+        n = 0;
+    }
+    struct dcols w = {26, 12, 11, 16};
     for (size_t i = 0; i < n; i++) {
         const struct drow *r = &rows[i];
-        char c0[32], c1[32], m0[48], m1[48], d[64], pct[16];
-        double ch = change(r);
-        if (r->total[0])
-            snprintf(pct, sizeof pct, "%+.1f%%",
-                     100.0 * ch / (double)r->total[0]);
-        else
-            snprintf(pct, sizeof pct, "%s", r->total[1] ? "new" : "");
-        fprintf(out, " %s%*s %*s %*s %*s %s %*s %s %*s", shown[i], w - cols[i],
-                "", cw, evp_num_group(c0, sizeof c0, r->count[0]), cw,
-                evp_num_group(c1, sizeof c1, r->count[1]), mw,
-                evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0, in_ns),
-                evp_fmt_unit(in_ns), mw,
-                evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0, in_ns),
-                evp_fmt_unit(in_ns), dw, signed_us(d, sizeof d, ch, in_ns));
-        if (*pct)
-            fprintf(out, " %8s", pct);
-        putc('\n', out);
+        char c[32], m[48], d[64];
+        cols[i] = evp_esc_term_cell(shown[i], sizeof shown[i], r->name, 70);
+        w.name = max_int(w.name, cols[i] + 1);
+        for (int k = 0; k < 2; k++) {
+            w.count = max_int(
+                w.count, (int)strlen(evp_num_group(c, sizeof c, r->count[k])));
+            w.mean =
+                max_int(w.mean, (int)strlen(evp_fmt_us_double(
+                                    m, sizeof m, mean(r, k) / 1000.0, o->ns)));
+        }
+        w.change = max_int(
+            w.change, (int)strlen(signed_us(d, sizeof d, change(r), o->ns)));
     }
-    fputc('\n', out);
+    if (shown && cols) {
+        print_heading(out, title, unit, w);
+        for (size_t i = 0; i < n; i++)
+            print_row(out, &rows[i], shown[i], cols[i], w, o->ns);
+        fputc('\n', out);
+    }
     free(shown);
     free(cols);
 }
