@@ -41,31 +41,65 @@ typedef struct {
     const char *name;
 } CallbackObject;
 
+/*
+ * The slow path of on_instruction: the thread's and the code's checks,
+ * the decoding, and the cache that lets the next events of the same code
+ * skip them.  Returns the instructions (NULL: nothing to record).
+ */
+static const struct evp_op_slot *
+op_slots_slow(PyObject *code, uint32_t *nunits)
+{
+    *nunits = 0;
+    if (!evp_thread_on(NULL) || !PyCode_Check(code))
+        return NULL;
+    PyCodeObject *co = (PyCodeObject *)code;
+    struct evp_code *c = evp_code_get_cached(co);
+    if (EVP_UNLIKELY(c == NULL))
+        return NULL;
+    if (EVP_UNLIKELY(c->ops == NULL) && !c->ignore &&
+        evp_code_decode(co, c) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    struct evp_tls *tl = &evp_tls;
+    tl->op_code = code;
+    tl->op_slots = c->ignore ? NULL : c->ops;
+    tl->op_nunits = c->ignore ? 0 : c->nunits;
+    tl->op_epoch = evp_code_epoch;
+    *nunits = tl->op_nunits;
+    return tl->op_slots;
+}
+
+/*
+ * INSTRUCTION: the hot path of ops mode, once per instruction.  Consecutive
+ * instructions mostly run in one code object: a hit in the thread's cache
+ * goes straight from (code, offset) to the record.
+ */
 static PyObject *
 on_instruction(PyObject *cb, PyObject *const *args, size_t nargsf,
                PyObject *kwnames)
 {
-    if (EVP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 2) || !evp_thread_on(NULL))
+    if (EVP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 2))
         Py_RETURN_NONE;
-    PyCodeObject *co = (PyCodeObject *)args[0];
-    PyObject *off = args[1];
-    struct evp_code *c = evp_code_get_cached(co);
-    if (EVP_UNLIKELY(c == NULL || c->ignore))
-        Py_RETURN_NONE;
-    if (EVP_UNLIKELY(c->ops == NULL) && evp_code_decode(co, c) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
+    struct evp_tls *tl = &evp_tls;
+    const struct evp_op_slot *ops;
+    uint32_t n;
+    if (EVP_LIKELY(args[0] == tl->op_code && tl->op_epoch == evp_code_epoch)) {
+        ops = tl->op_slots;
+        n = tl->op_nunits;
     }
+    else {
+        ops = op_slots_slow(args[0], &n);
+    }
+    PyObject *off = args[1];
     size_t unit;
-    if (EVP_LIKELY(PyLong_CheckExact(off) &&
+    if (EVP_LIKELY(Py_IS_TYPE(off, &PyLong_Type) &&
                    PyUnstable_Long_IsCompact((PyLongObject *)off)))
         unit = (size_t)PyUnstable_Long_CompactValue((PyLongObject *)off) / 2;
-    else
-        unit = (size_t)PyLong_AsSsize_t(off) / 2;
-    if (EVP_LIKELY(unit < c->nunits))
-        evp_rec_op(c->ops[unit].opcode, c->ops[unit].oparg);
-    else
+    else if ((unit = (size_t)PyLong_AsSsize_t(off) / 2, PyErr_Occurred()))
         PyErr_Clear();
+    if (EVP_LIKELY(unit < n))
+        evp_rec_op(ops[unit].opcode, ops[unit].oparg);
     Py_RETURN_NONE;
 }
 
@@ -75,14 +109,28 @@ ignored(PyObject *code)
 {
     if (!PyCode_Check(code))
         return 0;
-    struct evp_code *c = evp_code_get((PyCodeObject *)code);
+    struct evp_code *c = evp_code_get_cached((PyCodeObject *)code);
     return c != NULL && c->ignore;
+}
+
+/* Not a C function (the Python functions and classes most calls reach):
+ * no C call event.  Exact types first, the subtype walk last. */
+static inline int
+not_cfunc(PyObject *callable)
+{
+    PyTypeObject *t = Py_TYPE(callable);
+    if (EVP_LIKELY(t == &PyCFunction_Type || t == &PyMethodDescr_Type ||
+                   t == &PyCMethod_Type))
+        return 0;
+    return t == &PyFunction_Type || t == &PyMethod_Type ||
+           !PyCFunction_Check(callable);
 }
 
 static inline PyObject *
 c_event(unsigned kind, PyObject *const *args, size_t nargsf)
 {
-    if (EVP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 3) || !evp_thread_on(NULL))
+    if (EVP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 3) || not_cfunc(args[2]) ||
+        !evp_thread_on(NULL))
         Py_RETURN_NONE;
     if (ignored(args[0]))
         Py_RETURN_NONE;
@@ -223,6 +271,7 @@ int
 evp_monitor_install(void)
 {
     evp_precise_exceptions = 1;
+    evp_code_epoch++; /* every thread's cached code of an older session */
     PyObject *mon = monitoring();
     if (mon == NULL)
         return -1;

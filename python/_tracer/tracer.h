@@ -79,11 +79,19 @@ struct evp_tls {
     int named;        /* its Python thread name is known */
     int name_tries;   /* look-ups of the name so far */
     char *stack_low;  /* below this the C stack is nearly exhausted */
-    /* The code object of the last op event and its record: consecutive
-     * instructions mostly share one.  Valid while code_epoch matches. */
+    /* The code object of the last event and its record: consecutive
+     * events mostly share one.  Valid while code_epoch matches. */
     PyCodeObject *last_code;
     struct evp_code *last_rec;
     uint64_t code_epoch;
+    /* The same for op events (3.12+), with what an INSTRUCTION callback
+     * reads: the decoded instructions (NULL for code not traced, or a
+     * thread not traced) and their count.  Filled only once the thread
+     * and the code have passed every check, so that a hit needs none. */
+    PyObject *op_code;
+    const struct evp_op_slot *op_slots;
+    uint32_t op_nunits;
+    uint64_t op_epoch;
 };
 
 extern __thread struct evp_tls evp_tls
@@ -132,8 +140,9 @@ struct evp_op_slot {
  * (memory). */
 struct evp_code *evp_code_get_slow(PyCodeObject *co);
 
-/* Bumped whenever a code object with a record is freed: a cached
- * (code, record) pair may then be stale. */
+/* Bumped whenever a code object with a record is freed, and when hooks
+ * are installed for a new session: a cached (code, record) pair may then
+ * be stale. */
 extern uint64_t evp_code_epoch;
 
 static inline struct evp_code *
