@@ -163,6 +163,11 @@ class OpCounts(Case):
         self.compare(prog("raises.py"))
         self.compare(prog("gens.py"))
 
+    def test_code_objects_freed_and_reused(self):
+        # A new code object at a freed one's address is not read with the
+        # freed one's instructions.
+        self.compare(prog("codereuse.py"))
+
     def test_extended_arg(self):
         # More than 256 constants and locals: EXTENDED_ARG prefixes.
         script = self.path("extended.py")
