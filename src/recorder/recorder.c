@@ -33,6 +33,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,13 +147,18 @@ static struct {
 static pthread_key_t thread_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void warn(const char *fmt, const char *a, int err)
+/* One line on stderr, "evalprof: " and the message (unless quiet). */
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...)
 {
     if (S.cfg.flags & EVP_REC_QUIET)
         return;
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "evalprof: ");
-    fprintf(stderr, fmt, a ? a : "", err ? strerror(err) : "");
+    vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    va_end(ap);
 }
 
 /* ---- writing ---------------------------------------------------------- */
@@ -211,7 +217,7 @@ static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
         if (rc < 0) {
             S.error = rc;
             warn("%s: cannot create the trace (%s); recording stopped", S.path,
-                 -rc);
+                 strerror(-rc));
             return rc;
         }
     }
@@ -220,7 +226,7 @@ static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
         S.error = rc;
         warn("%s: write failed (%s); recording stopped, what was written "
              "before stays readable",
-             S.path, -rc);
+             S.path, strerror(-rc));
     }
     return rc;
 }
