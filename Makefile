@@ -1,7 +1,8 @@
 # evalprof front door.  Meson and Ninja do the building; this file only
 # bootstraps them and names the everyday jobs.
 #
-#   make            build everything into build/ (build/evalprof)
+#   make            build everything into build/ (build/evalprof), configuring
+#                   build/ first (again when bootstrap packages changed)
 #   make test       bootstrap test dependencies, build, run every suite
 #   make demo       trace the bundled example workload and show the reports
 #   make bench      run the benchmarks (figures beside same-run baselines)
@@ -12,18 +13,32 @@
 BUILD ?= build
 MESON_OPTS ?=
 
-.PHONY: all build bootstrap test demo bench cpython asan fuzz clean format
+# What $(BUILD) was configured with: the bootstrap's build and test
+# packages, as installed then.  When they change (`make demo` configured
+# a fresh machine without the test group's cmocka, then `make test`
+# installed it), $(BUILD) is configured again, so that the tests left out
+# before are built now.
+PACKAGES = $(BUILD)/bootstrap-packages
+
+.PHONY: all build configure bootstrap test demo bench cpython asan fuzz clean format
 
 all: build
 
 bootstrap:
 	@sh tools/bootstrap.sh build
 
-$(BUILD)/build.ninja:
+configure:
 	@sh tools/bootstrap.sh build
-	meson setup $(BUILD) $(MESON_OPTS)
+	@now=$$(sh tools/bootstrap.sh --state build test) || exit 1; \
+	if [ ! -f $(BUILD)/build.ninja ]; then \
+	    meson setup $(BUILD) $(MESON_OPTS) || exit 1; \
+	elif [ "$$now" != "$$(cat $(PACKAGES) 2>/dev/null)" ]; then \
+	    echo "make: packages changed since $(BUILD) was configured: configuring it again"; \
+	    meson setup --reconfigure $(BUILD) $(MESON_OPTS) || exit 1; \
+	fi; \
+	printf '%s\n' "$$now" > $(PACKAGES)
 
-build: $(BUILD)/build.ninja
+build: configure
 	@ninja -C $(BUILD)
 
 test:

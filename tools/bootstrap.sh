@@ -5,9 +5,20 @@
 #
 #   tools/bootstrap.sh [GROUP...]    groups: build (default), test, cpython,
 #                                    browser, bench
+#   tools/bootstrap.sh --state [GROUP...]
+#                                    print the installed version of each
+#                                    package of the groups (or "absent") and
+#                                    change nothing: the Makefile configures
+#                                    the build directory again when it changes
 #
 # Each group lists packages from Debian's archive only.
 set -eu
+
+state=0
+if [ "${1:-}" = --state ]; then
+    state=1
+    shift
+fi
 
 pkgs_build="meson ninja-build pkg-config gcc libzstd-dev libxxhash-dev python3-dev"
 pkgs_test="libcmocka-dev clang clang-format libclang-rt-14-dev"
@@ -27,6 +38,17 @@ for g in $groups; do
     *) echo "bootstrap: unknown group '$g' (build, test, cpython, browser, bench)" >&2; exit 2 ;;
     esac
 done
+
+if [ $state = 1 ]; then
+    seen=""
+    for p in $want; do
+        case " $seen " in *" $p "*) continue ;; esac
+        seen="$seen $p"
+        v=$(dpkg-query -W -f '${Status} ${Version}' "$p" 2>/dev/null | sed -n 's/^install ok installed //p')
+        echo "$p ${v:-absent}"
+    done
+    exit 0
+fi
 
 missing=""
 for p in $want; do
