@@ -195,7 +195,8 @@ def common_edits(ver):
     e.append(Copy("cpython/hooks/ceval-%s.h" % ver, "Python/evalprof_ceval.h"))
     e.append(Copy("cpython/hooks/ceval-common.h",
                   "Python/evalprof_ceval_common.h"))
-    for h in ("events.h", "record.h", "recorder.h", "format.h"):
+    # kinds.def: the event vocabulary that events.h and kinds.c expand
+    for h in ("kinds.def", "events.h", "record.h", "recorder.h", "format.h"):
         e.append(Copy("include/evalprof/" + h,
                       "Include/internal/evalprof/" + h))
     for f in ("src/recorder/clock.c", "src/recorder/clock.h",
@@ -652,6 +653,7 @@ def makefile(text, problems):
     lines.insert(n, "# evalprof: the recorder and evalprof's run-time side\n"
                  "EVALPROF_OBJS= %s\n" % " ".join(OBJS))
     hdrs = ("$(srcdir)/Include/internal/pycore_evalprof.h "
+            "$(srcdir)/Include/internal/evalprof/kinds.def "
             "$(srcdir)/Include/internal/evalprof/events.h "
             "$(srcdir)/Include/internal/evalprof/record.h "
             "$(srcdir)/Include/internal/evalprof/recorder.h "

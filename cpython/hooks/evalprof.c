@@ -78,17 +78,8 @@ static const struct evp_class evp_classes[] = {
     {"breaker", K(LOOP_SLOW) | K(LOOP_FAST)},
     {"dispatch", K(DISPATCH)},
     {"op", K(OP)},
-    /* single kinds, by their report names with '-' for ' ' */
-    {"runtime-other", K(RUNTIME_OTHER)},
-    {"enter", K(ENTER)},
-    {"exit", K(EXIT)},
-    {"loop-enter", K(LOOP_ENTER)},
-    {"loop-slow", K(LOOP_SLOW)},
-    {"loop-fast", K(LOOP_FAST)},
-    {"loop-exception", K(LOOP_EXCEPTION)},
-    {"loop-error", K(LOOP_ERROR)},
-    {"loop-exiting", K(LOOP_EXITING)},
-    {"loop-exit", K(LOOP_EXIT)},
+    /* and each single kind of the classic vocabulary but those always
+     * recorded, by its report name with '-' for ' ' (evp_kind_named) */
 };
 /* init and fini frame every trace, whatever the classes; "recorder"
  * events mark the time a thread spent handing a full buffer over, which
@@ -121,6 +112,19 @@ evp_say(const char *fmt, ...)
 }
 
 /* ---- the event-class list -------------------------------------------- */
+
+/* T names kind K: its report name (evalprof/kinds.def) with '-' for ' '. */
+static int
+evp_kind_named(unsigned k, const char *t)
+{
+    const char *n = evp_kind_name(k);
+    for (; *n && *t; n++, t++) {
+        if (*t != (*n == ' ' ? '-' : *n)) {
+            return 0;
+        }
+    }
+    return *n == *t;
+}
 
 /*
  * Parse SPEC ("op", "no-dispatch", "frames,op", "all,-breaker", "0x3ff")
@@ -171,14 +175,19 @@ evp_parse_events(const char *spec, uint64_t *kinds)
             t += 1;
         }
         if (*t) {
-            const struct evp_class *c = NULL;
+            uint64_t kinds_of = 0;
             for (size_t i = 0; i < Py_ARRAY_LENGTH(evp_classes); i++) {
                 if (strcmp(evp_classes[i].name, t) == 0) {
-                    c = &evp_classes[i];
+                    kinds_of = evp_classes[i].kinds;
                     break;
                 }
             }
-            if (c == NULL) {
+            for (unsigned k = 0; !kinds_of && k < EVP_EV_CLASSIC_COUNT; k++) {
+                if (!(EVP_ALWAYS & EVP_KIND_BIT(k)) && evp_kind_named(k, t)) {
+                    kinds_of = EVP_KIND_BIT(k);
+                }
+            }
+            if (kinds_of == 0) {
                 evp_say("EVALPROF_EVENTS: unknown event class '%s' (known: "
                         "all, frames, loop, breaker, dispatch, op, or a "
                         "kind such as loop-fast); tracing is off",
@@ -189,10 +198,10 @@ evp_parse_events(const char *spec, uint64_t *kinds)
                 set = EVP_KINDS_CLASSIC;
             }
             if (remove) {
-                set &= ~c->kinds;
+                set &= ~kinds_of;
             }
             else {
-                set |= c->kinds;
+                set |= kinds_of;
             }
             first = 0;
         }

@@ -3,13 +3,9 @@
  *
  * Every producer (the instrumented interpreter, the stock-interpreter
  * extension, the synthetic demo workload, the text-trace importer) speaks
- * these kinds and every view reads them.  Numbers 0-13 are those of the
- * eval-loop profiling discussion's text format, so its traces stay readable;
- * new kinds take new numbers and existing numbers never change meaning.
- *
- * An event's elapsed time is the time until the next event of the same
- * thread.  Kinds that nest (enter/exit and friends) give each event a depth
- * and a current function, from which inclusive and self times are derived.
+ * these kinds and every view reads them.  The kinds themselves, with their
+ * properties, are listed once, in evalprof/kinds.def; this header makes
+ * the C names from that list.
  */
 #ifndef EVALPROF_EVENTS_H
 #define EVALPROF_EVENTS_H
@@ -17,40 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum evp_kind {
-    EVP_EV_INIT = 0,            /* recording starts (interpreter start-up) */
-    EVP_EV_FINI = 1,            /* recording ends */
-    EVP_EV_RUNTIME_OTHER = 2,   /* back in the runtime after an exit */
-    EVP_EV_ENTER = 3,           /* a frame starts being evaluated; arg: func */
-    EVP_EV_EXIT = 4,            /* a frame stops being evaluated; arg: func */
-    EVP_EV_LOOP_ENTER = 5,      /* set-up done, top of the loop reached */
-    EVP_EV_LOOP_SLOW = 6,       /* eval-breaker slow path taken */
-    EVP_EV_LOOP_FAST = 7,       /* eval-breaker check passed (fast path) */
-    EVP_EV_DISPATCH = 8,        /* about to dispatch the next instruction */
-    EVP_EV_OP = 9,              /* an instruction starts; opcode, oparg */
-    EVP_EV_LOOP_EXCEPTION = 10, /* exception unwinding starts */
-    EVP_EV_LOOP_ERROR = 11,     /* the error path is entered */
-    EVP_EV_LOOP_EXITING = 12,   /* the exiting path is entered */
-    EVP_EV_LOOP_EXIT = 13,      /* the loop is left */
-    /* Kinds added by evalprof (not in the discussion's traces). */
-    EVP_EV_RECORDER = 14,    /* time spent inside evalprof's recorder */
-    EVP_EV_C_CALL = 15,      /* a C function is called; arg: func */
-    EVP_EV_C_RETURN = 16,    /* the C function returned; arg: func */
-    EVP_EV_C_RAISE = 17,     /* the C function raised; arg: func */
-    EVP_EV_RESUME = 18,      /* a suspended generator/coroutine frame
-                                is evaluated again; arg: func (nests
-                                like enter) */
-    EVP_EV_SUSPEND = 19,     /* the frame suspends (yield, await);
-                                arg: func (nests like exit) */
-    EVP_EV_LOG_WRITTEN = 20, /* text traces' "# log written: <s>"
-                                annotation: arg is the time (ns) the
-                                tracer spent writing its log, left out
-                                of the preceding event's elapsed */
-    EVP_EV__COUNT = 21
-};
+#include "evalprof/kinds.def"
 
-/* Kinds of the discussion's vocabulary (0-13). */
-#define EVP_EV_CLASSIC_COUNT 14
+#define EVP_KIND_ENUM_(id, n, name, arg, nest, phase, doc) EVP_EV_##id = n,
+#define EVP_KIND_ONE_(id, n, name, arg, nest, phase, doc) +1
+enum evp_kind {
+    EVP_KINDS(EVP_KIND_ENUM_) /* EVP_EV_INIT = 0, ... */
+    EVP_EV__COUNT = 0 EVP_KINDS(EVP_KIND_ONE_)
+};
 
 /* What an event's argument means. */
 enum evp_arg_class {
@@ -71,6 +41,7 @@ struct evp_kind_info {
     enum evp_arg_class arg; /* argument class */
     enum evp_nest nest;     /* nesting effect */
     const char *doc;        /* one line, for `evalprof info` and docs */
+    int phase;              /* a phase of the loop or the runtime */
 };
 
 /*
@@ -91,6 +62,19 @@ void evp_kind_cost_key(char *buf, size_t len, unsigned kind);
 #define EVP_KIND_BIT(k) (UINT64_C(1) << (k))
 #define EVP_KINDS_CLASSIC ((UINT64_C(1) << EVP_EV_CLASSIC_COUNT) - 1)
 #define EVP_KINDS_ALL ((UINT64_C(1) << EVP_EV__COUNT) - 1)
+
+/* The kinds that push, that pop, and the phases (kinds.def's NEST and
+ * PHASE columns), as constant masks. */
+#define EVP_KIND_IF_PUSH_(id, n, name, arg, nest, phase, doc)                  \
+    | (EVP_NEST_##nest == EVP_NEST_PUSH ? EVP_KIND_BIT(n) : 0)
+#define EVP_KIND_IF_POP_(id, n, name, arg, nest, phase, doc)                   \
+    | (EVP_NEST_##nest == EVP_NEST_POP ? EVP_KIND_BIT(n) : 0)
+#define EVP_KIND_IF_PHASE_(id, n, name, arg, nest, phase, doc)                 \
+    | (phase ? EVP_KIND_BIT(n) : 0)
+#define EVP_KINDS_PUSH ((uint64_t)0 EVP_KINDS(EVP_KIND_IF_PUSH_))
+#define EVP_KINDS_POP ((uint64_t)0 EVP_KINDS(EVP_KIND_IF_POP_))
+#define EVP_KINDS_PHASE ((uint64_t)0 EVP_KINDS(EVP_KIND_IF_PHASE_))
+_Static_assert(EVP_EV__COUNT <= 64, "kind sets are 64-bit masks");
 
 /* Producers, as recorded in the trace metadata ("producer" key). */
 #define EVP_PRODUCER_INSTRUMENTED "instrumented" /* mode A */

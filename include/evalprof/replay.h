@@ -152,25 +152,20 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
 /* What kinds of events open and close frames. */
 static inline int evp_kind_pushes(unsigned kind)
 {
-    return kind == EVP_EV_ENTER || kind == EVP_EV_RESUME ||
-           kind == EVP_EV_C_CALL;
+    return kind < 64 && (EVP_KINDS_PUSH >> kind & 1);
 }
 
 static inline int evp_kind_pops(unsigned kind)
 {
-    return kind == EVP_EV_EXIT || kind == EVP_EV_SUSPEND ||
-           kind == EVP_EV_C_RETURN || kind == EVP_EV_C_RAISE;
+    return kind < 64 && (EVP_KINDS_POP >> kind & 1);
 }
 
 /* A phase of the loop or the runtime around it, that the timeline views
  * show as a slice of its own with --phases (enter, exit, op, init, fini
- * and C calls are shown otherwise). */
+ * and C calls are shown otherwise): kinds.def's PHASE column. */
 static inline int evp_kind_is_phase(unsigned kind)
 {
-    return kind == EVP_EV_RUNTIME_OTHER ||
-           (kind >= EVP_EV_LOOP_ENTER && kind <= EVP_EV_LOOP_EXIT &&
-            kind != EVP_EV_OP) ||
-           kind == EVP_EV_RECORDER;
+    return kind < 64 && (EVP_KINDS_PHASE >> kind & 1);
 }
 
 #endif /* EVALPROF_REPLAY_H */

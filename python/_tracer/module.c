@@ -469,5 +469,13 @@ PyInit__tracer(void)
         Py_DECREF(m);
         return NULL;
     }
+    /* what this producer records (with ops): the package names the
+     * discussion's kinds it cannot, from the generated vocabulary */
+    PyObject *kinds = PyLong_FromUnsignedLongLong(can_emit(1));
+    if (kinds == NULL || PyModule_AddObject(m, "can_emit", kinds) < 0) {
+        Py_XDECREF(kinds);
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -23,12 +23,17 @@ import tempfile
 import threading
 import time
 
+from evalprof import _kinds
+
 __version__ = "0.1.0"
 
-# Kinds a stock interpreter cannot show: they are phases inside the eval
-# loop that only the instrumented interpreter (mode A) records.
-_CANNOT_EMIT = ("loop enter, loop slow, loop fast, dispatch, loop error, "
-                "loop exiting, loop exit")
+
+def _cannot_emit(can_emit):
+    """The discussion's kinds a stock interpreter cannot show (phases
+    inside the eval loop that only the instrumented interpreter, mode A,
+    records), by name: those missing from the extension's CAN_EMIT."""
+    return ", ".join(_kinds.NAMES[k] for k in range(_kinds.CLASSIC_COUNT)
+                     if not can_emit >> k & 1)
 
 
 class TracerUnavailable(ImportError):
@@ -121,7 +126,7 @@ def _opcode_table():
     return table
 
 
-def _metadata(ops, threads, extra):
+def _metadata(ops, threads, extra, can_emit):
     impl = sys.implementation
     meta = {
         "python.version": platform.python_version(),
@@ -133,7 +138,8 @@ def _metadata(ops, threads, extra):
         "ops.form": ("base instructions: while traced the interpreter runs "
                      "its generic (unspecialized) instructions"),
         "threads": "all" if threads else "starting thread only",
-        "cannot_emit": _CANNOT_EMIT + ("" if ops else ", op (--no-ops)")
+        "cannot_emit": _cannot_emit(can_emit)
+        + ("" if ops else ", op (--no-ops)")
         + " (the instrumented interpreter, mode A, records the loop phases)",
     }
     for key, value in (extra or {}).items():
@@ -164,9 +170,10 @@ def calls(n):
         g(x)
 """
 
-_OP_KINDS = ("op", "loop_exception")
-_FRAME_KINDS = ("enter", "exit", "runtime_other", "resume", "suspend",
-                "c_call", "c_return", "c_raise")
+_OP_KINDS = (_kinds.OP, _kinds.LOOP_EXCEPTION)
+_FRAME_KINDS = (_kinds.ENTER, _kinds.EXIT, _kinds.RUNTIME_OTHER,
+                _kinds.RESUME, _kinds.SUSPEND, _kinds.C_CALL, _kinds.C_RETURN,
+                _kinds.C_RAISE)
 _calibrated = {}
 
 
@@ -252,7 +259,7 @@ def _event_costs(tracer, ops):
                 # small: never below what the recorder alone costs
                 op_ns = max((traced - plain) / events, floor[0])
                 for kind in _OP_KINDS:
-                    costs["event_cost.kind." + kind] = "%.2f" % op_ns
+                    costs[_kinds.cost_key(kind)] = "%.2f" % op_ns
         calls = code["calls"]
         plain = _best_ns(calls, n, runs)
         traced, events = per_run(calls, key, runs)
@@ -264,7 +271,7 @@ def _event_costs(tracer, ops):
         if frames > 0 and (op_ns or not ops):
             frame_ns = max((traced - plain) / frames, floor[0])
             for kind in _FRAME_KINDS:
-                costs["event_cost.kind." + kind] = "%.2f" % frame_ns
+                costs[_kinds.cost_key(kind)] = "%.2f" % frame_ns
     except Exception as e:
         costs = {}
         problem = "%s: %s" % (type(e).__name__, e) if str(e) else \
@@ -405,7 +412,8 @@ def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
             costs = {"event_cost.calibration": "failed: " + problem}
         tracer.start(path, ops=bool(ops), threads=bool(threads),
                      follow_fork=bool(follow_fork), opcodes=_opcode_table(),
-                     meta=dict(_metadata(ops, threads, meta), **costs),
+                     meta=dict(_metadata(ops, threads, meta,
+                                         tracer.can_emit), **costs),
                      ignore_prefix=_package_dir())
         _state["path"] = path
         _state["quiet"] = quiet
