@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "itab.h"
 #include "views.h"
 
@@ -802,29 +803,10 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
 
 int evp_flame_map(const char *path, const char **buf, size_t *len, int *mapped)
 {
-    *mapped = 0;
-    if (strcmp(path, "-") != 0) {
-        int fd = open(path, O_RDONLY);
-        if (fd < 0)
-            return -errno;
-        struct stat st;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-            void *p = mmap(NULL, (size_t)st.st_size, PROT_READ,
-                           MAP_PRIVATE | MAP_POPULATE, fd, 0);
-            close(fd);
-            if (p == MAP_FAILED)
-                return -errno;
-            madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
-            *buf = p;
-            *len = (size_t)st.st_size;
-            *mapped = 1;
-            return 0;
-        }
-        close(fd);
-    }
     char *b;
+    *mapped = 0;
     int rc = evp_flame_slurp(path, &b, len);
-    *buf = b;
+    *buf = rc ? NULL : b;
     return rc;
 }
 
@@ -838,33 +820,6 @@ void evp_flame_unmap(const char *buf, size_t len, int mapped)
 
 int evp_flame_slurp(const char *path, char **buf, size_t *len)
 {
-    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!in)
-        return -errno;
-    char *b = NULL;
-    size_t cap = 0, n = 0;
-    int err = 0;
-    for (;;) {
-        /* room for one more byte and the terminating NUL */
-        if (evp_grow((void **)&b, &cap, n + 2, 1, (1u << 20) + 1)) {
-            err = -ENOMEM;
-            break;
-        }
-        size_t r = fread(b + n, 1, cap - 1 - n, in);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    if (!err && ferror(in))
-        err = -EIO;
-    if (in != stdin)
-        fclose(in);
-    if (err) {
-        free(b);
-        return err;
-    }
-    b[n] = 0;
-    *buf = b;
-    *len = n;
-    return 0;
+    char err[160];
+    return evp_file_load(path, 0, buf, len, err, sizeof err);
 }
