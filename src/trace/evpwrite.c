@@ -124,7 +124,7 @@ static int ew_end(void *ctx, const struct evp_stream *s)
 
 /* Metadata that describes the clock of the trace being read, replaced
  * because the written trace's clock is nanoseconds. */
-static int meta_is_clock(const char *key)
+int evp_meta_is_clock(const char *key)
 {
     return strcmp(key, "clock") == 0 || strcmp(key, "clock.hz") == 0 ||
            strcmp(key, "start.ticks") == 0 ||
@@ -156,7 +156,7 @@ static int write_meta(struct ewriter *w)
         }                                                                      \
     } while (0)
     for (size_t i = 0; i < t->nmeta; i += 2)
-        if (!meta_is_clock(t->meta[i]))
+        if (!evp_meta_is_clock(t->meta[i]))
             ADD(t->meta[i], t->meta[i + 1]);
     ADD("clock", in->text ? "text" : "monotonic");
     ADD("clock.hz", "1000000000.0");
@@ -164,8 +164,7 @@ static int write_meta(struct ewriter *w)
     ADD("start.ticks", v);
     ADD("start.clock_ns", v);
     if (in->event_cost_ns > 0) {
-        snprintf(v, sizeof v, "%.3f", in->event_cost_ns);
-        ADD("event_cost.ticks", v);
+        ADD("event_cost.ticks", evp_fmt_exact(v, sizeof v, in->event_cost_ns));
     }
     ADD("oparg", in->has_oparg ? "1" : "0");
 #undef ADD

@@ -47,7 +47,7 @@ struct evp_trace {
     char *path;
     struct evp_trace_info info;
 
-    /* the file: mapped, or read into memory */
+    /* a binary file: mapped (evp_file_map), or read into memory */
     uint8_t *data;
     size_t size;
     int mapped;
@@ -87,6 +87,10 @@ struct evp_trace {
     size_t nowned, owned_cap;
 };
 
+/* Function ids are dense in practice; absurd ones from bad input are
+ * refused by both readers. */
+#define MAX_FUNC_ID (1u << 26)
+
 /* Hidden helpers shared by the trace sources. */
 EVP_HIDDEN void evp_trace_warnf(struct evp_trace *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -113,8 +117,17 @@ EVP_HIDDEN int evp_trace_builtin_opcodes(struct evp_trace *t,
 /* Fill the public info from metadata and the clock. */
 EVP_HIDDEN void evp_trace_finish(struct evp_trace *t);
 
-/* The text reader (text.c): T already holds path and data. */
-EVP_HIDDEN int evp_text_read(struct evp_trace *t, char *err, size_t errlen);
+/* The text reader (text.c): the N bytes at DATA, then, when FD is not -1,
+ * the rest of the stream FD, parsed as it comes (memory for the records,
+ * not for the text). */
+EVP_HIDDEN int evp_text_read(struct evp_trace *t, const char *data, size_t n,
+                             int fd, char *err, size_t errlen);
+/* Metadata describing the clock of the trace being read, which a writer
+ * (whose timestamps are nanoseconds) replaces (evpwrite.c). */
+EVP_HIDDEN int evp_meta_is_clock(const char *key);
+/* X as the shortest decimal that reads back exactly (metadata that a
+ * round trip must keep to the last bit); returns BUF. */
+EVP_HIDDEN char *evp_fmt_exact(char *buf, size_t len, double x);
 
 /* Built-in opcode tables (optables.c). */
 struct evp_optable_entry {

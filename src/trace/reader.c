@@ -2,11 +2,12 @@
  * Trace reader: opening a trace, the binary `.evp` index pass, and the
  * accessors of trace.h.
  *
- * A binary file is mapped and walked chunk by chunk.  Nothing read from
- * the file is trusted: every length is checked against what is left, every
- * chunk against its checksum.  A chunk that fails is reported with its
- * number and byte offset and skipped; the reader then looks for the next
- * chunk magic whose checksum holds (a damaged length must not hide the
+ * A binary file is mapped (a pipe's is read into memory) and walked chunk
+ * by chunk; a file truncated meanwhile is an error, not a SIGBUS (file.h).
+ * Nothing read from the file is trusted: every length is checked against what
+ * is left, every chunk against its checksum.  A chunk that fails is reported
+ * with its number and byte offset and skipped; the reader then looks for the
+ * next chunk magic whose checksum holds (a damaged length must not hide the
  * rest of the file).  A file cut short reads up to its last whole chunk,
  * and the warning says how many bytes (and, when the chunk's prefix
  * survived, how many events) were lost.  EVENTS payloads stay encoded: the
@@ -14,17 +15,17 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zstd.h>
 
+#include "esc.h"
+#include "file.h"
 #include "internal.h"
 
 #define MAX_WARNINGS_PRINTED 20
@@ -98,6 +99,16 @@ char *evp_trace_strdup(struct evp_trace *t, const char *s, size_t n)
     return evp_trace_own(t, p);
 }
 
+char *evp_fmt_exact(char *buf, size_t len, double x)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    return buf;
+}
+
 int evp_trace_set_meta(struct evp_trace *t, const char *key, const char *value)
 {
     for (size_t i = 0; i < t->nmeta; i += 2) {
@@ -128,9 +139,6 @@ int evp_trace_set_meta(struct evp_trace *t, const char *key, const char *value)
     t->meta[t->nmeta++] = v;
     return 0;
 }
-
-/* Function ids are dense in practice; refuse absurd ones from bad input. */
-#define MAX_FUNC_ID (1u << 26)
 
 int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
                        size_t nlen, const char *file, size_t flen,
@@ -294,7 +302,8 @@ struct scan {
     /* clock pairs for calibration */
     uint64_t lo_ticks, lo_ns, hi_ticks, hi_ns;
     int have_pair;
-    uint64_t end_ticks, end_ns, end_wall;
+    uint64_t end_ticks, end_ns, end_wall, end_events;
+    size_t end_off; /* the END chunk's offset, for messages */
     int have_end;
 };
 
@@ -429,16 +438,44 @@ static int parse_events(struct scan *sc, const uint8_t *p, size_t len,
     return 0;
 }
 
-static int parse_end(struct scan *sc, const uint8_t *p, size_t len)
+/* END: u64 end ticks, end ns, end wall ns, events written, events
+ * dropped, timestamps that went backwards, varint n, n x (varint stream,
+ * varint events, varint dropped). */
+static int parse_end(struct scan *sc, const uint8_t *p, size_t len, size_t off)
 {
     if (len < 48)
         return -1;
+    const uint8_t *q = p + 48, *end = p + len;
     sc->end_ticks = evp_get_u64(p);
     sc->end_ns = evp_get_u64(p + 8);
     sc->end_wall = evp_get_u64(p + 16);
+    sc->end_events = evp_get_u64(p + 24);
     sc->t->info.dropped = evp_get_u64(p + 32);
+    sc->end_off = off;
     sc->have_end = 1;
     add_pair(sc, sc->end_ticks, sc->end_ns);
+    /* The per-stream entries: each takes at least 3 bytes, so a count
+     * the payload cannot hold is damage. */
+    uint64_t n, v;
+    if (q < end && evp_varint_get(&q, end, &n) == 0) {
+        if (n > (uint64_t)(end - q) / 3) {
+            evp_trace_warnf(sc->t,
+                            "chunk %u at byte %zu (end record): declares "
+                            "%" PRIu64 " per-stream entries, room for at "
+                            "most %zu; the entries are ignored",
+                            sc->chunk, off, n, (size_t)(end - q) / 3);
+            return 0;
+        }
+        for (uint64_t i = 0; i < 3 * n; i++)
+            if (evp_varint_get(&q, end, &v) < 0) {
+                evp_trace_warnf(sc->t,
+                                "chunk %u at byte %zu (end record): "
+                                "per-stream entry %" PRIu64 " of %" PRIu64
+                                " malformed; the entries are ignored",
+                                sc->chunk, off, i / 3, n);
+                return 0;
+            }
+    }
     return 0;
 }
 
@@ -547,22 +584,15 @@ static void lost_events(const uint8_t *d, size_t size, size_t off, char *buf,
                  evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE));
 }
 
-static int read_binary(struct evp_trace *t, char *err, size_t errlen)
+/* Walk the chunks from OFF to the end of the file: each one checked and
+ * parsed, each damage warned about and stepped over.  Returns how many
+ * chunks were read. */
+static unsigned walk_chunks(struct scan *sc, size_t off)
 {
+    struct evp_trace *t = sc->t;
     const uint8_t *d = t->data;
     size_t size = t->size;
-    struct scan sc = {.t = t};
-    sc.inflate_limit = INFLATE_FLOOR + (uint64_t)size * INFLATE_RATIO;
-    size_t off = EVP_FILE_HEADER_SIZE;
     unsigned good = 0;
-
-    if (d[8] != EVP_FORMAT_MAJOR) {
-        snprintf(err, errlen,
-                 "unsupported format version %u.%u (this evalprof reads "
-                 "%u.x)",
-                 d[8], d[10], EVP_FORMAT_MAJOR);
-        return -EPROTO;
-    }
     while (off < size) {
         size_t left = size - off;
         char lost[64];
@@ -570,7 +600,7 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
             evp_trace_warnf(t,
                             "chunk %u at byte %zu truncated (expected a "
                             "16-byte header, found %zu bytes); %zu bytes lost",
-                            sc.chunk, off, left, left);
+                            sc->chunk, off, left, left);
             break;
         }
         uint32_t len = evp_get_u32(d + off + 8);
@@ -581,9 +611,9 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
             evp_trace_warnf(t,
                             "chunk %u at byte %zu: bad chunk header; %zu "
                             "bytes skipped",
-                            sc.chunk, off, next - off);
+                            sc->chunk, off, next - off);
             off = next;
-            sc.chunk++;
+            sc->chunk++;
             continue;
         }
         if (len > left - EVP_CHUNK_HEADER_SIZE) {
@@ -596,16 +626,16 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
                                 "chunk %u at byte %zu (%s): length %u runs "
                                 "past the end of the file; %zu bytes "
                                 "skipped%s",
-                                sc.chunk, off, chunk_type_name(type), len,
+                                sc->chunk, off, chunk_type_name(type), len,
                                 next - off, lost);
                 off = next;
-                sc.chunk++;
+                sc->chunk++;
                 continue;
             }
             evp_trace_warnf(t,
                             "chunk %u at byte %zu truncated (expected %u "
                             "bytes, found %zu); %zu bytes lost%s",
-                            sc.chunk, off, len + EVP_CHUNK_HEADER_SIZE, left,
+                            sc->chunk, off, len + EVP_CHUNK_HEADER_SIZE, left,
                             left, lost);
             break;
         }
@@ -617,35 +647,35 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
             evp_trace_warnf(t,
                             "chunk %u at byte %zu (%s): checksum mismatch; "
                             "%zu bytes skipped%s",
-                            sc.chunk, off, chunk_type_name(type), next - off,
+                            sc->chunk, off, chunk_type_name(type), next - off,
                             lost);
             off = next;
-            sc.chunk++;
+            sc->chunk++;
             continue;
         }
         size_t plen = len;
         int rc = 0;
         if (flags & EVP_CHUNK_F_ZSTD)
-            rc = inflate(&sc, &payload, &plen, off, type);
+            rc = inflate(sc, &payload, &plen, off, type);
         if (rc == 0) {
             switch (type) {
             case EVP_CHUNK_META:
-                rc = parse_meta(&sc, payload, plen);
+                rc = parse_meta(sc, payload, plen);
                 break;
             case EVP_CHUNK_OPCODES:
-                rc = parse_opcodes(&sc, payload, plen);
+                rc = parse_opcodes(sc, payload, plen);
                 break;
             case EVP_CHUNK_FUNCS:
-                rc = parse_funcs(&sc, payload, plen);
+                rc = parse_funcs(sc, payload, plen);
                 break;
             case EVP_CHUNK_THREAD:
-                rc = parse_thread(&sc, payload, plen);
+                rc = parse_thread(sc, payload, plen);
                 break;
             case EVP_CHUNK_EVENTS:
-                rc = parse_events(&sc, payload, plen, off);
+                rc = parse_events(sc, payload, plen, off);
                 break;
             case EVP_CHUNK_END:
-                rc = parse_end(&sc, payload, plen);
+                rc = parse_end(sc, payload, plen, off);
                 break;
             default:
                 /* A later minor version's chunk: skipped on purpose. */
@@ -656,13 +686,128 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
             evp_trace_warnf(t,
                             "chunk %u at byte %zu (%s): malformed payload; "
                             "chunk skipped",
-                            sc.chunk, off, chunk_type_name(type));
+                            sc->chunk, off, chunk_type_name(type));
         else if (rc == 0)
             good++;
         off += EVP_CHUNK_HEADER_SIZE + len;
-        sc.chunk++;
+        sc->chunk++;
     }
-    if (!good) {
+    return good;
+}
+
+/*
+ * The trace clock: anchored at the recorded start, its rate measured
+ * between the widest clock pairs the chunks carry (a TSC's rate from the
+ * metadata is only the recorder's estimate), nanoseconds for any other
+ * clock.
+ */
+static void calibrate_clock(struct scan *sc)
+{
+    struct evp_trace *t = sc->t;
+    const char *v;
+    double hz = 1e9;
+    if ((v = evp_trace_meta(t, "clock.hz")) && atof(v) > 0)
+        hz = atof(v);
+    uint64_t start_ticks = 0, start_ns = 0;
+    if ((v = evp_trace_meta(t, "start.ticks")))
+        start_ticks = strtoull(v, NULL, 10);
+    if ((v = evp_trace_meta(t, "start.clock_ns")))
+        start_ns = strtoull(v, NULL, 10);
+    add_pair(sc, start_ticks, start_ns);
+    const char *clock = evp_trace_meta(t, "clock");
+    int tsc = clock && strcmp(clock, "tsc") == 0;
+    if (tsc && sc->have_pair && sc->hi_ns - sc->lo_ns > 5000000u &&
+        sc->hi_ticks > sc->lo_ticks)
+        hz = (double)(sc->hi_ticks - sc->lo_ticks) * 1e9 /
+             (double)(sc->hi_ns - sc->lo_ns);
+    if (!tsc)
+        hz = 1e9;
+    if (!(hz >= 1e3 && hz <= 1e13)) {
+        /* Damaged metadata: nanoseconds are the best guess. */
+        evp_trace_warnf(t,
+                        "implausible clock rate %g Hz; nanoseconds "
+                        "assumed",
+                        hz);
+        hz = 1e9;
+    }
+    t->anchor_ticks = start_ticks;
+    t->anchor_ns = start_ns;
+    t->mult = (uint64_t)(1e9 / hz * 4294967296.0 + 0.5);
+    t->info.clock_hz = hz;
+    t->info.start_ns = start_ns;
+}
+
+/* The END record's figures, checked against the rest of the trace: a
+ * damaged one must not make a report print nonsense. */
+static void check_end(struct scan *sc)
+{
+    struct evp_trace *t = sc->t;
+    if (!sc->have_end)
+        return;
+    uint64_t events = 0;
+    for (size_t i = 0; i < t->nstreams; i++)
+        events += t->streams[i].pub.events;
+    if (sc->end_events > events + t->info.dropped &&
+        sc->end_events - events - t->info.dropped > (uint64_t)1 << 40)
+        evp_trace_warnf(t,
+                        "end record at byte %zu declares %" PRIu64
+                        " events, implausible for a file of %zu bytes "
+                        "(%" PRIu64 " readable); the count is ignored",
+                        sc->end_off, sc->end_events, t->size, events);
+    if (t->info.dropped > (uint64_t)1 << 40) {
+        evp_trace_warnf(t,
+                        "end record at byte %zu declares %" PRIu64
+                        " dropped events, implausible; the count is ignored",
+                        sc->end_off, t->info.dropped);
+        t->info.dropped = 0;
+    }
+    if (!sc->end_ns && !sc->end_ticks)
+        return; /* written without an end time (a text trace's copy) */
+    if (sc->end_ns < t->info.start_ns) {
+        evp_trace_warnf(t,
+                        "end record at byte %zu: end time %" PRIu64
+                        " ns is before the start (%" PRIu64
+                        " ns); the end is taken from the last event",
+                        sc->end_off, sc->end_ns, t->info.start_ns);
+        return;
+    }
+    t->info.has_end = 1;
+    t->info.end_ns = sc->end_ns;
+}
+
+/*
+ * Read the binary trace in t->data.  FIRST is 0 for a file with an intact
+ * header, else the offset of its first whole chunk (the header is
+ * damaged: warned, and the chunks read from there).
+ */
+static int read_binary(struct evp_trace *t, size_t first, char *err,
+                       size_t errlen)
+{
+    const uint8_t *d = t->data;
+    size_t size = t->size;
+    struct scan sc = {.t = t};
+    sc.inflate_limit = INFLATE_FLOOR + (uint64_t)size * INFLATE_RATIO;
+
+    if (first) {
+        char found[40];
+        evp_esc_term_cell(found, sizeof found, (const char *)d,
+                          size < 8 ? size : 8);
+        evp_trace_warnf(t,
+                        "file header damaged (bad magic at byte 0: expected "
+                        "EVPTRACE, found %s); chunks read from byte %zu",
+                        found, first);
+    } else if (size < EVP_FILE_HEADER_SIZE) {
+        snprintf(err, errlen,
+                 "truncated file header (expected 16 bytes, found %zu)", size);
+        return -EPROTO;
+    } else if (d[8] != EVP_FORMAT_MAJOR) {
+        snprintf(err, errlen,
+                 "unsupported format version %u.%u (this evalprof reads "
+                 "%u.x)",
+                 d[8], d[10], EVP_FORMAT_MAJOR);
+        return -EPROTO;
+    }
+    if (!walk_chunks(&sc, first ? first : EVP_FILE_HEADER_SIZE)) {
         /* One line: what was met first says what the file is. */
         if (t->nwarnings > 1)
             snprintf(err, errlen,
@@ -681,116 +826,131 @@ static int read_binary(struct evp_trace *t, char *err, size_t errlen)
                         "the recording finished (anything recorded later "
                         "is lost; dropped-event counts are unknown)",
                         size);
-
-    /* Clock: anchor at the recorded start; rate from the widest pairs. */
-    const char *v;
-    double hz = 1e9;
-    if ((v = evp_trace_meta(t, "clock.hz")) && atof(v) > 0)
-        hz = atof(v);
-    uint64_t start_ticks = 0, start_ns = 0;
-    if ((v = evp_trace_meta(t, "start.ticks")))
-        start_ticks = strtoull(v, NULL, 10);
-    if ((v = evp_trace_meta(t, "start.clock_ns")))
-        start_ns = strtoull(v, NULL, 10);
-    add_pair(&sc, start_ticks, start_ns);
-    const char *clock = evp_trace_meta(t, "clock");
-    int tsc = clock && strcmp(clock, "tsc") == 0;
-    if (tsc && sc.have_pair && sc.hi_ns - sc.lo_ns > 5000000u &&
-        sc.hi_ticks > sc.lo_ticks)
-        hz = (double)(sc.hi_ticks - sc.lo_ticks) * 1e9 /
-             (double)(sc.hi_ns - sc.lo_ns);
-    if (!tsc)
-        hz = 1e9;
-    if (!(hz >= 1e3 && hz <= 1e13)) {
-        /* Damaged metadata: nanoseconds are the best guess. */
-        evp_trace_warnf(t,
-                        "implausible clock rate %g Hz; nanoseconds "
-                        "assumed",
-                        hz);
-        hz = 1e9;
-    }
-    t->anchor_ticks = start_ticks;
-    t->anchor_ns = start_ns;
-    t->mult = (uint64_t)(1e9 / hz * 4294967296.0 + 0.5);
-    t->info.clock_hz = hz;
-    t->info.start_ns = start_ns;
-    if (sc.have_end) {
-        t->info.has_end = 1;
-        t->info.end_ns = sc.end_ns;
-    }
+    calibrate_clock(&sc);
+    check_end(&sc);
     return 0;
 }
 
 /* ---- opening ------------------------------------------------------------ */
 
-static int load_file(struct evp_trace *t, const char *path, char *err,
+/* What a stream is sniffed from: enough for a damaged binary header to
+ * show its first chunks, and for a text trace's first lines. */
+#define SNIFF_BYTES ((size_t)64 << 10)
+
+enum kind { NOT_TRACE, BINARY, BINARY_DAMAGED, TEXT };
+
+/*
+ * What the first N bytes of a file are.  A binary trace has its magic; a
+ * binary trace whose header is damaged still has whole chunks (*FIRST:
+ * the first); text is anything else without a NUL in its first line (a
+ * NUL further on is a damaged line, warned about and skipped).  ERR gets
+ * the reason for NOT_TRACE.
+ */
+static enum kind sniff(const uint8_t *d, size_t n, size_t *first, char *err,
+                       size_t errlen)
+{
+    *first = EVP_FILE_HEADER_SIZE;
+    if (n >= 8 && memcmp(d, EVP_FILE_MAGIC, 8) == 0)
+        return BINARY;
+    const uint8_t *nul = memchr(d, 0, n < 512 ? n : 512);
+    const uint8_t *nl = memchr(d, '\n', n);
+    int text_start = n && (d[0] == '#' || (d[0] >= '0' && d[0] <= '9'));
+    int evpt = n >= 4 && memcmp(d, "EVPT", 4) == 0;
+    if (!nul && !evpt)
+        return TEXT;
+    if (nul && nl && nl < nul && text_start && !evpt)
+        return TEXT;
+    size_t c = resync(d, n, 0);
+    if (c < n && c >= EVP_FILE_HEADER_SIZE) {
+        *first = c;
+        return BINARY_DAMAGED;
+    }
+    size_t line = 1;
+    for (const uint8_t *p = d; nul && p < nul; p++)
+        line += *p == '\n';
+    if (evpt || !nul)
+        snprintf(err, errlen, "not an evalprof trace (bad magic at byte 0)");
+    else
+        snprintf(err, errlen,
+                 "not an evalprof trace (bad magic at byte 0, and a NUL "
+                 "byte at byte %zu, line %zu, where a text trace has none)",
+                 (size_t)(nul - d), line);
+    return NOT_TRACE;
+}
+
+/* The first bytes of a stream (up to SNIFF_BYTES), in a malloc'd buffer. */
+static int read_head(struct evp_input *in, uint8_t **head, size_t *n, char *err,
                      size_t errlen)
 {
-    int fd = strcmp(path, "-") == 0 ? dup(0) : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "%s", strerror(e));
-        return -e;
+    *head = malloc(SNIFF_BYTES);
+    if (!*head) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
     }
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        snprintf(err, errlen, "%s", strerror(e));
-        return -e;
+    ssize_t r = evp_file_read(in->fd, *head, SNIFF_BYTES);
+    if (r < 0) {
+        snprintf(err, errlen, "%s", strerror((int)-r));
+        return (int)r;
     }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        snprintf(err, errlen, "is a directory");
-        return -EISDIR;
-    }
-    if (S_ISREG(st.st_mode) && st.st_size > 0) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m != MAP_FAILED) {
-            madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
-            close(fd);
-            t->data = m;
-            t->size = (size_t)st.st_size;
-            t->mapped = 1;
-            return 0;
-        }
-    }
-    /* A pipe or a file that cannot be mapped: read it. */
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            close(fd);
-            snprintf(err, errlen, "out of memory");
-            return -ENOMEM;
-        }
-        if (n == cap) {
-            uint8_t *b = realloc(buf, cap *= 2);
-            if (!b) {
-                free(buf);
-                buf = NULL;
-                continue;
-            }
-            buf = b;
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            snprintf(err, errlen, "%s", strerror(e));
-            return -e;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    t->data = buf;
-    t->size = n;
+    *n = (size_t)r;
     return 0;
+}
+
+/* The input of evp_trace_open, on its way into the trace. */
+struct load {
+    struct evp_trace *t;
+    int format; /* opts->format */
+    struct evp_input in;
+    uint8_t *data; /* the file (mapped or read), or a stream's head */
+    size_t n;
+    int mapped;
+    char *err;
+    size_t errlen;
+};
+
+/*
+ * Read LD's input into the trace, by its kind: a text trace line by line
+ * (a stream as it comes, keeping the records, not the text); a binary one
+ * kept whole (read to its end first when a stream: its chunks are what
+ * the reports need), the trace taking over the buffer.  Run under
+ * evp_file_guard(): a mapped file that shrinks meanwhile makes this
+ * return -EIO.
+ */
+static int load(void *ctx)
+{
+    struct load *ld = ctx;
+    struct evp_trace *t = ld->t;
+    if (ld->n == 0) {
+        snprintf(ld->err, ld->errlen, "empty file");
+        return -ENODATA;
+    }
+    size_t first;
+    char why[160];
+    enum kind kind = sniff(ld->data, ld->n, &first, why, sizeof why);
+    if (ld->format == 2 || (ld->format == 0 && kind == TEXT)) {
+        t->info.text = 1;
+        return evp_text_read(t, (const char *)ld->data, ld->n, ld->in.fd,
+                             ld->err, ld->errlen);
+    }
+    if (kind == NOT_TRACE || kind == TEXT) {
+        snprintf(ld->err, ld->errlen, "%s",
+                 kind == TEXT ? "not an evalprof trace (bad magic at byte 0)"
+                              : why);
+        return -EPROTO;
+    }
+    if (ld->in.stream) {
+        int rc = evp_file_slurp(&ld->in, 0, (char **)&ld->data, &ld->n, ld->err,
+                                ld->errlen);
+        ld->in.fd = -1;
+        if (rc < 0)
+            return rc;
+    }
+    t->data = ld->data;
+    t->size = ld->n;
+    t->mapped = ld->mapped;
+    ld->data = NULL;
+    return read_binary(t, kind == BINARY_DAMAGED ? first : 0, ld->err,
+                       ld->errlen);
 }
 
 int evp_trace_open(const char *path, const struct evp_open_opts *opts,
@@ -815,47 +975,28 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
     t->mult = UINT64_C(1) << 32;
     t->nfuncs = 1;
 
-    int rc = load_file(t, path, err, errlen);
+    struct load ld = {
+        .t = t, .format = opts->format, .err = err, .errlen = errlen};
+    int rc = evp_file_open(path, &ld.in, err, errlen);
     if (rc < 0)
         goto fail;
-    if (t->size == 0) {
-        snprintf(err, errlen, "empty file");
-        rc = -ENODATA;
-        goto fail;
-    }
-    int binary = t->size >= 8 && memcmp(t->data, EVP_FILE_MAGIC, 8) == 0;
-    if (opts->format == 1 || (opts->format == 0 && binary)) {
-        if (!binary) {
-            snprintf(err, errlen,
-                     "not an evalprof trace (bad magic at byte 0)");
-            rc = -EPROTO;
-            goto fail;
-        }
-        if (t->size < EVP_FILE_HEADER_SIZE) {
-            snprintf(err, errlen,
-                     "truncated file header (expected 16 bytes, found %zu)",
-                     t->size);
-            rc = -EPROTO;
-            goto fail;
-        }
-        rc = read_binary(t, err, errlen);
-    } else {
-        /* Text unless it is plainly something else: a NUL byte near the
-         * start means binary data (other control bytes can be part of a
-         * name or an argv, and are escaped where they are shown). */
-        int looks_binary = t->size >= 4 && memcmp(t->data, "EVPT", 4) == 0;
-        if (!looks_binary)
-            looks_binary =
-                memchr(t->data, 0, t->size < 512 ? t->size : 512) != NULL;
-        if (opts->format == 0 && looks_binary) {
-            snprintf(err, errlen,
-                     "not an evalprof trace (bad magic at byte 0)");
-            rc = -EPROTO;
-            goto fail;
-        }
-        t->info.text = 1;
-        rc = evp_text_read(t, err, errlen);
-    }
+    if (!ld.in.stream &&
+        evp_file_map(&ld.in, path, (const void **)&ld.data, &ld.n) == 0)
+        ld.mapped = 1;
+    else if (!ld.in.stream)
+        rc = evp_file_slurp(&ld.in, 0, (char **)&ld.data, &ld.n, err, errlen);
+    else
+        rc = read_head(&ld.in, &ld.data, &ld.n, err, errlen);
+    if (!ld.in.stream)
+        ld.in.fd = -1; /* mapped or read: closed */
+    if (rc == 0)
+        rc = evp_file_guard(load, &ld, err, errlen);
+    if (ld.data && ld.mapped)
+        evp_file_unmap(ld.data, ld.n);
+    else
+        free(ld.data);
+    if (ld.in.fd >= 0)
+        close(ld.in.fd);
     if (rc < 0)
         goto fail;
     if (!t->nops || !t->ops_from_trace) {
@@ -998,7 +1139,7 @@ void evp_trace_close(struct evp_trace *t)
     if (!t)
         return;
     if (t->mapped)
-        munmap(t->data, t->size);
+        evp_file_unmap(t->data, t->size);
     else
         free(t->data);
     for (size_t i = 0; i < t->nmeta; i++)

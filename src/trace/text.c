@@ -21,8 +21,10 @@
  * enter/exit lines carry the id), "# thread: ID TID NAME" (the following
  * events belong to that thread), and a second op argument, the oparg.
  *
- * The reader is a hand-written scanner over the mapped file: a 30 MB trace
- * is read in well under a tenth of a second.  A malformed line is a
+ * The reader is a hand-written scanner over the file in memory, or over a
+ * stream (a pipe, standard input) a window at a time, keeping the records
+ * and not the text: a 30 MB trace is read in well under a tenth of a
+ * second.  A malformed line is a
  * warning with its line number, never the end of the read.
  */
 #include <errno.h>
@@ -32,6 +34,7 @@
 #include <string.h>
 
 #include "evalprof/replay.h"
+#include "file.h"
 #include "internal.h"
 
 /* ---- name interning --------------------------------------------------- */
@@ -70,34 +73,78 @@ static uint32_t intern_func(struct evp_trace *t, struct evp_itab *names,
 
 /* ---- reading ------------------------------------------------------------- */
 
-struct rec_vec {
+/* A stream's records waiting to be encoded: text traces are kept as the
+ * binary ones are, EVENTS payloads of the codec (2-3 bytes an event
+ * instead of a 16-byte record, and less than the text), and replayed by
+ * the same loop. */
+#define RUN 4096
+/* A jump forward larger than this starts a new run (the codec's deltas
+ * hold 59 bits). */
+#define RUN_MAX_DELTA ((uint64_t)1 << 58)
+
+struct run {
     struct evp_rec_record *v;
     size_t n, cap;
+    uint64_t last_ts; /* of the stream's last record */
+    uint32_t seq;     /* runs encoded so far */
+    uint64_t events;  /* events (not "log written" records) */
 };
 
 struct reader {
     struct evp_trace *t;
     struct evp_itab names; /* function names -> ids */
-    /* each stream's records, by the stream's index in the trace (which
-     * finds streams by id) */
-    struct rec_vec *recs;
-    size_t nrecs, recs_cap;
-    size_t cur;          /* index + 1 of the stream events go to, 0: none yet */
-    const char *pending; /* "# func:" name for the next event */
-    size_t pending_len;
+    /* each stream's run, by the stream's index in the trace (which finds
+     * streams by id) */
+    struct run *runs;
+    size_t nruns, runs_cap;
+    size_t cur;    /* index + 1 of the stream events go to, 0: none yet */
+    char *pending; /* "# func:" name for the next event (have_pending) */
+    size_t pending_len, pending_cap;
+    int have_pending;
     int explicit_ids; /* a "# function:" table was given */
     uint64_t line;
+    uint64_t end_line; /* of the "# end clock:" header */
     uint64_t events, headers, bad_lines, backwards;
 };
 
-static int vec_push(struct rec_vec *v, const struct evp_rec_record *r)
+/* Encode stream I's waiting records as one more segment; 0 or -1. */
+static int flush_run(struct reader *rd, size_t i)
 {
+    struct run *r = &rd->runs[i];
+    if (!r->n)
+        return 0;
+    struct segment seg = {0};
+    uint8_t *p = malloc(evp_events_bound(r->n));
+    if (!p)
+        return -1;
+    seg.pf.stream = rd->t->streams[i].pub.id;
+    seg.pf.seq = r->seq++;
+    seg.len = evp_events_encode(p, &seg.pf, r->v, r->n, NULL);
+    uint8_t *fit = realloc(p, seg.len);
+    seg.payload = evp_trace_own(rd->t, fit ? fit : p);
+    r->n = 0;
+    if (!seg.payload || evp_stream_add_segment(&rd->t->streams[i], &seg) < 0)
+        return -1;
+    return 0;
+}
+
+/* Add REC to stream I (a run is encoded when full, or when REC goes
+ * back in time: runs keep the exact timestamps the codec could not). */
+static int push(struct reader *rd, size_t i, const struct evp_rec_record *rec)
+{
+    struct run *r = &rd->runs[i];
+    if (r->n &&
+        (rec->ts < r->last_ts || rec->ts - r->last_ts > RUN_MAX_DELTA) &&
+        flush_run(rd, i) < 0)
+        return -1;
     /* small at first: a trace may have tens of thousands of threads with
      * a handful of events each */
-    if (evp_grow((void **)&v->v, &v->cap, v->n + 1, sizeof *v->v, 64))
+    if (evp_grow((void **)&r->v, &r->cap, r->n + 1, sizeof *r->v, 16))
         return -1;
-    v->v[v->n++] = *r;
-    return 0;
+    r->v[r->n++] = *rec;
+    r->last_ts = rec->ts;
+    r->events += rec->kind != EVP_EV_LOG_WRITTEN;
+    return r->n == RUN ? flush_run(rd, i) : 0;
 }
 
 /* Make the stream with id ID the current one (made when new); 0, or -1
@@ -108,24 +155,24 @@ static int switch_stream(struct reader *rd, uint32_t id)
     if (!s)
         return -1;
     size_t i = (size_t)(s - rd->t->streams);
-    if (i >= rd->nrecs) {
-        if (evp_grow((void **)&rd->recs, &rd->recs_cap, i + 1, sizeof *rd->recs,
+    if (i >= rd->nruns) {
+        if (evp_grow((void **)&rd->runs, &rd->runs_cap, i + 1, sizeof *rd->runs,
                      8))
             return -1;
-        memset(rd->recs + rd->nrecs, 0, (i + 1 - rd->nrecs) * sizeof *rd->recs);
-        rd->nrecs = i + 1;
+        memset(rd->runs + rd->nruns, 0, (i + 1 - rd->nruns) * sizeof *rd->runs);
+        rd->nruns = i + 1;
     }
     rd->cur = i + 1;
     return 0;
 }
 
-/* The records of the current stream (stream 0 when no "# thread:" line
- * came first); NULL when out of memory. */
-static struct rec_vec *current(struct reader *rd)
+/* The index of the current stream (stream 0 when no "# thread:" line
+ * came first); -1 when out of memory. */
+static long current(struct reader *rd)
 {
     if (!rd->cur && switch_stream(rd, 0) < 0)
-        return NULL;
-    return &rd->recs[rd->cur - 1];
+        return -1;
+    return (long)rd->cur - 1;
 }
 
 /* Parse an unsigned decimal; returns the end or NULL. */
@@ -181,15 +228,19 @@ static const char *skip_spaces(const char *p, const char *end)
     return p;
 }
 
-/* Undo the writer's escapes (\n, \r, \\) in place; returns the length. */
+/* Undo the writer's escapes (\n, \r, \t, \\) in place; returns the
+ * length. */
 static size_t unescape(char *s, size_t n)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '\\' && i + 1 < n) {
             char c = s[i + 1];
-            if (c == 'n' || c == 'r' || c == '\\') {
-                s[o++] = c == 'n' ? '\n' : c == 'r' ? '\r' : '\\';
+            if (c == 'n' || c == 'r' || c == 't' || c == '\\') {
+                s[o++] = c == 'n'   ? '\n'
+                         : c == 'r' ? '\r'
+                         : c == 't' ? '\t'
+                                    : '\\';
                 i++;
                 continue;
             }
@@ -228,146 +279,218 @@ static int meta_range(struct evp_trace *t, const char *key, const char *p,
     return v ? evp_trace_set_meta(t, key, v) : -1;
 }
 
-/* A "# ..." line (without the leading "#"). */
-static void comment_line(struct reader *rd, const char *p, const char *end)
+/* ---- "# ..." lines: one handler per prefix --------------------------------
+ */
+
+/* "# func: NAME": names the next enter/exit (kept until then: the line
+ * it points into may be gone by the time a stream's event line comes). */
+static void c_func(struct reader *rd, const char *r, const char *end)
+{
+    r = skip_spaces(r, end);
+    size_t n = (size_t)(end - r);
+    if (evp_grow((void **)&rd->pending, &rd->pending_cap, n + 1, 1, 64)) {
+        bad_line(rd, "out of memory");
+        return;
+    }
+    memcpy(rd->pending, r, n);
+    rd->pending_len = n;
+    rd->have_pending = 1;
+}
+
+/* "# log written: SECONDS": time the tracer spent writing its log. */
+static void c_log_written(struct reader *rd, const char *r, const char *end)
+{
+    uint64_t ns;
+    const char *e = parse_time(skip_spaces(r, end), end, &ns);
+    if (!e || ns > UINT32_MAX) {
+        bad_line(rd, "malformed '# log written:' annotation (expected "
+                     "seconds below 4.29)");
+        return;
+    }
+    long i = current(rd);
+    if (i < 0)
+        return;
+    struct evp_rec_record rec = {rd->runs[i].last_ts, EVP_EV_LOG_WRITTEN, 0,
+                                 (uint32_t)ns};
+    if (push(rd, (size_t)i, &rec) < 0)
+        bad_line(rd, "out of memory");
+}
+
+static void c_python(struct reader *rd, const char *r, const char *end)
+{
+    meta_range(rd->t, "executable", skip_spaces(r, end), end);
+}
+
+static void c_argv(struct reader *rd, const char *r, const char *end)
+{
+    meta_range(rd->t, "argv", skip_spaces(r, end), end);
+}
+
+static void c_start_time(struct reader *rd, const char *r, const char *end)
+{
+    uint64_t v;
+    const char *e = parse_u64(skip_spaces(r, end), end, &v);
+    if (!e)
+        bad_line(rd, "malformed '# start time:' header");
+    else
+        meta_range(rd->t, "start.time_s", skip_spaces(r, end), e);
+}
+
+static void clock_line(struct reader *rd, const char *r, const char *end,
+                       const char *key, const char *what)
+{
+    uint64_t ns;
+    if (!parse_time(skip_spaces(r, end), end, &ns)) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "malformed '# %s' header", what);
+        bad_line(rd, msg);
+        return;
+    }
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRIu64, ns);
+    evp_trace_set_meta(rd->t, key, buf);
+}
+
+static void c_start_clock(struct reader *rd, const char *r, const char *end)
+{
+    clock_line(rd, r, end, "start.clock_ns", "start clock:");
+}
+
+static void c_end_clock(struct reader *rd, const char *r, const char *end)
+{
+    clock_line(rd, r, end, "end.clock_ns", "end clock:");
+    rd->end_line = rd->line;
+}
+
+/* "# opcode: N NAME [BASE]" */
+static void c_opcode(struct reader *rd, const char *r, const char *end)
 {
     struct evp_trace *t = rd->t;
-    const char *r;
-    uint64_t v, ns;
-    p = skip_spaces(p, end);
+    uint64_t op, base;
+    const char *e = parse_u64(skip_spaces(r, end), end, &op);
+    const char *n0 = e ? skip_spaces(e, end) : NULL, *n1 = n0;
+    while (n1 && n1 < end && *n1 != ' ' && *n1 != '\t')
+        n1++;
+    if (!e || op > 0xffff || n0 == n1) {
+        bad_line(rd, "malformed '# opcode:' line");
+        return;
+    }
+    base = op;
+    const char *b = skip_spaces(n1, end);
+    if (b < end && (!parse_u64(b, end, &base) || base > 0xffff)) {
+        bad_line(rd, "malformed '# opcode:' base");
+        return;
+    }
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(n1 - n0), n0);
+    name[unescape(name, strlen(name))] = '\0';
+    evp_trace_set_opcode(t, (unsigned)op, name, (unsigned)base);
+    t->ops_from_trace = 1;
+    t->info.opcode_source = "recorded in the trace";
+}
 
-    if (has_prefix(p, end, "func:", &r)) {
-        r = skip_spaces(r, end);
-        rd->pending = r;
-        rd->pending_len = (size_t)(end - r);
+/* "# meta: KEY=VALUE", both sides escaped by the writer (put_escaped). */
+static void c_meta(struct reader *rd, const char *r, const char *end)
+{
+    struct evp_trace *t = rd->t;
+    r = skip_spaces(r, end);
+    const char *eq = memchr(r, '=', (size_t)(end - r));
+    if (!eq || eq == r) {
+        bad_line(rd, "malformed '# meta:' line (expected key=value)");
         return;
     }
-    if (has_prefix(p, end, "log written:", &r)) {
-        r = skip_spaces(r, end);
-        const char *e = parse_time(r, end, &ns);
-        if (!e || ns > UINT32_MAX) {
-            bad_line(rd, "malformed '# log written:' annotation (expected "
-                         "seconds below 4.29)");
-            return;
-        }
-        struct rec_vec *vec = current(rd);
-        if (!vec)
-            return;
-        struct evp_rec_record rec = {vec->n ? vec->v[vec->n - 1].ts : 0,
-                                     EVP_EV_LOG_WRITTEN, 0, (uint32_t)ns};
-        if (vec_push(vec, &rec) < 0)
-            bad_line(rd, "out of memory");
+    char *key = dup_range(t, r, eq), *val = dup_range(t, eq + 1, end);
+    if (key && val) {
+        key[unescape(key, strlen(key))] = '\0';
+        val[unescape(val, strlen(val))] = '\0';
+        evp_trace_set_meta(t, key, val);
+    }
+}
+
+/* "# function: ID<TAB>LINE<TAB>FILE<TAB>NAME" */
+static void c_function(struct reader *rd, const char *r, const char *end)
+{
+    struct evp_trace *t = rd->t;
+    uint64_t id, line;
+    const char *e = parse_u64(skip_spaces(r, end), end, &id), *f, *n;
+    if (!e || e == end || *e != '\t' || !(e = parse_u64(e + 1, end, &line)) ||
+        (e < end && *e != '\t') || id == 0 || id > MAX_FUNC_ID ||
+        line > UINT32_MAX) {
+        bad_line(rd, "malformed '# function:' line");
         return;
     }
-    rd->headers++;
-    if (has_prefix(p, end, "python:", &r)) {
-        meta_range(t, "executable", skip_spaces(r, end), end);
-    } else if (has_prefix(p, end, "argv:", &r)) {
-        meta_range(t, "argv", skip_spaces(r, end), end);
-    } else if (has_prefix(p, end, "start time:", &r)) {
-        const char *e = parse_u64(skip_spaces(r, end), end, &v);
-        if (!e)
-            bad_line(rd, "malformed '# start time:' header");
-        else
-            meta_range(t, "start.time_s", skip_spaces(r, end), e);
-    } else if (has_prefix(p, end, "start clock:", &r) ||
-               has_prefix(p, end, "end clock:", &r)) {
-        int start = p[0] == 's';
-        const char *e = parse_time(skip_spaces(r, end), end, &ns);
-        if (!e) {
-            bad_line(rd, start ? "malformed '# start clock:' header"
-                               : "malformed '# end clock:' header");
-            return;
-        }
-        char buf[32];
-        snprintf(buf, sizeof buf, "%" PRIu64, ns);
-        evp_trace_set_meta(t, start ? "start.clock_ns" : "end.clock_ns", buf);
-    } else if (has_prefix(p, end, "opcode:", &r)) {
-        uint64_t op, base;
-        const char *e = parse_u64(skip_spaces(r, end), end, &op);
-        const char *n0 = e ? skip_spaces(e, end) : NULL, *n1 = n0;
-        while (n1 && n1 < end && *n1 != ' ' && *n1 != '\t')
-            n1++;
-        if (!e || op > 0xffff || n0 == n1) {
-            bad_line(rd, "malformed '# opcode:' line");
-            return;
-        }
-        base = op;
-        const char *b = skip_spaces(n1, end);
-        if (b < end && (!parse_u64(b, end, &base) || base > 0xffff)) {
-            bad_line(rd, "malformed '# opcode:' base");
-            return;
-        }
-        char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)(n1 - n0), n0);
-        name[unescape(name, strlen(name))] = '\0';
-        evp_trace_set_opcode(t, (unsigned)op, name, (unsigned)base);
-        t->ops_from_trace = 1;
-        t->info.opcode_source = "recorded in the trace";
-    } else if (has_prefix(p, end, "meta:", &r)) {
-        r = skip_spaces(r, end);
-        const char *eq = memchr(r, '=', (size_t)(end - r));
-        if (!eq || eq == r) {
-            bad_line(rd, "malformed '# meta:' line (expected key=value)");
-            return;
-        }
-        /* The writer escapes both sides (put_escaped). */
-        char *key = dup_range(t, r, eq), *val = dup_range(t, eq + 1, end);
-        if (key && val) {
-            key[unescape(key, strlen(key))] = '\0';
-            val[unescape(val, strlen(val))] = '\0';
-            evp_trace_set_meta(t, key, val);
-        }
-    } else if (has_prefix(p, end, "function:", &r)) {
-        /* ID<TAB>LINE<TAB>FILE<TAB>NAME */
-        uint64_t id, line;
-        const char *e = parse_u64(skip_spaces(r, end), end, &id), *f, *n;
-        if (!e || e == end || *e != '\t' ||
-            !(e = parse_u64(e + 1, end, &line)) || (e < end && *e != '\t') ||
-            id == 0 || id > (1u << 26) || line > UINT32_MAX) {
-            bad_line(rd, "malformed '# function:' line");
-            return;
-        }
-        /* An empty NAME (and FILE) leaves no tab: the line's trailing
-         * blanks were trimmed, and the tabs before them with them. */
-        const char *fs = e < end ? e + 1 : end;
-        if (!(f = memchr(fs, '\t', (size_t)(end - fs))))
-            f = end;
-        n = f < end ? f + 1 : end;
-        char *file = dup_range(t, fs, f), *name = dup_range(t, n, end);
-        if (!file || !name)
-            return;
-        size_t nl = unescape(name, strlen(name));
-        size_t fl = unescape(file, strlen(file));
-        if (evp_trace_set_func(t, (uint32_t)id, name, nl, file, fl,
-                               (uint32_t)line) < 0) {
-            bad_line(rd, "'# function:' id out of range for this file");
-            return;
-        }
-        rd->explicit_ids = 1;
-    } else if (has_prefix(p, end, "thread:", &r)) {
-        uint64_t id, tid;
-        const char *e = parse_u64(skip_spaces(r, end), end, &id), *e2;
-        if (!e || id > UINT32_MAX ||
-            !(e2 = parse_u64(skip_spaces(e, end), end, &tid))) {
-            bad_line(rd, "malformed '# thread:' line");
-            return;
-        }
-        struct stream *s = switch_stream(rd, (uint32_t)id) < 0
-                               ? NULL
-                               : &t->streams[rd->cur - 1];
-        if (s) {
-            s->pub.tid = tid;
-            const char *nm = skip_spaces(e2, end);
-            if (nm < end) {
-                s->name = dup_range(t, nm, end);
-                if (s->name)
-                    s->name[unescape(s->name, strlen(s->name))] = '\0';
-            }
-        }
-    } else {
-        rd->headers--; /* a plain comment */
+    /* An empty NAME (and FILE) leaves no tab: the line's trailing blanks
+     * were trimmed, and the tabs before them with them. */
+    const char *fs = e < end ? e + 1 : end;
+    if (!(f = memchr(fs, '\t', (size_t)(end - fs))))
+        f = end;
+    n = f < end ? f + 1 : end;
+    char *file = dup_range(t, fs, f), *name = dup_range(t, n, end);
+    if (!file || !name)
+        return;
+    size_t nl = unescape(name, strlen(name));
+    size_t fl = unescape(file, strlen(file));
+    if (evp_trace_set_func(t, (uint32_t)id, name, nl, file, fl,
+                           (uint32_t)line) < 0) {
+        bad_line(rd, "'# function:' id out of range for this file");
+        return;
     }
+    rd->explicit_ids = 1;
+}
+
+/* "# thread: ID TID [NAME]": the following events are that thread's. */
+static void c_thread(struct reader *rd, const char *r, const char *end)
+{
+    struct evp_trace *t = rd->t;
+    uint64_t id, tid;
+    const char *e = parse_u64(skip_spaces(r, end), end, &id), *e2;
+    if (!e || id > UINT32_MAX ||
+        !(e2 = parse_u64(skip_spaces(e, end), end, &tid))) {
+        bad_line(rd, "malformed '# thread:' line");
+        return;
+    }
+    if (switch_stream(rd, (uint32_t)id) < 0)
+        return;
+    struct stream *s = &t->streams[rd->cur - 1];
+    s->pub.tid = tid;
+    const char *nm = skip_spaces(e2, end);
+    if (nm < end) {
+        s->name = dup_range(t, nm, end);
+        if (s->name)
+            s->name[unescape(s->name, strlen(s->name))] = '\0';
+    }
+}
+
+static const struct comment_kind {
+    const char *prefix;
+    void (*handle)(struct reader *rd, const char *rest, const char *end);
+    int header; /* counts as a header (a file of these is a trace) */
+} comment_kinds[] = {
+    {"func:", c_func, 0},
+    {"log written:", c_log_written, 0},
+    {"python:", c_python, 1},
+    {"argv:", c_argv, 1},
+    {"start time:", c_start_time, 1},
+    {"start clock:", c_start_clock, 1},
+    {"end clock:", c_end_clock, 1},
+    {"opcode:", c_opcode, 1},
+    {"meta:", c_meta, 1},
+    {"function:", c_function, 1},
+    {"thread:", c_thread, 1},
+};
+
+/* A "# ..." line (without the leading "#"); any other is a plain
+ * comment. */
+static void comment_line(struct reader *rd, const char *p, const char *end)
+{
+    const char *r;
+    p = skip_spaces(p, end);
+    for (size_t i = 0; i < sizeof comment_kinds / sizeof *comment_kinds; i++)
+        if (has_prefix(p, end, comment_kinds[i].prefix, &r)) {
+            rd->headers += (uint64_t)comment_kinds[i].header;
+            comment_kinds[i].handle(rd, r, end);
+            return;
+        }
 }
 
 static void event_line(struct reader *rd, const char *p, const char *end)
@@ -413,12 +536,9 @@ static void event_line(struct reader *rd, const char *p, const char *end)
         uint32_t id = 0;
         if (na >= 1 && rd->explicit_ids) {
             id = (uint32_t)a;
-        } else if (rd->pending) {
-            char *nm =
-                dup_range(rd->t, rd->pending, rd->pending + rd->pending_len);
-            if (nm)
-                id = intern_func(rd->t, &rd->names, nm,
-                                 unescape(nm, strlen(nm)));
+        } else if (rd->have_pending) {
+            id = intern_func(rd->t, &rd->names, rd->pending,
+                             unescape(rd->pending, rd->pending_len));
         } else if (na >= 1) {
             id = (uint32_t)a;
         }
@@ -440,105 +560,216 @@ static void event_line(struct reader *rd, const char *p, const char *end)
         rec.arg = (uint32_t)a;
         rec.aux = (uint16_t)b;
     }
-    rd->pending = NULL;
+    rd->have_pending = 0;
 
-    struct rec_vec *v = current(rd);
-    if (!v)
+    long i = current(rd);
+    if (i < 0)
         return;
-    if (v->n && ts < v->v[v->n - 1].ts && rd->backwards++ == 0)
+    struct run *r = &rd->runs[i];
+    if ((r->n || r->seq) && ts < r->last_ts && rd->backwards++ == 0)
         evp_trace_warnf(rd->t,
                         "line %" PRIu64 ": timestamp earlier than the "
                         "previous event (elapsed times there count as 0)",
                         rd->line);
-    if (vec_push(v, &rec) < 0) {
+    if (push(rd, (size_t)i, &rec) < 0) {
         bad_line(rd, "out of memory");
         return;
     }
     rd->events++;
 }
 
-int evp_text_read(struct evp_trace *t, char *err, size_t errlen)
+/* One line (without its newline), as the discussion's format has it. */
+static void one_line(struct reader *rd, const char *p, const char *le,
+                     int has_nl)
 {
-    struct reader rd = {.t = t};
-    const char *p = (const char *)t->data, *end = p + t->size;
-    const char *first_bad = NULL;
+    rd->line++;
+    const char *e = le;
+    if (e > p && e[-1] == '\r')
+        e--;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    const char *nul = memchr(p, '\0', (size_t)(e - p));
+    if (nul) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "NUL byte at column %zu",
+                 (size_t)(nul - p) + 1);
+        bad_line(rd, msg);
+    } else if (e > p && *p == '#') {
+        comment_line(rd, p + 1, e);
+    } else if (e > p) {
+        event_line(rd, p, e);
+    }
+    /* Every line a writer writes ends in a newline: without one, the
+     * file was probably cut inside this line. */
+    if (!has_nl && e > p)
+        evp_trace_warnf(rd->t,
+                        "line %" PRIu64 ": no newline at the end of the "
+                        "file (cut short?); the line was read as it "
+                        "stands",
+                        rd->line);
+}
 
+/* The whole lines of [P, END) (and, at EOF, the last one without its
+ * newline); returns the bytes consumed. */
+static size_t lines(struct reader *rd, const char *p, const char *end, int eof)
+{
+    const char *start = p;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        rd.line++;
-        const char *e = le;
-        if (e > p && e[-1] == '\r')
-            e--;
-        while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
-            e--;
-        if (memchr(p, '\0', (size_t)(e - p))) {
-            bad_line(&rd, "NUL byte in the line");
-        } else if (e > p && *p == '#') {
-            comment_line(&rd, p + 1, e);
-        } else if (e > p) {
-            uint64_t before = rd.bad_lines;
-            event_line(&rd, p, e);
-            if (rd.bad_lines > before && !first_bad)
-                first_bad = p;
-        }
-        /* Every line a writer writes ends in a newline: without one, the
-         * file was probably cut inside this line. */
-        if (!nl && e > p)
-            evp_trace_warnf(t,
-                            "line %" PRIu64 ": no newline at the end of the "
-                            "file (cut short?); the line was read as it "
-                            "stands",
-                            rd.line);
+        if (!nl && !eof)
+            break;
+        one_line(rd, p, nl ? nl : end, nl != NULL);
         p = nl ? nl + 1 : end;
+    }
+    return (size_t)(p - start);
+}
+
+/* A stream's window: room for this many bytes of lines at a time, and a
+ * line longer than LINE_MAX is skipped (a regular file's are not: it is
+ * in memory anyway). */
+#define WINDOW ((size_t)1 << 20)
+#define LINE_MAX_STREAM ((size_t)64 << 20)
+/* A stream with nothing of a trace in this many bytes is not one. */
+#define JUNK_MAX ((size_t)16 << 20)
+
+/* The rest of the stream FD after the N bytes at DATA, line by line:
+ * 0, or -1 (ERR set) when reading fails or the stream is junk. */
+static int read_stream(struct reader *rd, const char *data, size_t n, int fd,
+                       char *err, size_t errlen)
+{
+    size_t cap = n > WINDOW ? n : WINDOW, len = n, seen = 0;
+    char *buf = malloc(cap);
+    int skipping = 0, rc = 0;
+    if (!buf) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(buf, data, n);
+    for (int eof = 0; !eof;) {
+        if (len < cap) {
+            ssize_t r = evp_file_read(fd, buf + len, cap - len);
+            if (r < 0) {
+                snprintf(err, errlen, "%s", strerror((int)-r));
+                rc = -1;
+                break;
+            }
+            eof = (size_t)r < cap - len;
+            len += (size_t)r;
+        }
+        size_t used = 0;
+        if (skipping) {
+            /* the rest of an over-long line */
+            const char *nl = memchr(buf, '\n', len);
+            used = nl ? (size_t)(nl - buf) + 1 : len;
+            skipping = !nl;
+        }
+        used += lines(rd, buf + used, buf + len, eof);
+        seen += used;
+        memmove(buf, buf + used, len - used);
+        len -= used;
+        if (len == cap) {
+            /* one line fills the window */
+            char *nb = cap < LINE_MAX_STREAM ? realloc(buf, 2 * cap) : NULL;
+            if (nb) {
+                buf = nb;
+                cap *= 2;
+            } else {
+                rd->line++;
+                bad_line(rd, "line longer than 64 MiB");
+                seen += len;
+                len = 0;
+                skipping = 1;
+            }
+        }
+        if (!rd->events && !rd->headers && seen > JUNK_MAX) {
+            snprintf(err, errlen,
+                     "not an evalprof trace: no event line and no header "
+                     "in its first %zu MiB",
+                     JUNK_MAX >> 20);
+            rc = -1;
+            break;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+static void reader_free(struct reader *rd)
+{
+    for (size_t i = 0; i < rd->nruns; i++)
+        free(rd->runs[i].v);
+    free(rd->runs);
+    free(rd->pending);
+    evp_itab_free(&rd->names);
+}
+
+int evp_text_read(struct evp_trace *t, const char *data, size_t n, int fd,
+                  char *err, size_t errlen)
+{
+    struct reader rd = {.t = t};
+    if (fd < 0) {
+        lines(&rd, data, data + n, 1);
+    } else if (read_stream(&rd, data, n, fd, err, errlen) < 0) {
+        reader_free(&rd);
+        return -EPROTO;
     }
 
     if (!rd.events && !rd.headers) {
         snprintf(err, errlen,
                  "not an evalprof trace: no event lines and no headers%s",
                  rd.bad_lines ? " (line 1 is not a trace line)" : "");
-        for (size_t i = 0; i < rd.nrecs; i++)
-            free(rd.recs[i].v);
-        free(rd.recs);
-        evp_itab_free(&rd.names);
+        reader_free(&rd);
         return -EPROTO;
     }
     if (rd.bad_lines)
         evp_trace_warnf(t, "%" PRIu64 " malformed line%s skipped", rd.bad_lines,
                         rd.bad_lines > 1 ? "s" : "");
 
-    for (size_t i = 0; i < rd.nrecs; i++) {
-        struct stream *s = &t->streams[i];
-        struct segment seg = {0};
-        seg.recs = evp_trace_own(t, rd.recs[i].v);
-        seg.nrecs = rd.recs[i].n;
-        uint64_t n = 0;
-        for (size_t k = 0; k < seg.nrecs; k++)
-            n += seg.recs[k].kind != EVP_EV_LOG_WRITTEN;
-        s->pub.events += n;
-        s->pub.chunks++;
-        if (seg.nrecs)
-            evp_stream_add_segment(s, &seg);
+    for (size_t i = 0; i < rd.nruns; i++) {
+        if (flush_run(&rd, i) < 0) {
+            reader_free(&rd);
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        t->streams[i].pub.events += rd.runs[i].events;
+        t->streams[i].pub.chunks++;
     }
-    free(rd.recs);
-    evp_itab_free(&rd.names);
+    reader_free(&rd);
 
     /* The clock is the trace's own: ticks are nanoseconds. */
     const char *v;
     if (!evp_trace_meta(t, "producer"))
         evp_trace_set_meta(t, "producer", EVP_PRODUCER_TEXT);
-    if (!evp_trace_meta(t, "clock"))
-        evp_trace_set_meta(t, "clock", "text");
+    /* Older exports copied the recording's clock metadata, so their
+     * per-event cost is in the recording's ticks: converted here. */
+    const char *hz = evp_trace_meta(t, "clock.hz");
+    if (hz && atof(hz) > 0 && (v = evp_trace_meta(t, "event_cost.ticks"))) {
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.17g", atof(v) * 1e9 / atof(hz));
+        evp_trace_set_meta(t, "event_cost.ticks", buf);
+    }
+    if (hz)
+        evp_trace_set_meta(t, "clock.hz", "1000000000");
+    evp_trace_set_meta(t, "clock", "text");
     t->info.clock_hz = 1e9;
     t->mult = UINT64_C(1) << 32;
     t->anchor_ticks = t->anchor_ns = 0;
     if ((v = evp_trace_meta(t, "start.clock_ns")))
         t->info.start_ns = strtoull(v, NULL, 10);
     else if (t->nstreams && t->streams[0].nsegs)
-        t->info.start_ns = t->streams[0].segs[0].recs[0].ts;
+        t->info.start_ns = t->streams[0].segs[0].pf.base_ticks;
     if ((v = evp_trace_meta(t, "end.clock_ns"))) {
-        t->info.end_ns = strtoull(v, NULL, 10);
-        t->info.has_end = 1;
+        uint64_t end = strtoull(v, NULL, 10);
+        if (end >= t->info.start_ns) {
+            t->info.end_ns = end;
+            t->info.has_end = 1;
+        } else {
+            evp_trace_warnf(t,
+                            "line %" PRIu64 ": end clock %" PRIu64
+                            " ns is before the start (%" PRIu64
+                            " ns); the end is taken from the last event",
+                            rd.end_line, end, t->info.start_ns);
+        }
     }
     /* Wall time as the discussion's analyzer shows it: the whole seconds
      * of "start time" plus the fraction of "start clock". */
@@ -572,7 +803,9 @@ static void put_oneline(FILE *f, const char *s)
     }
 }
 
-/* Write S with newlines, carriage returns and backslashes escaped. */
+/* Write S with newlines, carriage returns, tabs (the field separator of
+ * "# function:" lines, and trimmed at a line's end) and backslashes
+ * escaped. */
 static void put_escaped(FILE *f, const char *s)
 {
     for (; *s; s++) {
@@ -580,6 +813,8 @@ static void put_escaped(FILE *f, const char *s)
             fputs("\\n", f);
         else if (*s == '\r')
             fputs("\\r", f);
+        else if (*s == '\t')
+            fputs("\\t", f);
         else if (*s == '\\')
             fputs("\\\\", f);
         else
@@ -714,16 +949,23 @@ int evp_trace_write_text_to(struct evp_trace *t, FILE *f, const char *name,
     }
 
     struct text_writer w = {.t = t, .f = f, .oparg = in->has_oparg};
+    /* The text's clock is nanoseconds: the source's clock metadata would
+     * misdescribe it, and its per-event cost is written in nanoseconds
+     * (the text's ticks), exactly. */
     for (size_t i = 0; i < t->nmeta; i += 2) {
-        if (meta_is_header(t->meta[i]) ||
-            (in->text && (strcmp(t->meta[i], "producer") == 0 ||
-                          strcmp(t->meta[i], "clock") == 0)))
+        if (meta_is_header(t->meta[i]) || evp_meta_is_clock(t->meta[i]) ||
+            (in->text && strcmp(t->meta[i], "producer") == 0))
             continue;
         fputs("# meta: ", f);
         put_escaped(f, t->meta[i]);
         putc('=', f);
         put_escaped(f, t->meta[i + 1]);
         putc('\n', f);
+    }
+    if (in->event_cost_ns > 0) {
+        char cost[40];
+        fprintf(f, "# meta: event_cost.ticks=%s\n",
+                evp_fmt_exact(cost, sizeof cost, in->event_cost_ns));
     }
     fprintf(f, "# meta: oparg=%d\n", in->has_oparg);
     if (t->ops_from_trace)

@@ -158,6 +158,7 @@ def run_all(tmp):
     d = bytearray(data)
     struct.pack_into("<I", d, chunks[2] + 8, 1 << 20)
     damaged["bad-length"] = bytes(d)
+    damaged["bad-magic"] = b"EVPTRACX" + data[8:]
     damaged["junk-inside"] = data[:chunks[4]] + b"\0junk" * 50 + data[chunks[4]:]
     for name, content in damaged.items():
         path = j(name + ".evp")
@@ -197,7 +198,7 @@ def run_all(tmp):
         "short-header.evp": (data[:11], "truncated file header"),
         "cut-in-first-chunk.evp": (data[:40], "no readable chunk"),
         "junk-after-header.evp": (data[:16] + b"\x5a" * 300, "no readable chunk"),
-        "bad-magic.evp": (b"EVPTRACX" + data[8:], "bad magic at byte 0"),
+        "bad-magic.evp": (b"EVPTRACX" + data[8:56], "bad magic at byte 0"),
         "version-2.evp": (data[:8] + b"\x02" + data[9:], "unsupported format version 2"),
         "random.bin": (random.Random(7).randbytes(5000), "not an evalprof trace"),
         "a5.bin": (b"\xa5" * 5000, "not an evalprof trace"),
@@ -211,7 +212,7 @@ def run_all(tmp):
             expect_fatal(f"{name}: {' '.join(a[:-1])}", a, needle, path)
     specials = [(tmp, "directory"), (j("missing.evp"), "No such file")]
     if is_device("/dev/null"):
-        specials.append(("/dev/null", "empty file"))
+        specials.append(("/dev/null", "character device"))
     else:
         print("note: /dev/null is not the null device here; left out")
     for path, needle in specials:

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "dmg.h"
+#include "evalprof/recorder.h"
 
 static char *intact; /* the exported text trace */
 static size_t intact_size;
@@ -419,10 +420,25 @@ static void test_nul_bytes(void **state)
     dmg_replay_free(&r);
     evp_trace_close(t);
 
+    /* In the first 512 bytes, after whole trace lines: still text, and
+     * the warning says which line holds the NUL. */
+    n = (size_t)snprintf(text, sizeof text, "%s", HEADER);
+    n += (size_t)snprintf(text + n, sizeof text - n,
+                          "17137493.664739837 0\n17137493.664739900 8\n"
+                          "17137493.664740000 1\n");
+    text[strlen(HEADER) + 25] = '\0';
+    t = must_open(text, n, &w, &r);
+    assert_true(dmg_warned(
+        &w, dmg_fmt("line %d: NUL byte at column 5", HEADER_LINES + 2)));
+    assert_int_equal(dmg_total(&r), 2);
+    dmg_replay_free(&r);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+
     /* Near the start: plainly not a text trace, one line says so ... */
     char early[] = HEADER "17137493.664739837 0\n";
     early[3] = '\0';
-    expect_fatal(early, sizeof early - 1, 0, "not an evalprof trace");
+    expect_fatal(early, sizeof early - 1, 0, "NUL byte at byte 3, line 1");
     /* ... unless the caller insists on text (import): then it is a bad
      * line like any other. */
     char err[512];
@@ -627,6 +643,77 @@ static void test_odd_placement(void **state)
     dmg_warn_free(&w);
 }
 
+/* Every control byte (0x01-0x1f, 0x7f) in function names and file names,
+ * recorded, exported as text, imported and exported again: the names come
+ * back byte for byte, and the second text equals the first (a tab once
+ * split a file name into file and function). */
+static void test_control_bytes_round_trip(void **state)
+{
+    (void)state;
+    const char *bin = dmg_path("ctl.evp"), *t1 = dmg_path("ctl1.trace"),
+               *mid = dmg_path("ctl2.evp"), *t2 = dmg_path("ctl2.trace");
+    struct evp_rec_config cfg = {
+        .path = bin,
+        .producer = EVP_PRODUCER_SYNTHETIC,
+        .can_emit = EVP_KINDS_CLASSIC,
+        .flags = EVP_REC_NO_ATEXIT | EVP_REC_QUIET,
+    };
+    static const struct evp_opcode_desc ops[] = {{100, 100, "LOAD_CONST"}};
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    evp_rec_opcodes(ops, 1);
+    char names[33][16], files[33][16];
+    uint32_t ids[33];
+    int nb = 0;
+    for (int b = 1; b <= 0x7f; b++) {
+        if (b > 0x1f && b != 0x7f)
+            continue;
+        snprintf(names[nb], sizeof names[nb], "f%cg", b);
+        snprintf(files[nb], sizeof files[nb], "dir%cx.py", b);
+        ids[nb] = evp_rec_func(names[nb], files[nb], (uint32_t)b);
+        nb++;
+    }
+    evp_rec_event(EVP_EV_INIT, 0);
+    for (int i = 0; i < nb; i++) {
+        evp_rec_event(EVP_EV_ENTER, ids[i]);
+        evp_rec_event(EVP_EV_EXIT, ids[i]);
+    }
+    evp_rec_event(EVP_EV_FINI, 0);
+    assert_int_equal(evp_rec_close(), 0);
+
+    struct evp_trace *t, *u;
+    struct dmg_warn w = {0};
+    char err[512];
+    assert_int_equal(dmg_open(bin, 0, &t, err, sizeof err, &w), 0);
+    assert_int_equal(evp_trace_write_text(t, t1, err, sizeof err), 0);
+    assert_int_equal(dmg_open(t1, 0, &u, err, sizeof err, &w), 0);
+    assert_int_equal(w.n, 0);
+    for (int i = 0; i < nb; i++) {
+        const struct evp_func *f = evp_trace_func(u, ids[i]);
+        assert_non_null(f);
+        if (strcmp(f->name, names[i]) || strcmp(f->file, files[i]))
+            fail_msg("byte 0x%02x: came back as function \"%s\" in \"%s\"",
+                     (unsigned)(unsigned char)names[i][1], f->name, f->file);
+    }
+    assert_int_equal(evp_trace_write_evp(u, mid, 0, err, sizeof err), 0);
+    evp_trace_close(u);
+    evp_trace_close(t);
+    assert_int_equal(dmg_open(mid, 0, &t, err, sizeof err, &w), 0);
+    assert_int_equal(evp_trace_write_text(t, t2, err, sizeof err), 0);
+    evp_trace_close(t);
+    uint8_t *a, *b;
+    long na = dmg_read(t1, &a), nb2 = dmg_read(t2, &b);
+    assert_true(na > 0 && nb2 > 0);
+    size_t k = 0;
+    while (k < (size_t)na && k < (size_t)nb2 && a[k] == b[k])
+        k++;
+    if (na != nb2 || k < (size_t)na)
+        fail_msg("second export differs at byte %zu: \"%.60s\" vs \"%.60s\"", k,
+                 (char *)a + k, (char *)b + k);
+    free(a);
+    free(b);
+    dmg_warn_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -640,6 +727,7 @@ int main(void)
         cmocka_unit_test(test_deep_nesting),
         cmocka_unit_test(test_backwards),
         cmocka_unit_test(test_odd_placement),
+        cmocka_unit_test(test_control_bytes_round_trip),
     };
     return cmocka_run_group_tests_name("damage-text", tests, setup, teardown);
 }
