@@ -73,6 +73,7 @@ struct evp_trace {
 
     char **warnings;
     size_t nwarnings, warnings_cap;
+    uint64_t warnings_lost; /* past MAX_WARNINGS_KEPT: counted only */
     void (*warn)(void *ctx, const char *path, const char *msg);
     void *warn_ctx;
     int opened; /* warnings are held back until the open succeeds, so

@@ -29,6 +29,9 @@
 #include "internal.h"
 
 #define MAX_WARNINGS_PRINTED 20
+/* Warnings kept for `info`: a junk stream may have millions of bad lines,
+ * and each would cost its bytes. */
+#define MAX_WARNINGS_KEPT 10000
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -52,17 +55,16 @@ void evp_trace_warnf(struct evp_trace *t, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
+    if (t->nwarnings >= MAX_WARNINGS_KEPT) {
+        t->warnings_lost++;
+        return;
+    }
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (t->nwarnings == t->warnings_cap) {
-        size_t cap = t->warnings_cap ? 2 * t->warnings_cap : 16;
-        char **w = realloc(t->warnings, cap * sizeof *w);
-        if (!w)
-            return;
-        t->warnings = w;
-        t->warnings_cap = cap;
-    }
+    if (evp_grow((void **)&t->warnings, &t->warnings_cap, t->nwarnings + 1,
+                 sizeof *t->warnings, 16))
+        return;
     char *m = strdup(msg);
     if (!m)
         return;
@@ -75,15 +77,10 @@ void *evp_trace_own(struct evp_trace *t, void *p)
 {
     if (!p)
         return NULL;
-    if (t->nowned == t->owned_cap) {
-        size_t cap = t->owned_cap ? 2 * t->owned_cap : 16;
-        void **o = realloc(t->owned, cap * sizeof *o);
-        if (!o) {
-            free(p);
-            return NULL;
-        }
-        t->owned = o;
-        t->owned_cap = cap;
+    if (evp_grow((void **)&t->owned, &t->owned_cap, t->nowned + 1,
+                 sizeof *t->owned, 16)) {
+        free(p);
+        return NULL;
     }
     t->owned[t->nowned++] = p;
     return p;
@@ -1023,6 +1020,12 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
         t->info.opcode_source = "recorded in the trace";
     }
     evp_trace_finish(t);
+    if (t->warnings_lost) {
+        free(t->warnings[--t->nwarnings]); /* room for the count */
+        t->warnings_lost++;
+        evp_trace_warnf(t, "%" PRIu64 " more warnings not kept",
+                        t->warnings_lost);
+    }
     t->opened = 1;
     for (size_t i = 0; i < t->nwarnings && i <= MAX_WARNINGS_PRINTED; i++)
         report_warning(t, i);

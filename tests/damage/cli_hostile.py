@@ -183,6 +183,16 @@ def test_streams(j):
         fail(f"long text on stdin: exit {rc}: {err}")
     if rss > RSS_MAX_MB:
         fail(f"200 MB of text on stdin: {rss:.0f} MB resident")
+    # A trace line, then three million bad ones: the warnings kept are
+    # bounded too (each cost its bytes), and counted.
+    gen = subprocess.Popen(["sh", "-c", "echo '1.0 8'; yes x | head -n 3000000"],
+                           stdout=subprocess.PIPE)
+    rc, out, err, rss = run(["info", "-"], stdin=gen.stdout, timeout=120)
+    gen.wait()
+    if rc != 0 or b"more warnings not kept" not in out:
+        fail(f"three million bad lines: exit {rc}, info does not count them")
+    if rss > RSS_MAX_MB:
+        fail(f"three million bad lines: {rss:.0f} MB resident")
     # Random bytes and zeros through a pipe: refused, bounded.
     for src in ("/dev/urandom", "/dev/zero"):
         cat = subprocess.Popen(["cat", src], stdout=subprocess.PIPE)
