@@ -155,9 +155,9 @@ static int write_meta(struct ewriter *w)
             len += kl + vl;                                                    \
         }                                                                      \
     } while (0)
-    for (size_t i = 0; i < t->nmeta; i += 2)
-        if (!evp_meta_is_clock(t->meta[i]))
-            ADD(t->meta[i], t->meta[i + 1]);
+    for (size_t i = 0; i < t->meta.n; i += 2)
+        if (!evp_meta_is_clock(t->meta.kv[i]))
+            ADD(t->meta.kv[i], t->meta.kv[i + 1]);
     ADD("clock", in->text ? "text" : "monotonic");
     ADD("clock.hz", "1000000000.0");
     snprintf(v, sizeof v, "%" PRIu64, in->start_ns);

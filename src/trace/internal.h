@@ -17,6 +17,7 @@
 #include "evalprof/format.h"
 #include "evalprof/trace.h"
 #include "itab.h"
+#include "kv.h"
 
 struct segment {
     /* binary: an EVENTS payload (into the mapping or an owned buffer) */
@@ -53,8 +54,7 @@ struct evp_trace {
     int mapped;
 
     /* metadata as recorded, later pairs replacing earlier ones */
-    char **meta; /* key, value, ... (owned) */
-    size_t nmeta, meta_cap;
+    struct evp_kv meta;
 
     /* function table; funcs[0] is the "no function" placeholder */
     struct evp_func *funcs;

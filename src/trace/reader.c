@@ -108,33 +108,7 @@ char *evp_fmt_exact(char *buf, size_t len, double x)
 
 int evp_trace_set_meta(struct evp_trace *t, const char *key, const char *value)
 {
-    for (size_t i = 0; i < t->nmeta; i += 2) {
-        if (strcmp(t->meta[i], key) == 0) {
-            char *v = strdup(value);
-            if (!v)
-                return -ENOMEM;
-            free(t->meta[i + 1]);
-            t->meta[i + 1] = v;
-            return 0;
-        }
-    }
-    if (t->nmeta + 2 > t->meta_cap) {
-        size_t cap = t->meta_cap ? 2 * t->meta_cap : 32;
-        char **m = realloc(t->meta, cap * sizeof *m);
-        if (!m)
-            return -ENOMEM;
-        t->meta = m;
-        t->meta_cap = cap;
-    }
-    char *k = strdup(key), *v = strdup(value);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return -ENOMEM;
-    }
-    t->meta[t->nmeta++] = k;
-    t->meta[t->nmeta++] = v;
-    return 0;
+    return evp_kv_set(&t->meta, key, value);
 }
 
 int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
@@ -786,9 +760,9 @@ static int read_binary(struct evp_trace *t, size_t first, char *err,
     sc.inflate_limit = INFLATE_FLOOR + (uint64_t)size * INFLATE_RATIO;
 
     if (first) {
-        char found[40];
-        evp_esc_term_cell(found, sizeof found, (const char *)d,
-                          size < 8 ? size : 8);
+        char magic[9] = {0}, found[40];
+        memcpy(magic, d, size < 8 ? size : 8);
+        evp_esc_term_cell(found, sizeof found, magic, 0);
         evp_trace_warnf(t,
                         "file header damaged (bad magic at byte 0: expected "
                         "EVPTRACE, found %s); chunks read from byte %zu",
@@ -1145,9 +1119,7 @@ void evp_trace_close(struct evp_trace *t)
         evp_file_unmap(t->data, t->size);
     else
         free(t->data);
-    for (size_t i = 0; i < t->nmeta; i++)
-        free(t->meta[i]);
-    free(t->meta);
+    evp_kv_free(&t->meta);
     free(t->funcs);
     for (size_t i = 0; i < t->nstreams; i++)
         free(t->streams[i].segs);
@@ -1173,24 +1145,21 @@ const struct evp_trace_info *evp_trace_info(const struct evp_trace *t)
 
 const char *evp_trace_meta(const struct evp_trace *t, const char *key)
 {
-    for (size_t i = 0; i < t->nmeta; i += 2)
-        if (strcmp(t->meta[i], key) == 0)
-            return t->meta[i + 1];
-    return NULL;
+    return evp_kv_get(&t->meta, key);
 }
 
 size_t evp_trace_meta_count(const struct evp_trace *t)
 {
-    return t->nmeta / 2;
+    return t->meta.n / 2;
 }
 
 int evp_trace_meta_at(const struct evp_trace *t, size_t i, const char **key,
                       const char **value)
 {
-    if (i >= t->nmeta / 2)
+    if (i >= t->meta.n / 2)
         return -1;
-    *key = t->meta[2 * i];
-    *value = t->meta[2 * i + 1];
+    *key = t->meta.kv[2 * i];
+    *value = t->meta.kv[2 * i + 1];
     return 0;
 }
 

@@ -952,14 +952,14 @@ int evp_trace_write_text_to(struct evp_trace *t, FILE *f, const char *name,
     /* The text's clock is nanoseconds: the source's clock metadata would
      * misdescribe it, and its per-event cost is written in nanoseconds
      * (the text's ticks), exactly. */
-    for (size_t i = 0; i < t->nmeta; i += 2) {
-        if (meta_is_header(t->meta[i]) || evp_meta_is_clock(t->meta[i]) ||
-            (in->text && strcmp(t->meta[i], "producer") == 0))
+    for (size_t i = 0; i < t->meta.n; i += 2) {
+        if (meta_is_header(t->meta.kv[i]) || evp_meta_is_clock(t->meta.kv[i]) ||
+            (in->text && strcmp(t->meta.kv[i], "producer") == 0))
             continue;
         fputs("# meta: ", f);
-        put_escaped(f, t->meta[i]);
+        put_escaped(f, t->meta.kv[i]);
         putc('=', f);
-        put_escaped(f, t->meta[i + 1]);
+        put_escaped(f, t->meta.kv[i + 1]);
         putc('\n', f);
     }
     if (in->event_cost_ns > 0) {
