@@ -34,6 +34,7 @@ logs="$BUILD/meson-logs/testlog.json"
 if [ $# -eq 0 ] && [ "${EVP_SANITIZE:-1}" != 0 ]; then
     sh tools/sanitize-tests.sh
     logs="$logs build-asan/meson-logs/testlog.json build-tsan/meson-logs/testlog.json"
+    logs="$logs build-fuzz/meson-logs/testlog.json"
 fi
 # shellcheck disable=SC2086
 python3 tools/test-summary.py $logs

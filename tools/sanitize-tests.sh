@@ -7,6 +7,10 @@
 #               flame graphs' and perf's (flame, golden-flame, perf)
 #   build-tsan  ThreadSanitizer; only the recorder's concurrency test
 #               (suite threads)
+#   build-fuzz  each libFuzzer target (clang) for FUZZ_SECONDS (20) from a
+#               copy of its corpus, which keeps what it learns
+#               (tests/fuzz/run.sh); skipped, saying why, without clang's
+#               libFuzzer
 #
 # Each directory is set up once and then rebuilt incrementally.  Its old
 # testlog.json is removed first, so that a directory that cannot be built
@@ -14,14 +18,14 @@
 # sanitizer cannot run on this machine at all (a probe program fails), its
 # log gets one skipped entry saying why, instead of failures.
 #
-#   tools/sanitize-tests.sh [asan] [tsan]      (both by default)
+#   tools/sanitize-tests.sh [asan] [tsan] [fuzz]   (all by default)
 #
 # Sanitizer reports abort the test (halt_on_error, abort_on_error), so a
 # report is a failure, never a line in a log that passes.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
-which=${*:-asan tsan}
+which=${*:-asan tsan fuzz}
 cc=${CC:-cc}
 status=0
 
@@ -101,6 +105,63 @@ run() {
         status=1
 }
 
+# fuzz_log DIR TARGET RESULT OUTPUT-FILE: one testlog.json entry.
+fuzz_log() {
+    mkdir -p "$1/meson-logs"
+    python3 - "$1/meson-logs/testlog.json" "$2" "$3" "$4" <<'EOF'
+import json, sys
+with open(sys.argv[1], "a") as f, open(sys.argv[4]) as out:
+    f.write(json.dumps({"name": "fuzz: " + sys.argv[2], "result": sys.argv[3],
+                        "stdout": out.read()}) + "\n")
+EOF
+}
+
+# A short libFuzzer run of each target (tests/fuzz/run.sh), each a test.
+fuzz() {
+    echo "== build-fuzz: libFuzzer, ${FUZZ_SECONDS:-20} s a target"
+    rm -f build-fuzz/meson-logs/testlog.json
+    d=$(mktemp -d)
+    printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
+        'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)' \
+        '{ (void)d; (void)n; return 0; }' >"$d/f.c"
+    if ! command -v clang >/dev/null 2>&1 ||
+        ! clang -fsanitize=fuzzer,address -o "$d/f" "$d/f.c" >/dev/null 2>&1 ||
+        ! "$d/f" -runs=10 >/dev/null 2>&1; then
+        why="clang with libFuzzer cannot build and run a target here"
+        echo "   skipped: $why"
+        skip_log build-fuzz "fuzz: every target" "$why"
+        rm -rf "$d"
+        return
+    fi
+    rm -rf "$d"
+    if [ ! -f build-fuzz/build.ninja ] &&
+        ! CC=clang meson setup build-fuzz -Dfuzz=true \
+            -Db_sanitize=address,undefined -Db_lundef=false \
+            -Dbuildtype=debug -Dpython_ext=disabled >/dev/null 2>&1; then
+        echo "== build-fuzz: meson setup failed"
+        status=1
+        return
+    fi
+    if ! ninja -C build-fuzz tests/fuzz/fuzz_evp tests/fuzz/fuzz_text \
+        tests/fuzz/fuzz_codec >build-fuzz/build.log 2>&1; then
+        echo "== build-fuzz: build failed (see build-fuzz/build.log)"
+        grep -m 10 -E 'error|FAILED' build-fuzz/build.log
+        status=1
+        return
+    fi
+    for t in evp text codec; do
+        out=build-fuzz/fuzz-$t.out
+        if sh tests/fuzz/run.sh build-fuzz "${FUZZ_SECONDS:-20}" "$t" \
+            >"$out" 2>&1; then
+            fuzz_log build-fuzz "$t" OK "$out"
+        else
+            fuzz_log build-fuzz "$t" FAIL "$out"
+            status=1
+        fi
+        sed 's/^/   /' "$out"
+    done
+}
+
 for s in $which; do
     case "$s" in
     asan)
@@ -129,8 +190,11 @@ for s in $which; do
             tests/threads/replay_threads -- \
             --suite threads
         ;;
+    fuzz)
+        fuzz
+        ;;
     *)
-        echo "sanitize-tests.sh: unknown run '$s' (asan, tsan)" >&2
+        echo "sanitize-tests.sh: unknown run '$s' (asan, tsan, fuzz)" >&2
         status=2
         ;;
     esac
