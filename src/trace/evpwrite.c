@@ -44,13 +44,8 @@ static int put_chunk(struct ewriter *w, unsigned type, const uint8_t *p,
     unsigned flags = 0;
     if (w->level > 0 && len > 64) {
         size_t bound = ZSTD_compressBound(len) + 4;
-        if (bound > w->z_cap) {
-            uint8_t *z = realloc(w->z, bound);
-            if (!z)
-                return w->err = -ENOMEM;
-            w->z = z;
-            w->z_cap = bound;
-        }
+        if (evp_grow((void **)&w->z, &w->z_cap, bound, 1, bound))
+            return w->err = -ENOMEM;
         size_t zn = ZSTD_compress(w->z + 4, bound - 4, p, len, w->level);
         if (!ZSTD_isError(zn) && zn + 4 < len) {
             evp_put_u32(w->z, (uint32_t)len);
@@ -72,13 +67,8 @@ static int flush_run(struct ewriter *w)
     if (!w->n)
         return 0;
     size_t need = evp_events_bound(w->n);
-    if (need > w->enc_cap) {
-        uint8_t *e = realloc(w->enc, need);
-        if (!e)
-            return w->err = -ENOMEM;
-        w->enc = e;
-        w->enc_cap = need;
-    }
+    if (evp_grow((void **)&w->enc, &w->enc_cap, need, 1, need))
+        return w->err = -ENOMEM;
     struct evp_events_prefix pf = {.stream = w->stream, .seq = w->seq++};
     pf.sync_ticks = pf.sync_ns = w->recs[0].ts;
     size_t len = evp_events_encode(w->enc, &pf, w->recs, w->n, NULL);
@@ -136,24 +126,19 @@ static int write_meta(struct ewriter *w)
     struct evp_trace *t = w->t;
     const struct evp_trace_info *in = &t->info;
     char v[64];
-    size_t cap = 1024, len = 0;
-    char *buf = malloc(cap);
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0;
+    int oom = 0;
 #define ADD(k, val)                                                            \
     do {                                                                       \
         size_t kl = strlen(k) + 1, vl = strlen(val) + 1;                       \
-        while (buf && len + kl + vl > cap) {                                   \
-            char *nb = realloc(buf, cap *= 2);                                 \
-            if (!nb) {                                                         \
-                free(buf);                                                     \
-                buf = NULL;                                                    \
-            }                                                                  \
-            buf = nb;                                                          \
+        if (evp_grow((void **)&buf, &cap, len + kl + vl, 1, 1024)) {           \
+            oom = 1;                                                           \
+            break;                                                             \
         }                                                                      \
-        if (buf) {                                                             \
-            memcpy(buf + len, k, kl);                                          \
-            memcpy(buf + len + kl, val, vl);                                   \
-            len += kl + vl;                                                    \
-        }                                                                      \
+        memcpy(buf + len, k, kl);                                              \
+        memcpy(buf + len + kl, val, vl);                                       \
+        len += kl + vl;                                                        \
     } while (0)
     for (size_t i = 0; i < t->meta.n; i += 2)
         if (!evp_meta_is_clock(t->meta.kv[i]))
@@ -163,14 +148,15 @@ static int write_meta(struct ewriter *w)
     snprintf(v, sizeof v, "%" PRIu64, in->start_ns);
     ADD("start.ticks", v);
     ADD("start.clock_ns", v);
-    if (in->event_cost_ns > 0) {
+    if (in->event_cost_ns > 0)
         ADD("event_cost.ticks", evp_fmt_exact(v, sizeof v, in->event_cost_ns));
-    }
     ADD("oparg", in->has_oparg ? "1" : "0");
 #undef ADD
-    if (!buf)
+    if (oom) {
+        free(buf);
         return w->err = -ENOMEM;
-    int rc = put_chunk(w, EVP_CHUNK_META, (uint8_t *)buf, len);
+    }
+    int rc = put_chunk(w, EVP_CHUNK_META, buf, len);
     free(buf);
     return rc;
 }

@@ -121,18 +121,12 @@ int evp_trace_set_func(struct evp_trace *t, uint32_t id, const char *name,
      * by a writer always pass if they passed in any order on reading. */
     if (id == 0 || id > MAX_FUNC_ID || id > t->funcs_named + 65536)
         return -EINVAL;
-    if (id >= t->funcs_cap) {
-        size_t cap = t->funcs_cap ? t->funcs_cap : 256;
-        while (cap <= id)
-            cap *= 2;
-        struct evp_func *f = realloc(t->funcs, cap * sizeof *f);
-        if (!f)
-            return -ENOMEM;
-        for (size_t i = t->funcs_cap; i < cap; i++)
-            f[i] = (struct evp_func){NULL, "", 0};
-        t->funcs = f;
-        t->funcs_cap = cap;
-    }
+    size_t had = t->funcs_cap;
+    if (evp_grow((void **)&t->funcs, &t->funcs_cap, (size_t)id + 1,
+                 sizeof *t->funcs, 256))
+        return -ENOMEM;
+    for (size_t i = had; i < t->funcs_cap; i++)
+        t->funcs[i] = (struct evp_func){NULL, "", 0};
     char *n = evp_trace_strdup(t, name, nlen);
     char *fl = evp_trace_strdup(t, file, flen);
     if (!n || !fl)
@@ -184,14 +178,9 @@ struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
         return &t->streams[i];
     if (t->nstreams >= UINT32_MAX - 1)
         return NULL; /* the index holds 32-bit indexes */
-    if (t->nstreams == t->streams_cap) {
-        size_t cap = t->streams_cap ? 2 * t->streams_cap : 8;
-        struct stream *s = realloc(t->streams, cap * sizeof *s);
-        if (!s)
-            return NULL;
-        t->streams = s;
-        t->streams_cap = cap;
-    }
+    if (evp_grow((void **)&t->streams, &t->streams_cap, t->nstreams + 1,
+                 sizeof *t->streams, 8))
+        return NULL;
     if (evp_itab_put(&t->stream_index, h, (uint32_t)t->nstreams) < 0)
         return NULL;
     struct stream *s = &t->streams[t->nstreams++];
@@ -202,14 +191,9 @@ struct stream *evp_trace_get_stream(struct evp_trace *t, uint32_t id)
 
 int evp_stream_add_segment(struct stream *s, const struct segment *seg)
 {
-    if (s->nsegs == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 2; /* many threads, few chunks */
-        struct segment *n = realloc(s->segs, cap * sizeof *n);
-        if (!n)
-            return -ENOMEM;
-        s->segs = n;
-        s->cap = cap;
-    }
+    /* from 2: many threads, few chunks */
+    if (evp_grow((void **)&s->segs, &s->cap, s->nsegs + 1, sizeof *s->segs, 2))
+        return -ENOMEM;
     s->segs[s->nsegs++] = *seg;
     return 0;
 }
@@ -219,18 +203,13 @@ int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode, const char *name,
 {
     if (opcode > 0xffff || base > 0xffff)
         return -EINVAL;
-    if (opcode >= t->nops) {
-        unsigned n = t->nops ? t->nops : 256;
-        while (n <= opcode)
-            n *= 2;
-        struct opcode_entry *o = realloc(t->ops, n * sizeof *o);
-        if (!o)
-            return -ENOMEM;
-        for (unsigned i = t->nops; i < n; i++)
-            o[i] = (struct opcode_entry){NULL, (uint16_t)i};
-        t->ops = o;
-        t->nops = n;
-    }
+    size_t cap = t->nops;
+    if (evp_grow((void **)&t->ops, &cap, (size_t)opcode + 1, sizeof *t->ops,
+                 256))
+        return -ENOMEM;
+    for (size_t i = t->nops; i < cap; i++)
+        t->ops[i] = (struct opcode_entry){NULL, (uint16_t)i};
+    t->nops = (unsigned)cap;
     char *nm = evp_trace_strdup(t, name, strlen(name));
     if (!nm)
         return -ENOMEM;
