@@ -48,6 +48,7 @@
 #include "clock.h"
 #include "evalprof/format.h"
 #include "itab.h"
+#include "kv.h"
 
 __thread struct evp_rec_thread *evp_rec_tls_
     __attribute__((tls_model("initial-exec")));
@@ -120,8 +121,7 @@ static struct {
     struct thread *threads;
     uint32_t next_stream;
     /* what is re-emitted into a forked child's own trace */
-    char **meta; /* key, value, key, value ... */
-    size_t nmeta, meta_cap;
+    struct evp_kv meta;
     uint8_t *opcodes;
     size_t opcodes_len;
     struct func *funcs;
@@ -792,28 +792,7 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
 /* Remember KEY=VALUE for a forked child (caller holds S.mu). */
 static int meta_remember(const char *key, const char *value)
 {
-    for (size_t i = 0; i < S.nmeta; i += 2) {
-        if (strcmp(S.meta[i], key) == 0) {
-            char *v = strdup(value);
-            if (!v)
-                return -ENOMEM;
-            free(S.meta[i + 1]);
-            S.meta[i + 1] = v;
-            return 0;
-        }
-    }
-    if (evp_grow((void **)&S.meta, &S.meta_cap, S.nmeta + 2, sizeof *S.meta,
-                 32) < 0)
-        return -ENOMEM;
-    char *k = strdup(key), *v = strdup(value);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        return -ENOMEM;
-    }
-    S.meta[S.nmeta++] = k;
-    S.meta[S.nmeta++] = v;
-    return 0;
+    return evp_kv_set(&S.meta, key, value);
 }
 
 int evp_rec_meta(const char *key, const char *value)
@@ -1038,9 +1017,8 @@ static void fork_child(void)
 
     /* PATH.<pid>, from the path the session was opened with. */
     const char *orig = S.path;
-    for (size_t i = 0; i < S.nmeta; i += 2)
-        if (strcmp(S.meta[i], "recorder.path") == 0)
-            orig = S.meta[i + 1];
+    if (evp_kv_get(&S.meta, "recorder.path"))
+        orig = evp_kv_get(&S.meta, "recorder.path");
     size_t len = strlen(orig) + 24;
     char *child_path = malloc(len);
     if (!child_path)
@@ -1083,7 +1061,7 @@ static int file_begin(void)
     if (rc < 0)
         return rc;
     S.bytes += sizeof fh;
-    struct pending *m = meta_chunk(S.meta, S.nmeta);
+    struct pending *m = meta_chunk(S.meta.kv, S.meta.n);
     if (!m)
         return -ENOMEM;
     rc = write_chunk(m->type, m->payload, m->len);
@@ -1325,9 +1303,7 @@ int evp_rec_open(const struct evp_rec_config *cfg)
     S.hz = evp_clock_calibrate(evp_rec_use_tsc_, 250);
     S.event_cost_ticks = measure_event_cost();
 
-    for (size_t i = 0; i < S.nmeta; i++)
-        free(S.meta[i]);
-    S.nmeta = 0;
+    evp_kv_free(&S.meta);
     for (size_t i = 0; i < S.nfuncs; i++) {
         free(S.funcs[i].name);
         free(S.funcs[i].file);
