@@ -163,6 +163,18 @@ def test_devices_and_fifos(j):
         fail(f"summary of a FIFO with a writer: exit {rc}, {err}\n{out[:300]}")
 
 
+def piped(shell, args, want, what):
+    """SHELL's output on the standard input of evalprof ARGS: exit 0, WANT
+    in the output, memory bounded."""
+    gen = subprocess.Popen(["sh", "-c", shell], stdout=subprocess.PIPE)
+    rc, out, err, rss = run(args, stdin=gen.stdout, timeout=120)
+    gen.wait()
+    if rc != 0 or want not in out:
+        fail(f"{what}: exit {rc}, {want!r} not in the output: {err[:300]}")
+    if rss > RSS_MAX_MB:
+        fail(f"{what}: {rss:.0f} MB resident")
+
+
 def test_streams(j):
     # Endless events: memory grows with what the report needs (the
     # encoded events), not with the text.
@@ -175,24 +187,12 @@ def test_streams(j):
     if rss > RSS_MAX_MB:
         fail(f"yes '1.1 8' | summary - for 4 s: {rss:.0f} MB resident")
     # 200 MB of text for a million events: read line by line.
-    gen = subprocess.Popen(["sh", "-c", "yes '1.1 8" + " " * 200 +
-                            "' | head -n 1000000"], stdout=subprocess.PIPE)
-    rc, out, err, rss = run(["summary", "-"], stdin=gen.stdout, timeout=120)
-    gen.wait()
-    if rc != 0 or b"1,000,000" not in out:
-        fail(f"long text on stdin: exit {rc}: {err}")
-    if rss > RSS_MAX_MB:
-        fail(f"200 MB of text on stdin: {rss:.0f} MB resident")
+    piped("yes '1.1 8" + " " * 200 + "' | head -n 1000000", ["summary", "-"],
+          b"1,000,000", "200 MB of text on stdin")
     # A trace line, then three million bad ones: the warnings kept are
     # bounded too (each cost its bytes), and counted.
-    gen = subprocess.Popen(["sh", "-c", "echo '1.0 8'; yes x | head -n 3000000"],
-                           stdout=subprocess.PIPE)
-    rc, out, err, rss = run(["info", "-"], stdin=gen.stdout, timeout=120)
-    gen.wait()
-    if rc != 0 or b"more warnings not kept" not in out:
-        fail(f"three million bad lines: exit {rc}, info does not count them")
-    if rss > RSS_MAX_MB:
-        fail(f"three million bad lines: {rss:.0f} MB resident")
+    piped("echo '1.0 8'; yes x | head -n 3000000", ["info", "-"],
+          b"more warnings not kept", "three million bad lines")
     # Random bytes and zeros through a pipe: refused, bounded.
     for src in ("/dev/urandom", "/dev/zero"):
         cat = subprocess.Popen(["cat", src], stdout=subprocess.PIPE)
