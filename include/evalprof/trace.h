@@ -3,7 +3,8 @@
  *
  * evp_trace_open() reads a binary `.evp` file (mapped, chunks indexed and
  * checked, events left encoded until replay) or a text trace in the
- * discussion's format (parsed into records).  Damage never stops a read
+ * discussion's format (parsed line by line, its events encoded as a
+ * binary trace's are).  Damage never stops a read
  * that can go on: each problem becomes a warning naming the byte offset or
  * line, and the trace holds everything before (and, for binary files,
  * after) it.  Only a file with nothing readable fails to open.
@@ -81,7 +82,8 @@ struct evp_open_opts {
 };
 
 /*
- * Open PATH ("-" is standard input, text only).  On success returns 0 and
+ * Open PATH ("-" is standard input; pipes are read as streams, devices
+ * refused, docs/FORMAT.md "Reading").  On success returns 0 and
  * *out; on failure returns a negative errno-style code and writes a
  * one-line reason to ERR (ERRLEN bytes), e.g. "not an evalprof trace (bad
  * magic at byte 0)" or "no readable chunk".

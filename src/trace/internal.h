@@ -3,10 +3,10 @@
  * text.c), the writers and the replay engine.  Not part of the public API:
  * views see struct evp_trace only through trace.h and replay.h.
  *
- * A stream is a list of segments.  A binary segment is one EVENTS chunk,
- * still encoded (decoded lazily by the replay engine, so opening a large
- * trace costs only an index pass).  A text segment is an array of records
- * parsed from the text.
+ * A stream is a list of segments, each an EVENTS payload still encoded
+ * (decoded lazily by the replay engine, so opening a large trace costs
+ * only an index pass): a binary trace's chunks, or the runs a text trace's
+ * records were encoded into as they were read (text.c).
  */
 #ifndef EVP_TRACE_INTERNAL_H
 #define EVP_TRACE_INTERNAL_H
@@ -20,14 +20,15 @@
 #include "kv.h"
 
 struct segment {
-    /* binary: an EVENTS payload (into the mapping or an owned buffer) */
+    /* an EVENTS payload (into the mapping or an owned buffer) */
     const uint8_t *payload;
     size_t len;
     struct evp_events_prefix pf;
     uint64_t offset; /* file offset of the chunk, for messages */
     uint32_t chunk;  /* chunk number in the file, for messages */
     int reported;    /* its damage has been reported */
-    /* text: parsed records */
+    /* decoded records: no reader makes such segments any more (text
+     * runs are encoded too); kept while replay.c still tests for them */
     struct evp_rec_record *recs;
     size_t nrecs;
 };

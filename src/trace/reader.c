@@ -1209,18 +1209,14 @@ uint64_t evp_trace_end_ns(const struct evp_trace *t)
             continue;
         const struct segment *seg = &st->segs[st->nsegs - 1];
         uint64_t last = 0;
-        if (seg->recs) {
-            last = seg->nrecs ? seg->recs[seg->nrecs - 1].ts : 0;
-        } else {
-            struct evp_rec_record buf[256];
-            struct evp_events_cursor c;
-            evp_events_cursor_init(&c, seg->payload, seg->len, &seg->pf);
-            long n;
-            while ((n = evp_events_decode(&c, buf, 256)) > 0)
-                last = buf[n - 1].ts;
-            if (!last)
-                continue;
-        }
+        struct evp_rec_record buf[256];
+        struct evp_events_cursor c;
+        evp_events_cursor_init(&c, seg->payload, seg->len, &seg->pf);
+        long n;
+        while ((n = evp_events_decode(&c, buf, 256)) > 0)
+            last = buf[n - 1].ts;
+        if (!last)
+            continue;
         uint64_t ns = evp_trace_ticks_to_ns(t, last);
         if (ns > end)
             end = ns;
