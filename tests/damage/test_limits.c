@@ -19,6 +19,8 @@
  *
  * Runs in suite 'damage' (also under AddressSanitizer, build-asan).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <zstd.h>
@@ -34,6 +38,7 @@
 #include "dmg.h"
 #include "evalprof/format.h"
 #include "evalprof/recorder.h"
+#include "file.h"
 #include "views.h"
 
 #define NSTREAMS 50000
@@ -325,6 +330,53 @@ static void test_long_opcode_name(void **state)
     evp_trace_close(t);
 }
 
+/* What reads a mapped file: the page at its old end. */
+struct probe {
+    const volatile uint8_t *p;
+    size_t n;
+};
+
+static int read_last(void *ctx)
+{
+    struct probe *pr = ctx;
+    return pr->p[pr->n - 1];
+}
+
+/* A mapped file truncated under the reader: inside evp_file_guard the
+ * SIGBUS is an error return; outside, one line naming the file and exit
+ * status 1, never the signal. */
+static void test_file_shrinks_while_mapped(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("shrink.bin");
+    static uint8_t page[1 << 16];
+    memset(page, 'x', sizeof page);
+    assert_int_equal(dmg_write(path, page, sizeof page), 0);
+    struct evp_input in;
+    char err[256];
+    const void *data;
+    size_t size;
+    assert_int_equal(evp_file_open(path, &in, err, sizeof err), 0);
+    assert_int_equal(evp_file_map(&in, path, &data, &size), 0);
+    struct probe pr = {data, size};
+    assert_int_equal(evp_file_guard(read_last, &pr, err, sizeof err), 'x');
+    assert_int_equal(truncate(path, 0), 0);
+    assert_int_equal(evp_file_guard(read_last, &pr, err, sizeof err), -EIO);
+    assert_non_null(strstr(err, "file shrank while being read"));
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        _exit(read_last(&pr) == 'x' ? 0 : 3);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 1);
+    evp_file_unmap(data, size);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -332,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_zstd_bomb),
         cmocka_unit_test(test_zstd_size_mismatch),
         cmocka_unit_test(test_long_opcode_name),
+        cmocka_unit_test(test_file_shrinks_while_mapped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
