@@ -15,14 +15,34 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "file.h"
+
+#define PIPEFS_MAGIC 0x50495045 /* linux/magic.h */
 
 static int fail(int e, char *err, size_t errlen, const char *msg)
 {
     snprintf(err, errlen, "%s", msg ? msg : strerror(e));
     return -e;
+}
+
+/* From now on reads block as usual. */
+static int blocking(int fd, char *err, size_t errlen)
+{
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+        return fail(errno, err, errlen, NULL);
+    return 0;
+}
+
+/* A pipe reached by path (/dev/stdin, /proc/self/fd/N, a shell's <(...))
+ * has a writer, however slow: only a named FIFO may have none. */
+static int anonymous_pipe(int fd)
+{
+    struct statfs fs;
+    return fstatfs(fd, &fs) == 0 && fs.f_type == PIPEFS_MAGIC;
 }
 
 /* Wait for a FIFO's first byte (or its writer's end). */
@@ -41,11 +61,7 @@ static int wait_fifo(int fd, char *err, size_t errlen)
                  EVP_FILE_FIFO_WAIT_S);
         return -ETIMEDOUT;
     }
-    /* From now on reads block as usual. */
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
-        return fail(errno, err, errlen, NULL);
-    return 0;
+    return blocking(fd, err, errlen);
 }
 
 int evp_file_open(const char *path, struct evp_input *in, char *err,
@@ -74,8 +90,10 @@ int evp_file_open(const char *path, struct evp_input *in, char *err,
                       : "is a character device, not a file");
     else if (S_ISBLK(st.st_mode))
         rc = fail(ENODEV, err, errlen, "is a block device, not a file");
-    else if (fifo)
+    else if (fifo && !anonymous_pipe(fd))
         rc = wait_fifo(fd, err, errlen);
+    else if (fifo)
+        rc = blocking(fd, err, errlen);
     if (rc < 0) {
         close(fd);
         return rc;

@@ -152,6 +152,19 @@ def test_devices_and_fifos(j):
     one_line_error("info FIFO without a writer", rc, err, "10 s", fifo)
     if not 9 <= took <= 20:
         fail(f"FIFO without a writer: gave up after {took:.1f} s (want 10)")
+    # A pipe reached by path (a shell's <(...)) is no named FIFO: a writer
+    # slower than 10 s is waited for.
+    r, w = os.pipe()
+    writer = subprocess.Popen(["sh", "-c", "sleep 11; echo '1.0 8'"], stdout=w)
+    os.close(w)
+    p = subprocess.run([EVALPROF, "summary", f"/dev/fd/{r}"], pass_fds=(r,),
+                       capture_output=True, timeout=60)
+    os.close(r)
+    writer.wait()
+    global checks
+    checks += 1
+    if p.returncode != 0:
+        fail(f"a pipe by path, first byte after 11 s: {p.stderr.decode()}")
     # A FIFO with a writer reads as any stream.
     good = j("fifo-src.evp")
     synthetic(good, 2000)
