@@ -1064,8 +1064,11 @@ void evp_trace_finish(struct evp_trace *t)
         i->pid = strtol(v, NULL, 10);
     if ((v = evp_trace_meta(t, "start.wall_ns")))
         i->start_wall_ns = (int64_t)strtoull(v, NULL, 10);
+    /* (a nanosecond clock's cost is taken as it is: the multiplication
+     * and division could change its last bit, and a round trip with it) */
     if ((v = evp_trace_meta(t, "event_cost.ticks")) && i->clock_hz > 0)
-        i->event_cost_ns = atof(v) * 1e9 / i->clock_hz;
+        i->event_cost_ns =
+            i->clock_hz == 1e9 ? atof(v) : atof(v) * 1e9 / i->clock_hz;
     if (!(i->event_cost_ns >= 0 && i->event_cost_ns < 1e6))
         i->event_cost_ns = 0; /* damaged: a cost this high is no cost */
     i->can_emit = EVP_KINDS_CLASSIC;
