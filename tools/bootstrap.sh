@@ -20,8 +20,8 @@ if [ "${1:-}" = --state ]; then
     shift
 fi
 
-pkgs_build="meson ninja-build pkg-config gcc libzstd-dev libxxhash-dev python3-dev"
-pkgs_test="libcmocka-dev clang clang-format libclang-rt-14-dev"
+pkgs_build="meson ninja-build pkg-config gcc libzstd-dev libxxhash-dev python3-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev"
+pkgs_test="libcmocka-dev clang clang-format libclang-rt-14-dev golang-go valgrind"
 pkgs_cpython="dpkg-dev build-essential libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev libgdbm-dev xz-utils"
 pkgs_browser="chromium"
 pkgs_bench="libdevel-nytprof-perl"

@@ -9,6 +9,8 @@
  *           frames as slices, with --ops instructions and --phases loop phases
  *   speedscope  speedscope's own format: one evented profile per thread,
  *           --ops and --phases as for chrome
+ *   pprof   gzipped profile.proto for `go tool pprof` (--ops, --phases,
+ *           --max-depth as for folded)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -100,6 +102,41 @@ static int export_speedscope(struct evp_trace *t, const struct export_opts *o)
     return export_timeline(t, o, evp_view_speedscope);
 }
 
+/* The profile exports: MASK the options each takes (1 --ops, 2 --phases);
+ * the binary ones refuse a terminal. */
+static int export_profile(struct evp_trace *t, const struct export_opts *o,
+                          const char *name, int mask, int binary,
+                          int (*view)(struct evp_trace *, FILE *,
+                                      const struct evp_profile_opts *))
+{
+    if ((o->ops && !(mask & 1)) || (o->phases && !(mask & 2))) {
+        evp_cli_error("export: %s has no meaning for %s",
+                      o->ops && !(mask & 1) ? "--ops" : "--phases", name);
+        return 2;
+    }
+    if (binary && strcmp(o->out, "-") == 0 && isatty(1)) {
+        evp_cli_error("export: refusing to write a binary %s profile to a "
+                      "terminal (use -o FILE)",
+                      name);
+        return 2;
+    }
+    struct evp_profile_opts po = {.ops = o->ops,
+                                  .phases = o->phases,
+                                  .compensate = !evp_trace_info(t)->text,
+                                  .max_depth = (size_t)o->max_depth};
+    FILE *f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");
+    if (!f) {
+        evp_cli_error("%s: %s", o->out, strerror(errno));
+        return 1;
+    }
+    return evp_cli_close_out(f, o->out, view(t, f, &po));
+}
+
+static int export_pprof(struct evp_trace *t, const struct export_opts *o)
+{
+    return export_profile(t, o, "pprof", 3, 1, evp_view_pprof);
+}
+
 static const struct {
     const char *name;
     int (*fn)(struct evp_trace *t, const struct export_opts *o);
@@ -109,6 +146,7 @@ static const struct {
     {"folded", export_folded},
     {"chrome", export_chrome},
     {"speedscope", export_speedscope},
+    {"pprof", export_pprof},
 };
 
 int evp_cli_parse_zstd(const char *arg)

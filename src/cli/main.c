@@ -25,10 +25,13 @@ static const struct evp_cmd commands[] = {
     {"info", cmd_info, "print a trace's metadata, streams and warnings",
      "usage: evalprof info [--python X.Y] TRACE\n"},
     {"export", cmd_export, "write a trace in another format",
-     "usage: evalprof export --format text|evp|folded|chrome|speedscope\n"
+     "usage: evalprof export --format text|evp|folded|chrome|speedscope|\n"
+     "                                pprof\n"
      "                       [-o OUT] [--zstd[=LEVEL]] (evp)\n"
-     "                       [--ops] [--phases] (folded, chrome, speedscope)\n"
-     "                       [--max-depth N] (folded; default 1024, 0: all)\n"
+     "                       [--ops] [--phases] (folded, chrome, speedscope,\n"
+     "                                pprof)\n"
+     "                       [--max-depth N] (folded, pprof; default 1024,\n"
+     "                                0: all)\n"
      "                       [--python X.Y] TRACE\n"},
     {"import", cmd_import, "turn a text trace into a binary .evp trace",
      "usage: evalprof import [-o OUT.evp] [--zstd[=LEVEL]] [--python X.Y]\n"

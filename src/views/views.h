@@ -235,4 +235,24 @@ char *evp_fmt_us_double(char *buf, size_t len, double us, int in_ns);
 /* epoch ns as "2021-03-31 20:27:25.663947 UTC" */
 char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns);
 
+/* ---- profile exports (pprof.c, pstats.c, callgrind.c) -------------- */
+
+/*
+ * The trace as the profiles other tools read, every figure the
+ * compensated time of `summary --funcs` (self, inclusive, calls): pprof's
+ * gzipped profile.proto (samples of the call tree; OPS and PHASES add
+ * leaves, MAX_DEPTH cuts stacks as folded stacks do), cProfile's marshal
+ * format for pstats, and callgrind's text format for callgrind_annotate
+ * and KCachegrind (OPS adds an instruction count).
+ */
+struct evp_profile_opts {
+    int ops;
+    int phases;
+    int compensate;
+    size_t max_depth; /* pprof: frames kept on a stack; 0: all */
+};
+
+int evp_view_pprof(struct evp_trace *t, FILE *out,
+                   const struct evp_profile_opts *o);
+
 #endif
