@@ -11,6 +11,7 @@
  *           --ops and --phases as for chrome
  *   pprof   gzipped profile.proto for `go tool pprof` (--ops, --phases,
  *           --max-depth as for folded)
+ *   pstats  cProfile's marshal format for Python's pstats
  */
 #include <errno.h>
 #include <getopt.h>
@@ -137,6 +138,11 @@ static int export_pprof(struct evp_trace *t, const struct export_opts *o)
     return export_profile(t, o, "pprof", 3, 1, evp_view_pprof);
 }
 
+static int export_pstats(struct evp_trace *t, const struct export_opts *o)
+{
+    return export_profile(t, o, "pstats", 0, 1, evp_view_pstats);
+}
+
 static const struct {
     const char *name;
     int (*fn)(struct evp_trace *t, const struct export_opts *o);
@@ -147,6 +153,7 @@ static const struct {
     {"chrome", export_chrome},
     {"speedscope", export_speedscope},
     {"pprof", export_pprof},
+    {"pstats", export_pstats},
 };
 
 int evp_cli_parse_zstd(const char *arg)

@@ -26,7 +26,7 @@ static const struct evp_cmd commands[] = {
      "usage: evalprof info [--python X.Y] TRACE\n"},
     {"export", cmd_export, "write a trace in another format",
      "usage: evalprof export --format text|evp|folded|chrome|speedscope|\n"
-     "                                pprof\n"
+     "                                pprof|pstats\n"
      "                       [-o OUT] [--zstd[=LEVEL]] (evp)\n"
      "                       [--ops] [--phases] (folded, chrome, speedscope,\n"
      "                                pprof)\n"

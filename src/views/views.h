@@ -254,5 +254,7 @@ struct evp_profile_opts {
 
 int evp_view_pprof(struct evp_trace *t, FILE *out,
                    const struct evp_profile_opts *o);
+int evp_view_pstats(struct evp_trace *t, FILE *out,
+                    const struct evp_profile_opts *o);
 
 #endif
