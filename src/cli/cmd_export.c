@@ -12,6 +12,8 @@
  *   pprof   gzipped profile.proto for `go tool pprof` (--ops, --phases,
  *           --max-depth as for folded)
  *   pstats  cProfile's marshal format for Python's pstats
+ *   callgrind  callgrind's format for callgrind_annotate and KCachegrind
+ *           (--ops: an instruction count beside the time)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -143,6 +145,11 @@ static int export_pstats(struct evp_trace *t, const struct export_opts *o)
     return export_profile(t, o, "pstats", 0, 1, evp_view_pstats);
 }
 
+static int export_callgrind(struct evp_trace *t, const struct export_opts *o)
+{
+    return export_profile(t, o, "callgrind", 1, 0, evp_view_callgrind);
+}
+
 static const struct {
     const char *name;
     int (*fn)(struct evp_trace *t, const struct export_opts *o);
@@ -154,6 +161,7 @@ static const struct {
     {"speedscope", export_speedscope},
     {"pprof", export_pprof},
     {"pstats", export_pstats},
+    {"callgrind", export_callgrind},
 };
 
 int evp_cli_parse_zstd(const char *arg)

@@ -26,10 +26,10 @@ static const struct evp_cmd commands[] = {
      "usage: evalprof info [--python X.Y] TRACE\n"},
     {"export", cmd_export, "write a trace in another format",
      "usage: evalprof export --format text|evp|folded|chrome|speedscope|\n"
-     "                                pprof|pstats\n"
+     "                                pprof|pstats|callgrind\n"
      "                       [-o OUT] [--zstd[=LEVEL]] (evp)\n"
      "                       [--ops] [--phases] (folded, chrome, speedscope,\n"
-     "                                pprof)\n"
+     "                                pprof; --ops also callgrind)\n"
      "                       [--max-depth N] (folded, pprof; default 1024,\n"
      "                                0: all)\n"
      "                       [--python X.Y] TRACE\n"},

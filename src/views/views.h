@@ -256,5 +256,7 @@ int evp_view_pprof(struct evp_trace *t, FILE *out,
                    const struct evp_profile_opts *o);
 int evp_view_pstats(struct evp_trace *t, FILE *out,
                     const struct evp_profile_opts *o);
+int evp_view_callgrind(struct evp_trace *t, FILE *out,
+                       const struct evp_profile_opts *o);
 
 #endif

@@ -1,0 +1,119 @@
+"""`evalprof export --format callgrind` read by its real consumer,
+callgrind_annotate (Debian valgrind): for every function of `summary
+--funcs --ns` on the same trace, the self cost is the summary's self
+time and --inclusive=yes the inclusive time, recursion included (fib,
+ping and pong), exactly (tolerance 0: integer nanoseconds); the calls of
+--tree=caller add up to the summary's calls; the program total is the
+sum of the self costs and the thread's inclusive cost; with --ops the
+ops column adds up to the trace's op events."""
+import os
+import re
+import shutil
+import subprocess
+
+from common import (EVALPROF, KNOWN, check, finish, record, run, skip,
+                    summary_funcs, workdir)
+
+CA = shutil.which("callgrind_annotate")
+if not CA:
+    skip("callgrind_annotate not found (Debian valgrind: tools/bootstrap.sh "
+         "test)")
+
+d = workdir()
+trace = record(d)
+rows = summary_funcs(trace)
+keys = {}
+for f in rows:
+    keys[(f.file, f.name)] = keys.get((f.file, f.name), 0) + 1
+
+
+def export(*opts):
+    out = os.path.join(d, "callgrind.out.%d" % len(os.listdir(d)))
+    run([EVALPROF, "export", "--format", "callgrind", "-o", out] + list(opts)
+        + [trace])
+    return out
+
+
+PCT = r"(?: \([\s\d.]+%\))?"
+LINE = re.compile(r"^\s*([\d,]+)" + PCT + r"(?:\s+([\d,]+)" + PCT + r")?"
+                  r"\s+([*<] +|)(\S.*)$")
+
+
+def annotate(path, *args):
+    """file:function -> (wall, ops) and the program totals."""
+    out = run([CA, "--threshold=100", "--auto=no"] + list(args) + [path],
+              cwd=d)
+    res, total, calls = {}, None, {}
+    cur_callers = []
+    for line in out.splitlines():
+        if line.strip() == "":
+            cur_callers = []
+            continue
+        m = LINE.match(line)
+        if not m:
+            continue
+        num = lambda s: int(s.replace(",", "")) if s else None
+        wall, ops, mark, name = num(m.group(1)), num(m.group(2)), m.group(3), \
+            m.group(4).strip()
+        if name == "PROGRAM TOTALS":
+            total = (wall, ops)
+        elif mark.startswith("<"):
+            c = re.match(r"^(.*) \(([\d,]+)x\)", name)
+            if c:
+                cur_callers.append(num(c.group(2)))
+        else:
+            res[name] = (wall, ops)
+            if mark.startswith("*"):
+                calls[name] = sum(cur_callers)
+    return res, total, calls
+
+
+def fname(f):
+    return "%s:%s" % (f.file, f.name)
+
+
+plain = export()
+self_, total, _ = annotate(plain)
+incl, itotal, _ = annotate(plain, "--inclusive=yes")
+_, _, calls = annotate(plain, "--tree=caller")
+for f in rows:
+    if keys[(f.file, f.name)] != 1:
+        continue
+    n = fname(f)
+    check(self_.get(n, (None,))[0] == f.self,
+          "%s: self %r, summary %d" % (n, self_.get(n), f.self))
+    check(incl.get(n, (None,))[0] == f.incl,
+          "%s: inclusive %r, summary %d" % (n, incl.get(n), f.incl))
+    check(calls.get(n) == f.calls,
+          "%s: called %r times, summary %d" % (n, calls.get(n), f.calls))
+for k in KNOWN:
+    check(any(n.endswith(":" + k) for n in self_), "callgrind has %s" % k)
+check(total[0] == sum(v[0] for v in self_.values()),
+      "PROGRAM TOTALS %d is the sum of the self costs" % total[0])
+threads = [v[0] for n, v in incl.items() if n.startswith("???:[")]
+check(threads == [total[0]], "the thread's inclusive cost %r is the total %d"
+      % (threads, total[0]))
+
+info = run([EVALPROF, "info", trace])
+nops = int(re.search(r"by kind:.*?\bop ([\d,]+)", info).group(1)
+           .replace(",", ""))
+ops = export("--ops")
+oself, ototal, _ = annotate(ops)
+check(ototal == (total[0], nops), "--ops totals %r: wall %d, ops %d" %
+      (ototal, total[0], nops))
+for f in rows:
+    if keys[(f.file, f.name)] == 1:
+        check(oself.get(fname(f), (None,))[0] == f.self,
+              "--ops: %s self unchanged" % fname(f))
+# Options that mean nothing for a format are refused in one line.
+for fmt, opt in (("pstats", "--ops"), ("pstats", "--phases"),
+                 ("callgrind", "--phases")):
+    p = subprocess.run([EVALPROF, "export", "--format", fmt, opt, "-o",
+                        os.path.join(d, "no"), trace],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    check(p.returncode == 2 and len(p.stderr.splitlines()) == 1 and
+          opt in p.stderr, "%s %s refused: %d %r" % (fmt, opt, p.returncode,
+                                                     p.stderr))
+shutil.rmtree(d)
+finish()
