@@ -20,15 +20,23 @@
 #include "itab.h"
 #include "views.h"
 
+/* A frame open in the replay, and the callee it pushed last: a loop
+ * calls the same function again and again, and finds it here without a
+ * lookup. */
+struct open {
+    uint32_t node;
+    uint32_t last_key, last; /* last: UINT32_MAX for none */
+};
+
 struct builder {
     struct evp_trace *t;
     const struct evp_ctree_opts *o;
     struct evp_ctree *ct;
     size_t cap;
     struct evp_itab index; /* (parent, key) -> node */
-    uint32_t *stack;
+    struct open *stack;
     size_t depth, scap;
-    uint32_t base; /* the current stream's root */
+    struct open base; /* the current stream's root */
     size_t next_stream;
     uint32_t pend; /* node owed the interval after PEND_TS, or NONE */
     uint64_t pend_ts;
@@ -69,8 +77,17 @@ static int push(struct builder *b, uint32_t node)
     if (node == UINT32_MAX || evp_grow((void **)&b->stack, &b->scap,
                                        b->depth + 1, sizeof *b->stack, 256))
         return -ENOMEM;
-    b->stack[b->depth++] = node;
+    b->stack[b->depth++] = (struct open){node, 0, UINT32_MAX};
     return 0;
+}
+
+/* The node of KEY called from the open frame O. */
+static uint32_t callee_of(struct builder *b, struct open *o, uint32_t key)
+{
+    if (o->last != UINT32_MAX && o->last_key == key)
+        return o->last;
+    o->last_key = key;
+    return o->last = node_of(b, o->node, key);
 }
 
 static int begin_stream(void *ctx, const struct evp_stream *s)
@@ -84,15 +101,17 @@ static int begin_stream(void *ctx, const struct evp_stream *s)
     b->next_stream = i + 1;
     b->depth = 0;
     b->pend = UINT32_MAX;
-    b->base = node_of(b, 0, EVP_CTREE_STREAM | ((uint32_t)i & EVP_KEY_VAL));
-    return b->base == UINT32_MAX ? -ENOMEM : 0;
+    b->base.node =
+        node_of(b, 0, EVP_CTREE_STREAM | ((uint32_t)i & EVP_KEY_VAL));
+    b->base.last = UINT32_MAX;
+    return b->base.node == UINT32_MAX ? -ENOMEM : 0;
 }
 
 /* A push at the depth cap or below it: every frame from here down is the
  * one EVP_CTREE_DEEP node under the frame at the cap. */
 static int push_deep(struct builder *b)
 {
-    uint32_t node = b->stack[b->depth - 1];
+    uint32_t node = b->stack[b->depth - 1].node;
     if (b->depth == b->o->max_depth) {
         node = node_of(b, node, EVP_CTREE_DEEP);
         if (node == UINT32_MAX)
@@ -120,23 +139,24 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
                 b->ct->node[b->pend].ns += e->ts - b->pend_ts;
             b->pend = UINT32_MAX;
         }
-        uint32_t top = b->depth ? b->stack[b->depth - 1] : b->base;
+        struct open *o = b->depth ? &b->stack[b->depth - 1] : &b->base;
+        uint32_t top = o->node;
         if (evp_kind_pushes(e->kind)) {
             size_t cap = b->o->max_depth;
             if (cap && b->depth >= cap) {
                 if (push_deep(b))
                     return -ENOMEM;
-            } else if (push(b, node_of(b, top, e->func & EVP_KEY_VAL))) {
+            } else if (push(b, callee_of(b, o, e->func & EVP_KEY_VAL))) {
                 return -ENOMEM;
             }
-            top = b->stack[b->depth - 1];
+            top = b->stack[b->depth - 1].node;
             b->ct->node[top].calls++;
             if (e->kind == EVP_EV_C_CALL)
                 b->ct->node[top].c_call = 1;
         } else if (evp_kind_pops(e->kind)) {
             if (b->depth)
                 b->depth--;
-            top = b->depth ? b->stack[b->depth - 1] : b->base;
+            top = b->depth ? b->stack[b->depth - 1].node : b->base.node;
         }
         uint32_t at = top;
         uint32_t kind = e->kind < EVP_KEY_VAL ? e->kind : EVP_KEY_VAL;

@@ -53,11 +53,18 @@ struct gz_out {
     FILE *out;
     z_stream z;
     int err;
+    /* protobuf-c appends a few bytes at a time: gathered here before
+     * deflate sees them */
+    size_t n;
+    uint8_t in[65536];
 };
 
+/* Compress what is gathered (FLUSH: Z_FINISH at the end). */
 static void gz_write(struct gz_out *g, int flush)
 {
     unsigned char buf[65536];
+    g->z.next_in = g->in;
+    g->z.avail_in = (uInt)g->n;
     do {
         g->z.next_out = buf;
         g->z.avail_out = sizeof buf;
@@ -69,18 +76,20 @@ static void gz_write(struct gz_out *g, int flush)
         if (have && fwrite(buf, 1, have, g->out) != have)
             g->err = -EIO;
     } while (g->z.avail_out == 0 && !g->err);
+    g->n = 0;
 }
 
 static void gz_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
     struct gz_out *g = (struct gz_out *)b;
     while (len && !g->err) {
-        uInt n = len > 1u << 30 ? 1u << 30 : (uInt)len;
-        g->z.next_in = (Bytef *)data;
-        g->z.avail_in = n;
-        gz_write(g, Z_NO_FLUSH);
-        data += n;
-        len -= n;
+        size_t k = sizeof g->in - g->n < len ? sizeof g->in - g->n : len;
+        memcpy(g->in + g->n, data, k);
+        g->n += k;
+        data += k;
+        len -= k;
+        if (g->n == sizeof g->in)
+            gz_write(g, Z_NO_FLUSH);
     }
 }
 
@@ -432,7 +441,14 @@ int evp_view_pprof(struct evp_trace *t, FILE *out,
     int rc = evp_ctree_build(t, &co, &p.ct);
     if (rc < 0)
         return rc;
-    struct gz_out g = {.base = {.append = gz_append}, .out = out};
+    struct gz_out *gp = calloc(1, sizeof *gp);
+    if (!gp) {
+        evp_ctree_free(&p.ct);
+        fprintf(stderr, "evalprof: pprof: out of memory\n");
+        return -ENOMEM;
+    }
+    gp->base.append = gz_append;
+    gp->out = out;
     int zok = 0;
     size_t nst = evp_trace_nstreams(t);
     rc = -ENOMEM;
@@ -448,21 +464,23 @@ int evp_view_pprof(struct evp_trace *t, FILE *out,
                  str_of(&p, s && s->name && *s->name ? s->name : "thread")) < 0)
             goto done;
     }
-    if (deflateInit2(&g.z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+    if (deflateInit2(&gp->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
         Z_OK)
         goto done;
     zok = 1;
-    if ((rc = pack_header(&p, &g.base, o->compensate)) ||
-        (rc = pack_locations(&p, &g.base)) ||
-        (rc = pack_strings(&p, &g.base)) || (rc = pack_samples(&p, &g.base)))
+    if ((rc = pack_header(&p, &gp->base, o->compensate)) ||
+        (rc = pack_locations(&p, &gp->base)) ||
+        (rc = pack_strings(&p, &gp->base)) ||
+        (rc = pack_samples(&p, &gp->base)))
         goto done;
-    gz_write(&g, Z_FINISH);
-    rc = g.err ? g.err : ferror(out) ? -EIO : 0;
+    gz_write(gp, Z_FINISH);
+    rc = gp->err ? gp->err : ferror(out) ? -EIO : 0;
 done:
     if (zok)
-        deflateEnd(&g.z);
+        deflateEnd(&gp->z);
     if (rc == -ENOMEM)
         fprintf(stderr, "evalprof: pprof: out of memory\n");
+    free(gp);
     evp_ctree_free(&p.ct);
     evp_strset_free(&p.str);
     evp_itab_free(&p.lkeys);
