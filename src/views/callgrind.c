@@ -44,11 +44,6 @@ struct fn {
     uint32_t file; /* index in files */
 };
 
-struct call {
-    uint32_t caller, callee; /* fns */
-    uint64_t calls, ns, ops;
-};
-
 struct cg {
     struct evp_trace *t;
     const struct evp_profile_opts *o;
@@ -58,11 +53,9 @@ struct cg {
     struct evp_strset files;      /* file -> index */
     struct fn *fn;
     size_t nfn, fcap;
-    uint32_t *fn_of; /* by node: fn + 1 */
-    struct evp_itab calls_ix;
-    struct call *call;
-    size_t ncall, ccap;
-    uint32_t *path; /* fns of the frames open in the walk */
+    uint32_t *fn_of;              /* by node: fn + 1 */
+    struct evp_ctree_pairs calls; /* fns: caller, callee */
+    uint32_t *path;               /* fns of the frames open in the walk */
     size_t depth, pcap;
     uint8_t *file_named; /* by file: its "(id) name" written */
     char *buf;
@@ -122,34 +115,6 @@ static uint32_t fn_of(struct cg *c, uint32_t node)
     return id;
 }
 
-struct call_probe {
-    const struct cg *c;
-    uint32_t caller, callee;
-};
-
-static int same_call(const void *ctx, uint32_t i)
-{
-    const struct call_probe *q = ctx;
-    return q->c->call[i].caller == q->caller &&
-           q->c->call[i].callee == q->callee;
-}
-
-static struct call *call_of(struct cg *c, uint32_t caller, uint32_t callee)
-{
-    struct call_probe q = {c, caller, callee};
-    uint64_t h = evp_itab_hash_u64((uint64_t)caller << 32 | callee);
-    uint32_t i = evp_itab_find(&c->calls_ix, h, same_call, &q);
-    if (i == EVP_ITAB_NONE) {
-        i = (uint32_t)c->ncall;
-        if (evp_grow((void **)&c->call, &c->ccap, c->ncall + 1, sizeof *c->call,
-                     256) ||
-            evp_itab_put(&c->calls_ix, h, i) < 0)
-            return NULL;
-        c->call[c->ncall++] = (struct call){.caller = caller, .callee = callee};
-    }
-    return &c->call[i];
-}
-
 /* The walk: self costs; calls and their cost from the activations that
  * were not already running the callee. */
 static int visit(void *ctx, uint32_t node, int down)
@@ -178,7 +143,8 @@ static int visit(void *ctx, uint32_t node, int down)
     f->self_ns += nd->ns;
     f->self_ops += nd->ops;
     if (c->depth) {
-        struct call *k = call_of(c, c->path[c->depth - 1], id);
+        struct evp_ctree_pair *k =
+            evp_ctree_pair(&c->calls, c->path[c->depth - 1], id);
         if (!k)
             return -ENOMEM;
         k->calls += nd->calls;
@@ -194,7 +160,7 @@ static int visit(void *ctx, uint32_t node, int down)
 
 static int cmp_call(const void *x, const void *y)
 {
-    const struct call *a = x, *b = y;
+    const struct evp_ctree_pair *a = x, *b = y;
     if (a->caller != b->caller)
         return a->caller < b->caller ? -1 : 1;
     return (a->callee > b->callee) - (a->callee < b->callee);
@@ -281,8 +247,8 @@ static void write_out(struct cg *c, FILE *out)
         uint32_t line = fn_line(c, i);
         w_fn(c, out, "fl", "fn", i);
         w_cost(c, out, line, c->fn[i].self_ns, c->fn[i].self_ops);
-        for (; k < c->ncall && c->call[k].caller == i; k++) {
-            const struct call *cl = &c->call[k];
+        for (; k < c->calls.n && c->calls.p[k].caller == i; k++) {
+            const struct evp_ctree_pair *cl = &c->calls.p[k];
             w_fn(c, out, "cfl", "cfn", cl->callee);
             fprintf(out, "calls=%" PRIu64 " %" PRIu32 "\n", cl->calls,
                     fn_line(c, cl->callee));
@@ -303,7 +269,7 @@ int evp_view_callgrind(struct evp_trace *t, FILE *out,
                    .o = o,
                    .names = EVP_STRSET_INIT,
                    .files = EVP_STRSET_INIT,
-                   .calls_ix = EVP_ITAB_INIT};
+                   .calls = EVP_CTREE_PAIRS_INIT};
     struct evp_ctree_opts co = {.compensate = o->compensate};
     int rc = evp_ctree_build(t, &co, &c.ct);
     if (rc < 0)
@@ -316,7 +282,8 @@ int evp_view_callgrind(struct evp_trace *t, FILE *out,
         goto done;
     if ((rc = evp_ctree_walk(&c.ct, visit, &c)) != 0)
         goto done;
-    qsort(c.call, c.ncall, sizeof *c.call, cmp_call);
+    if (c.calls.n)
+        qsort(c.calls.p, c.calls.n, sizeof *c.calls.p, cmp_call);
     rc = -ENOMEM;
     if (!(c.file_named = calloc(c.files.n ? c.files.n : 1, 1)))
         goto done;
@@ -328,12 +295,11 @@ done:
     evp_ctree_free(&c.ct);
     evp_strset_free(&c.names);
     evp_strset_free(&c.files);
-    evp_itab_free(&c.calls_ix);
+    evp_ctree_pairs_free(&c.calls);
     free(c.incl_ns);
     free(c.incl_ops);
     free(c.fn);
     free(c.fn_of);
-    free(c.call);
     free(c.path);
     free(c.file_named);
     free(c.buf);

@@ -321,3 +321,40 @@ char *evp_ctree_name(const char *s, size_t n, size_t *len)
     }
     return buf;
 }
+
+struct pair_probe {
+    const struct evp_ctree_pairs *ps;
+    uint32_t caller, callee;
+};
+
+static int same_pair(const void *ctx, uint32_t i)
+{
+    const struct pair_probe *q = ctx;
+    const struct evp_ctree_pair *p = &q->ps->p[i];
+    return p->caller == q->caller && p->callee == q->callee;
+}
+
+struct evp_ctree_pair *evp_ctree_pair(struct evp_ctree_pairs *ps,
+                                      uint32_t caller, uint32_t callee)
+{
+    struct pair_probe q = {ps, caller, callee};
+    uint64_t h = evp_itab_hash_u64((uint64_t)caller << 32 | callee);
+    uint32_t i = evp_itab_find(&ps->index, h, same_pair, &q);
+    if (i == EVP_ITAB_NONE) {
+        i = (uint32_t)ps->n;
+        if (evp_grow((void **)&ps->p, &ps->cap, ps->n + 1, sizeof *ps->p,
+                     256) ||
+            evp_itab_put(&ps->index, h, i) < 0)
+            return NULL;
+        ps->p[ps->n++] =
+            (struct evp_ctree_pair){.caller = caller, .callee = callee};
+    }
+    return &ps->p[i];
+}
+
+void evp_ctree_pairs_free(struct evp_ctree_pairs *ps)
+{
+    evp_itab_free(&ps->index);
+    free(ps->p);
+    memset(ps, 0, sizeof *ps);
+}

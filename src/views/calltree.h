@@ -27,6 +27,7 @@
 
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
+#include "itab.h"
 
 /* Node keys: a function id, a leaf tagged as in views.h (EVP_KEY_PHASE,
  * EVP_KEY_OP), or one of these. */
@@ -84,6 +85,32 @@ void evp_ctree_free(struct evp_ctree *ct);
 
 /* The stream's index of the stream root above NODE (-1 for the root). */
 long evp_ctree_stream_of(const struct evp_ctree *ct, uint32_t node);
+
+/* The calls from one function to another, as the pstats and callgrind
+ * views sum them over the walk (CALLER and CALLEE are the view's ids). */
+struct evp_ctree_pair {
+    uint32_t caller, callee;
+    uint64_t calls, prim_calls; /* primitive: by the view's rule */
+    uint64_t self_ns;           /* the callee's self time in them */
+    uint64_t ns, ops;           /* their inclusive time, op events */
+    uint32_t active;            /* open on the walk's path */
+};
+
+struct evp_ctree_pairs {
+    struct evp_itab index;
+    struct evp_ctree_pair *p;
+    size_t n, cap;
+};
+
+/* clang-format off */
+#define EVP_CTREE_PAIRS_INIT {EVP_ITAB_INIT, NULL, 0, 0}
+/* clang-format on */
+
+/* The pair (CALLER, CALLEE), made zeroed on first use; NULL when out of
+ * memory.  Valid until the next call. */
+struct evp_ctree_pair *evp_ctree_pair(struct evp_ctree_pairs *ps,
+                                      uint32_t caller, uint32_t callee);
+void evp_ctree_pairs_free(struct evp_ctree_pairs *ps);
 
 /* S (N bytes) as the exports write names: escaped as for a terminal
  * (esc.h: control characters and bytes that are not UTF-8 as "\xNN", so

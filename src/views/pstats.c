@@ -99,13 +99,6 @@ struct entry {
     int c_func;
 };
 
-/* One (caller, callee) pair. */
-struct pair {
-    uint32_t caller, callee; /* entries */
-    uint64_t nc, cc, tt_ns, ct_ns;
-    uint32_t active;
-};
-
 struct pstats {
     struct evp_trace *t;
     struct evp_ctree ct;
@@ -114,9 +107,7 @@ struct pstats {
     struct evp_strset keys; /* key text -> entry */
     struct entry *e;
     size_t ne, ecap;
-    struct evp_itab pairs; /* (caller, callee) -> pair */
-    struct pair *p;
-    size_t np, pcap;
+    struct evp_ctree_pairs pairs; /* entries: callers and callees */
     char *buf;
     size_t bufcap;
     uint32_t *caller_stack; /* entry of the frame nodes on the path */
@@ -175,32 +166,6 @@ static uint32_t entry_of(struct pstats *s, uint32_t id,
     return e;
 }
 
-struct pair_probe {
-    const struct pstats *s;
-    uint32_t caller, callee;
-};
-
-static int same_pair(const void *ctx, uint32_t i)
-{
-    const struct pair_probe *q = ctx;
-    return q->s->p[i].caller == q->caller && q->s->p[i].callee == q->callee;
-}
-
-static struct pair *pair_of(struct pstats *s, uint32_t caller, uint32_t callee)
-{
-    struct pair_probe q = {s, caller, callee};
-    uint64_t h = evp_itab_hash_u64((uint64_t)caller << 32 | callee);
-    uint32_t i = evp_itab_find(&s->pairs, h, same_pair, &q);
-    if (i == EVP_ITAB_NONE) {
-        i = (uint32_t)s->np;
-        if (evp_grow((void **)&s->p, &s->pcap, s->np + 1, sizeof *s->p, 256) ||
-            evp_itab_put(&s->pairs, h, i) < 0)
-            return NULL;
-        s->p[s->np++] = (struct pair){.caller = caller, .callee = callee};
-    }
-    return &s->p[i];
-}
-
 static int is_frame(const struct evp_ctree_node *nd)
 {
     return !(nd->key & EVP_KEY_TAG);
@@ -217,7 +182,8 @@ static int visit(void *ctx, uint32_t node, int down)
         uint32_t e = s->caller_stack[--s->depth];
         s->e[e].active--;
         if (s->depth)
-            pair_of(s, s->caller_stack[s->depth - 1], e)->active--;
+            evp_ctree_pair(&s->pairs, s->caller_stack[s->depth - 1], e)
+                ->active--;
         return 0;
     }
     uint32_t e = entry_of(s, nd->key, nd);
@@ -229,14 +195,15 @@ static int visit(void *ctx, uint32_t node, int down)
         en->cc += nd->calls;
     en->active++;
     if (s->depth) {
-        struct pair *p = pair_of(s, s->caller_stack[s->depth - 1], e);
+        struct evp_ctree_pair *p =
+            evp_ctree_pair(&s->pairs, s->caller_stack[s->depth - 1], e);
         if (!p)
             return -ENOMEM;
-        p->nc += nd->calls;
-        p->tt_ns += nd->ns;
+        p->calls += nd->calls;
+        p->self_ns += nd->ns;
         if (!p->active) {
-            p->cc += nd->calls;
-            p->ct_ns += s->incl[node];
+            p->prim_calls += nd->calls;
+            p->ns += s->incl[node];
         }
         p->active++;
     }
@@ -266,7 +233,7 @@ static void w_times(FILE *f, uint64_t a, uint64_t b, uint64_t tt, uint64_t ct)
 
 static int cmp_pair_callee(const void *x, const void *y)
 {
-    const struct pair *a = x, *b = y;
+    const struct evp_ctree_pair *a = x, *b = y;
     if (a->callee != b->callee)
         return a->callee < b->callee ? -1 : 1;
     return (a->caller > b->caller) - (a->caller < b->caller);
@@ -275,7 +242,8 @@ static int cmp_pair_callee(const void *x, const void *y)
 int evp_view_pstats(struct evp_trace *t, FILE *out,
                     const struct evp_profile_opts *o)
 {
-    struct pstats s = {.t = t, .keys = EVP_STRSET_INIT, .pairs = EVP_ITAB_INIT};
+    struct pstats s = {
+        .t = t, .keys = EVP_STRSET_INIT, .pairs = EVP_CTREE_PAIRS_INIT};
     uint32_t nfuncs = evp_trace_nfuncs(t);
     struct evp_func_stats *fs = calloc((size_t)nfuncs + 1, sizeof *fs);
     if (!fs) {
@@ -305,7 +273,10 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
         e->tt_ns += fs[id].self_ns;
         e->ct_ns += fs[id].incl_ns;
     }
-    qsort(s.p, s.np, sizeof *s.p, cmp_pair_callee);
+    struct evp_ctree_pair *pp = s.pairs.p;
+    size_t np = s.pairs.n;
+    if (np)
+        qsort(pp, np, sizeof *pp, cmp_pair_callee);
     rc = 0;
     putc('{', out);
     size_t k = 0;
@@ -315,11 +286,11 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
         w_tuple(out, 5);
         w_times(out, e->cc, e->nc, e->tt_ns, e->ct_ns);
         putc('{', out);
-        for (; k < s.np && s.p[k].callee == i; k++) {
-            const struct pair *p = &s.p[k];
+        for (; k < np && pp[k].callee == i; k++) {
+            const struct evp_ctree_pair *p = &pp[k];
             rc |= w_key(out, &s, &s.e[p->caller]);
             w_tuple(out, 4);
-            w_times(out, p->nc, p->cc, p->tt_ns, p->ct_ns);
+            w_times(out, p->calls, p->prim_calls, p->self_ns, p->ns);
         }
         putc('0', out);
     }
@@ -331,12 +302,11 @@ done:
         fprintf(stderr, "evalprof: pstats: out of memory\n");
     evp_ctree_free(&s.ct);
     evp_strset_free(&s.keys);
-    evp_itab_free(&s.pairs);
+    evp_ctree_pairs_free(&s.pairs);
     free(fs);
     free(s.incl);
     free(s.entry_of);
     free(s.e);
-    free(s.p);
     free(s.buf);
     free(s.caller_stack);
     return rc;
