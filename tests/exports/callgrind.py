@@ -69,7 +69,7 @@ def annotate(path, *args):
 
 
 def fname(f):
-    return "%s:%s" % (f.file, f.name)
+    return "%s:%s" % (f.file or "???", f.name)
 
 
 plain = export()
@@ -115,5 +115,20 @@ for fmt, opt in (("pstats", "--ops"), ("pstats", "--phases"),
     check(p.returncode == 2 and len(p.stderr.splitlines()) == 1 and
           opt in p.stderr, "%s %s refused: %d %r" % (fmt, opt, p.returncode,
                                                      p.stderr))
+
+# A text trace of the discussion: its "# log written" time, which the
+# replay gives no event but counts in the frames' times, is in the costs.
+disc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                    "golden", "discussion-tree", "eval_loop-1617222445.trace")
+drows = summary_funcs(disc, ["<module>", "_ModuleLock"])
+out = os.path.join(d, "callgrind.out.text")
+run([EVALPROF, "export", "--format", "callgrind", "-o", out, disc])
+dself, _, _ = annotate(out)
+dincl, _, _ = annotate(out, "--inclusive=yes")
+for f in drows:
+    n = fname(f)
+    check((dself.get(n, (None,))[0], dincl.get(n, (None,))[0]) ==
+          (f.self, f.incl), "text trace %s: self/inclusive %r %r, summary "
+          "%d %d" % (n, dself.get(n), dincl.get(n), f.self, f.incl))
 shutil.rmtree(d)
 finish()
