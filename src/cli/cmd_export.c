@@ -127,12 +127,11 @@ static int export_profile(struct evp_trace *t, const struct export_opts *o,
                                   .phases = o->phases,
                                   .compensate = !evp_trace_info(t)->text,
                                   .max_depth = (size_t)o->max_depth};
-    FILE *f = strcmp(o->out, "-") == 0 ? stdout : fopen(o->out, "w");
-    if (!f) {
-        evp_cli_error("%s: %s", o->out, strerror(errno));
+    struct evp_outfile of;
+    FILE *f = evp_cli_out_open(&of, o->out);
+    if (!f)
         return 1;
-    }
-    return evp_cli_close_out(f, o->out, view(t, f, &po));
+    return evp_cli_out_close(&of, view(t, f, &po));
 }
 
 static int export_pprof(struct evp_trace *t, const struct export_opts *o)

@@ -54,7 +54,7 @@ def annotate(path, *args):
             continue
         num = lambda s: int(s.replace(",", "")) if s else None
         wall, ops, mark, name = num(m.group(1)), num(m.group(2)), m.group(3), \
-            m.group(4).strip()
+            local(m.group(4).strip())
         if name == "PROGRAM TOTALS":
             total = (wall, ops)
         elif mark.startswith("<"):
@@ -68,8 +68,15 @@ def annotate(path, *args):
     return res, total, calls
 
 
+def local(name):
+    """NAME with the test directory's prefix taken off: callgrind_annotate
+    prints a file under its working directory relative to it in some
+    tables and whole in others."""
+    return name[len(d) + 1:] if name.startswith(d + "/") else name
+
+
 def fname(f):
-    return "%s:%s" % (f.file or "???", f.name)
+    return local("%s:%s" % (f.file or "???", f.name))
 
 
 plain = export()
