@@ -11,8 +11,8 @@ import re
 import shutil
 import subprocess
 
-from common import (EVALPROF, KNOWN, check, finish, record, run, skip,
-                    summary_funcs, workdir)
+from common import (EVALPROF, KNOWN, by_name, check, finish, record, run,
+                    skip, summary_funcs, workdir)
 
 CA = shutil.which("callgrind_annotate")
 if not CA:
@@ -39,50 +39,55 @@ LINE = re.compile(r"^\s*([\d,]+)" + PCT + r"(?:\s+([\d,]+)" + PCT + r")?"
                   r"\s+([*<] +|)(\S.*)$")
 
 
+# callgrind_annotate takes its working directory off the names of fl=
+# lines but not of cfl= lines, so that a function in a file under it
+# would be two functions, its self cost under the short name and its
+# calls and inclusive cost under the whole one: it runs in a directory
+# of its own, where every name is the one summary prints.
+cadir = os.path.join(d, "annotate")
+os.mkdir(cadir)
+
+
 def annotate(path, *args):
-    """file:function -> (wall, ops) and the program totals."""
+    """file:function -> (wall, ops), the program totals and file:function
+    -> {caller: calls}."""
     out = run([CA, "--threshold=100", "--auto=no"] + list(args) + [path],
-              cwd=d)
+              cwd=cadir)
     res, total, calls = {}, None, {}
-    cur_callers = []
+    cur_callers = {}
     for line in out.splitlines():
         if line.strip() == "":
-            cur_callers = []
+            cur_callers = {}
             continue
         m = LINE.match(line)
         if not m:
             continue
         num = lambda s: int(s.replace(",", "")) if s else None
         wall, ops, mark, name = num(m.group(1)), num(m.group(2)), m.group(3), \
-            local(m.group(4).strip())
+            m.group(4).strip()
         if name == "PROGRAM TOTALS":
             total = (wall, ops)
         elif mark.startswith("<"):
             c = re.match(r"^(.*) \(([\d,]+)x\)", name)
             if c:
-                cur_callers.append(num(c.group(2)))
+                cur_callers[c.group(1)] = num(c.group(2))
         else:
+            check(name not in res, "callgrind_annotate shows %s once" % name)
             res[name] = (wall, ops)
             if mark.startswith("*"):
-                calls[name] = sum(cur_callers)
+                calls[name] = cur_callers
     return res, total, calls
 
 
-def local(name):
-    """NAME with the test directory's prefix taken off: callgrind_annotate
-    prints a file under its working directory relative to it in some
-    tables and whole in others."""
-    return name[len(d) + 1:] if name.startswith(d + "/") else name
-
-
 def fname(f):
-    return local("%s:%s" % (f.file or "???", f.name))
+    return "%s:%s" % (f.file or "???", f.name)
 
 
 plain = export()
 self_, total, _ = annotate(plain)
 incl, itotal, _ = annotate(plain, "--inclusive=yes")
-_, _, calls = annotate(plain, "--tree=caller")
+_, _, callers = annotate(plain, "--tree=caller")
+calls = dict((n, sum(c.values())) for n, c in callers.items())
 for f in rows:
     if keys[(f.file, f.name)] != 1:
         continue
@@ -100,6 +105,11 @@ check(total[0] == sum(v[0] for v in self_.values()),
 threads = [v[0] for n, v in incl.items() if n.startswith("???:[")]
 check(threads == [total[0]], "the thread's inclusive cost %r is the total %d"
       % (threads, total[0]))
+# The program runs from C, with no Python frame above <module>: the
+# thread calls it.
+module = fname(by_name(rows, "<module>")[0])
+check(callers.get(module) == {"???:[MainThread]": 1},
+      "%s called by %r" % (module, callers.get(module)))
 
 info = run([EVALPROF, "info", trace])
 nops = int(re.search(r"by kind:.*?\bop ([\d,]+)", info).group(1)
