@@ -66,6 +66,110 @@ static int trace_to_flame(const char *path, const char *python, int ops,
     return rc ? -1 : 0;
 }
 
+struct load_opts {
+    const char *input; /* --input, NULL: sniffed */
+    const char *python;
+    int ops, phases, depth_given;
+    size_t max_depth;
+};
+
+/* One input of the graph, and the buffer its names may point into. */
+struct input {
+    const char *path;
+    char *buf;
+    size_t len;
+    int mapped, is_trace;
+    struct evp_flame_stats st;
+};
+
+/* Merge IN (a trace or folded stacks) into FL: 0, or the exit status
+ * after reporting. */
+static int load(struct input *in, const struct load_opts *lo,
+                struct evp_flame *fl)
+{
+    const char *path = in->path;
+    struct evp_flame_stats st = {0};
+    if (lo->input) {
+        in->is_trace = strcmp(lo->input, "trace") == 0;
+    } else {
+        /* Sniff from the first bytes; a trace is opened by path. */
+        FILE *f = strcmp(path, "-") == 0 ? NULL : fopen(path, "rb");
+        if (!f && strcmp(path, "-") != 0) {
+            evp_cli_error("%s: %s", path, strerror(errno));
+            return 1;
+        }
+        if (f) {
+            char head[256];
+            size_t n = fread(head, 1, sizeof head, f);
+            fclose(f);
+            in->is_trace = sniff_trace(head, n);
+        } else {
+            in->is_trace = 0;
+        }
+    }
+    if (in->is_trace) {
+        if (strcmp(path, "-") == 0) {
+            evp_cli_error("flamegraph: a trace is read from a file, not "
+                          "standard input");
+            return 2;
+        }
+        if (trace_to_flame(path, lo->python, lo->ops, lo->phases, lo->max_depth,
+                           fl, &st) < 0)
+            return 1;
+    } else {
+        if (lo->ops || lo->phases || lo->depth_given)
+            evp_cli_warn("flamegraph: --ops, --phases and --max-depth apply "
+                         "to traces, not to folded input");
+        const char *map;
+        int rc = evp_flame_map(path, &map, &in->len, &in->mapped);
+        if (rc) {
+            evp_cli_error("%s: %s", path, strerror(-rc));
+            return 1;
+        }
+        in->buf = (char *)map;
+        evp_flame_borrow(fl); /* BUF lives until the SVG is written */
+        rc = evp_flame_add_folded(fl, in->buf, in->len, &st);
+        if (rc == -ERANGE) {
+            evp_cli_error("%s: line %llu: count %s is out of range (at most "
+                          "%.0f)",
+                          path, (unsigned long long)st.bad_line, st.bad_count,
+                          EVP_FLAME_MAX_COUNT);
+            return 1;
+        }
+        if (rc) {
+            evp_cli_error("flamegraph: out of memory");
+            return 1;
+        }
+    }
+    if (!st.stacks) {
+        if (in->is_trace)
+            evp_cli_error("%s: the trace has no timed events to draw", path);
+        else
+            evp_cli_error("%s: no folded stacks (expected lines "
+                          "'frame;frame;... COUNT')",
+                          path);
+        return 1;
+    }
+    in->st = st;
+    return 0;
+}
+
+/* What was left out of IN, once it is known to be drawn. */
+static void warn_input(const struct input *in)
+{
+    const struct evp_flame_stats *st = &in->st;
+    if (st->malformed)
+        evp_cli_warn("%s: ignored %llu line%s without a trailing count "
+                     "(first: line %llu)",
+                     in->path, (unsigned long long)st->malformed,
+                     st->malformed == 1 ? "" : "s",
+                     (unsigned long long)st->first_malformed);
+    if (st->differential)
+        evp_cli_warn("%s: two counts per line (differential input): the "
+                     "second count is drawn",
+                     in->path);
+}
+
 int cmd_flamegraph(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -83,11 +187,13 @@ int cmd_flamegraph(int argc, char **argv)
         {"input", required_argument, NULL, 'I'},
         {"max-depth", required_argument, NULL, 'D'},
         {"python", required_argument, NULL, 'p'},
+        {"diff", no_argument, NULL, 'd'},
+        {"negate", no_argument, NULL, 'n'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     struct evp_flame_opts fo = {.min_width = -1};
     const char *out = "-", *python = NULL, *input = NULL;
-    int ops = 0, phases = 0, depth_given = 0, c;
+    int ops = 0, phases = 0, depth_given = 0, diff = 0, negate = 0, c;
     long v, max_depth = EVP_FOLDED_DEFAULT_DEPTH;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -159,6 +265,12 @@ int cmd_flamegraph(int argc, char **argv)
         case 'p':
             python = optarg;
             break;
+        case 'd':
+            diff = 1;
+            break;
+        case 'n':
+            negate = 1;
+            break;
         case 'h':
             evp_cli_usage(stdout, "flamegraph");
             return evp_cli_finish(0);
@@ -167,105 +279,79 @@ int cmd_flamegraph(int argc, char **argv)
             return 2;
         }
     }
-    if (optind != argc - 1) {
+    if (optind != argc - 1 - diff) {
         evp_cli_usage(stderr, "flamegraph");
         return 2;
     }
-    const char *in = argv[optind];
-    if (evp_cli_out_check("flamegraph", out, &in, 1))
+    if (evp_cli_out_check("flamegraph", out, (const char **)argv + optind,
+                          1 + diff))
         return 2;
+    if (negate && !diff) {
+        evp_cli_error("flamegraph: --negate applies to --diff BASE NEW");
+        return 2;
+    }
     if (strcmp(out, "-") == 0 && isatty(1)) {
         evp_cli_error("flamegraph: refusing to write SVG to a terminal "
                       "(use -o FILE.svg)");
         return 2;
     }
-    char *buf = NULL;
-    size_t len = 0;
-    int is_trace, mapped = 0, status = 1;
+    int status = 1;
     struct evp_flame *fl = NULL;
     struct evp_flame_stats st = {0};
-    if (input) {
-        is_trace = strcmp(input, "trace") == 0;
-    } else {
-        /* Sniff from the first bytes; a trace is opened by path. */
-        FILE *f = strcmp(in, "-") == 0 ? NULL : fopen(in, "rb");
-        if (!f && strcmp(in, "-") != 0) {
-            evp_cli_error("%s: %s", in, strerror(errno));
-            return 1;
-        }
-        if (f) {
-            char head[256];
-            size_t n = fread(head, 1, sizeof head, f);
-            fclose(f);
-            is_trace = sniff_trace(head, n);
-        } else {
-            is_trace = 0;
-        }
-    }
+    struct input ins[2] = {{0}, {0}};
+    struct load_opts lo = {input,  python,      ops,
+                           phases, depth_given, (size_t)max_depth};
     if (!(fl = evp_flame_new())) {
         evp_cli_error("flamegraph: out of memory");
         goto out;
     }
-    if (is_trace) {
-        if (strcmp(in, "-") == 0) {
-            evp_cli_error("flamegraph: a trace is read from a file, not "
-                          "standard input");
-            status = 2;
-            goto out;
-        }
-        if (trace_to_flame(in, python, ops, phases, (size_t)max_depth, fl,
-                           &st) < 0)
-            goto out;
-        if (!fo.countname)
-            fo.countname = "ns";
-    } else {
-        if (ops || phases || depth_given)
-            evp_cli_warn("flamegraph: --ops, --phases and --max-depth apply "
-                         "to traces, not to folded input");
-        const char *map;
-        int rc = evp_flame_map(in, &map, &len, &mapped);
-        if (rc) {
-            evp_cli_error("%s: %s", in, strerror(-rc));
-            goto out;
-        }
-        buf = (char *)map;
-        evp_flame_borrow(fl); /* BUF lives until the SVG is written */
-        rc = evp_flame_add_folded(fl, buf, len, &st);
-        if (rc == -ERANGE) {
-            evp_cli_error("%s: line %llu: count %s is out of range (at most "
-                          "%.0f)",
-                          in, (unsigned long long)st.bad_line, st.bad_count,
-                          EVP_FLAME_MAX_COUNT);
-            goto out;
-        }
-        if (rc) {
+    if (diff) {
+        /* BASE first, into the base side; NEW after it */
+        ins[0].path = argv[optind];
+        ins[1].path = argv[optind + 1];
+        if (evp_flame_to_base(fl, 1)) {
             evp_cli_error("flamegraph: out of memory");
             goto out;
         }
+        if ((status = load(&ins[0], &lo, fl)) != 0)
+            goto out;
+        evp_flame_to_base(fl, 0);
+        status = 1;
+        if ((status = load(&ins[1], &lo, fl)) != 0)
+            goto out;
+        status = 1;
+        if (evp_flame_total(fl) <= 0 && evp_flame_base_total(fl) <= 0) {
+            evp_cli_error("%s, %s: every count is zero: nothing to draw",
+                          ins[0].path, ins[1].path);
+            goto out;
+        }
+        if (negate ? evp_flame_base_total(fl) <= 0 : evp_flame_total(fl) <= 0) {
+            evp_cli_error("%s: every count is zero: no widths to draw "
+                          "(--negate draws the other's)",
+                          ins[negate ? 0 : 1].path);
+            goto out;
+        }
+        fo.negate = negate;
+        if (!fo.subtitle)
+            fo.subtitle = negate ? "widths: BASE; red: grew in NEW, "
+                                   "blue: shrank in NEW"
+                                 : "widths: NEW; red: grew from BASE, "
+                                   "blue: shrank from BASE";
+    } else {
+        ins[0].path = argv[optind];
+        if ((status = load(&ins[0], &lo, fl)) != 0)
+            goto out;
+        status = 1;
+        if (evp_flame_total(fl) <= 0) {
+            evp_cli_error("%s: every count is zero: nothing to draw",
+                          ins[0].path);
+            goto out;
+        }
     }
-    if (!st.stacks) {
-        if (is_trace)
-            evp_cli_error("%s: the trace has no timed events to draw", in);
-        else
-            evp_cli_error("%s: no folded stacks (expected lines "
-                          "'frame;frame;... COUNT')",
-                          in);
-        goto out;
-    }
-    if (evp_flame_total(fl) <= 0) {
-        evp_cli_error("%s: every count is zero: nothing to draw", in);
-        goto out;
-    }
-    if (st.malformed)
-        evp_cli_warn("%s: ignored %llu line%s without a trailing count "
-                     "(first: line %llu)",
-                     in, (unsigned long long)st.malformed,
-                     st.malformed == 1 ? "" : "s",
-                     (unsigned long long)st.first_malformed);
-    if (st.differential)
-        evp_cli_warn("%s: two counts per line (differential input): the "
-                     "second count is drawn",
-                     in);
+    for (int i = 0; i < 1 + diff; i++)
+        warn_input(&ins[i]);
+    if (!fo.countname)
+        fo.countname = ins[0].is_trace || ins[1].is_trace ? "ns" : NULL;
 
     struct evp_outfile of;
     FILE *o = evp_cli_out_open(&of, out);
@@ -280,6 +366,7 @@ int cmd_flamegraph(int argc, char **argv)
     status = rc ? rc : evp_cli_finish(0);
 out:
     evp_flame_free(fl);
-    evp_flame_unmap(buf, len, mapped);
+    for (int i = 0; i < 2; i++)
+        evp_flame_unmap(ins[i].buf, ins[i].len, ins[i].mapped);
     return status;
 }

@@ -52,7 +52,9 @@ static const struct evp_cmd commands[] = {
      "                           [--minwidth PX] [--countname UNIT]\n"
      "                           [--ops] [--phases] [--input folded|trace]\n"
      "                           [--max-depth N] (default 1024, 0: all)\n"
-     "                           [--python X.Y] TRACE|FOLDED\n"},
+     "                           [--python X.Y] TRACE|FOLDED\n"
+     "       evalprof flamegraph --diff [--negate] [OPTIONS] BASE NEW\n"
+     "                           (each a TRACE or FOLDED)\n"},
     {"perf", cmd_perf, "profile a command with perf: flame graph, hot table",
      "usage: evalprof perf [-o DIR] [-F HZ] [-e EVENT] [--call-graph "
      "fp|dwarf]\n"

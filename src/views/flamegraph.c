@@ -79,6 +79,12 @@ struct evp_flame {
     size_t *ends; /* end offset of each frame of the previous line */
     uint32_t *path;
     size_t depth, ecap, pcap;
+    /* differential graphs: the BASE profile's values per node, beside the
+     * nodes' own (NEW); BN entries are valid, the rest count as zero */
+    int to_base;
+    double *bself, *bvalue;
+    size_t bn, bncap;
+    double btotal;
 };
 
 #define NONE UINT32_MAX
@@ -131,6 +137,8 @@ void evp_flame_free(struct evp_flame *f)
     free(f->own);
     free(f->ends);
     free(f->path);
+    free(f->bself);
+    free(f->bvalue);
     free(f);
 }
 
@@ -238,6 +246,30 @@ static int remember(struct evp_flame *f, const char *s, size_t len, int stable)
     return 0;
 }
 
+/* BASE values for the first N nodes, zero where nothing was added. */
+static int base_cover(struct evp_flame *f, size_t n)
+{
+    if (n <= f->bn)
+        return 0;
+    if (n > f->bncap) {
+        size_t cap = f->bncap ? f->bncap : 1024;
+        while (cap < n)
+            cap *= 2;
+        double *s = realloc(f->bself, cap * sizeof *s);
+        if (!s)
+            return -ENOMEM;
+        f->bself = s;
+        double *v = realloc(f->bvalue, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        f->bvalue = v;
+        f->bncap = cap;
+    }
+    memset(f->bself + f->bn, 0, (n - f->bn) * sizeof *f->bself);
+    f->bn = n;
+    return 0;
+}
+
 static int add_stack(struct evp_flame *f, const char *s, size_t len,
                      double value, int stable)
 {
@@ -284,9 +316,16 @@ static int add_stack(struct evp_flame *f, const char *s, size_t len,
         }
     }
     f->depth = k;
-    f->nodes[cur].self += value;
-    f->nodes[cur].value += value;
-    f->total += value;
+    if (f->to_base) {
+        if (base_cover(f, f->n))
+            return -ENOMEM;
+        f->bself[cur] += value;
+        f->btotal += value;
+    } else {
+        f->nodes[cur].self += value;
+        f->nodes[cur].value += value;
+        f->total += value;
+    }
     return remember(f, s, len, stable);
 }
 
@@ -420,7 +459,28 @@ static void finish(struct evp_flame *f)
     f->summed = 1;
     for (size_t i = f->n; i-- > 1;)
         f->nodes[f->nodes[i].parent].value += f->nodes[i].value;
+    if (f->bself) {
+        memcpy(f->bvalue, f->bself, f->n * sizeof *f->bvalue);
+        for (size_t i = f->n; i-- > 1;)
+            f->bvalue[f->nodes[i].parent] += f->bvalue[i];
+    }
     f->finished = 1;
+}
+
+int evp_flame_to_base(struct evp_flame *f, int on)
+{
+    f->to_base = on;
+    return on ? base_cover(f, f->n) : 0;
+}
+
+int evp_flame_differential(const struct evp_flame *f)
+{
+    return f->bself != NULL;
+}
+
+double evp_flame_base_total(const struct evp_flame *f)
+{
+    return f->btotal;
 }
 
 void evp_flame_borrow(struct evp_flame *f)
@@ -446,7 +506,17 @@ struct draw {
     double ypad1, ypad2;
     int maxdepth;
     uint64_t frames;
+    /* differential: widths from BASE when NEG; colours by the change in
+     * self value, full saturation at MAXD */
+    int diff, neg;
+    double maxd;
 };
+
+/* The value a frame is drawn with. */
+static double width_of(const struct draw *d, uint32_t id)
+{
+    return d->neg ? d->f->bvalue[id] : d->f->nodes[id].value;
+}
 
 /* Children in name order (byte order, then length); NODES: the array. */
 static int cmp_children(const void *a, const void *b, void *nodes)
@@ -582,30 +652,93 @@ static void put_num(FILE *out, double v)
         fprintf(out, "%.17g", v);
 }
 
+/* A signed value: "+12,345" / "-0.50". */
+static void put_signed(FILE *out, double v)
+{
+    fputc(v < 0 ? '-' : '+', out);
+    put_value(out, fabs(v));
+}
+
+/* A differential frame's colour: white when its own (self) value did not
+ * change, towards full red as it grew and full blue as it shrank, the
+ * largest change of any frame (MAXD) saturating. */
+static void diff_colour(double delta, double maxd, int *r, int *g, int *b)
+{
+    if (delta == 0 || maxd <= 0) {
+        *r = *g = *b = 250;
+        return;
+    }
+    int c = (int)lround(220.0 * (1.0 - fabs(delta) / maxd));
+    if (delta > 0) {
+        *r = 255;
+        *g = *b = c;
+    } else {
+        *r = *g = c;
+        *b = 255;
+    }
+}
+
+/* After the drawn value and share: both profiles' values, the change
+ * (absolute, and relative to BASE) and the change in self value, which
+ * the colour shows.  No " (" in it: the script finds the name by the
+ * last one. */
+static void diff_title(struct draw *d, uint32_t id)
+{
+    FILE *out = d->out;
+    double b = d->f->bvalue[id], n = d->f->nodes[id].value;
+    double ds = d->f->nodes[id].self - d->f->bself[id];
+    const char *unit = d->o->countname;
+    fputs("; base ", out);
+    put_value(out, b);
+    fputc(' ', out);
+    evp_esc_xml(out, unit, strlen(unit));
+    fputs(", new ", out);
+    put_value(out, n);
+    fputc(' ', out);
+    evp_esc_xml(out, unit, strlen(unit));
+    fputs(", change ", out);
+    put_signed(out, n - b);
+    fputc(' ', out);
+    evp_esc_xml(out, unit, strlen(unit));
+    if (b > 0)
+        fprintf(out, ", %+.2f%%", 100.0 * (n - b) / b);
+    else
+        fputs(", new frame", out);
+    fputs(", self ", out);
+    put_signed(out, ds);
+}
+
 static void draw_frame(struct draw *d, uint32_t id, double start, int depth)
 {
     const struct node *nd = &d->f->nodes[id];
     const char *name = nd->name;
     size_t nlen = nd->nlen;
+    double v = width_of(d, id);
     double x = 10 + start * d->xscale;
-    double w = nd->value * d->xscale;
+    double w = v * d->xscale;
     double y = d->o->icicle ? d->ypad1 + depth * d->fh
                             : d->height - d->ypad2 - (depth + 1) * d->fh;
     int r, g, b;
-    colour(name, nlen, &r, &g, &b);
+    if (d->diff)
+        diff_colour(d->f->nodes[id].self - d->f->bself[id], d->maxd, &r, &g,
+                    &b);
+    else
+        colour(name, nlen, &r, &g, &b);
     FILE *out = d->out;
     fputs("<g data-s=\"", out);
     put_num(out, start);
     fputs("\" data-v=\"", out);
-    put_num(out, nd->value);
+    put_num(out, v);
     fprintf(out, "\" data-d=\"%d\"><title>", depth);
     evp_esc_xml(out, name, nlen);
     fputs(" (", out);
-    put_value(out, nd->value);
+    put_value(out, v);
     fputc(' ', out);
     evp_esc_xml(out, d->o->countname, strlen(d->o->countname));
-    fprintf(out, ", %.2f%%)</title>",
-            d->total > 0 ? 100.0 * nd->value / d->total : 0.0);
+    fprintf(out, ", %.2f%%", d->total > 0 ? 100.0 * v / d->total : 0.0);
+    if (d->diff)
+        diff_title(d, id);
+    fputs(")</title>", out);
     fprintf(out,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
             "fill=\"rgb(%d,%d,%d)\" rx=\"2\" ry=\"2\"/>",
@@ -646,7 +779,8 @@ static int walk(struct draw *d, int pass)
         size_t nk = 0;
         for (uint32_t c = nd->first_child; c != NONE;
              c = f->nodes[c].next_sibling) {
-            if (f->nodes[c].value < d->minv || f->nodes[c].value <= 0)
+            double cv = width_of(d, c);
+            if (cv < d->minv || cv <= 0)
                 continue;
             if (evp_grow((void **)&kids, &kcap, nk + 1, sizeof *kids, 64))
                 goto out;
@@ -665,7 +799,7 @@ static int walk(struct draw *d, int pass)
         double pos = it.start;
         for (size_t i = 0; i < nk; i++) {
             starts[i] = pos;
-            pos += f->nodes[kids[i]].value;
+            pos += width_of(d, kids[i]);
         }
         for (size_t i = nk; i-- > 0;)
             st[n++] = (struct item){kids[i], it.depth + 1, starts[i]};
@@ -686,6 +820,9 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
                         const struct evp_flame_opts *o,
                         struct evp_flame_stats *st)
 {
+    int diff = f->bself != NULL;
+    if (diff && base_cover(f, f->n))
+        return -ENOMEM;
     finish(f);
     struct evp_flame_opts def = *o;
     if (!def.width)
@@ -699,12 +836,22 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
     if (!def.countname)
         def.countname = "samples";
     if (!def.title)
-        def.title = def.icicle ? "Icicle Graph" : "Flame Graph";
+        def.title = diff         ? "Differential Flame Graph"
+                    : def.icicle ? "Icicle Graph"
+                                 : "Flame Graph";
     struct draw d = {0};
     d.f = f;
     d.out = out;
     d.o = &def;
-    d.total = f->nodes[0].value;
+    d.diff = diff;
+    d.neg = diff && def.negate;
+    if (diff)
+        for (size_t i = 0; i < f->n; i++) {
+            double c = fabs(f->nodes[i].self - f->bself[i]);
+            if (c > d.maxd)
+                d.maxd = c;
+        }
+    d.total = width_of(&d, 0);
     d.width = def.width;
     d.fh = def.frame_height;
     d.xscale = d.total > 0 ? (def.width - 20) / d.total : 0;
@@ -729,6 +876,13 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
             "of the total, children are ordered by name. Click a frame to "
             "zoom, Ctrl-F or Search to highlight, Escape to reset. -->\n",
             W, H, W, H);
+    if (diff)
+        fprintf(out,
+                "<!-- Differential: widths are the %s profile's; a frame "
+                "is redder the more its own value grew from BASE to NEW "
+                "and bluer the more it shrank, the largest change "
+                "saturating. -->\n",
+                d.neg ? "BASE" : "NEW");
     fputs("<defs><linearGradient id=\"background\" y1=\"0\" y2=\"1\" "
           "x1=\"0\" x2=\"0\"><stop stop-color=\"#eeeeee\" offset=\"5%\"/>"
           "<stop stop-color=\"#eeeeb0\" offset=\"95%\"/></linearGradient>"
@@ -755,8 +909,9 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
     fprintf(out,
             "<script type=\"text/ecmascript\"><![CDATA[\n"
             "var evpConfig = {width: %d, xpad: 10, frameHeight: %d, "
-            "fontSize: 12, fontWidth: 0.59, icicle: %s, total: ",
-            W, d.fh, def.icicle ? "true" : "false");
+            "fontSize: 12, fontWidth: 0.59, icicle: %s, differential: %s, "
+            "total: ",
+            W, d.fh, def.icicle ? "true" : "false", diff ? "true" : "false");
     put_num(out, d.total);
     fputs(", units: \"", out);
     evp_esc_js(out, def.countname, strlen(def.countname));

@@ -165,6 +165,7 @@ struct evp_flame_opts {
     int width;             /* pixels; 0: 1200 */
     int frame_height;      /* pixels; 0: 16 */
     double min_width;      /* frames narrower (pixels) are left out; <0: 0.1 */
+    int negate;            /* differential: draw BASE's widths, not NEW's */
 };
 
 struct evp_flame_stats {
@@ -205,6 +206,16 @@ int evp_flame_add(struct evp_flame *f, const char *stack, size_t len,
 
 /* Total of all values merged so far. */
 double evp_flame_total(const struct evp_flame *f);
+
+/* Differential flame graphs (difffolded.pl and flamegraph.pl's): after
+ * evp_flame_to_base(F, 1) stacks add to the BASE profile, after (F, 0) to
+ * NEW again (returns 0 or -ENOMEM).  A flame with a BASE is drawn with
+ * NEW's widths (BASE's with opts.negate), each frame red as its own value
+ * grew and blue as it shrank, saturation relative to the largest change,
+ * and its title holds both values and the change. */
+int evp_flame_to_base(struct evp_flame *f, int on);
+int evp_flame_differential(const struct evp_flame *f);
+double evp_flame_base_total(const struct evp_flame *f);
 
 /* Write the interactive SVG.  Deterministic: the same stacks give the same
  * bytes whatever their input order.  Returns 0 or -EIO / -ENOMEM. */

@@ -3,7 +3,9 @@
 # and has headless Chromium (Debian's chromium, driven by playwright-core
 # that tests/prepare.d/browser.sh installs into the build directory)
 # confirm that it renders, that clicking a frame zooms and that search
-# highlights.  Skips, saying why, only where Chromium cannot run.
+# highlights; then the same for a differential graph, whose hover text
+# holds both values and the change.  Skips, saying why, only where
+# Chromium cannot run.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${EVALPROF:?}" "${FLAME_NODE_DIR:?}"
@@ -25,6 +27,9 @@ out="$FLAME_NODE_DIR/out"
 mkdir -p "$out"
 "$EVALPROF" flamegraph --title 'hostile <script>alert(1)</script> & "q"' \
     -o "$out/sample.svg" "$here/data/sample.folded" 2>/dev/null || exit 1
-cp "$here/browser/check.mjs" "$FLAME_NODE_DIR/check.mjs"
+"$EVALPROF" flamegraph --diff -o "$out/diff.svg" "$here/golden/svg-diff/base.folded" \
+    "$here/golden/svg-diff/new.folded" || exit 1
+cp "$here/browser/check.mjs" "$here/browser/check-diff.mjs" "$FLAME_NODE_DIR/"
 cd "$FLAME_NODE_DIR" || exit 1
-CHROMIUM="$chromium" "$node" check.mjs "$out/sample.svg" "$out/sample.png"
+CHROMIUM="$chromium" "$node" check.mjs "$out/sample.svg" "$out/sample.png" || exit $?
+CHROMIUM="$chromium" "$node" check-diff.mjs "$out/diff.svg"

@@ -19,6 +19,19 @@ cmp "$tmp/a.svg" "$tmp/a2.svg" || { echo "FAIL: two runs differ"; fail=1; }
 cmp "$tmp/a.svg" "$tmp/b.svg" || { echo "FAIL: reversed input differs"; fail=1; }
 cmp "$tmp/a.svg" "$tmp/c.svg" || { echo "FAIL: split input differs"; fail=1; }
 python3 "$here/svgcanon.py" "$tmp/a.svg" >/dev/null || fail=1
+# Differential graphs too: BASE and NEW in any line order, split or not.
+python3 "$here/gen-folded.py" 3000 8 >"$tmp/n.folded"
+awk '{ a[NR] = $0 } END { for (i = NR; i >= 1; i--) print a[i] }' "$tmp/n.folded" >"$tmp/r.folded"
+"$EVALPROF" flamegraph --diff -o "$tmp/d1.svg" "$tmp/a.folded" "$tmp/n.folded" || fail=1
+"$EVALPROF" flamegraph --diff -o "$tmp/d2.svg" "$tmp/a.folded" "$tmp/n.folded" || fail=1
+"$EVALPROF" flamegraph --diff -o "$tmp/d3.svg" "$tmp/b.folded" "$tmp/r.folded" || fail=1
+"$EVALPROF" flamegraph --diff -o "$tmp/d4.svg" "$tmp/c.folded" "$tmp/r.folded" || fail=1
+for f in d2 d3 d4; do
+    cmp "$tmp/d1.svg" "$tmp/$f.svg" || { echo "FAIL: differential $f differs"; fail=1; }
+done
+"$EVALPROF" flamegraph --diff --negate -o "$tmp/d5.svg" "$tmp/a.folded" "$tmp/n.folded" || fail=1
+cmp -s "$tmp/d1.svg" "$tmp/d5.svg" && { echo "FAIL: --negate drew the same"; fail=1; }
+python3 "$here/svgcanon.py" "$tmp/d5.svg" >/dev/null || fail=1
 # A write error is reported, and a device is written in place, never
 # replaced by renaming a temporary file over it.
 if [ -c /dev/full ]; then

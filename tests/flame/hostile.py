@@ -95,6 +95,20 @@ def main():
         out = os.path.join(tmp, "b.svg")
         run("flamegraph", "--ops", "-o", out, os.path.join(DATA, "hostile.trace"))
         svg_checks(out, ['<script>alert("x&y")</script>', "fib\\xff\\x1b[2J:semi\\back"])
+        # a differential graph of the two: names from either side escaped
+        # in the titles, which carry both values
+        out = os.path.join(tmp, "d.svg")
+        run("flamegraph", "--diff", "--title", TITLE, "-o", out,
+            os.path.join(DATA, "hostile.trace"), os.path.join(DATA, "sample.folded"))
+        svg_checks(out, ['<script>alert("pwn")</script>', "O'Brien & \"Sons\"",
+                         "ctl\\x01\\x1b[31mred"], title=TITLE)
+        titles = [t.text or "" for t in ET.parse(out).getroot().iter(f"{SVG}title")]
+        check(all("; base " in t and ", new " in t for t in titles),
+              f"{out}: a differential title without both values")
+        out = os.path.join(tmp, "dn.svg")
+        run("flamegraph", "--diff", "--negate", "--ops", "-o", out,
+            os.path.join(DATA, "hostile.trace"), os.path.join(DATA, "sample.folded"))
+        svg_checks(out, ['<script>alert("x&y")</script>', "fib\\xff\\x1b[2J:semi\\back"])
         # folded export: one line of valid UTF-8 per stack
         p = run("export", "--format", "folded", "--ops", "--phases",
                 os.path.join(DATA, "hostile.trace"))
