@@ -34,6 +34,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_perf(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* --zstd[=LEVEL]: the level (3 without a value), or -1 after an error. */
 int evp_cli_parse_zstd(const char *arg);

@@ -283,7 +283,7 @@ int cmd_flamegraph(int argc, char **argv)
         evp_cli_usage(stderr, "flamegraph");
         return 2;
     }
-    if (evp_cli_out_check("flamegraph", out, (const char **)argv + optind,
+    if (evp_cli_out_check("flamegraph", out, (const char *const *)argv + optind,
                           1 + diff))
         return 2;
     if (negate && !diff) {

@@ -61,6 +61,9 @@ static const struct evp_cmd commands[] = {
      "                     [--startup] [--repeat N] [--trace FILE]\n"
      "                     [--threshold POINTS] [--top N] [--title T] [--pid]\n"
      "                     [--perf PATH] (-- CMD [ARGS...] | --script FILE)\n"},
+    {"report", cmd_report, "write an HTML report of one run or of two",
+     "usage: evalprof report [-o OUT.html] [--no-compensate] [--ns]\n"
+     "                       [--python X.Y] TRACE | BASE NEW\n"},
 };
 
 static const size_t ncommands = sizeof commands / sizeof commands[0];

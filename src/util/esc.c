@@ -9,7 +9,8 @@
  *   - invalid UTF-8 bytes and control characters (below 0x20, and 0x7f)
  *     become the visible four characters "\xNN" everywhere, so every output
  *     is valid UTF-8 and one name stays on one line;
- *   - XML: & < > " ' become entities;
+ *   - XML and HTML: & < > " ' become entities (and, for a whole page of
+ *     evalprof's own in an iframe's srcdoc, those five alone);
  *   - JavaScript strings: \ " ' < > & and U+2028/U+2029 become \uNNNN (so
  *     neither "</script>" nor "]]>" can end the script early);
  *   - folded stacks: ';' becomes ':' (stackcollapse's rule);
@@ -60,6 +61,18 @@ static void put_hex(FILE *out, unsigned char c)
     fwrite(b, 1, 4, out);
 }
 
+/* The entity of a markup character (& < > " '): 1 when C is one. */
+static int put_entity(FILE *out, unsigned char c)
+{
+    static const char *const ent[] = {"&amp;", "&lt;", "&gt;", "&quot;",
+                                      "&#39;"};
+    const char *p = c && c <= '>' ? strchr("&<>\"'", c) : NULL;
+    if (!p)
+        return 0;
+    fputs(ent[p - "&<>\"'"], out);
+    return 1;
+}
+
 void evp_esc_xml(FILE *out, const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
@@ -77,23 +90,7 @@ void evp_esc_xml(FILE *out, const char *str, size_t n)
             }
             continue;
         }
-        switch (c) {
-        case '&':
-            fputs("&amp;", out);
-            break;
-        case '<':
-            fputs("&lt;", out);
-            break;
-        case '>':
-            fputs("&gt;", out);
-            break;
-        case '"':
-            fputs("&quot;", out);
-            break;
-        case '\'':
-            fputs("&#39;", out);
-            break;
-        default:
+        if (!put_entity(out, c)) {
             if (c < 0x20 || c == 0x7f)
                 put_hex(out, c);
             else
@@ -234,4 +231,19 @@ void evp_json_string(FILE *f, const char *str)
         }
     }
     putc('"', f);
+}
+
+void evp_esc_html(FILE *out, const char *s, size_t n)
+{
+    /* HTML text and quoted attribute values need what XML needs: the five
+     * markup characters as entities; controls and bad bytes as "\xNN" */
+    evp_esc_xml(out, s, n);
+}
+
+void evp_esc_html_doc(FILE *out, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    for (size_t i = 0; i < n; i++)
+        if (!put_entity(out, s[i]))
+            putc(s[i], out);
 }

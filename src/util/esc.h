@@ -25,6 +25,13 @@ int evp_esc_term_cell(char *buf, size_t len, const char *s, size_t maxcols);
 /* A folded-stack frame into DST (room for 4*N bytes); returns its length. */
 size_t evp_esc_folded(char *dst, const char *s, size_t n);
 
+/* HTML text or a quoted attribute value (the XML rules). */
+void evp_esc_html(FILE *out, const char *s, size_t n);
+/* A whole document that evalprof wrote itself (every name in it already
+ * escaped) as a quoted attribute value, such as an iframe's srcdoc: only
+ * & < > " ' become entities, every other byte (newlines) is kept. */
+void evp_esc_html_doc(FILE *out, const char *s, size_t n);
+
 /* Write STR as a JSON string: quoted, escaped, invalid UTF-8 replaced. */
 void evp_json_string(FILE *f, const char *str);
 

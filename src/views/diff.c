@@ -162,18 +162,6 @@ static void print_rows(FILE *out, const char *title, const char *unit,
     free(cols);
 }
 
-static void func_key(const struct evp_trace *t, uint32_t id, char *buf,
-                     size_t len)
-{
-    const struct evp_func *f = evp_trace_func(t, id);
-    if (!f)
-        snprintf(buf, len, "<func %u>", id);
-    else if (*f->file)
-        snprintf(buf, len, "%s (%s:%u)", f->name, f->file, f->line);
-    else
-        snprintf(buf, len, "%s", f->name);
-}
-
 static int cmp_rowname(const void *x, const void *y)
 {
     return strcmp(((const struct drow *)x)->name,
@@ -194,7 +182,7 @@ static struct drow *func_rows(struct evp_trace *t[2], struct evp_stats s[2],
             if (!fs->calls && !fs->resumes)
                 continue;
             struct drow key;
-            func_key(t[side], id, key.name, sizeof key.name);
+            evp_view_func_key(t[side], id, key.name, sizeof key.name);
             struct drow *r = NULL;
             if (side == 1)
                 r = bsearch(&key, rows, n, sizeof *rows, cmp_rowname);

@@ -82,3 +82,15 @@ size_t evp_view_leaf_name(const struct evp_trace *t, uint32_t key, char *buf,
     }
     return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
+
+void evp_view_func_key(const struct evp_trace *t, uint32_t id, char *buf,
+                       size_t len)
+{
+    const struct evp_func *f = evp_trace_func(t, id);
+    if (!f)
+        snprintf(buf, len, "<func %u>", id);
+    else if (*f->file)
+        snprintf(buf, len, "%s (%s:%u)", f->name, f->file, f->line);
+    else
+        snprintf(buf, len, "%s", f->name);
+}

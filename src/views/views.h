@@ -232,6 +232,25 @@ int evp_flame_slurp(const char *path, char **buf, size_t *len);
 int evp_flame_map(const char *path, const char **buf, size_t *len, int *mapped);
 void evp_flame_unmap(const char *buf, size_t len, int mapped);
 
+/* ---- HTML report (html.c) ------------------------------------------ */
+
+/* One self-contained page (no network): the run's header facts and
+ * notes, time by loop phase, top opcodes, a sortable and filterable
+ * function table and the flame graph, with the summary's figures; with
+ * NEW_ (not NULL) the two runs' headers, the diff tables and the
+ * differential flame graph instead. */
+struct evp_report_opts {
+    int compensate;
+};
+
+int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
+                    const struct evp_report_opts *o);
+
+/* A function as the diff view matches it across runs: "name (file:line)",
+ * or the name alone when the file is unknown (format.c). */
+void evp_view_func_key(const struct evp_trace *t, uint32_t id, char *buf,
+                       size_t len);
+
 /* ---- shared formatting helpers (format.c) ------------------------- */
 
 /* ns as "1,782.7" (µs with one decimal, thousands separated), or with
