@@ -29,7 +29,8 @@ mkdir -p "$out"
     -o "$out/sample.svg" "$here/data/sample.folded" 2>/dev/null || exit 1
 "$EVALPROF" flamegraph --diff -o "$out/diff.svg" "$here/golden/svg-diff/base.folded" \
     "$here/golden/svg-diff/new.folded" || exit 1
-cp "$here/browser/check.mjs" "$here/browser/check-diff.mjs" "$FLAME_NODE_DIR/"
+cp "$here/browser/harness.mjs" "$here/browser/check.mjs" "$here/browser/check-diff.mjs" \
+    "$FLAME_NODE_DIR/"
 cd "$FLAME_NODE_DIR" || exit 1
 CHROMIUM="$chromium" "$node" check.mjs "$out/sample.svg" "$out/sample.png" || exit $?
 CHROMIUM="$chromium" "$node" check-diff.mjs "$out/diff.svg"

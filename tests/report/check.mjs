@@ -9,32 +9,12 @@
 // graphs' scripts run) and writes what the page shows (every table's
 // cells, the header facts) to OUT.json for report.py to compare with
 // `evalprof summary` and `evalprof diff`.  Exit 77 with "SKIP: ..." when
-// Chromium cannot start.
-import { chromium } from "playwright-core";
+// Chromium cannot start (tests/flame/browser/harness.mjs).
 import { writeFileSync } from "node:fs";
+import { launch, check, finish } from "./harness.mjs";
 
 const [pagePath, outJson] = process.argv.slice(2);
-const exe = process.env.CHROMIUM || "/usr/bin/chromium";
-const failures = [];
-function check(cond, what) {
-    if (!cond)
-        failures.push(what);
-    console.log((cond ? "ok: " : "FAIL: ") + what);
-}
-
-let browser;
-try {
-    browser = await chromium.launch({
-        executablePath: exe,
-        headless: true,
-        args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update",
-               "--disable-sync"],
-    });
-} catch (e) {
-    console.log("SKIP: Chromium cannot run here: " + String(e.message).split("\n")[0]);
-    process.exit(77);
-}
+const browser = await launch();
 
 try {
     const context = await browser.newContext({ offline: true, viewport: { width: 1300, height: 900 } });
@@ -152,12 +132,6 @@ try {
     writeFileSync(outJson, JSON.stringify(shown));
     await page.screenshot({ path: outJson.replace(/\.json$/, ".png"), fullPage: true });
 } catch (e) {
-    failures.push(String(e));
-    console.log("FAIL: " + e);
-} finally {
-    await browser.close();
+    check(false, String(e));
 }
-if (failures.length) {
-    console.log(`${failures.length} report browser checks failed`);
-    process.exit(1);
-}
+await finish(browser, "report browser");

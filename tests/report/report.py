@@ -193,6 +193,7 @@ def main():
         print(f"SKIP: playwright-core is not installed in {NODE_DIR!r} (tests/prepare.d/browser.sh)")
         return 77
     shutil.copy(os.path.join(HERE, "check.mjs"), os.path.join(NODE_DIR, "report-check.mjs"))
+    shutil.copy(os.path.join(HERE, "..", "flame", "browser", "harness.mjs"), NODE_DIR)
     tmp = tempfile.mkdtemp()
     try:
         traces = []

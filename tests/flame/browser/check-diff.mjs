@@ -5,30 +5,10 @@
 // of the drawn (NEW) total, and reset restores the view.
 //
 //   node check-diff.mjs FILE.svg
-import { chromium } from "playwright-core";
+import { launch, check, finish } from "./harness.mjs";
 
 const [svgPath] = process.argv.slice(2);
-const exe = process.env.CHROMIUM || "/usr/bin/chromium";
-const failures = [];
-function check(cond, what) {
-    if (!cond)
-        failures.push(what);
-    console.log((cond ? "ok: " : "FAIL: ") + what);
-}
-
-let browser;
-try {
-    browser = await chromium.launch({
-        executablePath: exe,
-        headless: true,
-        args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update",
-               "--disable-sync"],
-    });
-} catch (e) {
-    console.log("SKIP: Chromium cannot run here: " + String(e.message).split("\n")[0]);
-    process.exit(77);
-}
+const browser = await launch();
 
 try {
     const page = await browser.newPage({ viewport: { width: 1200, height: 400 } });
@@ -88,13 +68,7 @@ try {
     check(await page.locator("#frames > g.m").count() === 0, "Escape clears the search");
     check(errors.length === 0, "no script errors" + (errors.length ? ": " + errors.join("; ") : ""));
 } catch (e) {
-    failures.push(String(e));
-    console.log("FAIL: " + e);
-} finally {
-    await browser.close();
+    check(false, String(e));
 }
-if (failures.length) {
-    console.log(`${failures.length} browser checks failed`);
-    process.exit(1);
-}
+await finish(browser, "browser");
 console.log("ok: differential flame graph hovers, zooms and searches in Chromium");

@@ -4,35 +4,12 @@
 //
 //   node check.mjs FILE.svg SCREENSHOT.png
 //
-// Drives Debian's /usr/bin/chromium (CHROMIUM overrides) through
-// playwright-core; exit 77 with "SKIP: ..." when Chromium cannot start.
-import { chromium } from "playwright-core";
+// Drives Debian's /usr/bin/chromium through playwright-core (harness.mjs);
+// exit 77 with "SKIP: ..." when Chromium cannot start.
+import { launch, check, finish } from "./harness.mjs";
 
 const [svgPath, shot] = process.argv.slice(2);
-const exe = process.env.CHROMIUM || "/usr/bin/chromium";
-const failures = [];
-function check(cond, what) {
-    if (!cond) {
-        failures.push(what);
-        console.log("FAIL: " + what);
-    } else {
-        console.log("ok: " + what);
-    }
-}
-
-let browser;
-try {
-    browser = await chromium.launch({
-        executablePath: exe,
-        headless: true,
-        args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update",
-               "--disable-sync"],
-    });
-} catch (e) {
-    console.log("SKIP: Chromium cannot run here: " + String(e.message).split("\n")[0]);
-    process.exit(77);
-}
+const browser = await launch();
 
 try {
     const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
@@ -103,13 +80,7 @@ try {
     check(errors.length === 0, "no script errors" + (errors.length ? ": " + errors.join("; ") : ""));
     check(dialogs === 1, `only the search prompt opened a dialog (${dialogs})`);
 } catch (e) {
-    failures.push(String(e));
-    console.log("FAIL: " + e);
-} finally {
-    await browser.close();
+    check(false, String(e));
 }
-if (failures.length) {
-    console.log(`${failures.length} browser checks failed`);
-    process.exit(1);
-}
+await finish(browser, "browser");
 console.log("ok: flame graph renders, zooms, searches and resets in Chromium");
