@@ -326,9 +326,10 @@ int cmd_flamegraph(int argc, char **argv)
             goto out;
         }
         if (negate ? evp_flame_base_total(fl) <= 0 : evp_flame_total(fl) <= 0) {
-            evp_cli_error("%s: every count is zero: no widths to draw "
-                          "(--negate draws the other's)",
-                          ins[negate ? 0 : 1].path);
+            evp_cli_error("%s: every count is zero: no widths to draw (%s)",
+                          ins[negate ? 0 : 1].path,
+                          negate ? "without --negate NEW's are drawn"
+                                 : "--negate draws BASE's");
             goto out;
         }
         fo.negate = negate;

@@ -10,7 +10,9 @@
   - `perf --script` on a file that is mostly not `perf script` text (10 MB
     of random bytes, or a few samples followed by prose): one line, exit 1;
   - numeric options given nan, inf, a negative number, trailing junk, an
-    empty string or a number past their range: one line, exit 2.
+    empty string or a number past their range: one line, exit 2;
+  - `flamegraph --diff` with a bad, missing or empty side: one line naming
+    it, nothing written.
 
 usage: bad-input.py   (EVALPROF: the binary; DATA: tests/flame/data)
 """
@@ -54,6 +56,7 @@ def write(path, data):
 
 
 def main():
+    global failures
     with tempfile.TemporaryDirectory() as tmp:
         svg = os.path.join(tmp, "o.svg")
         out = os.path.join(tmp, "out")
@@ -128,6 +131,30 @@ def main():
                       ["perf", "--script", script, opt, v, "-o", out], 2, opt)
         check("perf -F above 1000000",
               ["perf", "--script", script, "-F", "1000001", "-o", out], 2, "-F")
+
+        # Differential graphs: a count too large, a missing file or an
+        # empty side is refused in one line naming it, nothing written;
+        # --negate needs --diff.
+        zero = write(os.path.join(tmp, "zero.folded"), b"a;b 0\n")
+        huge = write(os.path.join(tmp, "huge.folded"), b"a 99999999999999999999\n")
+        for what, args, status, needle in [
+                ("--diff, NEW too large", [good, huge], 1, "huge.folded: line 1"),
+                ("--diff, BASE missing", [os.path.join(tmp, "nope"), good], 1, "nope"),
+                ("--diff, BASE not stacks", [write(os.path.join(tmp, "t.txt"), b"hello\n"), good], 1,
+                 "t.txt: no folded stacks"),
+                ("--diff, NEW all zero", [good, zero], 1, "zero.folded: every count is zero"),
+                ("--diff --negate, BASE all zero", ["--negate", zero, good], 1,
+                 "zero.folded: every count is zero: no widths to draw (without --negate"),
+        ]:
+            if os.path.exists(svg):
+                os.unlink(svg)
+            check(f"flamegraph {what}", ["flamegraph", "--diff", "-o", svg, *args], status, None)
+            p = subprocess.run([EVP, "flamegraph", "--diff", "-o", svg, *args], capture_output=True)
+            if needle not in p.stderr.decode(errors="replace") or os.path.exists(svg):
+                failures += 1
+                print(f"FAIL: flamegraph {what}: {p.stderr!r} lacks {needle!r}, or {svg} written")
+        check("flamegraph --negate without --diff", ["flamegraph", "--negate", "-o", svg, good], 2,
+              "--negate applies to --diff")
     print(f"{'FAIL' if failures else 'ok'}: {failures} failure(s)")
     return 1 if failures else 0
 
