@@ -224,6 +224,9 @@ def main():
         if len(traces) == 2:
             html = os.path.join(tmp, "diff.html")
             run("report", "-o", html, *traces)
+            run("report", "-o", html + "2", *traces)
+            check(open(html, "rb").read() == open(html + "2", "rb").read(),
+                  "the same traces give the same page, byte for byte")
             page = browse(html, tmp, "diff")
             if page:
                 compare_diff(*traces, page)
