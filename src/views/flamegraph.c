@@ -909,9 +909,9 @@ int evp_flame_write_svg(struct evp_flame *f, FILE *out,
     fprintf(out,
             "<script type=\"text/ecmascript\"><![CDATA[\n"
             "var evpConfig = {width: %d, xpad: 10, frameHeight: %d, "
-            "fontSize: 12, fontWidth: 0.59, icicle: %s, differential: %s, "
-            "total: ",
-            W, d.fh, def.icicle ? "true" : "false", diff ? "true" : "false");
+            "fontSize: 12, fontWidth: 0.59, icicle: %s, %stotal: ",
+            W, d.fh, def.icicle ? "true" : "false",
+            diff ? "differential: true, " : "");
     put_num(out, d.total);
     fputs(", units: \"", out);
     evp_esc_js(out, def.countname, strlen(def.countname));
