@@ -162,41 +162,26 @@ static void print_rows(FILE *out, const char *title, const char *unit,
     free(cols);
 }
 
-static int cmp_rowname(const void *x, const void *y)
-{
-    return strcmp(((const struct drow *)x)->name,
-                  ((const struct drow *)y)->name);
-}
-
 /* Function rows: matched by name and file across the two traces. */
 static struct drow *func_rows(struct evp_trace *t[2], struct evp_stats s[2],
                               size_t *nrows)
 {
-    size_t cap = (size_t)s[0].nfuncs + s[1].nfuncs + 1, n = 0;
-    struct drow *rows = calloc(cap, sizeof *rows);
-    if (!rows)
+    struct evp_func_match *m;
+    size_t n;
+    if (evp_stats_match_funcs(t, s, &m, &n) < 0)
         return NULL;
-    for (int side = 0; side < 2; side++) {
-        for (uint32_t id = 1; id <= s[side].nfuncs; id++) {
-            const struct evp_func_stats *fs = &s[side].funcs[id];
-            if (!fs->calls && !fs->resumes)
-                continue;
-            struct drow key;
-            evp_view_func_key(t[side], id, key.name, sizeof key.name);
-            struct drow *r = NULL;
-            if (side == 1)
-                r = bsearch(&key, rows, n, sizeof *rows, cmp_rowname);
-            if (!r) {
-                r = &rows[n++];
-                snprintf(r->name, sizeof r->name, "%s", key.name);
-                r->first = n;
-            }
-            r->count[side] += fs->calls + fs->resumes;
-            r->total[side] += fs->incl_ns;
+    struct drow *rows = calloc(n ? n : 1, sizeof *rows);
+    for (size_t i = 0; rows && i < n; i++) {
+        /* matched on the whole key, shown cut as before */
+        size_t l = strnlen(m[i].name, sizeof rows[i].name - 1);
+        memcpy(rows[i].name, m[i].name, l);
+        for (int side = 0; side < 2; side++) {
+            rows[i].count[side] = m[i].calls[side];
+            rows[i].total[side] = m[i].incl[side];
         }
-        if (side == 0)
-            qsort(rows, n, sizeof *rows, cmp_rowname);
+        rows[i].first = m[i].first;
     }
+    free(m);
     *nrows = n;
     return rows;
 }

@@ -326,19 +326,6 @@ static int by_change(const void *x, const void *y)
     return (a->first > b->first) - (a->first < b->first);
 }
 
-static int by_name(const void *x, const void *y)
-{
-    const struct drow *a = x, *b = y;
-    int c = strcmp(a->name, b->name);
-    return c ? c : (a->first > b->first) - (a->first < b->first);
-}
-
-static int same_name(const void *x, const void *y)
-{
-    return strcmp(((const struct drow *)x)->name,
-                  ((const struct drow *)y)->name);
-}
-
 static void drows(FILE *out, const char *id, const char *what, struct drow *r,
                   size_t n)
 {
@@ -374,8 +361,6 @@ static void drows(FILE *out, const char *id, const char *what, struct drow *r,
 static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
 {
     size_t cap = EVP_STATS_KEYS;
-    if ((size_t)s[0].nfuncs + s[1].nfuncs + 1 > cap)
-        cap = (size_t)s[0].nfuncs + s[1].nfuncs + 1;
     struct drow *r = calloc(cap, sizeof *r);
     if (!r)
         return -ENOMEM;
@@ -411,44 +396,24 @@ static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
         fputs("</section>\n", out);
     }
 
-    /* Functions by name and file: each side's rows sorted by key, then
-     * the two merged (ids differ between runs). */
-    n = 0;
-    memset(r, 0, cap * sizeof *r);
-    for (int side = 0; side < 2; side++) {
-        size_t before = n;
-        for (uint32_t id = 1; id <= s[side].nfuncs; id++) {
-            const struct evp_func_stats *fs = &s[side].funcs[id];
-            if (!fs->calls && !fs->resumes)
-                continue;
-            struct drow key;
-            evp_view_func_key(t[side], id, key.name, sizeof key.name);
-            struct drow *d =
-                side ? bsearch(&key, r, before, sizeof *r, same_name) : NULL;
-            if (!d) {
-                d = &r[n++];
-                snprintf(d->name, sizeof d->name, "%s", key.name);
-            }
-            d->count[side] += fs->calls + fs->resumes;
-            d->total[side] += fs->incl_ns;
-        }
-        if (!side) {
-            /* one row per key, in key order for the search */
-            qsort(r, n, sizeof *r, by_name);
-            size_t m = 0;
-            for (size_t i = 0; i < n; i++) {
-                if (m && strcmp(r[m - 1].name, r[i].name) == 0) {
-                    r[m - 1].count[0] += r[i].count[0];
-                    r[m - 1].total[0] += r[i].total[0];
-                } else {
-                    r[m++] = r[i];
-                }
-            }
-            n = m;
-        }
+    /* Functions matched by name and file, as the diff view does. */
+    free(r);
+    struct evp_func_match *m;
+    if (evp_stats_match_funcs(t, s, &m, &n) < 0)
+        return -ENOMEM;
+    if (!(r = calloc(n ? n : 1, sizeof *r))) {
+        free(m);
+        return -ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
-        r[i].first = i;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(r[i].name, sizeof r[i].name, "%s", m[i].name);
+        for (int side = 0; side < 2; side++) {
+            r[i].count[side] = m[i].calls[side];
+            r[i].total[side] = m[i].incl[side];
+        }
+        r[i].first = m[i].first;
+    }
+    free(m);
     fputs("<section id=\"diff-funcs\"><h2>Functions (inclusive time), BASE "
           "to NEW</h2>\n<p><label>Filter by name: <input type=\"search\" "
           "id=\"filter-diff-funcs\" data-table=\"t-diff-funcs\"></label> "

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "stats.h"
+#include "views.h"
 
 static int stats_events(void *ctx, const struct evp_event *ev, size_t n)
 {
@@ -95,4 +96,47 @@ uint64_t evp_stats_names_called(const struct evp_trace *t,
         called += i == 0 || strcmp(names[i], names[i - 1]) != 0;
     free(names);
     return called;
+}
+
+static int cmp_match(const void *x, const void *y)
+{
+    const struct evp_func_match *a = x, *b = y;
+    int c = strcmp(a->name, b->name);
+    return c ? c : (a->first > b->first) - (a->first < b->first);
+}
+
+int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
+                          struct evp_func_match **rows, size_t *nrows)
+{
+    size_t cap = (size_t)s[0].nfuncs + s[1].nfuncs + 1, n = 0;
+    struct evp_func_match *r = calloc(cap, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    /* every function called on either side, then one row per key */
+    for (int side = 0; side < 2; side++)
+        for (uint32_t id = 1; id <= s[side].nfuncs; id++) {
+            const struct evp_func_stats *fs = &s[side].funcs[id];
+            if (!fs->calls && !fs->resumes)
+                continue;
+            struct evp_func_match *m = &r[n++];
+            evp_view_func_key(t[side], id, m->name, sizeof m->name);
+            m->calls[side] = fs->calls + fs->resumes;
+            m->incl[side] = fs->incl_ns;
+            m->first = ((uint64_t)side << 32) + id;
+        }
+    qsort(r, n, sizeof *r, cmp_match);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k && strcmp(r[k - 1].name, r[i].name) == 0) {
+            for (int side = 0; side < 2; side++) {
+                r[k - 1].calls[side] += r[i].calls[side];
+                r[k - 1].incl[side] += r[i].incl[side];
+            }
+        } else {
+            r[k++] = r[i];
+        }
+    }
+    *rows = r;
+    *nrows = k;
+    return 0;
 }

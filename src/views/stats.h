@@ -35,4 +35,17 @@ void evp_stats_free(struct evp_stats *a);
 uint64_t evp_stats_names_called(const struct evp_trace *t,
                                 const struct evp_stats *a);
 
+/* Functions of two runs matched by name and file (evp_view_func_key):
+ * one row per key called in either, with the calls and inclusive time
+ * in each (ids differ between runs).  FIRST orders rows that tie: BASE's
+ * ids, then NEW's.  *ROWS is malloc'ed.  Returns 0 or -ENOMEM. */
+struct evp_func_match {
+    char name[1100];
+    uint64_t calls[2], incl[2];
+    uint64_t first;
+};
+
+int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
+                          struct evp_func_match **rows, size_t *nrows);
+
 #endif

@@ -35,6 +35,13 @@ HOSTILE = [
 ]
 
 PROG = """
+if FIB > 10:  # NEW calls functions BASE does not, first
+    def extra():
+        return 1
+    def extra2():
+        return 2
+    extra(); extra2()
+
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 
@@ -146,12 +153,14 @@ def compare_diff(a, b, page):
     t = page["tables"]
     for title, tid in (("events", "t-diff-phases"), ("ops", "t-diff-ops"),
                        ("functions (inclusive time)", "t-diff-funcs")):
-        want = {}
+        want, seen = {}, []
         for line in re.search(r"^" + re.escape(title) + r":\n\n[^\n]*\n-[- ]*\n(.*?)\n\n", d,
                               re.S | re.M).group(1).splitlines():
             r = split_row(line, 6) or split_row(line, 5)
             if r:
                 want[r[0]] = r[1:]
+                seen.append(r[0])
+        check(len(seen) == len(set(seen)), f"`evalprof diff` {title}: one row per name")
         got, n = {}, 0
         for r in t[tid]["rows"]:
             key = term(r[0])
@@ -169,10 +178,11 @@ def compare_diff(a, b, page):
               f"elapsed change {page.get('change')!r} as the diff's")
 
 
-def browse(html, tmp, name):
+def browse(html, tmp, name, term="fib"):
     out = os.path.join(tmp, name + ".json")
     p = subprocess.run(["node", os.path.join(NODE_DIR, "report-check.mjs"), html, out],
-                       capture_output=True, text=True, cwd=NODE_DIR)
+                       capture_output=True, text=True, cwd=NODE_DIR,
+                       env=dict(os.environ, REPORT_FILTER=term))
     print(p.stdout, end="")
     if p.returncode == 77:
         print(p.stdout.strip().splitlines()[-1])
@@ -232,6 +242,25 @@ def main():
                 compare_diff(*traces, page)
                 names = [r[0] for r in page["tables"]["t-diff-funcs"]["rows"]]
                 check(any(term(HOSTILE[2]) in n for n in names), "hostile names in the diff table as text")
+        # runs whose function sets differ: one row per function in both
+        # the diff view and the page (BASE a, b; NEW c, a, b)
+        pair = []
+        for i, src in enumerate(("def a():\n    return 1\ndef b():\n    return 2\na(); b()\n",
+                                 "def c():\n    return 1\ndef a():\n    return 1\n"
+                                 "def b():\n    return 2\nc(); a(); b()\n")):
+            prog = os.path.join(tmp, "q.py")
+            with open(prog, "w") as f:
+                f.write(src)
+            tr = os.path.join(tmp, f"q{i}.evp")
+            if subprocess.run([EVP, "record", "-q", "-o", tr, "--", "python3", prog],
+                              capture_output=True).returncode == 0:
+                pair.append(tr)
+        if len(pair) == 2:
+            html = os.path.join(tmp, "q.html")
+            run("report", "-o", html, *pair)
+            page = browse(html, tmp, "q", term="a (")
+            if page:
+                compare_diff(*pair, page)
         # a damaged trace: read up to the damage, the page says what was lost
         if traces:
             cut = os.path.join(tmp, "cut.evp")
