@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "stats.h"
+#include "num.h"
 #include "views.h"
 
 #define TOP_OPS 20
@@ -34,6 +35,10 @@
 static const char report_js[] =
 #include "report_js.h"
     ;
+
+/* Durations on the page are written as summary writes them by default
+ * (µs with one decimal); each cell also carries its exact ns for sorting. */
+#define PAGE_IN_NS 0
 
 static void h(FILE *out, const char *s)
 {
@@ -49,13 +54,14 @@ static void num(FILE *out, double value, const char *text)
 static void count_cell(FILE *out, uint64_t v)
 {
     char c[32];
-    num(out, (double)v, evp_fmt_count(c, sizeof c, v));
+    num(out, (double)v, evp_num_group(c, sizeof c, v));
 }
 
 static void us_cell(FILE *out, uint64_t ns)
 {
     char c[48], t[64];
-    snprintf(t, sizeof t, "%s %s", evp_fmt_us(c, sizeof c, ns), evp_fmt_unit());
+    snprintf(t, sizeof t, "%s %s", evp_fmt_us(c, sizeof c, ns, PAGE_IN_NS),
+             evp_fmt_unit(PAGE_IN_NS));
     num(out, (double)ns, t);
 }
 
@@ -63,8 +69,9 @@ static void mean_cell(FILE *out, uint64_t total, uint64_t count)
 {
     char c[48], t[64];
     double ns = count ? (double)total / (double)count : 0;
-    snprintf(t, sizeof t, "%s %s", evp_fmt_us_double(c, sizeof c, ns / 1000),
-             evp_fmt_unit());
+    snprintf(t, sizeof t, "%s %s",
+             evp_fmt_us_double(c, sizeof c, ns / 1000, PAGE_IN_NS),
+             evp_fmt_unit(PAGE_IN_NS));
     num(out, ns, t);
 }
 
@@ -91,7 +98,7 @@ static void facts(FILE *out, struct evp_trace *t, const struct evp_stats *s,
     size_t hlen = 0;
     FILE *m = open_memstream(&hdr, &hlen);
     if (m) {
-        evp_view_header(m, t, "", 0, compensate);
+        evp_view_header(m, t, "", 0, compensate, PAGE_IN_NS);
         fclose(m);
     }
     for (char *line = hdr; line && *line;) {
@@ -344,7 +351,8 @@ static void drows(FILE *out, const char *id, const char *what, struct drow *r,
         mean_cell(out, r[i].total[0], r[i].count[0]);
         mean_cell(out, r[i].total[1], r[i].count[1]);
         snprintf(t, sizeof t, "%s%s %s", ch < 0 ? "-" : "+",
-                 evp_fmt_us(u, sizeof u, (uint64_t)fabs(ch)), evp_fmt_unit());
+                 evp_fmt_us(u, sizeof u, (uint64_t)fabs(ch), PAGE_IN_NS),
+                 evp_fmt_unit(PAGE_IN_NS));
         num(out, ch, t);
         if (r[i].total[0]) {
             double pc = 100.0 * ch / (double)r[i].total[0];
