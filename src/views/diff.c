@@ -264,12 +264,9 @@ static size_t op_rows(struct evp_trace *t[2], const struct evp_stats s[2],
     for (unsigned op = 0; op < EVP_STATS_KEYS; op++) {
         if (!s[0].op_count[op] && !s[1].op_count[op])
             continue;
-        const char *nm = evp_trace_opname(t[s[0].op_count[op] ? 0 : 1], op);
         struct drow *r = &rows[n++];
-        if (nm)
-            snprintf(r->name, sizeof r->name, "%s", nm);
-        else
-            snprintf(r->name, sizeof r->name, "<%u>", op);
+        evp_view_op_name(t[s[0].op_count[op] ? 0 : 1], op, r->name,
+                         sizeof r->name);
         for (int i = 0; i < 2; i++) {
             r->count[i] = s[i].op_count[op];
             r->total[i] = s[i].op_total[op];

@@ -94,3 +94,13 @@ void evp_view_func_key(const struct evp_trace *t, uint32_t id, char *buf,
     else
         snprintf(buf, len, "%s", f->name);
 }
+
+void evp_view_op_name(const struct evp_trace *t, unsigned op, char *buf,
+                      size_t len)
+{
+    const char *nm = evp_trace_opname(t, op);
+    if (nm)
+        snprintf(buf, len, "%s", nm);
+    else
+        snprintf(buf, len, "<%u>", op);
+}

@@ -159,17 +159,6 @@ struct krow {
     uint64_t count, total, first;
 };
 
-/* "<N>" for an opcode the trace does not name. */
-static void op_name(const struct evp_trace *t, unsigned op, char *buf,
-                    size_t len)
-{
-    const char *nm = evp_trace_opname(t, op);
-    if (nm)
-        snprintf(buf, len, "%s", nm);
-    else
-        snprintf(buf, len, "<%u>", op);
-}
-
 /* The rows of S's event kinds, or (OPS) opcodes; *GRAND: their total. */
 static size_t fill_krows(struct krow *r, const struct evp_trace *t,
                          const struct evp_stats *s, int ops, uint64_t *grand)
@@ -184,7 +173,7 @@ static size_t fill_krows(struct krow *r, const struct evp_trace *t,
             continue;
         struct krow *row = &r[n++];
         if (ops)
-            op_name(t, k, row->name, sizeof row->name);
+            evp_view_op_name(t, k, row->name, sizeof row->name);
         else
             snprintf(row->name, sizeof row->name, "%s", evp_kind_name(k));
         row->count = cnt[k];
@@ -386,7 +375,7 @@ static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
             int side = cnt[0][k] ? 0 : 1;
             struct drow *d = &r[n++];
             if (ops)
-                op_name(t[side], k, d->name, sizeof d->name);
+                evp_view_op_name(t[side], k, d->name, sizeof d->name);
             else
                 snprintf(d->name, sizeof d->name, "%s", evp_kind_name(k));
             for (int i = 0; i < 2; i++) {

@@ -357,10 +357,9 @@ static void ops_section(FILE *out, const struct evp_trace *t,
         if (!a->op_count[op])
             continue;
         struct row *r = &rows[n++];
-        const char *nm = evp_trace_opname(t, op);
-        char unk[16];
-        snprintf(unk, sizeof unk, "<%u>", op);
-        set_name(r, nm ? nm : unk);
+        char nm[256];
+        evp_view_op_name(t, op, nm, sizeof nm);
+        set_name(r, nm);
         r->count = a->op_count[op];
         r->total = a->op_total[op];
         r->first = a->op_first[op];

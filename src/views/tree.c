@@ -116,16 +116,6 @@ static size_t width(const char *s)
     return w;
 }
 
-static void opname(const struct evp_trace *t, unsigned op, char *buf,
-                   size_t len)
-{
-    const char *n = evp_trace_opname(t, op);
-    if (n)
-        snprintf(buf, len, "%s", n);
-    else
-        snprintf(buf, len, "<%u>", op);
-}
-
 static void funcname(const struct evp_trace *t, uint32_t id, char *buf,
                      size_t len)
 {
@@ -214,7 +204,7 @@ static void print_indented(struct tree *tr, const struct evp_event *e,
         put(tr, &pos, buf);
     } else if (ki && ki->arg == EVP_ARG_OP) {
         pad(tr, &pos, &cols, start + OP_COL);
-        opname(t, e->aux, buf, sizeof buf);
+        evp_view_op_name(t, e->aux, buf, sizeof buf);
         put(tr, &pos, buf);
         snprintf(buf, sizeof buf, " (%u)", e->aux);
         put(tr, &pos, buf);
@@ -289,7 +279,7 @@ static void print_raw(struct tree *tr, const struct evp_event *e)
     put(tr, &pos, buf);
     const struct evp_kind_info *ki = evp_kind_info(e->kind);
     if (ki && ki->arg == EVP_ARG_OP) {
-        opname(t, e->aux, buf, sizeof buf);
+        evp_view_op_name(t, e->aux, buf, sizeof buf);
         put(tr, &pos, buf);
         snprintf(buf, sizeof buf, " %u %u", e->aux, e->arg);
         put(tr, &pos, buf);

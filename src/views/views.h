@@ -251,6 +251,11 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
 void evp_view_func_key(const struct evp_trace *t, uint32_t id, char *buf,
                        size_t len);
 
+/* Opcode OP's name in T, or "<OP>" when the trace does not name it
+ * (format.c). */
+void evp_view_op_name(const struct evp_trace *t, unsigned op, char *buf,
+                      size_t len);
+
 /* ---- shared formatting helpers (format.c) ------------------------- */
 
 /* ns as "1,782.7" (µs with one decimal, thousands separated), or with
