@@ -27,10 +27,6 @@ struct segment {
     uint64_t offset; /* file offset of the chunk, for messages */
     uint32_t chunk;  /* chunk number in the file, for messages */
     int reported;    /* its damage has been reported */
-    /* decoded records: no reader makes such segments any more (text
-     * runs are encoded too); kept while replay.c still tests for them */
-    struct evp_rec_record *recs;
-    size_t nrecs;
 };
 
 struct stream {

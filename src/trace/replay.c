@@ -20,7 +20,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,16 +73,14 @@ struct rstate {
     int rc;
 };
 
-/* The kinds table's nesting effects as bytes, for the per-event loop:
- * filled once, before the first replay of the process (replays may run
- * in several threads at once). */
-static uint8_t nest_of[EVP_EV__COUNT];
-static pthread_once_t nest_once = PTHREAD_ONCE_INIT;
-
-static void nest_init(void)
+/* KIND's nesting effect, from the kinds table's constant push and pop
+ * sets (events.h): no table to fill, nothing shared between replays that
+ * run in several threads at once. */
+static inline unsigned nest_of(unsigned kind)
 {
-    for (unsigned k = 0; k < EVP_EV__COUNT; k++)
-        nest_of[k] = (uint8_t)evp_kind_info(k)->nest;
+    return evp_kind_pushes(kind) ? EVP_NEST_PUSH
+           : evp_kind_pops(kind) ? EVP_NEST_POP
+                                 : EVP_NEST_NONE;
 }
 
 /* The frames as the view sees them (opts->frames), before a callback. */
@@ -293,7 +290,7 @@ one_record(struct rstate *r, struct hot *h, const struct evp_rec_record *rec,
     e->flags = 0;
     h->have = 1;
 
-    unsigned nest = kind < EVP_EV__COUNT ? nest_of[kind] : EVP_NEST_NONE;
+    unsigned nest = nest_of(kind);
     if (EVP_LIKELY(nest == EVP_NEST_NONE)) {
         e->depth = (int32_t)h->depth;
         e->func = h->top;
@@ -345,13 +342,6 @@ static void replay_segment(struct rstate *r, struct stream *s,
     struct evp_trace *t = r->t;
     struct hot h;
     hot_load(&h, r);
-    if (seg->recs) {
-        for (size_t i = 0; i < seg->nrecs; i++)
-            one_record(r, &h, &seg->recs[i],
-                       evp_trace_ticks_to_ns(t, seg->recs[i].ts));
-        hot_sync(&h, r);
-        return;
-    }
     /* Decoded one event at a time straight into the replay: no batch
      * buffer between the codec and the engine. */
     struct evp_events_prefix *pf = &seg->pf;
@@ -431,7 +421,7 @@ static int replay_stream(struct rstate *r, struct stream *s)
     uint32_t expect = 0;
     for (size_t k = 0; k < s->nsegs && !r->rc; k++) {
         struct segment *seg = &s->segs[k];
-        if (!seg->recs && seg->pf.seq != expect && r->have_pend) {
+        if (seg->pf.seq != expect && r->have_pend) {
             struct hot h; /* events lost between: no elapsed time */
             hot_load(&h, r);
             finish_pending(r, &h, 0, EVP_EVF_GAP);
@@ -465,7 +455,6 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
     static const struct evp_replay_opts defaults = {.stream = -1};
     if (!opts)
         opts = &defaults;
-    pthread_once(&nest_once, nest_init);
     struct rstate *r = calloc(1, sizeof *r);
     if (!r)
         return -ENOMEM;
