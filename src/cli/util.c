@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "views.h"
 #include "cli.h"
 
@@ -162,10 +163,15 @@ int evp_cli_out_check(const char *cmd, const char *out, const char *const *in,
  * command half-way (one output at a time). */
 static char pending_tmp[4096];
 
-static void drop_pending(int sig)
+static void unlink_pending(void)
 {
     if (pending_tmp[0])
         unlink(pending_tmp);
+}
+
+static void drop_pending(int sig)
+{
+    unlink_pending();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -187,6 +193,8 @@ static void guard_pending(const char *tmp)
                 sigaction(sigs[i], &sa, NULL);
         }
         signal(SIGXFSZ, SIG_IGN);
+        /* an input that shrinks under a mapped read ends the command */
+        evp_file_on_fatal(unlink_pending);
         done = 1;
     }
     snprintf(pending_tmp, sizeof pending_tmp, "%s", tmp ? tmp : "");

@@ -209,6 +209,12 @@ static struct map_slot {
 } maps[MAX_MAPS];
 static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction old_bus;
+static void (*on_fatal)(void);
+
+void evp_file_on_fatal(void (*fn)(void))
+{
+    on_fatal = fn;
+}
 static int bus_installed;
 static _Thread_local sigjmp_buf *guard;
 
@@ -230,6 +236,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
             put_str(maps[i].path);
             put_str(": file shrank while being read (truncated by another "
                     "process?)\n");
+            if (on_fatal)
+                on_fatal();
             _exit(1);
         }
     }

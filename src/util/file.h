@@ -81,4 +81,9 @@ void evp_file_unmap(const void *data, size_t size);
  * and a reason in ERR; otherwise what FN returns. */
 int evp_file_guard(int (*fn)(void *ctx), void *ctx, char *err, size_t errlen);
 
+/* FN runs (inside the signal handler: async-signal-safe calls only) just
+ * before a SIGBUS outside evp_file_guard() ends the process, so that an
+ * output half written can be removed; NULL for none. */
+void evp_file_on_fatal(void (*fn)(void));
+
 #endif

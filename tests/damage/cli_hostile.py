@@ -133,6 +133,38 @@ def test_truncated_while_read(j):
             one_line_error(what, p.returncode, err, "shrank", run_path)
 
 
+def test_truncated_while_exported(j):
+    # An export whose input shrinks under it fails in one line and leaves
+    # neither its output nor the temporary file it was writing.
+    big = j("bigx.evp")
+    synthetic(big, 3000000)
+    outdir = j("exported")
+    os.mkdir(outdir)
+    for delay in (0.1, 0.3, 0.6):
+        run_path = j("runx.evp")
+        shutil.copy(big, run_path)
+        out = os.path.join(outdir, "run.json")
+        p = subprocess.Popen([EVALPROF, "export", "--format", "chrome", "--ops",
+                              "-o", out, run_path],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        os.truncate(run_path, 0)
+        _, err = p.communicate(timeout=120)
+        err = err.decode()
+        what = f"export truncated after {delay} s"
+        global checks
+        checks += 1
+        if p.returncode < 0:
+            fail(f"{what}: killed by {signal.Signals(-p.returncode).name}")
+        elif p.returncode != 0:
+            one_line_error(what, p.returncode, err, "shrank", run_path)
+            left = os.listdir(outdir)
+            if left:
+                fail(f"{what}: exit {p.returncode} left {left}")
+        for name in os.listdir(outdir):
+            os.unlink(os.path.join(outdir, name))
+
+
 def test_devices_and_fifos(j):
     for dev in ("/dev/zero", "/dev/urandom"):
         if not os.path.exists(dev):
@@ -349,7 +381,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="evp-cli-hostile-")
     j = lambda name: os.path.join(tmp, name)
     try:
-        for test in (test_truncated_while_read, test_devices_and_fifos,
+        for test in (test_truncated_while_read, test_truncated_while_exported, test_devices_and_fifos,
                      test_streams, test_damaged_header_and_end,
                      test_text_round_trip):
             test(j)
