@@ -922,7 +922,7 @@ class Record(Case):
     WAITING = """import os, sys, time
 name = sys.argv[1]
 open('started-' + name, 'w').close()
-n = 0
+n = sum(range(100))  # work traced even when go- is there at once
 while not os.path.exists('go-' + name):
     n += sum(range(100))
     time.sleep(0.001)
