@@ -20,8 +20,6 @@
 struct evp_cmd {
     const char *name;
     int (*fn)(int argc, char **argv);
-    const char *summary; /* one line for `evalprof help` */
-    const char *usage;   /* full usage text */
 };
 
 /* The subcommands (one cmd_<name>.c each). */
@@ -45,8 +43,17 @@ void evp_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "evalprof: warning: MSG" to stderr. */
 void evp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Print a command's usage to F. */
+/* Print a command's synopsis to F (after a usage error). */
 void evp_cli_usage(FILE *f, const char *cmd);
+
+/* Print a command's whole help (src/cli/help/CMD.txt) to stdout; returns
+ * the exit status (evp_cli_finish). */
+int evp_cli_help(const char *cmd);
+
+/* Check a command's operand count: GOT against WANT.  0, or -1 after
+ * printing the synopsis and "CMD: expected WHAT, got N" (WHAT: "one
+ * TRACE"). */
+int evp_cli_operands(const char *cmd, int got, int want, const char *what);
 
 /*
  * Open a trace for a view, printing warnings and the error.  PYTHON is the

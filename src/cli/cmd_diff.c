@@ -43,17 +43,15 @@ int cmd_diff(int argc, char **argv)
             o.funcs = 1;
             break;
         case 'h':
-            evp_cli_usage(stdout, "diff");
-            return evp_cli_finish(0);
+            return evp_cli_help("diff");
         default:
             evp_cli_usage(stderr, "diff");
             return 2;
         }
     }
-    if (optind != argc - 2) {
-        evp_cli_usage(stderr, "diff");
+    if (evp_cli_operands("diff", argc - optind, 2, "two traces, BASE and NEW") <
+        0)
         return 2;
-    }
     /* Compensation applies where a trace measured its cost (binary). */
     o.compensate = co.compensate != 0;
     o.ns = co.ns;

@@ -218,25 +218,30 @@ int cmd_export(int argc, char **argv)
             python = optarg;
             break;
         case 'h':
-            evp_cli_usage(stdout, "export");
-            return evp_cli_finish(0);
+            return evp_cli_help("export");
         default:
             evp_cli_usage(stderr, "export");
             return 2;
         }
     }
-    if (optind != argc - 1 || !fmt) {
-        if (!fmt && optind == argc - 1)
-            evp_cli_error("export: --format is required");
+    if (evp_cli_operands("export", argc - optind, 1, "one TRACE") < 0)
+        return 2;
+    size_t i, n = sizeof formats / sizeof formats[0];
+    char names[256] = "";
+    for (i = 0; i < n; i++) {
+        size_t len = strlen(names);
+        snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "",
+                 formats[i].name);
+    }
+    if (!fmt) {
         evp_cli_usage(stderr, "export");
+        evp_cli_error("export: --format is required (%s)", names);
         return 2;
     }
-    size_t i;
-    for (i = 0; i < sizeof formats / sizeof formats[0]; i++)
-        if (strcmp(formats[i].name, fmt) == 0)
-            break;
-    if (i == sizeof formats / sizeof formats[0]) {
-        evp_cli_error("export: unknown format '%s'", fmt);
+    for (i = 0; i < n && strcmp(formats[i].name, fmt) != 0; i++)
+        ;
+    if (i == n) {
+        evp_cli_error("export: unknown format '%s' (%s)", fmt, names);
         return 2;
     }
     const char *in = argv[optind];

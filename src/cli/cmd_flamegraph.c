@@ -272,17 +272,16 @@ int cmd_flamegraph(int argc, char **argv)
             negate = 1;
             break;
         case 'h':
-            evp_cli_usage(stdout, "flamegraph");
-            return evp_cli_finish(0);
+            return evp_cli_help("flamegraph");
         default:
             evp_cli_usage(stderr, "flamegraph");
             return 2;
         }
     }
-    if (optind != argc - 1 - diff) {
-        evp_cli_usage(stderr, "flamegraph");
+    if (evp_cli_operands("flamegraph", argc - optind, 1 + diff,
+                         diff ? "BASE and NEW (each a TRACE or FOLDED file)"
+                              : "one TRACE or FOLDED file") < 0)
         return 2;
-    }
     if (evp_cli_out_check("flamegraph", out, (const char *const *)argv + optind,
                           1 + diff))
         return 2;

@@ -49,17 +49,14 @@ int cmd_import(int argc, char **argv)
             python = optarg;
             break;
         case 'h':
-            evp_cli_usage(stdout, "import");
-            return evp_cli_finish(0);
+            return evp_cli_help("import");
         default:
             evp_cli_usage(stderr, "import");
             return 2;
         }
     }
-    if (optind != argc - 1) {
-        evp_cli_usage(stderr, "import");
+    if (evp_cli_operands("import", argc - optind, 1, "one TEXT-TRACE") < 0)
         return 2;
-    }
     const char *in = argv[optind];
     char *def = out ? NULL : default_output(in);
     if (!out)

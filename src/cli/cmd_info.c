@@ -23,17 +23,14 @@ int cmd_info(int argc, char **argv)
             python = optarg;
             break;
         case 'h':
-            evp_cli_usage(stdout, "info");
-            return evp_cli_finish(0);
+            return evp_cli_help("info");
         default:
             evp_cli_usage(stderr, "info");
             return 2;
         }
     }
-    if (optind != argc - 1) {
-        evp_cli_usage(stderr, "info");
+    if (evp_cli_operands("info", argc - optind, 1, "one TRACE") < 0)
         return 2;
-    }
     struct evp_trace *t = evp_cli_open_trace(argv[optind], python);
     if (!t)
         return 1;

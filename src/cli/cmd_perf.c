@@ -267,8 +267,7 @@ static int parse_args(int argc, char **argv, struct perf_args *a)
             a->python = optarg;
             break;
         case 'h':
-            evp_cli_usage(stdout, "perf");
-            return evp_cli_finish(0);
+            return evp_cli_help("perf");
         default:
             evp_cli_usage(stderr, "perf");
             return 2;

@@ -237,46 +237,6 @@ static int package_dir(char *out, size_t len)
     return access(init, R_OK) == 0 ? 0 : -1;
 }
 
-static const char record_help[] =
-    "usage: evalprof record [-o FILE] [--no-ops] [--threads] "
-    "[--no-follow-fork]\n"
-    "                       [--no-calibrate] [-q]\n"
-    "                       -- PYTHON [PYTHON-OPTIONS]\n"
-    "                          (SCRIPT | -m MODULE | -c CODE | -) [ARGS...]\n"
-    "\n"
-    "Run a Python program and record a trace of its evaluation loop.  A "
-    "stock\n"
-    "CPython 3.11-3.13 runs it through evalprof's package (mode B: frames,\n"
-    "instructions, C calls, exceptions), unable to tell it is traced; an\n"
-    "interpreter built with evalprof's hooks (make cpython) traces itself\n"
-    "(mode A: every phase of the loop).\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE  trace file to write (default: evalprof.evp); a\n"
-    "                     forked child writes FILE.<pid>\n"
-    "  --no-ops           do not record instructions (op events): frames, C\n"
-    "                     calls and exceptions only, at a fraction of the "
-    "cost\n"
-    "  --threads          trace every thread, not only the main thread "
-    "(mode B)\n"
-    "  --no-follow-fork   a forked child writes no trace\n"
-    "  --no-calibrate     do not measure first what one event costs the\n"
-    "                     program (about 40 ms, mode B); the reports then\n"
-    "                     compensate by the recorder's own cost only\n"
-    "  -q, --quiet        no summary line on stderr at the end\n"
-    "  -h, --help         show this help and exit\n"
-    "\n"
-    "PYTHON is the interpreter to run (python3, python3.12, a path), with "
-    "any of\n"
-    "its own options before the program (-W error, -X dev, -O, -B, -E, -I, "
-    "-s,\n"
-    "-S, -u, -v, -b, -q, -R, -x, -i, -P, --check-hash-based-pycs MODE): they\n"
-    "apply to the program as without evalprof.  The program is a script, "
-    "-m\n"
-    "MODULE, -c CODE or - (standard input), then its own arguments.\n"
-    "\n"
-    "Read the trace with `evalprof summary FILE`, `evalprof tree FILE`.\n";
-
 /* The program's part of PYTHON's command line, and the options before it. */
 struct py_cmdline {
     char **opts; /* the interpreter's own options, as given */
@@ -423,8 +383,7 @@ int cmd_record(int argc, char **argv)
             quiet = 1;
             break;
         case 'h':
-            fputs(record_help, stdout);
-            return evp_cli_finish(0);
+            return evp_cli_help("record");
         default:
             evp_cli_usage(stderr, "record");
             return 2;

@@ -42,17 +42,14 @@ int cmd_summary(int argc, char **argv)
             o.group_specialized = 1;
             break;
         case 'h':
-            evp_cli_usage(stdout, "summary");
-            return evp_cli_finish(0);
+            return evp_cli_help("summary");
         default:
             evp_cli_usage(stderr, "summary");
             return 2;
         }
     }
-    if (optind != argc - 1) {
-        evp_cli_usage(stderr, "summary");
+    if (evp_cli_operands("summary", argc - optind, 1, "one TRACE") < 0)
         return 2;
-    }
     struct evp_trace *t = evp_cli_open_common("summary", argv[optind], &co);
     if (!t)
         return 1;

@@ -50,17 +50,14 @@ int cmd_tree(int argc, char **argv)
             o.max_depth = (size_t)depth;
             break;
         case 'h':
-            evp_cli_usage(stdout, "tree");
-            return evp_cli_finish(0);
+            return evp_cli_help("tree");
         default:
             evp_cli_usage(stderr, "tree");
             return 2;
         }
     }
-    if (optind != argc - 1) {
-        evp_cli_usage(stderr, "tree");
+    if (evp_cli_operands("tree", argc - optind, 1, "one TRACE") < 0)
         return 2;
-    }
     struct evp_trace *t = evp_cli_open_common("tree", argv[optind], &co);
     if (!t)
         return 1;

@@ -13,83 +13,71 @@
 
 #include "cli.h"
 
+/*
+ * The subcommands.  Each one's help (synopsis, description, options,
+ * examples) is written once, in src/cli/help/NAME.txt, from which the
+ * build makes the table below (help.h, by tools/gen-help.py), the man
+ * pages and the bash completion: a new command adds its line here and its
+ * help file to src/cli/meson.build's list.
+ */
 static const struct evp_cmd commands[] = {
-    {"tree", cmd_tree, "print the trace as an indented event tree",
-     "usage: evalprof tree [--format simple-indent|simple|raw] [--stream N]\n"
-     "                     [--max-depth N] (default 1024, 0: all)\n"
-     "                     [--no-compensate] [--ns] [--python X.Y] TRACE\n"},
-    {"summary", cmd_summary, "print event, opcode and function tables",
-     "usage: evalprof summary [--sort name|count|elapsed|total] [--funcs]\n"
-     "                        [--group-specialized] [--no-compensate] [--ns]\n"
-     "                        [--python X.Y] TRACE\n"},
-    {"info", cmd_info, "print a trace's metadata, streams and warnings",
-     "usage: evalprof info [--python X.Y] TRACE\n"},
-    {"export", cmd_export, "write a trace in another format",
-     "usage: evalprof export --format text|evp|folded|chrome|speedscope|\n"
-     "                                pprof|pstats|callgrind\n"
-     "                       [-o OUT] [--zstd[=LEVEL]] (evp)\n"
-     "                       [--ops] [--phases] (folded, chrome, speedscope,\n"
-     "                                pprof; --ops also callgrind)\n"
-     "                       [--max-depth N] (folded, pprof; default 1024,\n"
-     "                                0: all)\n"
-     "                       [--python X.Y] TRACE\n"},
-    {"import", cmd_import, "turn a text trace into a binary .evp trace",
-     "usage: evalprof import [-o OUT.evp] [--zstd[=LEVEL]] [--python X.Y]\n"
-     "                       TEXT-TRACE\n"},
-    {"diff", cmd_diff, "compare two traces: events, opcodes, functions",
-     "usage: evalprof diff [--sort total|count|elapsed|name] [--funcs]\n"
-     "                     [--no-compensate] [--ns] [--python X.Y] BASE NEW\n"},
-    {"record", cmd_record, "run a Python program and record a trace of it",
-     "usage: evalprof record [-o FILE] [--no-ops] [--threads] "
-     "[--no-follow-fork]\n"
-     "                       [--no-calibrate] [-q]\n"
-     "                       -- PYTHON [PYTHON-OPTIONS]\n"
-     "                          (SCRIPT | -m MODULE | -c CODE | -) "
-     "[ARGS...]\n"},
-    {"flamegraph", cmd_flamegraph, "draw an interactive SVG flame graph",
-     "usage: evalprof flamegraph [-o OUT.svg] [--title T] [--subtitle S]\n"
-     "                           [--icicle] [--width PX] [--height PX]\n"
-     "                           [--minwidth PX] [--countname UNIT]\n"
-     "                           [--ops] [--phases] [--input folded|trace]\n"
-     "                           [--max-depth N] (default 1024, 0: all)\n"
-     "                           [--python X.Y] TRACE|FOLDED\n"
-     "       evalprof flamegraph --diff [--negate] [OPTIONS] BASE NEW\n"
-     "                           (each a TRACE or FOLDED)\n"},
-    {"perf", cmd_perf, "profile a command with perf: flame graph, hot table",
-     "usage: evalprof perf [-o DIR] [-F HZ] [-e EVENT] [--call-graph "
-     "fp|dwarf]\n"
-     "                     [--startup] [--repeat N] [--trace FILE]\n"
-     "                     [--threshold POINTS] [--top N] [--title T] [--pid]\n"
-     "                     [--perf PATH] (-- CMD [ARGS...] | --script FILE)\n"},
-    {"report", cmd_report, "write an HTML report of one run or of two",
-     "usage: evalprof report [-o OUT.html] [--no-compensate] [--ns]\n"
-     "                       [--python X.Y] TRACE | BASE NEW\n"},
+    {"tree", cmd_tree},     {"summary", cmd_summary},       {"info", cmd_info},
+    {"export", cmd_export}, {"import", cmd_import},         {"diff", cmd_diff},
+    {"record", cmd_record}, {"flamegraph", cmd_flamegraph}, {"perf", cmd_perf},
+    {"report", cmd_report},
 };
 
 static const size_t ncommands = sizeof commands / sizeof commands[0];
 
-void evp_cli_usage(FILE *f, const char *cmd)
+struct evp_help {
+    const char *name;
+    const char *summary; /* one line */
+    const char *usage;   /* the synopsis, printed after a usage error */
+    const char *text;    /* everything, for --help */
+};
+
+#include "help.h"
+
+static const struct evp_help *find_help(const char *name)
 {
-    for (size_t i = 0; i < ncommands; i++)
-        if (strcmp(commands[i].name, cmd) == 0)
-            fputs(commands[i].usage, f);
+    for (size_t i = 0; i < sizeof evp_help_texts / sizeof evp_help_texts[0];
+         i++)
+        if (strcmp(evp_help_texts[i].name, name) == 0)
+            return &evp_help_texts[i];
+    return NULL;
 }
 
-static void help(FILE *f)
+void evp_cli_usage(FILE *f, const char *cmd)
 {
-    fputs("usage: evalprof COMMAND [OPTIONS] [ARGS]\n\n"
-          "evalprof shows where CPython's virtual machine spends its time.\n\n"
-          "commands:\n",
-          f);
-    for (size_t i = 0; i < ncommands; i++)
-        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fputs("\n`evalprof help COMMAND` shows a command's options.\n", f);
+    const struct evp_help *h = find_help(cmd);
+    if (h)
+        fputs(h->usage, f);
+}
+
+int evp_cli_help(const char *cmd)
+{
+    const struct evp_help *h = find_help(cmd);
+    if (h)
+        fputs(h->text, stdout);
+    return evp_cli_finish(0);
+}
+
+int evp_cli_operands(const char *cmd, int got, int want, const char *what)
+{
+    if (got == want)
+        return 0;
+    evp_cli_usage(stderr, cmd);
+    if (got == 0)
+        evp_cli_error("%s: expected %s, got none", cmd, what);
+    else
+        evp_cli_error("%s: expected %s, got %d", cmd, what, got);
+    return -1;
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        help(stderr);
+        fputs(find_help("evalprof")->text, stderr);
         return 2;
     }
     const char *name = argv[1];
@@ -97,15 +85,13 @@ int main(int argc, char **argv)
         strcmp(name, "-h") == 0) {
         if (argc > 2) {
             for (size_t i = 0; i < ncommands; i++)
-                if (strcmp(commands[i].name, argv[2]) == 0) {
-                    fputs(commands[i].usage, stdout);
-                    return evp_cli_finish(0);
-                }
-            evp_cli_error("no such command '%s'", argv[2]);
+                if (strcmp(commands[i].name, argv[2]) == 0)
+                    return evp_cli_help(argv[2]);
+            evp_cli_error("no such command '%s' (try 'evalprof help')",
+                          argv[2]);
             return 2;
         }
-        help(stdout);
-        return evp_cli_finish(0);
+        return evp_cli_help("evalprof");
     }
     if (strcmp(name, "--version") == 0) {
         puts("evalprof " EVP_VERSION);
