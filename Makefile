@@ -9,9 +9,15 @@
 #   make cpython    build instrumented CPython (CPYTHON=3.13|3.11, CPYTHON_SRC=DIR)
 #   make asan       the sanitizer runs alone (ASan+UBSan suites, TSan recorder)
 #   make fuzz       build the libFuzzer targets and run each for a while
+#   make install    install into PREFIX (default /usr/local; DESTDIR=DIR
+#                   stages it there): the binary, the Python package for
+#                   each interpreter built for, the recorder library,
+#                   headers and evalprof.pc, man pages, bash completion
 
 BUILD ?= build
 MESON_OPTS ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 # What $(BUILD) was configured with: the bootstrap's build and test
 # packages, as installed then.  When they change (`make demo` configured
@@ -20,7 +26,7 @@ MESON_OPTS ?=
 # before are built now.
 PACKAGES = $(BUILD)/bootstrap-packages
 
-.PHONY: all build configure bootstrap test demo bench cpython asan fuzz clean format
+.PHONY: all build configure bootstrap test demo bench cpython asan fuzz clean format install
 
 all: build
 
@@ -64,6 +70,10 @@ fuzz:
 	@[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
 	@ninja -C build-fuzz
 	@sh tests/fuzz/run.sh build-fuzz $${FUZZ_SECONDS:-60}
+
+install: $(BUILD)/build.ninja
+	@meson configure $(BUILD) -Dprefix=$(abspath $(PREFIX))
+	@meson install -C $(BUILD) $(if $(DESTDIR),--destdir $(abspath $(DESTDIR)))
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

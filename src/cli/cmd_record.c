@@ -14,7 +14,8 @@
  *     (and EVALPROF_EVENTS=no-op for --no-ops, EVALPROF_FORK=follow
  *     unless --no-follow-fork);
  *   - a stock CPython 3.11, 3.12 or 3.13 (mode B) runs it through the
- *     evalprof package built next to this binary (build/python), loaded by
+ *     evalprof package beside this binary (build/python in the build
+ *     tree, PREFIX/lib/python3.X/site-packages installed), loaded by
  *     a -c bootstrap that puts that directory first on sys.path only while
  *     evalprof is imported.  Neither PYTHONPATH nor a sitecustomize is
  *     involved, so the program's own are untouched.  The interpreter's
@@ -215,26 +216,48 @@ static int check_output(const char *path, char *abs, size_t len,
     return 0;
 }
 
-/* DIR/python, where DIR holds this binary: the built evalprof package. */
-static int package_dir(char *out, size_t len)
+/*
+ * The evalprof package for CPython 3.MINOR, found from this binary's own
+ * place (/proc/self/exe, so a copy or a symlink elsewhere still finds
+ * it): DIR/python in the build tree, where DIR holds the binary, else
+ * PREFIX/lib/python3.MINOR/site-packages of an installation (make
+ * install; a virtual environment has the same layout), PREFIX being DIR
+ * less the install's bindir (EVP_BINDIR, "bin").  OUT gets the directory
+ * that holds evalprof/ and 0 is returned; -1 with OUT naming where it
+ * looked.
+ */
+static int package_dir(int minor, char *out, size_t len)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    if (n <= 0) {
+        snprintf(out, len, "/proc/self/exe");
         return -1;
+    }
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    int k = snprintf(out, len, "%s/python", exe);
-    if (k < 0 || (size_t)k >= len)
-        return -1;
-    char init[PATH_MAX + 64];
-    k = snprintf(init, sizeof init, "%s/evalprof/__init__.py", out);
-    if (k < 0 || (size_t)k >= sizeof init)
-        return -1;
-    return access(init, R_OK) == 0 ? 0 : -1;
+    if (slash)
+        *slash = '\0';
+    char tried[2][PATH_MAX + 64];
+    snprintf(tried[0], sizeof tried[0], "%s/python", exe);
+    /* Up one directory per component of the bindir. */
+    int up = 1;
+    for (const char *c = EVP_BINDIR; *c; c++)
+        up += *c == '/' && c[1] && c[1] != '/';
+    for (; up > 0 && (slash = strrchr(exe, '/')); up--)
+        *slash = '\0';
+    snprintf(tried[1], sizeof tried[1], "%s/lib/python3.%d/site-packages", exe,
+             minor);
+    for (int i = 0; i < 2; i++) {
+        char init[sizeof tried[i] + 32];
+        snprintf(init, sizeof init, "%s/evalprof/__init__.py", tried[i]);
+        if (access(init, R_OK) == 0) {
+            int k = snprintf(out, len, "%s", tried[i]);
+            return k < 0 || (size_t)k >= len ? -1 : 0;
+        }
+    }
+    snprintf(out, len, "%s/evalprof or %s/evalprof", tried[0], tried[1]);
+    return -1;
 }
 
 /* The program's part of PYTHON's command line, and the options before it. */
@@ -444,11 +467,12 @@ int cmd_record(int argc, char **argv)
         evp_cli_usage(stderr, "record");
         return 2;
     }
-    char pkg[PATH_MAX + 16];
-    if (package_dir(pkg, sizeof pkg) < 0) {
-        evp_cli_error("record: the evalprof Python package is not built next "
-                      "to this binary (expected %s/evalprof); run make",
-                      pkg);
+    char pkg[2 * PATH_MAX + 160];
+    if (package_dir(p.minor, pkg, sizeof pkg) < 0) {
+        evp_cli_error("record: the evalprof Python package for Python "
+                      "3.%d is not beside this binary (looked for %s); "
+                      "run make, or make install",
+                      p.minor, pkg);
         return 2;
     }
 
