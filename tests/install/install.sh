@@ -8,10 +8,12 @@
 # pkg-config and writes a trace, man renders a page and the bash
 # completion answers.
 #
-# usage: install.sh BUILD_DIR SOURCE_DIR
+# usage: install.sh BUILD_DIR SOURCE_DIR PYTHON
+# (PYTHON: an interpreter the extension was built for)
 set -eu
 build=$1
 src=$2
+py=$3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/evp-install.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -25,7 +27,6 @@ libdir=$(meson introspect --buildoptions "$build" |
 root=$tmp/root$prefix
 evp=$root/bin/evalprof
 [ -x "$evp" ] || fail "no $evp"
-py=python3
 minor=$($py -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 site=$root/lib/python$minor/site-packages
 [ -f "$site/evalprof/__init__.py" ] || fail "no package in $site"
