@@ -111,6 +111,21 @@ class Help(unittest.TestCase):
                               "(accepted by %s)" % (name, opt, src))
             self.assertIn("\nexamples:\n", p.stdout)
 
+    def test_every_format_is_described(self):
+        """export's formats table and tree's --format values are the help's
+        choices (which the completion offers too)."""
+        table = re.search(r"\} formats\[\] = \{(.*?)\n\};",
+                          read("src/cli/cmd_export.c"), re.S).group(1)
+        names = re.findall(r'\{"([\w-]+)", export_\w+\}', table)
+        self.assertIn("text", names)
+        for cmd, values in (("export", names),
+                            ("tree", ["simple-indent", "simple", "raw"])):
+            spec = re.search(r"^  -f, --format (\S+)", run(cmd, "--help").stdout,
+                             re.M)
+            self.assertIsNotNone(spec, cmd)
+            self.assertEqual(sorted(spec.group(1).split("|")), sorted(values),
+                             "%s --help: --format %s" % (cmd, spec.group(1)))
+
     def test_top_level_lists_every_command(self):
         p = run("help")
         self.assertEqual(p.returncode, 0, p.stderr)
