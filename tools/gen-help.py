@@ -220,8 +220,9 @@ def roff_spec(head):
 
 def write_man(h, cmds, outdir, version):
     page = "evalprof" if h.name == "evalprof" else "evalprof-" + h.name
+    # HY 0: no hyphenation, which would cut option and file names
     out = ['.\\" generated from src/cli/help/%s.txt by tools/gen-help.py'
-           % h.name,
+           % h.name, ".nr HY 0",
            '.TH %s 1 "" "evalprof %s" "evalprof manual"'
            % (page.upper().replace("-", "\\-"), version),
            ".SH NAME", "%s \\- %s" % (roff(page), roff(h.summary))]
