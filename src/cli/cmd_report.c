@@ -45,18 +45,16 @@ int cmd_report(int argc, char **argv)
             out = optarg;
             break;
         case 'h':
-            evp_cli_usage(stdout, "report");
-            return evp_cli_finish(0);
+            return evp_cli_help("report");
         default:
             evp_cli_usage(stderr, "report");
             return 2;
         }
     }
     int n = argc - optind;
-    if (n != 1 && n != 2) {
-        evp_cli_usage(stderr, "report");
+    if (n != 2 &&
+        evp_cli_operands("report", n, 1, "one TRACE, or BASE and NEW") < 0)
         return 2;
-    }
     if (strcmp(out, "-") == 0 && isatty(1)) {
         evp_cli_error("report: refusing to write HTML to a terminal (use -o "
                       "FILE.html)");

@@ -53,6 +53,13 @@ def long_options(fn):
     raise AssertionError("no source defines %s" % fn)
 
 
+def export_formats():
+    """The names in cmd_export.c's formats table, in its order."""
+    table = re.search(r"\} formats\[\] = \{(.*?)\n\};",
+                      read("src/cli/cmd_export.c"), re.S).group(1)
+    return re.findall(r'\{"([\w-]+)", export_\w+\}', table)
+
+
 def run(*args):
     return subprocess.run([EVALPROF] + list(args), capture_output=True,
                           text=True)
@@ -114,9 +121,7 @@ class Help(unittest.TestCase):
     def test_every_format_is_described(self):
         """export's formats table and tree's --format values are the help's
         choices (which the completion offers too)."""
-        table = re.search(r"\} formats\[\] = \{(.*?)\n\};",
-                          read("src/cli/cmd_export.c"), re.S).group(1)
-        names = re.findall(r'\{"([\w-]+)", export_\w+\}', table)
+        names = export_formats()
         self.assertIn("text", names)
         for cmd, values in (("export", names),
                             ("tree", ["simple-indent", "simple", "raw"])):
@@ -167,7 +172,14 @@ class Help(unittest.TestCase):
                  (["export", "--format", "text"],
                   "export: expected one TRACE, got none"),
                  (["flamegraph", "a", "b"],
-                  "flamegraph: expected one TRACE or FOLDED file, got 2")]
+                  "flamegraph: expected one TRACE or FOLDED file, got 2"),
+                 (["flamegraph", "--diff", "a"],
+                  "flamegraph: expected BASE and NEW (each a TRACE or FOLDED "
+                  "file), got 1"),
+                 (["report"],
+                  "report: expected one TRACE, or BASE and NEW, got none"),
+                 (["report", "a", "b", "c"],
+                  "report: expected one TRACE, or BASE and NEW, got 3")]
         for args, want in cases:
             p = run(*args)
             self.assertEqual(p.returncode, 2, args)
@@ -178,7 +190,7 @@ class Help(unittest.TestCase):
         p = run("export", "--format", "nosuch", "x.evp")
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr, "evalprof: export: unknown format 'nosuch' "
-                         "(text, evp, folded, chrome, speedscope)\n")
+                         "(%s)\n" % ", ".join(export_formats()))
         p = run("export", "x.evp")
         self.assertIn("--format is required (text, evp, folded", p.stderr)
         p = run("tree", "--format", "nosuch", "x.evp")
