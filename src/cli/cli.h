@@ -127,6 +127,19 @@ int evp_cli_out_check(const char *cmd, const char *out, const char *const *in,
 FILE *evp_cli_out_open(struct evp_outfile *o, const char *out);
 int evp_cli_out_close(struct evp_outfile *o, int rc);
 
+/*
+ * The reports (tree, summary, info, diff) print to standard output, or
+ * with -o FILE into FILE, written whole or not at all as every output.
+ * evp_cli_report_open checks OUT (NULL or "-": standard output) against
+ * the N inputs IN and opens it: the stream, or NULL after one line with
+ * *STATUS the exit status.  evp_cli_report_close finishes it after the
+ * view returned RC (negative: it failed) and returns the exit status.
+ */
+FILE *evp_cli_report_open(const char *cmd, struct evp_outfile *o,
+                          const char *out, const char *const *in, size_t n,
+                          int *status);
+int evp_cli_report_close(struct evp_outfile *o, int rc);
+
 /* Parse a non-negative integer option value; -1 on error (printed). */
 long evp_cli_parse_long(const char *opt, const char *val);
 

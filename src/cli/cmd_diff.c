@@ -13,13 +13,15 @@
 int cmd_diff(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"sort", required_argument, NULL, 'o'},
+        {"sort", required_argument, NULL, 'S'},
+        {"output", required_argument, NULL, 'o'},
         {"funcs", no_argument, NULL, 'F'},
         EVP_CLI_COMMON_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     struct evp_diff_opts o = {.sort = EVP_SORT_TOTAL};
     struct evp_cli_common co = EVP_CLI_COMMON_INIT;
+    const char *out = NULL;
     int c, k, sort;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:Fh", longopts, NULL)) != -1) {
@@ -35,6 +37,9 @@ int cmd_diff(int argc, char **argv)
         }
         switch (c) {
         case 'o':
+            out = optarg;
+            break;
+        case 'S':
             if (evp_cli_parse_sort("diff", optarg, &sort) < 0)
                 return 2;
             o.sort = (enum evp_sort)sort;
@@ -55,18 +60,26 @@ int cmd_diff(int argc, char **argv)
     /* Compensation applies where a trace measured its cost (binary). */
     o.compensate = co.compensate != 0;
     o.ns = co.ns;
+    struct evp_outfile of;
+    int status;
+    FILE *f = evp_cli_report_open(
+        "diff", &of, out, (const char *const *)argv + optind, 2, &status);
+    if (!f)
+        return status;
     struct evp_trace *a = evp_cli_open_trace(argv[optind], co.python);
-    if (!a)
-        return 1;
-    struct evp_trace *b = evp_cli_open_trace(argv[optind + 1], co.python);
-    if (!b) {
-        evp_trace_close(a);
-        return 1;
+    struct evp_trace *b =
+        a ? evp_cli_open_trace(argv[optind + 1], co.python) : NULL;
+    int rc = EVP_CLI_REPORTED;
+    if (b) {
+        rc = evp_view_diff(a, b, f, &o);
+        if (rc < 0 && rc != -EIO) {
+            evp_cli_error("diff: out of memory");
+            rc = EVP_CLI_REPORTED;
+        }
     }
-    int rc = evp_view_diff(a, b, stdout, &o);
-    if (rc < 0)
-        evp_cli_error("diff: out of memory");
-    evp_trace_close(a);
-    evp_trace_close(b);
-    return evp_cli_finish(rc < 0 ? 1 : 0);
+    if (a)
+        evp_trace_close(a);
+    if (b)
+        evp_trace_close(b);
+    return evp_cli_report_close(&of, rc);
 }

@@ -60,6 +60,13 @@ int cmd_report(int argc, char **argv)
                       "FILE.html)");
         return 2;
     }
+    struct evp_outfile of;
+    int status;
+    FILE *f = evp_cli_report_open("report", &of, out,
+                                  (const char *const *)argv + optind, (size_t)n,
+                                  &status);
+    if (!f)
+        return status;
     struct evp_trace *t[2] = {NULL, NULL};
     struct evp_report_opts o;
     if (n == 1) {
@@ -73,40 +80,10 @@ int cmd_report(int argc, char **argv)
             t[1] = evp_cli_open_trace(argv[optind + 1], co.python);
         o.compensate = co.compensate != 0;
     }
-    char *tmp = NULL;
-    FILE *f = stdout;
-    int status = 1;
-    if (!t[0] || (n == 2 && !t[1]))
-        goto out;
-    struct stat st;
-    if (strcmp(out, "-") != 0 && stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
-        f = fopen(out, "w"); /* a device or pipe: never renamed over */
-    } else if (strcmp(out, "-") != 0) {
-        if (asprintf(&tmp, "%s.tmp%ld", out, (long)getpid()) < 0) {
-            tmp = NULL;
-            evp_cli_error("report: out of memory");
-            goto out;
-        }
-        f = fopen(tmp, "w");
-    }
-    if (!f) {
-        evp_cli_error("%s: %s", out, strerror(errno));
-        goto out;
-    }
-    int rc = evp_view_report(t[0], t[1], f, &o);
-    if (f == stdout && rc != -EIO) {
-        status = evp_cli_finish(rc < 0 ? 1 : 0);
-    } else {
-        status = evp_cli_close_out(f, out, rc);
-        if (tmp && !status && rename(tmp, out) != 0) {
-            evp_cli_error("%s: %s", out, strerror(errno));
-            status = 1;
-        }
-        if (tmp && status)
-            unlink(tmp);
-    }
-out:
-    free(tmp);
+    int rc = EVP_CLI_REPORTED;
+    if (t[0] && (n == 1 || t[1]))
+        rc = evp_view_report(t[0], t[1], f, &o);
+    status = evp_cli_report_close(&of, rc);
     for (int i = 0; i < 2; i++)
         if (t[i])
             evp_trace_close(t[i]);

@@ -13,7 +13,8 @@
 int cmd_summary(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"sort", required_argument, NULL, 'o'},
+        {"sort", required_argument, NULL, 'S'},
+        {"output", required_argument, NULL, 'o'},
         {"funcs", no_argument, NULL, 'F'},
         {"group-specialized", no_argument, NULL, 'g'},
         EVP_CLI_COMMON_LONGOPTS,
@@ -21,6 +22,7 @@ int cmd_summary(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     struct evp_summary_opts o = {.sort = EVP_SORT_COUNT};
     struct evp_cli_common co = EVP_CLI_COMMON_INIT;
+    const char *out = NULL;
     int c, k, sort;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:s:Fgh", longopts, NULL)) != -1) {
@@ -31,6 +33,9 @@ int cmd_summary(int argc, char **argv)
         }
         switch (c) {
         case 'o':
+            out = optarg;
+            break;
+        case 'S':
             if (evp_cli_parse_sort("summary", optarg, &sort) < 0)
                 return 2;
             o.sort = (enum evp_sort)sort;
@@ -50,13 +55,19 @@ int cmd_summary(int argc, char **argv)
     }
     if (evp_cli_operands("summary", argc - optind, 1, "one TRACE") < 0)
         return 2;
+    struct evp_outfile of;
+    int status;
+    FILE *f = evp_cli_report_open(
+        "summary", &of, out, (const char *const *)argv + optind, 1, &status);
+    if (!f)
+        return status;
     struct evp_trace *t = evp_cli_open_common("summary", argv[optind], &co);
     if (!t)
-        return 1;
+        return evp_cli_report_close(&of, EVP_CLI_REPORTED);
     o.compensate = co.compensate;
     o.stream = co.stream;
     o.ns = co.ns;
-    int rc = evp_view_summary(t, stdout, &o);
+    int rc = evp_view_summary(t, f, &o);
     evp_trace_close(t);
-    return evp_cli_finish(rc < 0 ? 1 : 0);
+    return evp_cli_report_close(&of, rc);
 }

@@ -12,6 +12,7 @@
 int cmd_tree(int argc, char **argv)
 {
     static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, 'f'},
         {"max-depth", required_argument, NULL, 'd'},
         EVP_CLI_COMMON_LONGOPTS,
@@ -21,9 +22,10 @@ int cmd_tree(int argc, char **argv)
                               .max_depth = EVP_TREE_DEFAULT_DEPTH};
     long depth;
     struct evp_cli_common co = EVP_CLI_COMMON_INIT;
+    const char *out = NULL;
     int c, k;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:s:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:s:o:h", longopts, NULL)) != -1) {
         if ((k = evp_cli_common_option(c, optarg, &co)) != 0) {
             if (k < 0)
                 return 2;
@@ -44,6 +46,9 @@ int cmd_tree(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'o':
+            out = optarg;
+            break;
         case 'd':
             if ((depth = evp_cli_parse_long("--max-depth", optarg)) < 0)
                 return 2;
@@ -58,15 +63,22 @@ int cmd_tree(int argc, char **argv)
     }
     if (evp_cli_operands("tree", argc - optind, 1, "one TRACE") < 0)
         return 2;
+    struct evp_outfile of;
+    int status;
+    FILE *f = evp_cli_report_open(
+        "tree", &of, out, (const char *const *)argv + optind, 1, &status);
+    if (!f)
+        return status;
     struct evp_trace *t = evp_cli_open_common("tree", argv[optind], &co);
     if (!t)
-        return 1;
+        return evp_cli_report_close(&of, EVP_CLI_REPORTED);
     o.compensate = co.compensate;
     o.stream = co.stream;
     o.ns = co.ns;
     static char buf[1 << 16];
-    setvbuf(stdout, buf, _IOFBF, sizeof buf);
-    int rc = evp_view_tree(t, stdout, &o);
+    if (f == stdout)
+        setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    int rc = evp_view_tree(t, f, &o);
     evp_trace_close(t);
-    return evp_cli_finish(rc < 0 ? 1 : 0);
+    return evp_cli_report_close(&of, rc);
 }

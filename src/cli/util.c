@@ -227,6 +227,29 @@ int evp_cli_out_close(struct evp_outfile *o, int rc)
     return r < 0;
 }
 
+FILE *evp_cli_report_open(const char *cmd, struct evp_outfile *o,
+                          const char *out, const char *const *in, size_t n,
+                          int *status)
+{
+    if (!out)
+        out = "-";
+    if (evp_cli_out_check(cmd, out, in, n)) {
+        *status = 2;
+        return NULL;
+    }
+    FILE *f = evp_cli_out_open(o, out);
+    *status = f ? 0 : 1;
+    return f;
+}
+
+int evp_cli_report_close(struct evp_outfile *o, int rc)
+{
+    int failed = evp_cli_out_close(o, rc >= 0      ? 0
+                                      : rc == -EIO ? -EIO
+                                                   : EVP_CLI_REPORTED);
+    return failed || rc < 0 ? 1 : evp_cli_finish(0);
+}
+
 long evp_cli_parse_long(const char *opt, const char *val)
 {
     char *end;

@@ -133,6 +133,13 @@ class Commands:
             ("perf --script",
              lambda d: ["perf", "--script", self.script, "-o", d],
              [self.script], "perf.folded"),
+            # the reports, with -o instead of standard output
+            ("tree", lambda o: ["tree", "-o", o, t], [t], None),
+            ("summary", lambda o: ["summary", "--funcs", "-o", o, t], [t],
+             None),
+            ("info", lambda o: ["info", "-o", o, t], [t], None),
+            ("diff", lambda o: ["diff", "-o", o, self.text, t], [t], None),
+            ("report", lambda o: ["report", "-o", o, t], [t], None),
         ]
         return cmds, self
 
@@ -403,10 +410,30 @@ def record(tmp):
         fail("record -o LINK: the link's target does not hold the trace")
 
 
+def reports_to_files(tmp, files):
+    """-o FILE is the output in every command: a report written with it
+    holds exactly what standard output gets, and --sort still sorts."""
+    t = files.trace
+    for args in (["tree"], ["summary", "--funcs", "--sort", "total"],
+                 ["info"], ["diff", "--funcs", "--sort", "name", files.text]):
+        global checks
+        checks += 1
+        out = os.path.join(tmp, "report.txt")
+        to_stdout = subprocess.run([EVALPROF] + args + [t],
+                                   capture_output=True)
+        rc, err = run(args[:1] + ["-o", out] + args[1:] + [t])
+        if rc != 0 or to_stdout.returncode != 0:
+            fail(f"{args[0]} -o: exit {rc} ({err.strip()!r})")
+        elif read(out) != to_stdout.stdout:
+            fail(f"{args[0]} -o: the file differs from standard output")
+        os.unlink(out)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="evp-outputs-")
     try:
         cmds, files = Commands(tmp).all()
+        reports_to_files(tmp, files)
         full_disks(tmp, cmds)
         symlinks(tmp, cmds)
         planted(tmp, cmds)
