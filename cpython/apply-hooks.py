@@ -36,6 +36,25 @@ TOP = os.path.dirname(HERE)
 MARK = "/* evalprof-hook */"
 
 
+def util_used():
+    """The pieces of src/util the recorder uses, found from its includes
+    (and theirs): copied into the interpreter with it, so that a new one
+    can never be left behind."""
+    want, todo = set(), ["src/recorder/recorder.c", "src/recorder/clock.c"]
+    while todo:
+        with open(os.path.join(TOP, todo.pop()), encoding="utf-8") as f:
+            text = f.read()
+        for name in re.findall(r'^\s*#\s*include\s+"(\w+)\.h"', text, re.M):
+            if name not in want and os.path.exists(
+                    os.path.join(TOP, "src", "util", name + ".h")):
+                want.add(name)
+                todo.append("src/util/%s.c" % name)
+    return tuple(sorted(want))
+
+
+UTIL = util_used()
+
+
 class Insert:
     """Insert TEXT before/after the line matching TARGET.
 
@@ -201,8 +220,8 @@ def common_edits(ver):
                       "Include/internal/evalprof/" + h))
     for f in ("src/recorder/clock.c", "src/recorder/clock.h",
               "src/format/codec.c", "src/format/kinds.c",
-              "src/util/itab.c", "src/util/itab.h",
-              "src/recorder/recorder.c"):
+              "src/recorder/recorder.c") + tuple(
+                  "src/util/%s.%s" % (u, x) for u in UTIL for x in "ch"):
         e.append(Copy(f, "Python/evalprof/" + f.split("/")[-1]))
 
     # the function id cached in each code object
@@ -632,9 +651,10 @@ def plan(tree, pristine, ver):
     return out
 
 
-OBJS = ["Python/evalprof.o", "Python/evalprof/clock.o",
-        "Python/evalprof/codec.o", "Python/evalprof/kinds.o",
-        "Python/evalprof/itab.o", "Python/evalprof/recorder.o"]
+OBJS = (["Python/evalprof.o", "Python/evalprof/clock.o",
+         "Python/evalprof/codec.o", "Python/evalprof/kinds.o",
+         "Python/evalprof/recorder.o"] +
+        ["Python/evalprof/%s.o" % u for u in UTIL])
 
 
 def makefile(text, problems):
@@ -662,7 +682,7 @@ def makefile(text, problems):
         "# evalprof: build rules for evalprof's objects\n"
         "EVALPROF_HEADERS= %s\n"
         "Python/evalprof/%%.o: $(srcdir)/Python/evalprof/%%.c "
-        "$(srcdir)/Python/evalprof/clock.h $(srcdir)/Python/evalprof/itab.h "
+        "$(srcdir)/Python/evalprof/clock.h %s "
         "$(EVALPROF_HEADERS)\n"
         "\t@mkdir -p Python/evalprof # evalprof\n"
         "\t$(CC) -c $(PY_CORE_CFLAGS) -std=gnu11 -o $@ $< # evalprof\n"
@@ -673,7 +693,9 @@ def makefile(text, problems):
         "$(srcdir)/Python/evalprof_traced.h $(EVALPROF_HEADERS) # evalprof\n"
         "Python/evalprof.o: $(EVALPROF_HEADERS) # evalprof\n"
         "Modules/main.o Python/pylifecycle.o Python/sysmodule.o "
-        "Modules/posixmodule.o: $(EVALPROF_HEADERS) # evalprof\n" % hdrs)
+        "Modules/posixmodule.o: $(EVALPROF_HEADERS) # evalprof\n"
+        % (hdrs, " ".join("$(srcdir)/Python/evalprof/%s.h" % u
+                          for u in UTIL)))
     return "".join(lines)
 
 

@@ -111,6 +111,16 @@ evp_say(const char *fmt, ...)
     va_end(ap);
 }
 
+/* EVALPROF_QUIET set (and not "0"): notices are left out, errors are not.
+ * Child interpreters inherit EVALPROF; a test suite that checks what its
+ * children print to stderr sets it. */
+static int
+evp_quiet(void)
+{
+    const char *q = getenv("EVALPROF_QUIET");
+    return q != NULL && *q != '\0' && strcmp(q, "0") != 0;
+}
+
 /* ---- the event-class list -------------------------------------------- */
 
 /* T names kind K: its report name (evalprof/kinds.def) with '-' for ' '. */
@@ -342,7 +352,7 @@ evp_start(const char *path, const char *events)
         return;
     }
     evp.path = strdup(evp_rec_path());
-    if (evp.path != NULL && strcmp(evp.path, path) != 0) {
+    if (evp.path != NULL && strcmp(evp.path, path) != 0 && !evp_quiet()) {
         evp_say("%s is being written by another process: this one writes %s",
                 path, evp.path);
     }

@@ -101,6 +101,9 @@ apid=$!
 n=0
 while [ ! -e "$T/a.started" ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 out=$(EVALPROF="$T/two.evp" "$PY" -c 'print(6 * 7)' 2>"$T/b.err")
+# EVALPROF_QUIET: the same move, without the notice
+qout=$(EVALPROF="$T/two.evp" EVALPROF_QUIET=1 "$PY" -c 'import sys
+print(sys._evalprof["path"])' 2>"$T/q.err")
 touch "$T/a.go"
 wait "$apid"
 alt=$(sed -n 's/^evalprof: .* is being written by another process: this one writes //p' "$T/b.err")
@@ -111,6 +114,11 @@ else
     fail "second writer: out=$out stderr=$(cat "$T/b.err")"
 fi
 [ ! -s "$T/a.err" ] && ok "first writer: nothing on stderr" || fail "first writer printed: $(cat "$T/a.err")"
+case "$qout" in
+"$T/two.evp."*) [ ! -s "$T/q.err" ] && ok "EVALPROF_QUIET: moved to $qout, nothing on stderr" ||
+    fail "EVALPROF_QUIET: stderr: $(cat "$T/q.err")" ;;
+*) fail "EVALPROF_QUIET: wrote '$qout', not $T/two.evp.<pid>" ;;
+esac
 if [ -n "$alt" ] && "$CHECK" "$T/two.evp" > "$T/two.out" && "$CHECK" "$alt" > "$T/alt.out" &&
    [ "$(value "kind init" "$T/two.out")" = 1 ] && [ "$(value "kind init" "$T/alt.out")" = 1 ]; then
     ok "two writers: both traces whole, one run each"
