@@ -108,59 +108,55 @@ def chunks(data):
     return out
 
 
+def truncated_under(j, big, args, delay):
+    """Run evalprof ARGS on a copy of BIG truncated after DELAY seconds:
+    (exit status or None when killed, stdout, stderr, the copy's path)."""
+    run_path = j("run.evp")
+    shutil.copy(big, run_path)
+    p = subprocess.Popen([EVALPROF] + args + [run_path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    os.truncate(run_path, 0)
+    out, err = p.communicate(timeout=120)
+    global checks
+    checks += 1
+    if p.returncode < 0:
+        fail(f"{args[0]} truncated after {delay} s: killed by "
+             f"{signal.Signals(-p.returncode).name}")
+        return None, out, err.decode(), run_path
+    return p.returncode, out, err.decode(), run_path
+
+
 def test_truncated_while_read(j):
     big = j("big.evp")
     synthetic(big, 3000000)
     full = subprocess.run([EVALPROF, "tree", big], capture_output=True).stdout
     for delay in (0.05, 0.2, 0.5):
-        run_path = j("run.evp")
-        shutil.copy(big, run_path)
-        p = subprocess.Popen([EVALPROF, "tree", run_path],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(delay)
-        os.truncate(run_path, 0)
-        out, err = p.communicate(timeout=120)
-        err = err.decode()
+        rc, out, err, path = truncated_under(j, big, ["tree"], delay)
         what = f"tree truncated after {delay} s"
-        global checks
-        checks += 1
-        if p.returncode < 0:
-            fail(f"{what}: killed by {signal.Signals(-p.returncode).name}")
-        elif p.returncode == 0:
-            if out != full:
-                fail(f"{what}: exit 0 with a different report")
-        else:
-            one_line_error(what, p.returncode, err, "shrank", run_path)
+        if rc == 0 and out != full:
+            fail(f"{what}: exit 0 with a different report")
+        elif rc:
+            one_line_error(what, rc, err, "shrank", path)
 
 
 def test_truncated_while_exported(j):
     # An export whose input shrinks under it fails in one line and leaves
     # neither its output nor the temporary file it was writing.
-    big = j("bigx.evp")
-    synthetic(big, 3000000)
+    big = j("big.evp")
+    if not os.path.exists(big):
+        synthetic(big, 3000000)
     outdir = j("exported")
     os.mkdir(outdir)
+    out = os.path.join(outdir, "run.json")
     for delay in (0.1, 0.3, 0.6):
-        run_path = j("runx.evp")
-        shutil.copy(big, run_path)
-        out = os.path.join(outdir, "run.json")
-        p = subprocess.Popen([EVALPROF, "export", "--format", "chrome", "--ops",
-                              "-o", out, run_path],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(delay)
-        os.truncate(run_path, 0)
-        _, err = p.communicate(timeout=120)
-        err = err.decode()
+        rc, _, err, path = truncated_under(
+            j, big, ["export", "--format", "chrome", "--ops", "-o", out], delay)
         what = f"export truncated after {delay} s"
-        global checks
-        checks += 1
-        if p.returncode < 0:
-            fail(f"{what}: killed by {signal.Signals(-p.returncode).name}")
-        elif p.returncode != 0:
-            one_line_error(what, p.returncode, err, "shrank", run_path)
-            left = os.listdir(outdir)
-            if left:
-                fail(f"{what}: exit {p.returncode} left {left}")
+        if rc:
+            one_line_error(what, rc, err, "shrank", path)
+            if os.listdir(outdir):
+                fail(f"{what}: exit {rc} left {os.listdir(outdir)}")
         for name in os.listdir(outdir):
             os.unlink(os.path.join(outdir, name))
 
