@@ -16,6 +16,7 @@ int cmd_diff(int argc, char **argv)
         {"sort", required_argument, NULL, 'S'},
         {"output", required_argument, NULL, 'o'},
         {"funcs", no_argument, NULL, 'F'},
+        {"wide", no_argument, NULL, 'W'},
         EVP_CLI_COMMON_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -46,6 +47,9 @@ int cmd_diff(int argc, char **argv)
             break;
         case 'F':
             o.funcs = 1;
+            break;
+        case 'W':
+            o.wide_names = 1;
             break;
         case 'h':
             return evp_cli_help("diff");

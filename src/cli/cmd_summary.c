@@ -16,6 +16,7 @@ int cmd_summary(int argc, char **argv)
         {"sort", required_argument, NULL, 'S'},
         {"output", required_argument, NULL, 'o'},
         {"funcs", no_argument, NULL, 'F'},
+        {"wide", no_argument, NULL, 'W'},
         {"group-specialized", no_argument, NULL, 'g'},
         EVP_CLI_COMMON_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
@@ -42,6 +43,9 @@ int cmd_summary(int argc, char **argv)
             break;
         case 'F':
             o.funcs = 1;
+            break;
+        case 'W':
+            o.wide_names = 1;
             break;
         case 'g':
             o.group_specialized = 1;

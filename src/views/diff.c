@@ -124,42 +124,69 @@ static void print_heading(FILE *out, const char *title, const char *unit,
 }
 
 static void print_rows(FILE *out, const char *title, const char *unit,
-                       struct drow *rows, size_t n,
+                       struct drow *rows, size_t n, int funcs,
                        const struct evp_diff_opts *o)
 {
     enum evp_sort sort = o->sort;
     qsort_r(rows, n, sizeof *rows, cmp_drow, &sort);
-    /* names escaped for the terminal; columns as wide as their figures */
-    char(*shown)[288] = calloc(n ? n : 1, sizeof *shown);
-    int *cols = calloc(n ? n : 1, sizeof *cols);
-    if (!shown || !cols) {
+    /* names escaped for the terminal, a function's cut to 70 columns
+     * unless --wide or two that differ would print alike; columns as wide
+     * as their figures */
+    size_t k = n ? n : 1;
+    char(*cut)[288] = calloc(k, sizeof *cut);
+    char(*whole)[4400] = funcs ? calloc(k, sizeof *whole) : NULL;
+    const char **shown = calloc(k, sizeof *shown);
+    const char **full = calloc(k, sizeof *full);
+    int *cols = calloc(k, sizeof *cols),
+        *fullcols = calloc(k, sizeof *fullcols);
+    int ok = cut && shown && full && cols && fullcols && (whole || !funcs);
+    if (!ok) {
         fprintf(out, "%s: (out of memory)\n\n", title);
         n = 0;
     }
+    for (size_t i = 0; i < n; i++) {
+        const char *name = rows[i].name;
+        if (!funcs) {
+            cols[i] = evp_esc_term_cell(cut[i], sizeof cut[i], name, 70);
+            full[i] = shown[i] = cut[i], fullcols[i] = cols[i];
+            continue;
+        }
+        full[i] = whole[i];
+        fullcols[i] = evp_view_func_cell(whole[i], sizeof whole[i], name, 0);
+        cols[i] = evp_view_func_cell(cut[i], sizeof cut[i], name, 70);
+        shown[i] = cut[i];
+        if (o->wide_names || cols[i] == fullcols[i])
+            shown[i] = full[i], cols[i] = fullcols[i];
+    }
+    if (funcs)
+        evp_view_cells_unique(n, shown, cols, full, fullcols);
     struct dcols w = {26, 12, 11, 16};
     for (size_t i = 0; i < n; i++) {
         const struct drow *r = &rows[i];
         char c[32], m[48], d[64];
-        cols[i] = evp_esc_term_cell(shown[i], sizeof shown[i], r->name, 70);
         w.name = max_int(w.name, cols[i] + 1);
-        for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < 2; j++) {
             w.count = max_int(
-                w.count, (int)strlen(evp_num_group(c, sizeof c, r->count[k])));
+                w.count, (int)strlen(evp_num_group(c, sizeof c, r->count[j])));
             w.mean =
                 max_int(w.mean, (int)strlen(evp_fmt_us_double(
-                                    m, sizeof m, mean(r, k) / 1000.0, o->ns)));
+                                    m, sizeof m, mean(r, j) / 1000.0, o->ns)));
         }
         w.change = max_int(
             w.change, (int)strlen(signed_us(d, sizeof d, change(r), o->ns)));
     }
-    if (shown && cols) {
+    if (ok) {
         print_heading(out, title, unit, w);
         for (size_t i = 0; i < n; i++)
             print_row(out, &rows[i], shown[i], cols[i], w, o->ns);
         fputc('\n', out);
     }
+    free(cut);
+    free(whole);
     free(shown);
+    free(full);
     free(cols);
+    free(fullcols);
 }
 
 /* Function rows: matched by name and file across the two traces. */
@@ -282,10 +309,10 @@ static void print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
 {
     header(out, t, o);
     size_t n = kind_rows(s, rows);
-    print_rows(out, "events", "count", rows, n, o);
+    print_rows(out, "events", "count", rows, n, 0, o);
     n = op_rows(t, s, rows);
     if (n)
-        print_rows(out, "ops", "count", rows, n, o);
+        print_rows(out, "ops", "count", rows, n, 0, o);
     const char *va = evp_trace_info(t[0])->python_version,
                *vb = evp_trace_info(t[1])->python_version;
     if (n && strcmp(va, vb) != 0)
@@ -296,7 +323,7 @@ static void print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
     if (o->funcs) {
         struct drow *fr = func_rows(t, s, &n);
         if (fr) {
-            print_rows(out, "functions (inclusive time)", "calls", fr, n, o);
+            print_rows(out, "functions (inclusive time)", "calls", fr, n, 1, o);
             free(fr);
         }
     }

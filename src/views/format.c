@@ -104,3 +104,80 @@ void evp_view_op_name(const struct evp_trace *t, unsigned op, char *buf,
     else
         snprintf(buf, len, "<%u>", op);
 }
+
+/* Columns of S, escaped text: one per UTF-8 character. */
+static int text_cols(const char *s, size_t n)
+{
+    int cols = 0;
+    for (size_t i = 0; i < n; i++)
+        cols += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return cols;
+}
+
+/* Bytes of the first COLS columns of escaped text S. */
+static size_t text_bytes(const char *s, int cols)
+{
+    size_t i = 0;
+    for (; s[i]; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80 && cols-- == 0)
+            break;
+    return i;
+}
+
+int evp_view_func_cell(char *buf, size_t len, const char *s, int maxcols)
+{
+    int cols = evp_esc_term_cell(buf, len, s, 0);
+    size_t n = strlen(buf);
+    const char *open = strstr(buf, " (");
+    if (!maxcols || cols <= maxcols)
+        return cols;
+    if (!open || buf[n - 1] != ')' || maxcols < 8)
+        return evp_esc_term_cell(buf, len, s, (size_t)maxcols);
+    /* the tail kept: from the path's last "/" (or its start) to ")" */
+    const char *tail = strrchr(open, '/');
+    if (!tail)
+        tail = open + 2;
+    /* keep the name whole, then as much of the path's end as fits; a
+     * name too long for that leaves half the cell to the path's end */
+    size_t tl = n - (size_t)(tail - buf);
+    int room = maxcols - 1, tc = text_cols(tail, tl), kt = tc;
+    int nc = text_cols(buf, (size_t)(open + 2 - buf));
+    if (nc + kt > room)
+        kt = room - nc;
+    if (kt < maxcols / 2 && kt < tc)
+        kt = tc < maxcols / 2 ? tc : maxcols / 2;
+    tail += text_bytes(tail, tc - kt);
+    tl = n - (size_t)(tail - buf);
+    int hc = room - kt;
+    char cut[1200];
+    size_t hl = text_bytes(buf, hc);
+    if (hl + 3 + tl >= sizeof cut || hl + 3 + tl >= len)
+        return evp_esc_term_cell(buf, len, s, (size_t)maxcols);
+    memcpy(cut, buf, hl);
+    memcpy(cut + hl, "…", 3);
+    memcpy(cut + hl + 3, tail, tl + 1);
+    memcpy(buf, cut, hl + 3 + tl + 1);
+    return maxcols;
+}
+
+void evp_view_cells_unique(size_t n, const char **shown, int *cols,
+                           const char *const *full, const int *fullcols)
+{
+    int moved = 1;
+    while (moved) {
+        moved = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (shown[i] == full[i])
+                continue; /* whole: only a cut cell can look like another */
+            for (size_t j = 0; j < n; j++) {
+                if (j == i || strcmp(shown[i], shown[j]) ||
+                    !strcmp(full[i], full[j]))
+                    continue;
+                shown[i] = full[i], cols[i] = fullcols[i];
+                shown[j] = full[j], cols[j] = fullcols[j];
+                moved = 1;
+                break;
+            }
+        }
+    }
+}

@@ -33,6 +33,9 @@ struct row {
     uint64_t first; /* order of first appearance */
     /* functions */
     uint64_t incl, self;
+    char *full;        /* the whole name, escaped (NAME may be cut) */
+    int fullcols;      /* its width */
+    const char *shown; /* NAME or FULL, set once the rows are sorted */
 };
 
 /* Comparators for qsort_r: ARG points to the enum evp_sort. */
@@ -192,15 +195,16 @@ static int cmp_func_rows(const void *x, const void *y, void *arg)
     case EVP_SORT_NAME:
         break;
     }
-    int c = strcmp(a->name, b->name);
+    int c = strcmp(a->full, b->full);
     return c ? c : (a->first > b->first) - (a->first < b->first);
 }
 
-/* The rows of the functions called or resumed, *N of them (unsorted);
- * *W the width of their names.  NULL when out of memory. */
+/* The rows of the functions called or resumed, *N of them (unsorted),
+ * each with its whole name and that name cut to 70 columns.  NULL when
+ * out of memory. */
 static struct row *func_rows(const struct evp_trace *t,
                              const struct evp_func_stats *fs, uint32_t nfuncs,
-                             size_t *n, int *w)
+                             size_t *n)
 {
     size_t k = 0;
     for (uint32_t id = 1; id <= nfuncs; id++)
@@ -220,13 +224,17 @@ static struct row *func_rows(const struct evp_trace *t,
             snprintf(nm, sizeof nm, "%s (%s:%u)", f->name, f->file, f->line);
         else
             snprintf(nm, sizeof nm, "%s", f ? f->name : "?");
-        set_name(r, nm);
+        char big[4400];
+        r->fullcols = evp_view_func_cell(big, sizeof big, nm, 0);
+        if (!(r->full = strdup(big))) {
+            *n = k - 1;
+            return rows;
+        }
+        r->cols = evp_view_func_cell(r->name, sizeof r->name, nm, 70);
         r->count = fs[id].calls + fs[id].resumes;
         r->incl = fs[id].incl_ns;
         r->self = fs[id].self_ns;
         r->first = id;
-        if (r->cols + 1 > *w)
-            *w = r->cols + 1;
     }
     return rows;
 }
@@ -248,29 +256,26 @@ static void func_line(FILE *out, const struct row *r, int w, struct cols cw,
     const char *u = evp_fmt_unit(in_ns);
     int v = cw.value;
     double mean = r->count ? (double)r->incl / (double)r->count / 1000.0 : 0;
-    fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", r->name, w - r->cols, "",
+    fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", r->shown, w - r->cols, "",
             cw.count, evp_num_group(c, sizeof c, r->count), v,
             evp_fmt_us(a, sizeof a, r->incl, in_ns), u, v,
             evp_fmt_us(b, sizeof b, r->self, in_ns), u, v,
             evp_fmt_us_double(d, sizeof d, mean, in_ns), u);
 }
 
-static void func_table(FILE *out, const struct evp_trace *t,
-                       const struct evp_func_stats *fs, uint32_t nfuncs,
-                       const struct evp_summary_opts *o)
+/* The table of ROWS, sorted, each printed as SHOWN[i] (COLS[i] wide). */
+static void func_table_rows(FILE *out, struct row *rows, size_t n,
+                            const char **shown, const int *cols, int in_ns)
 {
-    enum evp_sort sort = o->sort;
-    size_t n = 0;
     int w = 26;
-    struct row *rows = func_rows(t, fs, nfuncs, &n, &w);
-    if (!rows)
-        return;
-    qsort_r(rows, n, sizeof *rows, cmp_func_rows, &sort);
     struct cols cw = {12, 12};
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48];
+        rows[i].shown = shown[i], rows[i].cols = cols[i];
+        if (cols[i] + 1 > w)
+            w = cols[i] + 1;
         widen(&cw.count, evp_num_group(c, sizeof c, rows[i].count));
-        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl, o->ns));
+        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl, in_ns));
     }
     fputs("functions:\n\n", out);
     static const char *const labels[] = {"name", "calls", "inclusive", "self",
@@ -279,10 +284,41 @@ static void func_table(FILE *out, const struct evp_trace *t,
     heading(out, labels, (const int[]){w + 1, cw.count, v, v, v}, 5);
     func_rule(out, w, cw);
     for (size_t i = 0; i < n; i++)
-        func_line(out, &rows[i], w, cw, o->ns);
+        func_line(out, &rows[i], w, cw, in_ns);
     func_rule(out, w, cw);
     fprintf(out, " total: %zu functions\n", n);
+}
+
+static void func_table(FILE *out, const struct evp_trace *t,
+                       const struct evp_func_stats *fs, uint32_t nfuncs,
+                       const struct evp_summary_opts *o)
+{
+    enum evp_sort sort = o->sort;
+    size_t n = 0;
+    struct row *rows = func_rows(t, fs, nfuncs, &n);
+    const char **shown = calloc(n ? n : 1, sizeof *shown);
+    const char **full = calloc(n ? n : 1, sizeof *full);
+    int *cols = calloc(n ? n : 1, sizeof *cols);
+    int *fullcols = calloc(n ? n : 1, sizeof *fullcols);
+    if (rows && shown && full && cols && fullcols) {
+        qsort_r(rows, n, sizeof *rows, cmp_func_rows, &sort);
+        /* a cut name that would print as another function's prints whole */
+        for (size_t i = 0; i < n; i++) {
+            int cut = !o->wide_names && rows[i].cols < rows[i].fullcols;
+            full[i] = rows[i].full, fullcols[i] = rows[i].fullcols;
+            shown[i] = cut ? rows[i].name : full[i];
+            cols[i] = cut ? rows[i].cols : fullcols[i];
+        }
+        evp_view_cells_unique(n, shown, cols, full, fullcols);
+        func_table_rows(out, rows, n, shown, cols, o->ns);
+    }
+    for (size_t i = 0; rows && i < n; i++)
+        free(rows[i].full);
     free(rows);
+    free(shown);
+    free(full);
+    free(cols);
+    free(fullcols);
 }
 
 /* The events table: one row per kind seen, and how many kinds there are

@@ -53,7 +53,8 @@ struct evp_summary_opts {
     int group_specialized; /* fold specialized opcodes into their base */
     int compensate;
     long stream;
-    int ns; /* durations in ns instead of µs (--ns) */
+    int ns;         /* durations in ns instead of µs (--ns) */
+    int wide_names; /* function names never cut (--wide) */
 };
 
 int evp_view_summary(struct evp_trace *t, FILE *out,
@@ -64,7 +65,8 @@ struct evp_diff_opts {
     enum evp_sort sort; /* EVP_SORT_TOTAL (default): by change in total */
     int funcs;          /* add the per-function table */
     int compensate;
-    int ns; /* durations in ns instead of µs (--ns) */
+    int ns;         /* durations in ns instead of µs (--ns) */
+    int wide_names; /* function names never cut (--wide) */
 };
 
 int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
@@ -250,6 +252,18 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
  * or the name alone when the file is unknown (format.c). */
 void evp_view_func_key(const struct evp_trace *t, uint32_t id, char *buf,
                        size_t len);
+
+/* A function's label S ("name (file:line)") escaped for a terminal cell
+ * into BUF (LEN bytes); returns its columns.  MAXCOLS 0 keeps it whole;
+ * a label wider than MAXCOLS keeps its name and the end of its path (the
+ * last component and ":line)") and elides the middle of the path with
+ * "…"; a label of another shape is cut to end in ".." (format.c). */
+int evp_view_func_cell(char *buf, size_t len, const char *s, int maxcols);
+/* Cells that print alike for labels that differ show their whole labels
+ * (SHOWN[i] = FULL[i], COLS[i] = FULLCOLS[i]) until no two labels that
+ * differ print alike (format.c). */
+void evp_view_cells_unique(size_t n, const char **shown, int *cols,
+                           const char *const *full, const int *fullcols);
 
 /* Opcode OP's name in T, or "<OP>" when the trace does not name it
  * (format.c). */
