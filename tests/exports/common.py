@@ -82,9 +82,9 @@ ROW = re.compile(r"^ (.*?)(?: \((.*):(\d+)\))?\s+([\d,]+)\s+([\d,]+) ns\s+"
 
 
 def summary_funcs(trace, known=KNOWN):
-    """The rows of `summary --funcs --ns` whose name is not cut (".."):
-    each of KNOWN must be there."""
-    out = run([EVALPROF, "summary", "--funcs", "--ns", trace])
+    """The rows of `summary --funcs --ns --wide` (no name cut): each of
+    KNOWN must be there."""
+    out = run([EVALPROF, "summary", "--funcs", "--ns", "--wide", trace])
     rows = []
     for line in out.split("functions:", 1)[1].splitlines():
         m = ROW.match(line)
