@@ -411,8 +411,8 @@ class Exceptions(Case):
         proc.wait(timeout=30)
         proc.stdout.close()
         # Readable up to the last flush: the views work on it.
-        info = subprocess.run([EVALPROF, "summary", "--funcs", trace],
-                              capture_output=True, text=True)
+        info = subprocess.run([EVALPROF, "summary", "--funcs", "--wide",
+                               trace], capture_output=True, text=True)
         self.assertEqual(info.returncode, 0, info.stderr)
         self.assertRegex(info.stdout, r"\n op +[\d,]{5,} ")
         self.assertIn("spin (%s" % prog("forever.py"), info.stdout)
