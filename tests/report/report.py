@@ -101,7 +101,7 @@ def rows_of(text, title, nfig):
 
 
 def compare_run(trace, page, tag):
-    summ = run("summary", "--funcs", "--sort", "total", trace)
+    summ = run("summary", "--funcs", "--wide", "--sort", "total", trace)
     mean = run("summary", "--sort", "elapsed", trace)
     t = page["tables"]
     # header facts
@@ -135,12 +135,12 @@ def compare_run(trace, page, tag):
         want = [r for r in mops[:20]]
         check(got == want, f"{tag}: top {len(got)} opcodes by mean equal the summary's"
               + ("" if got == want else f"\n  page {got}\n  summary {want}"))
-    # functions: by "name (file:line)" where the terminal shows it whole
+    # functions: by "name (file:line)", whole with --wide
     funcs = {r[0]: r[1:] for r in rows_of(summ, "functions", 4)}
     n = 0
     for r in t["t-funcs"]["rows"]:
         key = term(r[0] + (f" ({r[1]})" if r[1] else ""))
-        if len(key) > 70 or key not in funcs:  # cut to 70 columns
+        if key not in funcs:
             continue
         n += 1
         check(r[2:] == funcs[key], f"{tag}: {key!r}: {r[2:]} == summary's {funcs[key]}")
@@ -149,7 +149,7 @@ def compare_run(trace, page, tag):
 
 
 def compare_diff(a, b, page):
-    d = run("diff", "--funcs", a, b)
+    d = run("diff", "--funcs", "--wide", a, b)
     t = page["tables"]
     for title, tid in (("events", "t-diff-phases"), ("ops", "t-diff-ops"),
                        ("functions (inclusive time)", "t-diff-funcs")):
