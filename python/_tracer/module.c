@@ -1,7 +1,7 @@
 /*
  * evalprof._tracer: the module the evalprof package drives.
  *
- *   start(path, ops=True, threads=False, follow_fork=True, opcodes=(),
+ *   start(path, ops=True, threads=True, follow_fork=True, opcodes=(),
  *         meta=None, buffer_events=0, quiet=False, ignore_prefix=None)
  *   stop() -> dict of figures (events, dropped, bytes, chunks, error,
  *             end_error, path: the file written, PATH or PATH.<pid>)
@@ -20,7 +20,8 @@
  * (evp_thread_setup): it finds its threading name, attaches to the
  * recorder under that name and, on 3.11, gets the trace and profile
  * functions.  With threads=False only the thread that called start() is
- * traced.
+ * traced; the others are counted, and stop() keeps their number as the
+ * threads.untraced metadata (and in its figures, untraced_threads).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -108,8 +109,12 @@ evp_thread_setup(PyThreadState *ts)
     tl->session = evp_S.id;
     tl->on = 0;
     tl->named = 1;
-    if (!evp_S.active || !evp_S.all_threads)
-        return; /* the starting thread is set up by start() */
+    if (!evp_S.active)
+        return;
+    if (!evp_S.all_threads) {
+        evp_S.untraced++; /* the starting thread is set up by start() */
+        return;
+    }
     tl->on = 1;
     tl->named = 0;
     tl->name_tries = 0;
@@ -221,7 +226,7 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
         "path", "ops",           "threads", "follow_fork",   "opcodes",
         "meta", "buffer_events", "quiet",   "ignore_prefix", NULL};
     const char *path, *ignore = NULL;
-    int ops = 1, threads = 0, follow_fork = 1, quiet = 0;
+    int ops = 1, threads = 1, follow_fork = 1, quiet = 0;
     unsigned int buffer_events = 0;
     PyObject *opcodes = NULL, *meta = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "s|pppOOIpz", kwlist, &path,
@@ -291,6 +296,7 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     evp_S.interp = PyInterpreterState_Get();
     evp_S.ops = ops;
     evp_S.all_threads = threads;
+    evp_S.untraced = 0;
     evp_S.id++;
     evp_S.active = 1;
 
@@ -346,8 +352,21 @@ tracer_stop(PyObject *self, PyObject *unused)
     remove_hooks();
     evp_rec_event(EVP_EV_FINI, 0);
     evp_S.active = 0;
+    if (!evp_S.all_threads) {
+        char n[24];
+        snprintf(n, sizeof n, "%lu", evp_S.untraced);
+        evp_rec_meta("threads.untraced", n);
+    }
     int rc = evp_rec_close();
-    return stats_dict(rc);
+    PyObject *stats = stats_dict(rc);
+    if (stats != NULL && !evp_S.all_threads) {
+        PyObject *n = PyLong_FromUnsignedLong(evp_S.untraced);
+        if (n == NULL ||
+            PyDict_SetItemString(stats, "untraced_threads", n) < 0)
+            Py_CLEAR(stats);
+        Py_XDECREF(n);
+    }
+    return stats;
 }
 
 static PyObject *
@@ -407,7 +426,7 @@ tracer_fork_resume(PyObject *self, PyObject *unused)
 PyMethodDef evp_module_methods[] = {
     {"start", (PyCFunction)(void (*)(void))tracer_start,
      METH_VARARGS | METH_KEYWORDS,
-     "start(path, ops=True, threads=False, follow_fork=True, opcodes=(),\n"
+     "start(path, ops=True, threads=True, follow_fork=True, opcodes=(),\n"
      "      meta=None, buffer_events=0, quiet=False, ignore_prefix=None)\n\n"
      "Open the trace PATH and start tracing.  Code from files whose name\n"
      "starts with IGNORE_PREFIX is not traced.  Raises OSError when PATH\n"

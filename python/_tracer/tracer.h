@@ -68,6 +68,7 @@ struct evp_session {
     char *ignore_prefix;        /* code from files under this is not traced
                                    (evalprof's own package) */
     size_t ignore_len;
+    unsigned long untraced; /* threads left out (!all_threads), counted */
 };
 
 extern struct evp_session evp_S;

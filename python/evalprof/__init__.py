@@ -9,7 +9,7 @@ time spent back in the runtime.  Read the traces with ``evalprof summary``,
 
 From the command line, in the manner of ``python -m cProfile``::
 
-    python -m evalprof [-o FILE] [--no-ops] [--threads] script.py [args]
+    python -m evalprof [-o FILE] [--no-ops] [--main-thread-only] script.py [args]
     python -m evalprof [-o FILE] -m module [args]
     python -m evalprof [-o FILE] -c code [args]
 

@@ -366,14 +366,17 @@ def _mp_child_started(_anchor):
         util.Finalize(None, _at_exit, exitpriority=-1000000)
 
 
-def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
+def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
           quiet=True, meta=None, calibrate=True):
     """Start tracing into PATH (an ``.evp`` file, created or truncated).
 
     ops: record every instruction executed (op events); False records
         frames, C calls and exceptions only, at a fraction of the cost.
-    threads: trace every thread, including threads already running;
-        False traces only the calling thread.
+    threads: trace every thread, including threads already running and
+        threads started later (the default); False traces only the
+        calling thread, and counts the threads that ran untraced (the
+        trace's threads.untraced metadata, and a line on stderr at the
+        end, quiet or not).
     follow_fork: a forked child writes its own trace, PATH.<pid>.
     quiet: no summary line on stderr when the trace is closed (problems
         writing the trace are reported either way).
@@ -417,13 +420,16 @@ def start(path="evalprof.evp", ops=True, threads=False, follow_fork=True,
                      ignore_prefix=_package_dir())
         _state["path"] = path
         _state["quiet"] = quiet
+        _state["untraced_hint"] = "threads=False"
 
 
 def stop():
     """Stop tracing and close the trace.
 
     Returns a dict of figures: events, dropped, bytes, chunks,
-    event_cost_ns, error (an errno, 0 when every write succeeded), path.
+    event_cost_ns, error (an errno, 0 when every write succeeded), path,
+    and with threads=False untraced_threads (how many other threads ran
+    Python code untraced).
     Raises RuntimeError when not tracing.
     """
     with _lock:
@@ -435,6 +441,8 @@ def _stop_locked():
     stats["path"] = stats.get("path") or _current_path(_state["path"])
     if not _state["quiet"]:
         _report(stats)
+    # what the trace lacks is said either way, as a write error is
+    _report_untraced(stats.get("untraced_threads", 0))
     return stats
 
 
@@ -464,6 +472,18 @@ def _report(stats):
         line += ", write error: %s" % os.strerror(stats["error"])
     try:
         sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _report_untraced(n):
+    if not n:
+        return
+    try:
+        sys.stderr.write("evalprof: %d thread%s ran untraced (%s)\n"
+                         % (n, "" if n == 1 else "s",
+                            _state["untraced_hint"]))
         sys.stderr.flush()
     except Exception:
         pass

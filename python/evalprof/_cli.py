@@ -58,8 +58,15 @@ def _parser(prog):
                    help="do not record instructions (op events): frames, C "
                         "calls and exceptions only, at a fraction of the "
                         "cost")
-    p.add_argument("--threads", action="store_true",
-                   help="trace every thread, not only the main thread")
+    p.add_argument("--main-thread-only", dest="threads",
+                   action="store_false",
+                   help="trace the main thread only (default: every "
+                        "thread, threads started later included); the "
+                        "threads left out are counted in the trace "
+                        "(threads.untraced) and on stderr")
+    p.add_argument("--threads", dest="threads_alias", action="store_true",
+                   help="accepted for compatibility and does nothing: "
+                        "every thread is traced by default")
     p.add_argument("--no-follow-fork", dest="follow_fork",
                    action="store_false",
                    help="a forked child writes no trace (default: it "
@@ -231,6 +238,7 @@ def main(argv=None, prog="python -m evalprof"):
     kind, target, args = _program(parser, opts)
 
     import evalprof
+    from evalprof import _api
 
     problem = _check_output(opts.output)
     if problem:
@@ -274,6 +282,8 @@ def main(argv=None, prog="python -m evalprof"):
         sys.stderr.write("evalprof: cannot write trace %s: %s\n"
                          % (opts.output, e.strerror or e))
         return 2
+    # the threads left out are reported by the option that left them out
+    _api._state["untraced_hint"] = "--main-thread-only"
 
     _pristine_main()
     if kind == "code" and sys.version_info >= (3, 13):

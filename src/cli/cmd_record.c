@@ -1,8 +1,9 @@
 /*
  * `evalprof record`: run a Python program and record a trace of it.
  *
- *   evalprof record [-o FILE] [--no-ops] [--threads] [--no-follow-fork]
- *                   [--no-calibrate] [-q] -- PYTHON [PYTHON-OPTIONS]
+ *   evalprof record [-o FILE] [--no-ops] [--main-thread-only]
+ *                   [--no-follow-fork] [--no-calibrate] [-q]
+ *                   -- PYTHON [PYTHON-OPTIONS]
  *                   (SCRIPT | -m MODULE | -c CODE | -) [ARGS...]
  *
  * The interpreter is asked what it is (one short probe run) and then
@@ -375,14 +376,15 @@ int cmd_record(int argc, char **argv)
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
         {"no-ops", no_argument, NULL, 'n'},
-        {"threads", no_argument, NULL, 't'},
+        {"main-thread-only", no_argument, NULL, 'M'},
+        {"threads", no_argument, NULL, 't'}, /* the default: accepted */
         {"no-follow-fork", no_argument, NULL, 'F'},
         {"no-calibrate", no_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *out = "evalprof.evp";
-    int no_ops = 0, threads = 0, no_fork = 0, no_calib = 0, quiet = 0, c;
+    int no_ops = 0, main_only = 0, no_fork = 0, no_calib = 0, quiet = 0, c;
     optind = 1;
     /* '+': options end at PYTHON even without "--". */
     while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
@@ -393,8 +395,10 @@ int cmd_record(int argc, char **argv)
         case 'n':
             no_ops = 1;
             break;
+        case 'M':
+            main_only = 1;
+            break;
         case 't':
-            threads = 1;
             break;
         case 'F':
             no_fork = 1;
@@ -431,8 +435,9 @@ int cmd_record(int argc, char **argv)
     if (p.mode_a) {
         /* The instrumented interpreter traces itself (its contract:
          * EVALPROF=FILE, EVALPROF_EVENTS, EVALPROF_FORK). */
-        if (threads)
-            evp_cli_warn("%s is an instrumented interpreter: --threads "
+        if (main_only)
+            evp_cli_warn("%s is an instrumented interpreter: "
+                         "--main-thread-only "
                          "applies to stock interpreters only",
                          python);
         if (setenv("EVALPROF", abs, 1) < 0 ||
@@ -491,8 +496,8 @@ int cmd_record(int argc, char **argv)
     args[k++] = abs;
     if (no_ops)
         args[k++] = "--no-ops";
-    if (threads)
-        args[k++] = "--threads";
+    if (main_only)
+        args[k++] = "--main-thread-only";
     if (no_fork)
         args[k++] = "--no-follow-fork";
     if (no_calib)

@@ -4,8 +4,10 @@
  * notes (producer, compensation, dropped events) for traces that carry
  * them.  Text traces of the discussion's format get exactly its header.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "views.h"
@@ -44,6 +46,22 @@ const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
     return buf;
 }
 
+const char *evp_view_untraced_note(const struct evp_trace *t, char *buf,
+                                   size_t len)
+{
+    const char *v = evp_trace_meta(t, "threads.untraced");
+    char *end;
+    buf[0] = '\0';
+    if (!v || *v < '0' || *v > '9')
+        return buf; /* absent, or not a count: nothing to say */
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end == '\0' && n > 0 && errno == 0)
+        snprintf(buf, len, "%llu thread%s ran untraced (main thread only)", n,
+                 n == 1 ? "" : "s");
+    return buf;
+}
+
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                      int width, int compensate, int in_ns)
 {
@@ -71,6 +89,8 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
     char note[256];
     if (*evp_view_producer_note(t, note, sizeof note))
         line(out, prefix, width, "producer", note);
+    if (*evp_view_untraced_note(t, note, sizeof note))
+        line(out, prefix, width, "threads", note);
     if (in->has_kind_cost) {
         char c[768];
         evp_view_kind_costs(t, c, sizeof c);

@@ -160,12 +160,16 @@ int evp_view_info(struct evp_trace *t, FILE *out)
         fputc('\n', out);
     }
     size_t nw = evp_trace_nwarnings(t);
-    if (!nw) {
+    char untraced[96];
+    int nu = *evp_view_untraced_note(t, untraced, sizeof untraced) != 0;
+    if (!nw && !nu) {
         fputs("\nwarnings:    none\n", out);
     } else {
-        fprintf(out, "\nwarnings:    %zu\n", nw);
+        fprintf(out, "\nwarnings:    %zu\n", nw + (size_t)nu);
         for (size_t i = 0; i < nw; i++)
             fprintf(out, "  %s\n", evp_trace_warning(t, i));
+        if (nu)
+            fprintf(out, "  %s\n", untraced);
     }
     return rc < 0 ? rc : 0;
 }

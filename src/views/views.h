@@ -103,6 +103,10 @@ size_t evp_view_kind_costs(const struct evp_trace *t, char *buf, size_t len);
 /* One line describing the producer ("" for text traces). */
 const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
                                    size_t len);
+/* "N threads ran untraced (main thread only)" when the trace's
+ * threads.untraced metadata counts any, else "". */
+const char *evp_view_untraced_note(const struct evp_trace *t, char *buf,
+                                   size_t len);
 
 /* ---- folded stacks (folded.c) ------------------------------------ */
 

@@ -503,16 +503,81 @@ class Threads(Case):
                 n += 1
         return n
 
-    def test_main_thread_only_by_default(self):
-        p, trace = self.traced([prog("threads.py")])
-        t = self.load(trace)
-        self.assertEqual(self.worker_streams(t), {})
-        busy = [s for s in t.streams if len(s)]
-        self.assertEqual(len(busy), 1, [s.name for s in busy])
-        self.assertEqual(busy[0].name, "MainThread")
+    def busy_streams(self, t):
+        return {s.name: self.square_calls(t, s) for s in t.streams
+                if len(s)}
+
+    def test_every_thread_by_default(self):
+        # python -m evalprof, evalprof record, the API: no option needed
+        three = prog("three_threads.py")
+        runs = [self.traced([three])]
+        trace = self.path("r.evp")
+        runs.append((subprocess.run(
+            [EVALPROF, "record", "-q", "-o", trace, "--", PY, three],
+            capture_output=True, text=True, env=env(), cwd=self.tmp,
+            timeout=120), trace))
+        trace = self.path("api.evp")
+        runs.append((subprocess.run(
+            [PY, three, "--api", trace], capture_output=True, text=True,
+            env=env(), cwd=self.tmp, timeout=120), trace))
+        for p, trace in runs:
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn("untraced", p.stderr)
+            t = self.load(trace)
+            self.assertBalanced(t)
+            self.assertEqual(self.busy_streams(t),
+                             {"MainThread": 100, "worker-1": 100,
+                              "worker-2": 100})
+            self.assertEqual(t.meta["threads"], "all")
+            self.assertNotIn("threads.untraced", t.meta)
+
+    def test_main_thread_only(self):
+        three = prog("three_threads.py")
+        trace = self.path("r.evp")
+        record = subprocess.run(
+            [EVALPROF, "record", "-q", "--main-thread-only", "-o", trace,
+             "--", PY, three], capture_output=True, text=True, env=env(),
+            cwd=self.tmp, timeout=120)
+        for p, trace in (self.traced([three], opts=["--main-thread-only"]),
+                         (record, trace)):
+            self.assertEqual(p.returncode, 0, p.stderr)
+            # said even under -q: the trace lacks two threads
+            self.assertEqual(
+                p.stderr, "evalprof: 2 threads ran untraced "
+                "(--main-thread-only)\n")
+            t = self.load(trace)
+            self.assertEqual(self.busy_streams(t), {"MainThread": 100})
+            self.assertEqual(t.meta["threads.untraced"], "2")
+            for view, line in (("info", "warnings:    1\n  "),
+                               ("summary", "threads:   ")):
+                out = subprocess.run([EVALPROF, view, trace],
+                                     capture_output=True, text=True)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                self.assertIn(line + "2 threads ran untraced (main thread "
+                              "only)\n", out.stdout)
+
+    def test_untraced_count_not_a_number(self):
+        # a count the views cannot read is no warning, and no crash
+        for junk in ("", "x", "-2", "2x", "0", "99999999999999999999999"):
+            trace = self.path("junk.evp")
+            code = ("import evalprof; evalprof.start(%r, meta={"
+                    "'threads.untraced': %r}); evalprof.stop()"
+                    % (trace, junk))
+            p = subprocess.run([PY, "-c", code], capture_output=True,
+                               text=True, env=env(), cwd=self.tmp)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out = subprocess.run([EVALPROF, "info", trace],
+                                 capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("warnings:    none", out.stdout)
+
+    def test_threads_is_a_no_op(self):
+        p, trace = self.traced([prog("three_threads.py")],
+                               opts=["--threads"])
+        self.assertEqual(len(self.busy_streams(self.load(trace))), 3)
 
     def test_every_thread(self):
-        p, trace = self.traced([prog("threads.py")], opts=["--threads"])
+        p, trace = self.traced([prog("threads.py")])
         t = self.load(trace)
         self.assertBalanced(t)
         workers = self.worker_streams(t)
@@ -865,7 +930,8 @@ class Record(Case):
         p = subprocess.run([EVALPROF, "record", "--help"],
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
-        for opt in ("-o, --output FILE", "--no-ops", "--threads",
+        for opt in ("-o, --output FILE", "--no-ops", "--main-thread-only",
+                    "--threads",
                     "--no-follow-fork", "--no-calibrate", "-q, --quiet",
                     "-h, --help", "PYTHON-OPTIONS", "-W error", "-m MODULE",
                     "-c CODE"):
@@ -874,7 +940,8 @@ class Record(Case):
                            text=True, env=env())
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stdout, r"-o( FILE)?, --output FILE")
-        for opt in ("--no-ops", "--threads", "--no-follow-fork",
+        for opt in ("--no-ops", "--main-thread-only", "--threads",
+                    "--no-follow-fork",
                     "--no-calibrate", "-q, --quiet", "-x", "--version",
                     "-m module [args]", "-c code [args]", "-h, --help",
                     "script.py [args]", "- [args]"):
