@@ -21,7 +21,7 @@
 #define EVP_FILE_MAGIC "EVPTRACE" /* 8 bytes, no NUL */
 #define EVP_FILE_HEADER_SIZE 16
 #define EVP_FORMAT_MAJOR 1 /* incompatible changes */
-#define EVP_FORMAT_MINOR 0 /* compatible additions */
+#define EVP_FORMAT_MINOR 1 /* compatible additions */
 
 #define EVP_CHUNK_MAGIC 0x43505645u /* "EVPC" read as little-endian u32 */
 #define EVP_CHUNK_HEADER_SIZE 16

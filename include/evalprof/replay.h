@@ -48,6 +48,8 @@ struct evp_event {
                          pushes and pops, else the innermost open frame
                          (0 outside any frame) */
     uint32_t parent;  /* for pushes and pops: the caller (0 if none) */
+    uint32_t at;      /* op events: code unit + 1 of the instruction in
+                         its function, 0 when the trace does not say */
 };
 
 #define EVP_EVF_LAST 0x1u      /* last event of the stream: no elapsed */

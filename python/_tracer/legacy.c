@@ -91,6 +91,51 @@ trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return 0;
 }
 
+/* An op at event: the instruction at IP with its code unit in CODE. */
+static inline void
+emit_at(PyCodeObject *code, const _Py_CODEUNIT *ip, unsigned op, uint32_t arg)
+{
+    size_t unit = (size_t)(ip - _PyCode_CODE(code));
+    if (unit < (1u << 24))
+        evp_rec_emit(EVP_EV_OP_AT, op, (uint32_t)unit << 8 | (arg & 0xff));
+}
+
+/*
+ * trace_fn with lines: op at events, and each code's line table when its
+ * first frame starts.  A function of its own, so that plain ops pay
+ * nothing for it.
+ */
+static int
+trace_fn_lines(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    if (EVP_UNLIKELY(evp_tls.session != evp_S.id))
+        evp_thread_setup(NULL);
+    PyCodeObject *code = frame->f_frame->f_code;
+    if (EVP_LIKELY(what == PyTrace_OPCODE)) {
+        if (!evp_rec_wants(EVP_EV_OP_AT))
+            return 0;
+        const _Py_CODEUNIT *ip = frame->f_frame->prev_instr;
+        unsigned op = evp_S.deopt[_Py_OPCODE(*ip)];
+        uint32_t a = _Py_OPARG(*ip);
+        emit_at(code, ip, op, a);
+        /* As emit_extended: the instruction after a prefix is not
+         * traced. */
+        for (int i = 0; op == EXTENDED_ARG && i < 4; i++) {
+            ip++;
+            op = evp_S.deopt[_Py_OPCODE(*ip)];
+            a = (a << 8) | _Py_OPARG(*ip);
+            emit_at(code, ip, op, a);
+        }
+        return 0;
+    }
+    if (what == PyTrace_CALL) {
+        struct evp_code *c = evp_code_get(code);
+        if (c != NULL && !c->ignore)
+            evp_code_lines(code, c);
+    }
+    return trace_fn(obj, frame, what, arg);
+}
+
 static int
 profile_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
@@ -155,12 +200,14 @@ take_slots(PyThreadState *ts)
     if (!evp_S.ops)
         return foreign;
     if (ts->c_tracefunc == NULL) {
-        if (_PyEval_SetTrace(ts, trace_fn, NULL) < 0)
+        if (_PyEval_SetTrace(ts, evp_S.lines ? trace_fn_lines : trace_fn,
+                             NULL) < 0)
             PyErr_Clear();
         else
             set_frame_flags(ts, 1, 0);
     }
-    else if (ts->c_tracefunc != trace_fn) {
+    else if (ts->c_tracefunc != trace_fn &&
+             ts->c_tracefunc != trace_fn_lines) {
         foreign = 1;
     }
     return foreign;
@@ -198,7 +245,7 @@ evp_legacy_remove(void)
 {
     for (PyThreadState *ts = PyInterpreterState_ThreadHead(evp_S.interp);
          ts != NULL; ts = PyThreadState_Next(ts)) {
-        if (ts->c_tracefunc == trace_fn) {
+        if (ts->c_tracefunc == trace_fn || ts->c_tracefunc == trace_fn_lines) {
             if (_PyEval_SetTrace(ts, NULL, NULL) < 0)
                 PyErr_Clear();
             set_frame_flags(ts, 0, 1);

@@ -222,16 +222,18 @@ remove_hooks(void)
 static PyObject *
 tracer_start(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {
-        "path", "ops",           "threads", "follow_fork",   "opcodes",
-        "meta", "buffer_events", "quiet",   "ignore_prefix", NULL};
+    static char *kwlist[] = {"path",          "ops",     "threads",
+                             "follow_fork",   "opcodes", "meta",
+                             "buffer_events", "quiet",   "ignore_prefix",
+                             "lines",         NULL};
     const char *path, *ignore = NULL;
-    int ops = 1, threads = 1, follow_fork = 1, quiet = 0;
+    int ops = 1, threads = 1, follow_fork = 1, quiet = 0, lines = 0;
     unsigned int buffer_events = 0;
     PyObject *opcodes = NULL, *meta = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|pppOOIpz", kwlist, &path,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|pppOOIpzp", kwlist, &path,
                                      &ops, &threads, &follow_fork, &opcodes,
-                                     &meta, &buffer_events, &quiet, &ignore))
+                                     &meta, &buffer_events, &quiet, &ignore,
+                                     &lines))
         return NULL;
     if (evp_S.active) {
         PyErr_SetString(PyExc_RuntimeError, "evalprof is already tracing");
@@ -243,7 +245,8 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     struct evp_rec_config cfg = {
         .path = path,
         .producer = EVP_PRODUCER_EXTENSION,
-        .can_emit = can_emit(ops),
+        .can_emit =
+            can_emit(ops) | (ops && lines ? EVP_KIND_BIT(EVP_EV_OP_AT) : 0),
         .flags = (follow_fork ? EVP_REC_FOLLOW_FORK : 0) |
                  (quiet ? EVP_REC_QUIET : 0),
         .buffer_events = buffer_events,
@@ -295,6 +298,7 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     evp_S.ignore_len = evp_S.ignore_prefix ? strlen(evp_S.ignore_prefix) : 0;
     evp_S.interp = PyInterpreterState_Get();
     evp_S.ops = ops;
+    evp_S.lines = ops && lines;
     evp_S.all_threads = threads;
     evp_S.untraced = 0;
     evp_S.id++;

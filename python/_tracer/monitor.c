@@ -103,6 +103,41 @@ on_instruction(PyObject *cb, PyObject *const *args, size_t nargsf,
     Py_RETURN_NONE;
 }
 
+/*
+ * INSTRUCTION with lines: the same, recording op at events (the code unit
+ * travels with the op), and the code's line table the first time the
+ * code is seen in the session.  A callback of its own, so that plain ops
+ * pay nothing for it.
+ */
+static PyObject *
+on_instruction_lines(PyObject *cb, PyObject *const *args, size_t nargsf,
+                     PyObject *kwnames)
+{
+    if (EVP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 2))
+        Py_RETURN_NONE;
+    struct evp_tls *tl = &evp_tls;
+    const struct evp_op_slot *ops;
+    uint32_t n;
+    if (EVP_LIKELY(args[0] == tl->op_code && tl->op_epoch == evp_code_epoch)) {
+        ops = tl->op_slots;
+        n = tl->op_nunits;
+    }
+    else {
+        ops = op_slots_slow(args[0], &n);
+        if (ops != NULL)
+            evp_code_lines((PyCodeObject *)args[0],
+                           evp_code_get_cached((PyCodeObject *)args[0]));
+    }
+    size_t unit = (size_t)PyLong_AsSsize_t(args[1]) / 2;
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    else if (EVP_LIKELY(unit < n && unit < (1u << 24)) &&
+             evp_rec_wants(EVP_EV_OP_AT))
+        evp_rec_emit(EVP_EV_OP_AT, ops[unit].opcode,
+                     (uint32_t)unit << 8 | (ops[unit].oparg & 0xff));
+    Py_RETURN_NONE;
+}
+
 /* Events in evalprof's own frames are left out. */
 static inline int
 ignored(PyObject *code)
@@ -188,12 +223,13 @@ static PyTypeObject CallbackType = {
 
 struct callback {
     const char *event; /* name in sys.monitoring.events */
-    int with_ops;      /* only when op events are wanted */
+    int with_ops;      /* 1: only for ops without lines, 2: with lines */
     vectorcallfunc fn;
 };
 
 static const struct callback callbacks[] = {
     {"INSTRUCTION", 1, on_instruction},
+    {"INSTRUCTION", 2, on_instruction_lines},
     {"CALL", 0, on_call},
     {"C_RETURN", 0, on_c_return},
     {"C_RAISE", 0, on_c_raise},
@@ -284,7 +320,7 @@ evp_monitor_install(void)
     long mask = 0;
     for (size_t i = 0; i < NCALLBACKS; i++) {
         const struct callback *cb = &callbacks[i];
-        if (cb->with_ops && !evp_S.ops)
+        if (cb->with_ops && (!evp_S.ops || cb->with_ops != 1 + evp_S.lines))
             continue;
         long bit = event_bit(mon, cb->event);
         if (bit < 0)

@@ -146,6 +146,57 @@ evp_code_decode(PyCodeObject *co, struct evp_code *c)
     return 0;
 }
 
+void
+evp_code_lines(PyCodeObject *co, struct evp_code *c)
+{
+    if (c->func == 0 || c->lines_session == evp_S.id)
+        return;
+    c->lines_session = evp_S.id;
+    PyObject *it = PyObject_CallMethod((PyObject *)co, "co_lines", NULL);
+    if (it == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    /* "unit:line,..." for each range's start, the line of the range
+     * that starts there (0: none); a range continuing its predecessor's
+     * line is left out. */
+    size_t cap = 256, len = 0;
+    char *buf = malloc(cap);
+    long last = -1;
+    PyObject *t;
+    while (buf != NULL && (t = PyIter_Next(it)) != NULL) {
+        long start = -1, line = 0;
+        if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 3) {
+            start = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+            PyObject *l = PyTuple_GET_ITEM(t, 2);
+            line = l == Py_None ? 0 : PyLong_AsLong(l);
+        }
+        Py_DECREF(t);
+        if (PyErr_Occurred() || start < 0 || line < 0)
+            break;
+        if (line == last)
+            continue;
+        last = line;
+        if (cap - len < 48) {
+            char *nb = realloc(buf, cap * 2);
+            if (nb == NULL)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "%s%ld:%ld",
+                                len ? "," : "", start / 2, line);
+    }
+    PyErr_Clear();
+    Py_DECREF(it);
+    if (buf != NULL && len) {
+        char key[32];
+        snprintf(key, sizeof key, "lines.%u", (unsigned)c->func);
+        evp_rec_meta(key, buf);
+    }
+    free(buf);
+}
+
 /* ---- C functions -------------------------------------------------------- */
 
 struct cfunc_entry {

@@ -58,6 +58,7 @@
 struct evp_session {
     uint64_t id;     /* 0: no session; bumps at every start() */
     int ops;         /* op events wanted */
+    int lines;       /* op events carry their offset (op at) */
     int all_threads; /* trace every thread, not only the starter */
     int active;      /* between start() and stop() */
     PyInterpreterState *interp;
@@ -128,6 +129,7 @@ struct evp_code {
     uint8_t ignore;      /* evalprof's own code: never traced */
     uint32_t nunits;     /* code units in OPS */
     struct evp_op_slot *ops; /* 3.12+: decoded instructions, lazily */
+    uint64_t lines_session;  /* session whose trace has FUNC's line table */
 };
 
 /* One decoded instruction of a code unit (3.12+). */
@@ -177,6 +179,11 @@ evp_code_get_cached(PyCodeObject *co)
     }
     return c;
 }
+
+/* Record CO's code unit -> line table once per session (metadata
+ * "lines.ID", docs/FORMAT.md), for op at events.  Errors are cleared:
+ * the ops stay, without lines. */
+void evp_code_lines(PyCodeObject *co, struct evp_code *c);
 
 /* Decode CO's instructions into C->ops (3.12+).  Returns 0 or -1. */
 int evp_code_decode(PyCodeObject *co, struct evp_code *c);

@@ -367,7 +367,7 @@ def _mp_child_started(_anchor):
 
 
 def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
-          quiet=True, meta=None, calibrate=True):
+          quiet=True, meta=None, calibrate=True, lines=False):
     """Start tracing into PATH (an ``.evp`` file, created or truncated).
 
     ops: record every instruction executed (op events); False records
@@ -378,6 +378,9 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
         trace's threads.untraced metadata, and a line on stderr at the
         end, quiet or not).
     follow_fork: a forked child writes its own trace, PATH.<pid>.
+    lines: op events carry their instruction's offset, and each function
+        its line table, so that the reports can say which line is hot
+        (``summary --lines``); with ops only.
     quiet: no summary line on stderr when the trace is closed (problems
         writing the trace are reported either way).
     meta: extra metadata pairs for the trace.
@@ -417,7 +420,7 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
                      follow_fork=bool(follow_fork), opcodes=_opcode_table(),
                      meta=dict(_metadata(ops, threads, meta,
                                          tracer.can_emit), **costs),
-                     ignore_prefix=_package_dir())
+                     ignore_prefix=_package_dir(), lines=bool(lines))
         _state["path"] = path
         _state["quiet"] = quiet
         _state["untraced_hint"] = "threads=False"

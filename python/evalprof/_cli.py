@@ -58,6 +58,9 @@ def _parser(prog):
                    help="do not record instructions (op events): frames, C "
                         "calls and exceptions only, at a fraction of the "
                         "cost")
+    p.add_argument("--lines", action="store_true",
+                   help="op events carry their instruction's offset, so "
+                        "that summary --lines can say which line is hot")
     p.add_argument("--main-thread-only", dest="threads",
                    action="store_false",
                    help="trace the main thread only (default: every "
@@ -274,7 +277,8 @@ def main(argv=None, prog="python -m evalprof"):
     _set_path0(path0)
 
     try:
-        evalprof.start(opts.output, ops=opts.ops, threads=opts.threads,
+        evalprof.start(opts.output, ops=opts.ops, lines=opts.lines,
+                       threads=opts.threads,
                        follow_fork=opts.follow_fork, quiet=opts.quiet,
                        calibrate=opts.calibrate,
                        meta=_run_meta(kind, target, args))

@@ -16,6 +16,7 @@ int cmd_summary(int argc, char **argv)
         {"sort", required_argument, NULL, 'S'},
         {"output", required_argument, NULL, 'o'},
         {"funcs", no_argument, NULL, 'F'},
+        {"lines", no_argument, NULL, 'L'},
         {"wide", no_argument, NULL, 'W'},
         {"group-specialized", no_argument, NULL, 'g'},
         EVP_CLI_COMMON_LONGOPTS,
@@ -43,6 +44,9 @@ int cmd_summary(int argc, char **argv)
             break;
         case 'F':
             o.funcs = 1;
+            break;
+        case 'L':
+            o.lines = 1;
             break;
         case 'W':
             o.wide_names = 1;

@@ -457,6 +457,8 @@ static void print_summary(FILE *out, struct evp_trace *t, struct evp_stats *a,
 int evp_view_summary(struct evp_trace *t, FILE *out,
                      const struct evp_summary_opts *o)
 {
+    if (o->lines)
+        return evp_view_lines_table(t, out, o->compensate, o->stream, o->ns);
     struct evp_stats a;
     struct row *rows = calloc(NKEYS, sizeof *rows);
     int rc = rows ? evp_stats_compute(t, &a, o->compensate, o->stream, o->funcs)

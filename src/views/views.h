@@ -39,6 +39,19 @@ struct evp_tree_opts {
 int evp_view_tree(struct evp_trace *t, FILE *out,
                   const struct evp_tree_opts *o);
 
+/* ---- lines (lines.c) ---------------------------------------------- */
+/* A trace's code unit -> line maps, parsed on first use. */
+struct evp_lines;
+struct evp_lines *evp_lines_open(const struct evp_trace *t);
+void evp_lines_close(struct evp_lines *l);
+/* Whether T's ops carry their offset (recorded with --lines). */
+int evp_lines_present(const struct evp_trace *t);
+/* The line of the op at AT (evp_event.at) in FUNC; 0 when unknown. */
+uint32_t evp_lines_line(struct evp_lines *l, uint32_t func, uint32_t at);
+/* summary --lines: the hottest lines, with the ops that ran on them. */
+int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
+                         long stream, int ns);
+
 /* ---- summary ------------------------------------------------------- */
 enum evp_sort {
     EVP_SORT_COUNT,
@@ -55,6 +68,7 @@ struct evp_summary_opts {
     long stream;
     int ns;         /* durations in ns instead of µs (--ns) */
     int wide_names; /* function names never cut (--wide) */
+    int lines;      /* the hottest lines table instead (--lines) */
 };
 
 int evp_view_summary(struct evp_trace *t, FILE *out,

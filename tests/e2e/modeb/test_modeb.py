@@ -480,6 +480,40 @@ class Generators(Case):
                          c["agen"]["exit"] + c["agen"]["suspend"])
 
 
+class Lines(Case):
+    HOT = 8  # progs/hotline.py: the loop body of work()
+
+    def evalprof(self, *args, check=True):
+        p = subprocess.run([EVALPROF] + list(args), capture_output=True,
+                           text=True, timeout=120)
+        if check:
+            self.assertEqual(p.returncode, 0, p.stderr)
+        return p
+
+    def test_hot_line_is_first(self):
+        script = prog("hotline.py")
+        p, trace = self.traced([script], opts=["--lines"])
+        self.assertEqual(p.stdout, self.plain([script]).stdout)
+        out = self.evalprof("summary", "--lines", trace).stdout
+        rows = [l.split() for l in out.splitlines()
+                if l.startswith(" ") and ".py:" in l.split()[0]]
+        self.assertTrue(rows, out)
+        where, func = rows[0][0], rows[0][1]
+        self.assertTrue(where.endswith("hotline.py:%d" % self.HOT), out)
+        self.assertEqual(func, "work", out)
+        self.assertIn("BINARY_OP", " ".join(rows[0][5:]), out)
+        # every op of the hot line is on it: 30,000 runs of the loop body
+        count = int(rows[0][4].replace(",", ""))
+        self.assertGreaterEqual(count, 30000 * 10, out)
+
+    def test_without_lines(self):
+        p, trace = self.traced([prog("hotline.py")])
+        r = self.evalprof("summary", "--lines", trace, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("record it with --lines", r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+
+
 class Threads(Case):
     def worker_streams(self, t):
         return {s.name: s for s in t.streams if s.name.startswith("worker")}

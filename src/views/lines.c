@@ -1,0 +1,299 @@
+/*
+ * Lines: where in a function its ops ran.  A trace recorded with --lines
+ * has op at events (the replay gives them as ops with the instruction's
+ * code unit, evp_event.at) and, per function, its line table in the
+ * metadata ("lines.ID": "unit:line,..." for each range's first unit,
+ * docs/FORMAT.md).  This file maps units to lines and prints
+ * `summary --lines`, the hottest lines with the ops that ran on them.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "itab.h"
+#include "num.h"
+#include "views.h"
+
+struct lmap {
+    uint32_t n;
+    uint32_t *unit; /* ascending first units of the ranges */
+    uint32_t *line; /* the line of each range, 0 for none */
+};
+
+struct evp_lines {
+    const struct evp_trace *t;
+    uint32_t nfuncs;
+    struct lmap *m;        /* by function id */
+    unsigned char *parsed; /* by function id */
+};
+
+/* Parse "unit:line,..." into M; a malformed table is no table. */
+static void parse_map(struct lmap *m, const char *s)
+{
+    uint32_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    m->unit = malloc(cap * sizeof *m->unit);
+    m->line = malloc(cap * sizeof *m->line);
+    if (!m->unit || !m->line)
+        goto bad;
+    while (*s) {
+        char *end;
+        unsigned long u = strtoul(s, &end, 10);
+        if (end == s || *end != ':')
+            goto bad;
+        s = end + 1;
+        unsigned long l = strtoul(s, &end, 10);
+        if (end == s || (*end && *end != ',') || u > UINT32_MAX ||
+            l > UINT32_MAX || m->n >= cap || (m->n && u <= m->unit[m->n - 1]))
+            goto bad;
+        m->unit[m->n] = (uint32_t)u;
+        m->line[m->n++] = (uint32_t)l;
+        s = *end ? end + 1 : end;
+    }
+    return;
+bad:
+    free(m->unit);
+    free(m->line);
+    memset(m, 0, sizeof *m);
+}
+
+struct evp_lines *evp_lines_open(const struct evp_trace *t)
+{
+    struct evp_lines *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->t = t;
+    l->nfuncs = evp_trace_nfuncs(t);
+    l->m = calloc((size_t)l->nfuncs + 1, sizeof *l->m);
+    l->parsed = calloc((size_t)l->nfuncs + 1, 1);
+    if (!l->m || !l->parsed) {
+        evp_lines_close(l);
+        return NULL;
+    }
+    return l;
+}
+
+void evp_lines_close(struct evp_lines *l)
+{
+    if (!l)
+        return;
+    if (l->m)
+        for (uint32_t i = 0; i <= l->nfuncs; i++) {
+            free(l->m[i].unit);
+            free(l->m[i].line);
+        }
+    free(l->m);
+    free(l->parsed);
+    free(l);
+}
+
+int evp_lines_present(const struct evp_trace *t)
+{
+    return (evp_trace_info(t)->can_emit & EVP_KIND_BIT(EVP_EV_OP_AT)) != 0;
+}
+
+uint32_t evp_lines_line(struct evp_lines *l, uint32_t func, uint32_t at)
+{
+    if (!at || !func || func > l->nfuncs)
+        return 0;
+    struct lmap *m = &l->m[func];
+    if (!l->parsed[func]) {
+        l->parsed[func] = 1;
+        char key[32];
+        snprintf(key, sizeof key, "lines.%" PRIu32, func);
+        const char *v = evp_trace_meta(l->t, key);
+        if (v)
+            parse_map(m, v);
+    }
+    /* The last range starting at or before the unit. */
+    uint32_t unit = at - 1, lo = 0, hi = m->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (m->unit[mid] <= unit)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? m->line[lo - 1] : 0;
+}
+
+/* ---- summary --lines ---------------------------------------------- */
+
+/* One (function, line, opcode) the ops ran on. */
+struct lop {
+    uint32_t func, line;
+    uint16_t op;
+    uint64_t count, total;
+};
+
+struct lacc {
+    struct evp_lines *lines;
+    struct evp_itab tab;
+    struct lop *v;
+    size_t n, cap;
+    int oom;
+};
+
+struct lkey {
+    const struct lacc *a;
+    uint32_t func, line;
+    uint16_t op;
+};
+
+static int same_lop(const void *ctx, uint32_t id)
+{
+    const struct lkey *k = ctx;
+    const struct lop *r = &k->a->v[id];
+    return r->func == k->func && r->line == k->line && r->op == k->op;
+}
+
+static int lines_events(void *ctx, const struct evp_event *ev, size_t n)
+{
+    struct lacc *a = ctx;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_event *e = &ev[i];
+        if (e->kind != EVP_EV_OP || !e->at)
+            continue;
+        struct lkey k = {a, e->func, evp_lines_line(a->lines, e->func, e->at),
+                         e->aux};
+        uint64_t h = evp_itab_hash_u64(
+            ((uint64_t)k.func << 32 | k.line) * 0x10001u + k.op);
+        uint32_t id = evp_itab_find(&a->tab, h, same_lop, &k);
+        if (id == EVP_ITAB_NONE) {
+            if (evp_grow((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v, 256) <
+                    0 ||
+                evp_itab_put(&a->tab, h, (uint32_t)a->n) < 0) {
+                a->oom = 1;
+                return -ENOMEM;
+            }
+            id = (uint32_t)a->n++;
+            a->v[id] = (struct lop){k.func, k.line, k.op, 0, 0};
+        }
+        a->v[id].count++;
+        a->v[id].total += e->elapsed;
+    }
+    return 0;
+}
+
+static int cmp_lop(const void *x, const void *y)
+{
+    const struct lop *a = x, *b = y;
+    if (a->func != b->func)
+        return a->func < b->func ? -1 : 1;
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    if (a->total != b->total)
+        return a->total > b->total ? -1 : 1;
+    return a->op < b->op ? -1 : a->op > b->op;
+}
+
+/* A line's row: its ops are V[first .. first + nops), hottest first. */
+struct lrow {
+    size_t first, nops;
+    uint64_t count, total;
+};
+
+static int cmp_lrow(const void *x, const void *y)
+{
+    const struct lrow *a = x, *b = y;
+    if (a->total != b->total)
+        return a->total > b->total ? -1 : 1;
+    if (a->count != b->count)
+        return a->count > b->count ? -1 : 1;
+    return a->first < b->first ? -1 : a->first > b->first;
+}
+
+#define LINES_SHOWN 25
+
+static void print_rows(FILE *out, const struct evp_trace *t,
+                       const struct lacc *a, const struct lrow *rows,
+                       size_t nrows, uint64_t grand, int ns)
+{
+    fprintf(out, "lines (hottest first, by time in their ops):\n\n");
+    fprintf(out, " %-40s %-28s %12s %6s %12s  %s\n", "file:line", "function",
+            ns ? "time (ns)" : "time (µs)", "%", "count", "top ops");
+    for (size_t i = 0; i < nrows && i < LINES_SHOWN; i++) {
+        const struct lrow *r = &rows[i];
+        const struct lop *o = &a->v[r->first];
+        const struct evp_func *f = evp_trace_func(t, o->func);
+        char where[512], c[32], top[256], nm[128];
+        const char *file = f && *f->file ? f->file : "?", *cut = "";
+        size_t fl = strlen(file);
+        if (fl > 32) {
+            file += fl - 29;
+            cut = "...";
+        }
+        if (o->line)
+            snprintf(where, sizeof where, "%s%s:%" PRIu32, cut, file, o->line);
+        else
+            snprintf(where, sizeof where, "%s%s:?", cut, file);
+        size_t tl = 0;
+        top[0] = 0;
+        for (size_t j = 0; j < r->nops && j < 3; j++) {
+            evp_view_op_name(t, o[j].op, nm, sizeof nm);
+            tl += (size_t)snprintf(
+                top + tl, sizeof top - tl, "%s%s %.0f%%", j ? ", " : "", nm,
+                r->total ? 100.0 * (double)o[j].total / (double)r->total : 0.0);
+            if (tl >= sizeof top)
+                break;
+        }
+        double tm = ns ? (double)r->total : (double)r->total / 1e3;
+        fprintf(out, " %-40s %-28.28s %12.1f %5.1f%% %12s  %s\n", where,
+                f ? f->name : "?", tm,
+                grand ? 100.0 * (double)r->total / (double)grand : 0.0,
+                evp_num_group(c, sizeof c, r->count), top);
+    }
+    if (nrows > LINES_SHOWN)
+        fprintf(out, " ... %zu more lines\n", nrows - LINES_SHOWN);
+    fprintf(out, " total: %zu lines\n", nrows);
+}
+
+int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
+                         long stream, int ns)
+{
+    if (!evp_lines_present(t)) {
+        fprintf(stderr,
+                "evalprof: summary --lines: %s has no instruction "
+                "offsets (record it with --lines)\n",
+                evp_trace_info(t)->path);
+        return -EINVAL;
+    }
+    struct lacc a = {.lines = evp_lines_open(t)};
+    struct lrow *rows = NULL;
+    int rc = a.lines ? 0 : -ENOMEM;
+    if (!rc) {
+        struct evp_replay_opts ro = {.compensate = compensate,
+                                     .stream = stream};
+        struct evp_replay_ops ops = {.events = lines_events};
+        rc = evp_replay(t, &ro, &ops, &a);
+    }
+    if (!rc && a.n)
+        rc = (rows = calloc(a.n, sizeof *rows)) ? 0 : -ENOMEM;
+    if (!rc) {
+        qsort(a.v, a.n, sizeof *a.v, cmp_lop);
+        size_t nrows = 0;
+        uint64_t grand = 0;
+        for (size_t i = 0; i < a.n; i++) {
+            if (!i || a.v[i].func != a.v[i - 1].func ||
+                a.v[i].line != a.v[i - 1].line)
+                rows[nrows++] = (struct lrow){i, 0, 0, 0};
+            struct lrow *r = &rows[nrows - 1];
+            r->nops++;
+            r->count += a.v[i].count;
+            r->total += a.v[i].total;
+            grand += a.v[i].total;
+        }
+        qsort(rows, nrows, sizeof *rows, cmp_lrow);
+        print_rows(out, t, &a, rows, nrows, grand, ns);
+    }
+    if (rc == -ENOMEM || a.oom)
+        fprintf(stderr, "evalprof: out of memory\n");
+    free(rows);
+    free(a.v);
+    evp_itab_free(&a.tab);
+    evp_lines_close(a.lines);
+    return rc;
+}
