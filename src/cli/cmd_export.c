@@ -29,6 +29,7 @@ struct export_opts {
     const char *out; /* "-" for stdout */
     int zstd;        /* level, 0 none */
     int ops;         /* folded: opcode leaves */
+    int lines;       /* folded: file:line leaves */
     int phases;      /* folded: loop phases as leaves */
     long max_depth;  /* folded: frames kept on a stack, 0 all */
 };
@@ -74,6 +75,7 @@ static int export_folded(struct evp_trace *t, const struct export_opts *o)
     if (!f)
         return 1;
     struct evp_folded_opts fo = {.ops = o->ops,
+                                 .lines = o->lines,
                                  .phases = o->phases,
                                  .compensate = !evp_trace_info(t)->text,
                                  .stream = -1,
@@ -183,6 +185,7 @@ int cmd_export(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"zstd", optional_argument, NULL, 'z'},
         {"ops", no_argument, NULL, 'O'},
+        {"lines", no_argument, NULL, 'L'},
         {"phases", no_argument, NULL, 'P'},
         {"max-depth", required_argument, NULL, 'D'},
         {"python", required_argument, NULL, 'p'},
@@ -206,6 +209,9 @@ int cmd_export(int argc, char **argv)
             break;
         case 'O':
             o.ops = 1;
+            break;
+        case 'L':
+            o.lines = 1;
             break;
         case 'P':
             o.phases = 1;

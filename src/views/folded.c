@@ -52,6 +52,7 @@
 #define K_OP EVP_KEY_OP
 #define K_STREAM 0x30000000u /* | stream index: stream root */
 #define K_DEEP 0x40000000u   /* | frames: "[N deeper frames]" */
+#define K_LINE 0x50000000u   /* | index in lk: "file:line" */
 #define K_TAG EVP_KEY_TAG
 #define K_VAL EVP_KEY_VAL
 
@@ -83,6 +84,13 @@ struct folded {
     size_t ndeep, dcap;
     size_t cur_deep; /* leaf of the current stack below the cap */
     size_t deepest;  /* most frames on a stack that was cut */
+    /* --lines: the (function, line) leaves, K_LINE's values */
+    struct evp_lines *lines;
+    struct lkey {
+        uint32_t func, line;
+    } * lk;
+    size_t nlk, lkcap;
+    struct evp_itab lkindex;
 };
 
 struct node_probe {
@@ -156,6 +164,35 @@ static int push_deep(struct folded *f, size_t d)
     return 0;
 }
 
+struct lk_probe {
+    const struct folded *f;
+    uint32_t func, line;
+};
+
+static int same_lk(const void *ctx, uint32_t id)
+{
+    const struct lk_probe *p = ctx;
+    return p->f->lk[id].func == p->func && p->f->lk[id].line == p->line;
+}
+
+/* The K_LINE key of FUNC's LINE, or UINT32_MAX out of memory. */
+static uint32_t line_key(struct folded *f, uint32_t func, uint32_t line)
+{
+    struct lk_probe p = {f, func, line};
+    uint64_t h = evp_itab_hash_u64((uint64_t)func << 32 | line);
+    uint32_t id = evp_itab_find(&f->lkindex, h, same_lk, &p);
+    if (id == EVP_ITAB_NONE) {
+        if (f->nlk >= K_VAL ||
+            evp_grow((void **)&f->lk, &f->lkcap, f->nlk + 1, sizeof *f->lk,
+                     64) < 0 ||
+            evp_itab_put(&f->lkindex, h, (uint32_t)f->nlk) < 0)
+            return UINT32_MAX;
+        id = (uint32_t)f->nlk++;
+        f->lk[id] = (struct lkey){func, line};
+    }
+    return K_LINE | id;
+}
+
 /* Follow a push from D frames to D + 1. */
 static int enter_frame(struct folded *f, size_t d, uint32_t func)
 {
@@ -214,6 +251,13 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
             int is_op = e->kind == EVP_EV_OP;
             if (f->o->phases)
                 at = node_of(f, at, K_PHASE | kind);
+            uint32_t line = is_op && f->lines && at != UINT32_MAX
+                                ? evp_lines_line(f->lines, e->func, e->at)
+                                : 0;
+            if (line) {
+                uint32_t k = line_key(f, e->func, line);
+                at = k == UINT32_MAX ? k : node_of(f, at, k);
+            }
             if (is_op && f->o->ops && at != UINT32_MAX)
                 at = node_of(f, at, K_OP | (evp_event_opcode(e) & 0xffffu));
         }
@@ -278,6 +322,14 @@ static size_t key_name(const struct folded *f, uint32_t k, char *buf)
         n = (size_t)snprintf(tmp, sizeof tmp, "[%u deeper frame%s]", k & K_VAL,
                              (k & K_VAL) == 1 ? "" : "s");
         break;
+    case K_LINE: {
+        const struct lkey *l = &f->lk[k & K_VAL];
+        const struct evp_func *fn = evp_trace_func(f->t, l->func);
+        size_t len =
+            evp_esc_folded(buf, fn && fn->file && *fn->file ? fn->file : "?",
+                           fn && fn->file && *fn->file ? strlen(fn->file) : 1);
+        return len + (size_t)sprintf(buf + len, ":%" PRIu32, l->line);
+    }
     default: {
         const struct evp_func *fn = evp_trace_func(f->t, k);
         if (fn) {
@@ -309,8 +361,9 @@ static size_t name_room(const struct folded *f, uint32_t k)
         const struct evp_stream *st = evp_trace_stream(f->t, k & K_VAL);
         if (st && st->name)
             n += strlen(st->name);
-    } else if ((k & K_TAG) == K_FUNC) {
-        const struct evp_func *fn = evp_trace_func(f->t, k);
+    } else if ((k & K_TAG) == K_FUNC || (k & K_TAG) == K_LINE) {
+        const struct evp_func *fn = evp_trace_func(
+            f->t, (k & K_TAG) == K_LINE ? f->lk[k & K_VAL].func : k);
         if (fn)
             n += strlen(fn->name) + (fn->file ? strlen(fn->file) : 0);
     }
@@ -620,6 +673,8 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
     f.multi = o->stream < 0 && evp_trace_nstreams(t) > 1;
     f.max_depth = o->max_depth;
     int rc = -ENOMEM;
+    if (o->lines && !(f.lines = evp_lines_open(t)))
+        goto done;
     if (evp_grow((void **)&f.nodes, &f.cap, 1, sizeof *f.nodes, 4096) ||
         evp_itab_reserve(&f.index, f.cap) < 0)
         goto done;
@@ -653,6 +708,9 @@ done:
     free(f.nodes);
     evp_itab_free(&f.index);
     free(f.deep);
+    free(f.lk);
+    evp_itab_free(&f.lkindex);
+    evp_lines_close(f.lines);
     return rc;
 }
 

@@ -139,6 +139,8 @@ const char *evp_view_untraced_note(const struct evp_trace *t, char *buf,
  */
 struct evp_folded_opts {
     int ops;
+    int lines; /* a "file:line" leaf under each function (traces with
+                  op offsets, --lines) */
     int phases;
     int compensate;
     long stream;      /* -1: all */

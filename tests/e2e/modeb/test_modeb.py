@@ -505,6 +505,19 @@ class Lines(Case):
         # every op of the hot line is on it: 30,000 runs of the loop body
         count = int(rows[0][4].replace(",", ""))
         self.assertGreaterEqual(count, 30000 * 10, out)
+        # folded --lines: a "file:line" leaf under work's frame, the
+        # heaviest of its leaves
+        folded = self.evalprof("export", "--format", "folded", "--lines",
+                               trace).stdout.splitlines()
+        leaf = "work (%s:5);%s:%d " % (script, script, self.HOT)
+        hot = [l for l in folded if leaf in l]
+        self.assertEqual(len(hot), 1, "\n".join(folded))
+        under = [l for l in folded if "work (%s:5);" % script in l]
+        self.assertEqual(max(under, key=lambda l: int(l.rsplit(" ", 1)[1])),
+                         hot[0])
+        plain = self.evalprof("export", "--format", "folded",
+                              trace).stdout
+        self.assertNotIn("%s:%d " % (script, self.HOT), plain)
 
     def test_without_lines(self):
         p, trace = self.traced([prog("hotline.py")])
