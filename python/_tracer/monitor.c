@@ -113,21 +113,16 @@ static PyObject *
 on_instruction_lines(PyObject *cb, PyObject *const *args, size_t nargsf,
                      PyObject *kwnames)
 {
+    struct evp_tls *tl = &evp_tls;
     if (EVP_UNLIKELY(PyVectorcall_NARGS(nargsf) < 2))
         Py_RETURN_NONE;
-    struct evp_tls *tl = &evp_tls;
-    const struct evp_op_slot *ops;
-    uint32_t n;
-    if (EVP_LIKELY(args[0] == tl->op_code && tl->op_epoch == evp_code_epoch)) {
-        ops = tl->op_slots;
-        n = tl->op_nunits;
-    }
-    else {
-        ops = op_slots_slow(args[0], &n);
-        if (ops != NULL)
-            evp_code_lines((PyCodeObject *)args[0],
-                           evp_code_get_cached((PyCodeObject *)args[0]));
-    }
+    int hit = args[0] == tl->op_code && tl->op_epoch == evp_code_epoch;
+    uint32_t n = tl->op_nunits;
+    const struct evp_op_slot *ops =
+        hit ? tl->op_slots : op_slots_slow(args[0], &n);
+    if (!hit && ops != NULL)
+        evp_code_lines((PyCodeObject *)args[0],
+                       evp_code_get_cached((PyCodeObject *)args[0]));
     size_t unit = (size_t)PyLong_AsSsize_t(args[1]) / 2;
     if (PyErr_Occurred())
         PyErr_Clear();

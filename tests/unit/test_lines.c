@@ -37,17 +37,31 @@ static int collect(void *ctx, const struct evp_event *ev, size_t n)
     return 0;
 }
 
-static void test_offsets_to_lines(void **state)
+/* Start recording into scratch file NAME, op at events wanted. */
+static void start(char *path, size_t len, const char *name)
 {
-    (void)state;
-    char path[128];
-    scratch_path(path, sizeof path, "lines.evp");
+    scratch_path(path, len, name);
     struct evp_rec_config cfg = {.path = path,
                                  .producer = EVP_PRODUCER_SYNTHETIC,
                                  .can_emit = EVP_KINDS_CLASSIC |
                                              EVP_KIND_BIT(EVP_EV_OP_AT),
                                  .flags = EVP_REC_QUIET};
     assert_int_equal(evp_rec_open(&cfg), 0);
+}
+
+static struct evp_trace *reopen(const char *path)
+{
+    struct evp_trace *t = NULL;
+    char err[256];
+    assert_int_equal(evp_trace_open(path, NULL, &t, err, sizeof err), 0);
+    return t;
+}
+
+static void test_offsets_to_lines(void **state)
+{
+    (void)state;
+    char path[128];
+    start(path, sizeof path, "lines.evp");
     uint32_t f = evp_rec_func("work", "prog.py", 10);
     uint32_t g = evp_rec_func("other", "prog.py", 30);
     /* units 0-2 are line 10, 3-6 line 11, 7-8 none, 9- line 12 */
@@ -65,9 +79,7 @@ static void test_offsets_to_lines(void **state)
     assert_int_equal(evp_rec_close(), 0);
     assert_int_equal(f, 1);
 
-    struct evp_trace *t = NULL;
-    char err[256];
-    assert_int_equal(evp_trace_open(path, NULL, &t, err, sizeof err), 0);
+    struct evp_trace *t = reopen(path);
     assert_true(evp_lines_present(t));
     struct seen s = {0};
     struct evp_replay_opts ro = {.stream = -1};
@@ -91,22 +103,14 @@ static void test_bad_table(void **state)
 {
     (void)state;
     char path[128];
-    scratch_path(path, sizeof path, "badlines.evp");
-    struct evp_rec_config cfg = {.path = path,
-                                 .producer = EVP_PRODUCER_SYNTHETIC,
-                                 .can_emit = EVP_KINDS_CLASSIC |
-                                             EVP_KIND_BIT(EVP_EV_OP_AT),
-                                 .flags = EVP_REC_QUIET};
-    assert_int_equal(evp_rec_open(&cfg), 0);
+    start(path, sizeof path, "badlines.evp");
     evp_rec_func("a", "p.py", 1);
     evp_rec_func("b", "p.py", 2);
     /* not ascending; not numbers: no line for any of their ops */
     assert_int_equal(evp_rec_meta("lines.1", "0:1,5:2,3:3"), 0);
     assert_int_equal(evp_rec_meta("lines.2", "0:x"), 0);
     assert_int_equal(evp_rec_close(), 0);
-    struct evp_trace *t = NULL;
-    char err[256];
-    assert_int_equal(evp_trace_open(path, NULL, &t, err, sizeof err), 0);
+    struct evp_trace *t = reopen(path);
     struct evp_lines *l = evp_lines_open(t);
     assert_int_equal(evp_lines_line(l, 1, 1), 0);
     assert_int_equal(evp_lines_line(l, 2, 1), 0);
