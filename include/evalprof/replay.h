@@ -48,7 +48,7 @@ struct evp_event {
                          pushes and pops, else the innermost open frame
                          (0 outside any frame) */
     uint32_t parent;  /* for pushes and pops: the caller (0 if none) */
-    uint32_t at;      /* op events: code unit + 1 of the instruction in
+    uint32_t unit;    /* op events: code unit + 1 of the instruction in
                          its function, 0 when the trace does not say */
 };
 

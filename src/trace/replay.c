@@ -288,12 +288,12 @@ one_record(struct rstate *r, struct hot *h, const struct evp_rec_record *rec,
     e->arg = rec->arg;
     e->aux = rec->aux;
     e->flags = 0;
-    e->at = 0;
+    e->unit = 0;
     h->have = 1;
     if (EVP_UNLIKELY(kind == EVP_EV_OP_AT)) {
         e->kind = EVP_EV_OP;
         e->arg = rec->arg & 0xff;
-        e->at = (rec->arg >> 8) + 1;
+        e->unit = (rec->arg >> 8) + 1;
     }
 
     unsigned nest = nest_of(kind);

@@ -252,7 +252,7 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
             if (f->o->phases)
                 at = node_of(f, at, K_PHASE | kind);
             uint32_t line = is_op && f->lines && at != UINT32_MAX
-                                ? evp_lines_line(f->lines, e->func, e->at)
+                                ? evp_lines_line(f->lines, e->func, e->unit)
                                 : 0;
             if (line) {
                 uint32_t k = line_key(f, e->func, line);

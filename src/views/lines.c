@@ -1,7 +1,7 @@
 /*
  * Lines: where in a function its ops ran.  A trace recorded with --lines
  * has op at events (the replay gives them as ops with the instruction's
- * code unit, evp_event.at) and, per function, its line table in the
+ * code unit, evp_event.unit) and, per function, its line table in the
  * metadata ("lines.ID": "unit:line,..." for each range's first unit,
  * docs/FORMAT.md).  This file maps units to lines and prints
  * `summary --lines`, the hottest lines with the ops that ran on them.
@@ -155,9 +155,9 @@ static int lines_events(void *ctx, const struct evp_event *ev, size_t n)
     struct lacc *a = ctx;
     for (size_t i = 0; i < n; i++) {
         const struct evp_event *e = &ev[i];
-        if (e->kind != EVP_EV_OP || !e->at)
+        if (e->kind != EVP_EV_OP || !e->unit)
             continue;
-        struct lkey k = {a, e->func, evp_lines_line(a->lines, e->func, e->at),
+        struct lkey k = {a, e->func, evp_lines_line(a->lines, e->func, e->unit),
                          e->aux};
         uint64_t h = evp_itab_hash_u64(
             ((uint64_t)k.func << 32 | k.line) * 0x10001u + k.op);

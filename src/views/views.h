@@ -46,7 +46,7 @@ struct evp_lines *evp_lines_open(const struct evp_trace *t);
 void evp_lines_close(struct evp_lines *l);
 /* Whether T's ops carry their offset (recorded with --lines). */
 int evp_lines_present(const struct evp_trace *t);
-/* The line of the op at AT (evp_event.at) in FUNC; 0 when unknown. */
+/* The line of the op at AT (evp_event.unit) in FUNC; 0 when unknown. */
 uint32_t evp_lines_line(struct evp_lines *l, uint32_t func, uint32_t at);
 /* summary --lines: the hottest lines, with the ops that ran on them. */
 int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,

@@ -31,7 +31,7 @@ static int collect(void *ctx, const struct evp_event *ev, size_t n)
     struct seen *s = ctx;
     for (size_t i = 0; i < n; i++)
         if (ev[i].kind == EVP_EV_OP && s->n < 16) {
-            s->at[s->n] = ev[i].at;
+            s->at[s->n] = ev[i].unit;
             s->func[s->n++] = ev[i].func;
         }
     return 0;
