@@ -7,8 +7,10 @@
  * is a slice named after its function.  With ops, every instruction is a
  * slice inside its frame; with phases, the loop's own phases (loop enter,
  * eval-breaker checks, dispatch, error and exception paths, loop exit,
- * runtime other) are too.  init and fini are instant events.  Times are
- * microseconds from the trace start, to the nanosecond.  Every name is
+ * runtime other) are too; the recorder's own time is always an
+ * "[evalprof]" slice.  init and fini are instant events.  Times are the
+ * replay's compensated clock, microseconds from the trace start, to the
+ * nanosecond.  Every name is
  * JSON-escaped, with invalid UTF-8 replaced, so any function name yields a
  * valid file.
  */
@@ -78,6 +80,8 @@ static void slice(struct chrome *c, const struct evp_event *e, uint64_t ts)
             snprintf(buf, sizeof buf, "<%u>", e->aux);
         evp_json_string(c->out, nm ? nm : buf);
         fputs(",\"cat\":\"op\"", c->out);
+    } else if (e->kind == EVP_EV_RECORDER) {
+        fputs("\"" EVP_RECORDER_FRAME "\",\"cat\":\"evalprof\"", c->out);
     } else {
         fprintf(c->out, "\"%s\",\"cat\":\"phase\"", evp_kind_name(e->kind));
     }
@@ -91,7 +95,8 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
     struct chrome *c = ctx;
     for (size_t i = 0; i < n; i++) {
         const struct evp_event *e = &ev[i];
-        uint64_t ts = e->ts > c->start ? e->ts - c->start : 0;
+        /* (the compensated clock: slices as long as summary's times) */
+        uint64_t ts = e->at > c->start ? e->at - c->start : 0;
         c->last_ts = ts + e->elapsed;
         if (evp_kind_pushes(e->kind)) {
             begin(c, "B");
@@ -112,6 +117,7 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
             put_ts(c, "ts", ts);
             fputc('}', c->out);
         } else if ((e->kind == EVP_EV_OP && c->o->ops) ||
+                   e->kind == EVP_EV_RECORDER ||
                    (c->o->phases && evp_kind_is_phase(e->kind))) {
             slice(c, e, ts);
         }

@@ -16,11 +16,12 @@
  * exit, suspend or c return; with --ops every instruction is a frame of
  * its own ("op:NAME") inside its function, with --phases so are the loop's
  * phases ("[loop fast]", ...), each closed after its (compensated) elapsed
- * time.  Times are nanoseconds from the trace's start.  Speedscope needs
- * every close to match the innermost open frame at a time no earlier than
- * the previous event: exits without an enter (frames that began before
- * the trace) are left out, and frames still open when a stream ends close
- * at its last event.  The frame table is written last, once every frame
+ * time; the recorder's own time is always an "[evalprof]" frame.  Times
+ * are the replay's compensated clock, nanoseconds from the trace's start.
+ * Speedscope needs every close to match the innermost open frame at a time no
+ * earlier than the previous event: exits without an enter (frames that began
+ * before the trace) are left out, and frames still open when a stream ends
+ * close at its last event.  The frame table is written last, once every frame
  * is known; JSON readers do not care for the order of an object's keys.
  */
 #include <errno.h>
@@ -121,7 +122,8 @@ static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
     struct speedscope *s = ctx;
     for (size_t i = 0; i < n && !s->err; i++) {
         const struct evp_event *e = &ev[i];
-        uint64_t ts = e->ts > s->start ? e->ts - s->start : 0;
+        /* (the compensated clock: frames as long as summary's) */
+        uint64_t ts = e->at > s->start ? e->at - s->start : 0;
         /* (frames deeper than the replay follows are left out) */
         int followed = e->depth < EVP_REPLAY_MAX_FRAMES;
         if (evp_kind_pushes(e->kind)) {
@@ -132,6 +134,7 @@ static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
             if (followed && !(e->flags & EVP_EVF_UNMATCHED))
                 s->err = frame_event(s, 'C', s->open.func[e->depth], ts);
         } else if ((e->kind == EVP_EV_OP && s->o->ops) ||
+                   e->kind == EVP_EV_RECORDER ||
                    (s->o->phases && evp_kind_is_phase(e->kind))) {
             uint32_t key = e->kind == EVP_EV_OP
                                ? EVP_KEY_OP | (e->aux & EVP_KEY_VAL)

@@ -153,6 +153,9 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
 #define EVP_KEY_OP 0x20000000u    /* | opcode: "op:LOAD_FAST" */
 #define EVP_KEY_TAG 0xf0000000u
 #define EVP_KEY_VAL 0x0fffffffu
+/* The recorder's own time, in every view a frame of this name (replay.h) */
+#define EVP_KEY_RECORDER (EVP_KEY_PHASE | EVP_EV_RECORDER)
+#define EVP_RECORDER_FRAME "[evalprof]"
 
 /* The name of leaf KEY (a phase or an op), unescaped, into BUF (LEN > 0),
  * cut to fit; returns its length.  Opcode names come from the trace. */
