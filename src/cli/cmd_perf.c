@@ -310,7 +310,7 @@ static int parse_args(int argc, char **argv, struct perf_args *a)
     if (!a->cg)
         a->cg = (a->startup || a->trace) ? "dwarf" : "fp";
     if (a->freq < 0)
-        a->freq = a->startup ? 10000 : a->trace ? 4999 : 999;
+        a->freq = a->startup ? 10000 : (a->trace || a->ops) ? 4999 : 999;
     return -1;
 }
 

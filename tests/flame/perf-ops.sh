@@ -72,7 +72,7 @@ def main():
 
 main()
 PY
-if ! "$EVALPROF" perf --ops -F 4999 -n 5 -o ops -- "$py" mul.py >ops.txt 2>ops.err; then
+if ! "$EVALPROF" perf --ops -n 5 -o ops -- "$py" mul.py >ops.txt 2>ops.err; then
     cat ops.err
     if grep -q 'no DWARF line tables' ops.err; then
         echo "SKIP: $py has no line tables (set OPS_PYTHON)"
@@ -81,6 +81,7 @@ if ! "$EVALPROF" perf --ops -F 4999 -n 5 -o ops -- "$py" mul.py >ops.txt 2>ops.e
     no "evalprof perf --ops exited non-zero"
 fi
 grep -q '^eval loop: .* in _PyEval_EvalFrameDefault' ops.txt || no "no eval-loop header"
+grep -q '^evalprof perf: .*, 4999 Hz' ops.txt || no "--ops does not sample at 4999 Hz by default"
 grep -q '^hottest eval-loop lines' ops.txt || no "no hottest-lines table"
 grep -q -E '^  (ceval\.c|generated_cases\.c\.h):[0-9]+ ' ops.txt ||
     no "hottest lines are not in the eval loop's source"
