@@ -91,8 +91,8 @@ int cmd_tree(int argc, char **argv)
     int filtered = evp_filter_active(&fo.f);
     if (filtered)
         o.filter = &fo.f;
-    /* a line an event, 80 bytes on average (indentation included) */
-    evp_cli_warn_size("tree", t, 80, filtered || o.stream >= 0);
+    /* a line an event, 110 bytes on average on the demo's trace */
+    evp_cli_warn_size("tree", t, 110, filtered || o.stream >= 0);
     static char buf[1 << 16];
     FILE *pager = f == stdout ? evp_cli_pager_open(no_pager) : NULL;
     if (pager)

@@ -5,7 +5,6 @@
  * a 0.8 s run fills 3.3 GB of a terminal.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -92,11 +91,14 @@ void evp_cli_warn_size(const char *cmd, struct evp_trace *t,
     double bytes = (double)evp_trace_info(t)->events * bytes_per_event;
     if (filtered || bytes <= limit)
         return;
+    char n[32];
     fprintf(stderr,
-            "evalprof: %s: warning: this output will be about %.1f GB "
-            "(%" PRIu64 " events); --from/--to SECONDS, --func NAME, "
-            "--max-depth N or --thread ID narrow it\n",
-            cmd, bytes / 1e9, evp_trace_info(t)->events);
+            "evalprof: %s: warning: this output will be about %.1f %s (%s "
+            "events); --from/--to SECONDS, --func NAME, --max-depth N or "
+            "--thread ID narrow it\n",
+            cmd, bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6,
+            bytes >= 1e9 ? "GB" : "MB",
+            evp_num_group(n, sizeof n, evp_trace_info(t)->events));
 }
 
 FILE *evp_cli_pager_open(int no_pager)

@@ -125,11 +125,7 @@ static int keep(struct chrome *c, const struct evp_event **e,
         put_ts(c, "ts", at);
         fputc('}', c->out);
     }
-    if (ts + (*e)->elapsed > to) {
-        *clipped = **e;
-        clipped->elapsed = to - ts;
-        *e = clipped;
-    }
+    *e = evp_filter_clip(&c->fr, *e, ts, clipped);
     return 1;
 }
 

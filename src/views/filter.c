@@ -160,3 +160,15 @@ int32_t evp_filter_shown(const struct evp_filter_run *r,
         hi = EVP_REPLAY_MAX_FRAMES;
     return hi > *lo ? hi : *lo;
 }
+
+const struct evp_event *evp_filter_clip(const struct evp_filter_run *r,
+                                        const struct evp_event *e, uint64_t ts,
+                                        struct evp_event *buf)
+{
+    uint64_t to = evp_filter_to(r);
+    if (ts + e->elapsed <= to)
+        return e;
+    *buf = *e;
+    buf->elapsed = to > ts ? to - ts : 0;
+    return buf;
+}

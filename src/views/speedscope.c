@@ -149,11 +149,7 @@ static int keep(struct speedscope *s, const struct evp_event **e,
         s->err = frame_event(s, 'O', s->open.func[l - 1], at);
         s->shown++;
     }
-    if (ts + (*e)->elapsed > to) {
-        *clipped = **e;
-        clipped->elapsed = to - ts;
-        *e = clipped;
-    }
+    *e = evp_filter_clip(&s->fr, *e, ts, clipped);
     return !s->err;
 }
 

@@ -63,6 +63,11 @@ int evp_filter_event(struct evp_filter_run *r, const struct evp_event *e);
  * at the window's start, and closes those still open at its end. */
 int32_t evp_filter_shown(const struct evp_filter_run *r,
                          const struct evp_event *e, int32_t *lo);
+/* E, or E with its elapsed time cut at the window's end (copied into
+ * *BUF) when it runs past it; TS: E's time from the trace start. */
+const struct evp_event *evp_filter_clip(const struct evp_filter_run *r,
+                                        const struct evp_event *e, uint64_t ts,
+                                        struct evp_event *buf);
 /* The window's end in ns from the trace start (UINT64_MAX: none). */
 uint64_t evp_filter_to(const struct evp_filter_run *r);
 
