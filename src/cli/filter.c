@@ -121,9 +121,10 @@ FILE *evp_cli_pager_open(int no_pager)
 
 int evp_cli_pager_close(FILE *p, int rc)
 {
-    int broken = ferror(p) && errno == EPIPE;
+    /* (the failed write's errno, before pclose sets its own) */
+    int broken = (ferror(p) || rc == -EIO) && errno == EPIPE;
     pclose(p);
-    if (broken || (rc == -EIO && errno == EPIPE))
+    if (broken)
         return 0;
     return rc;
 }
