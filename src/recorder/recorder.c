@@ -57,14 +57,18 @@ int evp_rec_use_tsc_;
 
 #define DEFAULT_BUFFER_EVENTS 65536u
 #define DEFAULT_FLUSH_MS 200u
-/* Beyond this many buffers a thread waits for the writer. */
-#define MAX_BUFFERS_PER_THREAD 8u
+/* Beyond this many buffers a thread waits for the writer (or, with
+ * EVALPROF_ON_OVERFLOW=drop, drops what it records until one comes
+ * back): 32 buffers of 65536 16-byte records, at most 32 MiB a thread. */
+#define DEFAULT_BUFFERS 32u
+#define MAX_BUFFERS 4096u
 
 struct buffer {
     struct evp_rec_record *recs;
     uint32_t cap;
     uint32_t n;       /* records in it when queued */
     uint32_t written; /* records the writer has written (writer only) */
+    int discard;      /* the thread's overflow buffer: never written */
     struct thread *owner;
     struct buffer *next; /* queue or free list */
 };
@@ -79,6 +83,8 @@ struct thread {
     uint32_t dropped;  /* records lost since its last chunk (writer) */
     uint64_t events;   /* records written (writer) */
     uint64_t dropped_total;
+    uint64_t drop_pending;   /* records dropped at overflow (under S.mu) */
+    struct buffer *overflow; /* where records go while they are dropped */
     pid_t tid;
     int live;            /* attached to the current session */
     int exited;          /* its thread has ended: struct may be reused */
@@ -112,6 +118,13 @@ static struct {
     char *abspath; /* the same from the root: the program may chdir() */
     uint64_t rounds_begun, rounds_done, flush_want; /* writer rounds */
     struct evp_rec_config cfg;
+    uint32_t max_buffers; /* per thread (EVALPROF_BUFFERS) */
+    int drop;             /* EVALPROF_ON_OVERFLOW=drop */
+    uint64_t max_bytes;   /* EVALPROF_MAX_SIZE, 0: none */
+    uint64_t duration_ns; /* EVALPROF_DURATION, 0: none */
+    uint64_t start_ns;
+    const char *stopped;      /* the limit that stopped recording, or NULL */
+    unsigned writer_delay_ms; /* EVALPROF_TEST_WRITER_DELAY_MS (tests) */
     pthread_t writer;
     int writer_running;
     int writer_stop;
@@ -316,26 +329,32 @@ static struct pending *thread_chunk(const struct thread *t, const char *name)
 /* ---- buffers ---------------------------------------------------------- */
 
 /* Caller holds S.mu. */
+static struct buffer *buffer_new(uint32_t cap)
+{
+    struct buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->cap = cap;
+    b->recs = malloc((size_t)b->cap * sizeof *b->recs);
+    if (!b->recs) {
+        free(b);
+        return NULL;
+    }
+    /* Touch every page now, on the slow path, rather than take page
+     * faults between events later, where they would read as time spent
+     * in the traced program. */
+    memset(b->recs, 0, (size_t)b->cap * sizeof *b->recs);
+    return b;
+}
+
+/* Caller holds S.mu. */
 static struct buffer *buffer_get(struct thread *t)
 {
     struct buffer *b = S.free_list;
-    if (b && b->cap == S.cfg.buffer_events) {
+    if (b && b->cap == S.cfg.buffer_events)
         S.free_list = b->next;
-    } else {
-        b = calloc(1, sizeof *b);
-        if (!b)
-            return NULL;
-        b->cap = S.cfg.buffer_events;
-        b->recs = malloc((size_t)b->cap * sizeof *b->recs);
-        if (!b->recs) {
-            free(b);
-            return NULL;
-        }
-        /* Touch every page now, on the slow path, rather than take page
-         * faults between events later, where they would read as time
-         * spent in the traced program. */
-        memset(b->recs, 0, (size_t)b->cap * sizeof *b->recs);
-    }
+    else if (!(b = buffer_new(S.cfg.buffer_events)))
+        return NULL;
     b->n = 0;
     b->written = 0;
     b->owner = t;
@@ -383,6 +402,8 @@ static void write_records(struct buffer *b, uint32_t upto)
         b->written = upto;
         return;
     }
+    if (S.writer_delay_ms) /* a slow disk, for the tests */
+        usleep(S.writer_delay_ms * 1000u);
     struct evp_events_prefix pf = {0};
     pf.stream = t->stream;
     pf.seq = t->seq;
@@ -427,6 +448,63 @@ static int records_waiting(void)
     return 0;
 }
 
+static int meta_remember(const char *key, const char *value);
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Past --max-size or --duration: stop recording (the program runs on),
+ * say why in the trace (recorder.stopped) and write what the buffers
+ * hold.  Caller holds S.mu.
+ */
+static void check_limits(void)
+{
+    if (S.stopped || S.state != OPEN)
+        return;
+    if (S.max_bytes && S.bytes >= S.max_bytes)
+        S.stopped = "max-size";
+    else if (S.duration_ns && mono_ns() - S.start_ns >= S.duration_ns)
+        S.stopped = "duration";
+    else
+        return;
+    __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
+    char *kv[2] = {"recorder.stopped", (char *)S.stopped};
+    meta_remember(kv[0], kv[1]);
+    struct pending *p = meta_chunk(kv, 2);
+    if (p)
+        pending_push(p);
+    warn("recording stopped at --%s; the program runs on", S.stopped);
+}
+
+/* "recording: N events, X MB, Y MB/s" on a terminal, once a second. */
+static int progress_on;
+static uint64_t progress_last;
+
+static void progress(int final)
+{
+    if (!progress_on)
+        return;
+    if (final) {
+        fputs("\r\033[K", stderr);
+        return;
+    }
+    uint64_t now = mono_ns();
+    if (now - progress_last < 1000000000u)
+        return;
+    progress_last = now;
+    double secs = (double)(now - S.start_ns) / 1e9;
+    double mb = (double)S.bytes / 1e6;
+    fprintf(stderr,
+            "\r\033[Kevalprof: recording: %llu events, %.1f MB, %.1f MB/s%s",
+            (unsigned long long)S.events, mb, secs > 0 ? mb / secs : 0.0,
+            S.dropped ? ", events dropped" : "");
+}
+
 /* Round ROUND is over: wake evp_rec_flush (caller holds S.mu). */
 static void round_done(uint64_t round)
 {
@@ -446,6 +524,15 @@ static void writer_round(int force)
     if (!force && S.deferred && S.fd < 0 && !records_waiting()) {
         round_done(round);
         return;
+    }
+    check_limits();
+    for (struct thread *t = S.threads; t; t = t->next) {
+        if (t->drop_pending) {
+            t->dropped += (uint32_t)t->drop_pending;
+            t->dropped_total += t->drop_pending;
+            S.dropped += t->drop_pending;
+            t->drop_pending = 0;
+        }
     }
     if (S.nfuncs > S.funcs_queued) {
         /* Before any events that may name them. */
@@ -470,8 +557,8 @@ static void writer_round(int force)
         struct evp_rec_record *pos =
             __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
         struct buffer *b = t->buf;
-        if (pos < b->recs || pos > b->recs + b->cap)
-            continue; /* detached or between sessions */
+        if (b->discard || pos < b->recs || pos > b->recs + b->cap)
+            continue; /* dropping, detached or between sessions */
         snaps[nsnap].b = b;
         snaps[nsnap].upto = (uint32_t)(pos - b->recs);
         nsnap++;
@@ -481,21 +568,22 @@ static void writer_round(int force)
     for (struct pending *p = pend; p; p = p->next)
         write_chunk(p->type, p->payload, p->len);
     pending_free_all(pend);
-    for (struct buffer *b = q; b; b = b->next)
-        write_records(b, b->n);
+    /* Each buffer goes back as soon as it is written: a thread waiting
+     * for room waits for one buffer, not for the whole round. */
+    while (q) {
+        struct buffer *n = q->next;
+        write_records(q, q->n);
+        pthread_mutex_lock(&S.mu);
+        buffer_put(q);
+        pthread_cond_broadcast(&S.room);
+        pthread_mutex_unlock(&S.mu);
+        q = n;
+    }
     for (size_t i = 0; i < nsnap; i++)
         write_records(snaps[i].b, snaps[i].upto);
     free(snaps);
 
     pthread_mutex_lock(&S.mu);
-    if (q) {
-        while (q) {
-            struct buffer *n = q->next;
-            buffer_put(q);
-            q = n;
-        }
-        pthread_cond_broadcast(&S.room);
-    }
     round_done(round);
 }
 
@@ -522,6 +610,7 @@ static void *writer_main(void *arg)
                 break;
         }
         writer_round(0);
+        progress(0);
     }
     pthread_mutex_unlock(&S.mu);
     return NULL;
@@ -700,7 +789,10 @@ static void detach_locked(struct thread *t)
     t->live = 0;
     __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
-    if (S.state == OPEN || S.state == CLOSING) {
+    if (b->discard) {
+        t->drop_pending += b->n;
+        pthread_cond_signal(&S.wake);
+    } else if (S.state == OPEN || S.state == CLOSING) {
         queue_push(b);
         pthread_cond_signal(&S.wake);
     } else {
@@ -744,28 +836,50 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
         t = (struct thread *)evp_rec_tls_;
     } else if (t->hot.pos >= t->hot.end) {
         struct buffer *b = t->buf;
-        b->n = b->cap;
-        queue_push(b);
-        pthread_cond_signal(&S.wake);
+        if (b->discard) {
+            /* A whole buffer of records dropped: counted, never written. */
+            t->drop_pending += b->cap;
+        } else {
+            b->n = b->cap;
+            queue_push(b);
+            pthread_cond_signal(&S.wake);
+        }
         /* The queued buffer is the writer's now: the thread holds none
          * while it may wait (the writer can recycle B meanwhile). */
         t->buf = NULL;
         __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
         __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
-        /* Bounded memory: wait for the writer rather than grow forever. */
-        while (t->nbuffers >= MAX_BUFFERS_PER_THREAD && S.state == OPEN &&
-               S.writer_running)
-            pthread_cond_wait(&S.room, &S.mu);
-        struct buffer *nb = S.state == OPEN ? buffer_get(t) : NULL;
+        struct buffer *nb = NULL;
+        if (S.drop && t->nbuffers >= S.max_buffers && S.state == OPEN) {
+            /* Bounded memory without waiting: record into the overflow
+             * buffer, whose records are dropped whole, until the writer
+             * gives one back. */
+            if (t->overflow && t->overflow->cap != S.cfg.buffer_events) {
+                free(t->overflow->recs);
+                free(t->overflow);
+                t->overflow = NULL;
+            }
+            if (!t->overflow && (t->overflow = buffer_new(S.cfg.buffer_events)))
+                t->overflow->discard = 1;
+            nb = t->overflow;
+        } else {
+            /* Bounded memory: wait for the writer rather than grow. */
+            while (t->nbuffers >= S.max_buffers && S.state == OPEN &&
+                   S.writer_running)
+                pthread_cond_wait(&S.room, &S.mu);
+            nb = S.state == OPEN ? buffer_get(t) : NULL;
+        }
         if (!nb) {
             S.dropped++;
             pthread_mutex_unlock(&S.mu);
             return;
         }
+        if (nb->discard)
+            nb->owner = t;
         t->buf = nb;
         __atomic_store_n(&t->hot.end, nb->recs + nb->cap, __ATOMIC_RELAXED);
         __atomic_store_n(&t->hot.pos, nb->recs, __ATOMIC_RELEASE);
-        handoff = 1;
+        handoff = !nb->discard;
     }
     pthread_mutex_unlock(&S.mu);
 
@@ -926,6 +1040,8 @@ static void add_auto_meta(uint64_t start_ticks, uint64_t start_ns,
     meta_remember("kinds.enabled", v);
     snprintf(v, sizeof v, "%u", S.cfg.buffer_events);
     meta_remember("recorder.buffer_events", v);
+    if (S.drop)
+        meta_remember("recorder.on_overflow", "drop");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -1261,6 +1377,62 @@ fail:
     return rc;
 }
 
+/* A number from the environment (SUFFIXES: "KMG" sizes), or DEF. */
+static double env_number(const char *name, double def, int sizes)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    uint64_t mul = 1;
+    if (sizes && *end) {
+        const char *u = strchr("KMG", end[0] & ~0x20);
+        if (u && end[0]) {
+            mul = (uint64_t)1 << (10 * (1 + (u - "KMG")));
+            end++;
+            if ((*end & ~0x20) == 'B' || (*end == 'i' && end[1] == 'B'))
+                end += *end == 'i' ? 2 : 1;
+        }
+    }
+    if (errno || end == v || *end || !(x >= 0) || x * (double)mul > 1e18) {
+        warn("%s=%s is not a number; using the default", name, v);
+        return def;
+    }
+    return x * (double)mul;
+}
+
+/* The session's options from the environment: the same for `evalprof
+ * record`, python -m evalprof and the instrumented interpreter. */
+static void read_env_limits(void)
+{
+    double n = env_number("EVALPROF_BUFFERS", DEFAULT_BUFFERS, 0);
+    S.max_buffers = n < 2 ? 2 : n > MAX_BUFFERS ? MAX_BUFFERS : (uint32_t)n;
+    if (getenv("EVALPROF_BUFFER_SIZE")) {
+        /* Bytes of records per buffer; 16 bytes a record. */
+        double b = env_number("EVALPROF_BUFFER_SIZE", 0, 1) /
+                   (double)sizeof(struct evp_rec_record);
+        if (b > 0)
+            S.cfg.buffer_events = b < 16           ? 16
+                                  : b > (1u << 24) ? 1u << 24
+                                                   : (uint32_t)b;
+    }
+    const char *o = getenv("EVALPROF_ON_OVERFLOW");
+    S.drop = o && strcmp(o, "drop") == 0;
+    if (o && *o && !S.drop && strcmp(o, "wait") != 0)
+        warn("EVALPROF_ON_OVERFLOW=%s: not wait or drop; waiting", o);
+    S.max_bytes = (uint64_t)env_number("EVALPROF_MAX_SIZE", 0, 1);
+    S.duration_ns = (uint64_t)(env_number("EVALPROF_DURATION", 0, 0) * 1e9);
+    S.writer_delay_ms =
+        (unsigned)env_number("EVALPROF_TEST_WRITER_DELAY_MS", 0, 0);
+    S.stopped = NULL;
+    S.start_ns = mono_ns();
+    const char *pg = getenv("EVALPROF_PROGRESS");
+    progress_on = pg && strcmp(pg, "1") == 0 && isatty(2);
+    progress_last = S.start_ns;
+}
+
 int evp_rec_open(const struct evp_rec_config *cfg)
 {
     if (!cfg || !cfg->path || !cfg->producer || !*cfg->path)
@@ -1278,6 +1450,7 @@ int evp_rec_open(const struct evp_rec_config *cfg)
     S.cfg = *cfg;
     S.cfg.path = NULL;
     S.cfg.producer = NULL;
+    read_env_limits();
     if (!S.cfg.buffer_events)
         S.cfg.buffer_events = DEFAULT_BUFFER_EVENTS;
     if (S.cfg.buffer_events < 16)
@@ -1336,7 +1509,7 @@ void evp_rec_set_enabled(uint64_t kinds)
 {
     pthread_mutex_lock(&S.mu);
     S.cfg.enabled = (kinds ? kinds : S.cfg.can_emit) & S.cfg.can_emit;
-    if (S.state == OPEN)
+    if (S.state == OPEN && !S.stopped)
         __atomic_store_n(&evp_rec_mask_, S.cfg.enabled, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&S.mu);
 }
@@ -1445,6 +1618,11 @@ static void report_losses(int gone)
                 "evalprof: %s: the end record could not be written (%s): "
                 "the trace ends without it\n",
                 S.path, strerror(-S.end_error));
+    else if (S.dropped && S.drop && !S.error)
+        fprintf(stderr,
+                "evalprof: %s: %llu events dropped, in whole buffers, while "
+                "the writer could not keep up (--on-overflow=drop)\n",
+                S.path, (unsigned long long)S.dropped);
     else if (S.dropped)
         fprintf(stderr, "evalprof: %s: %llu events could not be written\n",
                 S.path, (unsigned long long)S.dropped);
@@ -1475,6 +1653,7 @@ int evp_rec_close(void)
     pthread_mutex_lock(&S.mu);
     S.writer_running = 0;
     writer_round(1); /* whatever the writer had not taken yet */
+    progress(1);
     write_end();
     int gone = !path_holds_trace();
     if (S.fd >= 0 && close(S.fd) < 0 && !S.error)
