@@ -1429,7 +1429,9 @@ static void read_env_limits(void)
     S.stopped = NULL;
     S.start_ns = mono_ns();
     const char *pg = getenv("EVALPROF_PROGRESS");
-    progress_on = pg && strcmp(pg, "1") == 0 && isatty(2);
+    const char *q = getenv("EVALPROF_QUIET");
+    progress_on = pg && strcmp(pg, "1") == 0 && isatty(2) &&
+                  !(q && *q && strcmp(q, "0") != 0);
     progress_last = S.start_ns;
 }
 
