@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -111,6 +112,12 @@ static struct {
     pthread_cond_t wake;    /* writer: work to do */
     pthread_cond_t room;    /* threads: a buffer came back */
     pthread_cond_t flushed; /* evp_rec_flush: a writer round ended */
+    /* Held for a few pointer moves only: the queue, the free list, every
+     * thread's nbuffers, and a buffer swap without S.mu (handover_fast),
+     * which the writer's snapshot of live buffers takes too. */
+    pthread_spinlock_t q;
+    int q_open;      /* handover_fast may swap (under q) */
+    uint64_t queued; /* buffers ever queued (under q) */
     enum state state;
     uint64_t gen;
     int fd;
@@ -350,38 +357,55 @@ static struct buffer *buffer_new(uint32_t cap)
 /* Caller holds S.mu. */
 static struct buffer *buffer_get(struct thread *t)
 {
+    pthread_spin_lock(&S.q);
     struct buffer *b = S.free_list;
     if (b && b->cap == S.cfg.buffer_events)
         S.free_list = b->next;
-    else if (!(b = buffer_new(S.cfg.buffer_events)))
+    else
+        b = NULL;
+    pthread_spin_unlock(&S.q);
+    if (!b && !(b = buffer_new(S.cfg.buffer_events)))
         return NULL;
+    pthread_spin_lock(&S.q);
+    t->nbuffers++;
+    pthread_spin_unlock(&S.q);
     b->n = 0;
     b->written = 0;
     b->owner = t;
     b->next = NULL;
-    t->nbuffers++;
     return b;
 }
 
 /* Caller holds S.mu. */
 static void buffer_put(struct buffer *b)
 {
+    pthread_spin_lock(&S.q);
     if (b->owner)
         b->owner->nbuffers--;
     b->owner = NULL;
     b->next = S.free_list;
     S.free_list = b;
+    pthread_spin_unlock(&S.q);
 }
 
-/* Caller holds S.mu. */
-static void queue_push(struct buffer *b)
+/* Caller holds S.q. */
+static void queue_push_q(struct buffer *b)
 {
+    __atomic_store_n(&S.queued, S.queued + 1, __ATOMIC_RELAXED);
     b->next = NULL;
     if (S.queue_tail)
         S.queue_tail->next = b;
     else
         S.queue_head = b;
     S.queue_tail = b;
+}
+
+/* Caller holds S.mu. */
+static void queue_push(struct buffer *b)
+{
+    pthread_spin_lock(&S.q);
+    queue_push_q(b);
+    pthread_spin_unlock(&S.q);
 }
 
 /*
@@ -434,18 +458,19 @@ struct snap {
 /* Any records not yet written?  (Caller holds S.mu.) */
 static int records_waiting(void)
 {
-    if (S.queue_head)
-        return 1;
-    for (struct thread *t = S.threads; t; t = t->next) {
+    int any = 0;
+    pthread_spin_lock(&S.q);
+    any = S.queue_head != NULL;
+    for (struct thread *t = S.threads; t && !any; t = t->next) {
         if (!t->live || !t->buf)
             continue;
         struct evp_rec_record *pos =
             __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
-        if (pos > t->buf->recs + t->buf->written &&
-            pos <= t->buf->recs + t->buf->cap)
-            return 1;
+        any = pos > t->buf->recs + t->buf->written &&
+              pos <= t->buf->recs + t->buf->cap;
     }
-    return 0;
+    pthread_spin_unlock(&S.q);
+    return any;
 }
 
 static int meta_remember(const char *key, const char *value);
@@ -544,13 +569,16 @@ static void writer_round(int force)
     }
     struct pending *pend = S.pend_head;
     S.pend_head = S.pend_tail = NULL;
+    pthread_spin_lock(&S.q);
     struct buffer *q = S.queue_head;
     S.queue_head = S.queue_tail = NULL;
 
     size_t nsnap = 0, cap = 0;
     for (struct thread *t = S.threads; t; t = t->next)
         cap += t->live && t->buf;
+    pthread_spin_unlock(&S.q);
     struct snap *snaps = cap ? malloc(cap * sizeof *snaps) : NULL;
+    pthread_spin_lock(&S.q);
     for (struct thread *t = S.threads; t && snaps; t = t->next) {
         if (!t->live || !t->buf)
             continue;
@@ -563,6 +591,7 @@ static void writer_round(int force)
         snaps[nsnap].upto = (uint32_t)(pos - b->recs);
         nsnap++;
     }
+    pthread_spin_unlock(&S.q);
     pthread_mutex_unlock(&S.mu);
 
     for (struct pending *p = pend; p; p = p->next)
@@ -593,24 +622,40 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     writer_tid = (pid_t)syscall(SYS_gettid);
+    /* A batch thread: its wake-ups never preempt the traced program's
+     * threads, it runs beside them or when they yield the CPU. */
+    struct sched_param sp = {0};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     pthread_mutex_lock(&S.mu);
+    unsigned poll_ms =
+        S.cfg.flush_ms > 40 ? S.cfg.flush_ms / 4 : S.cfg.flush_ms;
     while (!S.writer_stop) {
-        if (!S.queue_head && S.flush_want <= S.rounds_done) {
+        if (!__atomic_load_n(&S.queue_head, __ATOMIC_RELAXED) &&
+            S.flush_want <= S.rounds_done) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             uint64_t ns =
-                (uint64_t)until.tv_nsec + (uint64_t)S.cfg.flush_ms * 1000000u;
+                (uint64_t)until.tv_nsec + (uint64_t)poll_ms * 1000000u;
             until.tv_sec += (time_t)(ns / 1000000000u);
             until.tv_nsec = (long)(ns % 1000000000u);
             pthread_cond_timedwait(&S.wake, &S.mu, &until);
             if (S.writer_stop)
                 break;
         }
+        uint64_t queued = __atomic_load_n(&S.queued, __ATOMIC_RELAXED);
         writer_round(0);
         progress(0);
+        /* Poll often enough that a quarter of the ring is what fills
+         * between two rounds, every flush_ms at the least. */
+        uint64_t got = __atomic_load_n(&S.queued, __ATOMIC_RELAXED) - queued;
+        if (got * 4 >= S.max_buffers && poll_ms > 5)
+            poll_ms /= 2;
+        else if (got * 16 < S.max_buffers && poll_ms < S.cfg.flush_ms)
+            poll_ms =
+                poll_ms * 2 < S.cfg.flush_ms ? poll_ms * 2 : S.cfg.flush_ms;
     }
     pthread_mutex_unlock(&S.mu);
     return NULL;
@@ -816,12 +861,49 @@ void evp_rec_thread_detach(void)
  * buffer, then store the record.  Never fails visibly: without a session
  * or memory the record is dropped.
  */
+/*
+ * The usual hand-over: queue the full buffer and take a free one, under
+ * the spin lock only, for a few pointer moves: never behind the writer's
+ * session lock, which a writer preempted on a busy machine may hold for
+ * milliseconds.  0 when it cannot (no free buffer of the size, the ring
+ * full, the overflow buffer in use, no session): the slow path then does.
+ */
+static int handover_fast(struct thread *t)
+{
+    struct buffer *b = t->buf;
+    if (!b || b->discard)
+        return 0;
+    int ok = 0;
+    pthread_spin_lock(&S.q);
+    struct buffer *nb = S.free_list;
+    if (S.q_open && t->live && t->gen == S.gen && t->buf == b &&
+        t->nbuffers < S.max_buffers && nb && nb->cap == S.cfg.buffer_events) {
+        S.free_list = nb->next;
+        nb->n = nb->written = 0;
+        nb->owner = t;
+        nb->next = NULL;
+        t->nbuffers++;
+        b->n = b->cap;
+        queue_push_q(b);
+        t->buf = nb;
+        __atomic_store_n(&t->hot.end, nb->recs + nb->cap, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->hot.pos, nb->recs, __ATOMIC_RELEASE);
+        ok = 1;
+    }
+    pthread_spin_unlock(&S.q);
+    return ok;
+}
+
 void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
 {
     uint64_t t0 = evp_rec_now();
     struct thread *t = (struct thread *)evp_rec_tls_;
     int handoff = 0;
 
+    if (t && t->buf && t->hot.pos >= t->hot.end && handover_fast(t)) {
+        handoff = 1;
+        goto store;
+    }
     pthread_mutex_lock(&S.mu);
     if (S.state != OPEN) {
         pthread_mutex_unlock(&S.mu);
@@ -842,7 +924,10 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
         } else {
             b->n = b->cap;
             queue_push(b);
-            pthread_cond_signal(&S.wake);
+            /* Not woken here: the writer polls (writer_main); woken,
+             * on a busy machine it takes the CPU of the thread that
+             * woke it, there and then.  It is woken below only when
+             * the thread is going to wait or drop anyway. */
         }
         /* The queued buffer is the writer's now: the thread holds none
          * while it may wait (the writer can recycle B meanwhile). */
@@ -862,8 +947,11 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
             if (!t->overflow && (t->overflow = buffer_new(S.cfg.buffer_events)))
                 t->overflow->discard = 1;
             nb = t->overflow;
+            pthread_cond_signal(&S.wake);
         } else {
             /* Bounded memory: wait for the writer rather than grow. */
+            if (t->nbuffers >= S.max_buffers)
+                pthread_cond_signal(&S.wake);
             while (t->nbuffers >= S.max_buffers && S.state == OPEN &&
                    S.writer_running)
                 pthread_cond_wait(&S.room, &S.mu);
@@ -883,6 +971,7 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
     }
     pthread_mutex_unlock(&S.mu);
 
+store:
     if (handoff && evp_rec_wants(EVP_EV_RECORDER)) {
         struct evp_rec_record *r = t->hot.pos;
         r->ts = t0;
@@ -1107,6 +1196,8 @@ static void fork_child(void)
     pthread_cond_init(&S.wake, NULL);
     pthread_cond_init(&S.room, NULL);
     pthread_cond_init(&S.flushed, NULL);
+    pthread_spin_init(&S.q, PTHREAD_PROCESS_PRIVATE);
+    S.q_open = 0;
     S.writer_running = 0;
     if (S.state != OPEN) {
         S.state = CLOSED;
@@ -1159,6 +1250,7 @@ static void fork_child(void)
 
 static void once_init(void)
 {
+    pthread_spin_init(&S.q, PTHREAD_PROCESS_PRIVATE);
     pthread_key_create(&thread_key, thread_exit_cb);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(atexit_close);
@@ -1362,6 +1454,9 @@ static int start_file(const char *path, int deferred)
     rc = writer_start();
     if (rc == 0) {
         S.state = OPEN;
+        pthread_spin_lock(&S.q);
+        S.q_open = 1;
+        pthread_spin_unlock(&S.q);
         __atomic_store_n(&evp_rec_mask_, S.cfg.enabled, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&S.mu);
@@ -1639,6 +1734,9 @@ int evp_rec_close(void)
     }
     __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
     S.state = CLOSING;
+    pthread_spin_lock(&S.q);
+    S.q_open = 0;
+    pthread_spin_unlock(&S.q);
     /* Queue every live buffer; the writer's last round writes them. */
     for (struct thread *t = S.threads; t; t = t->next)
         if (t->live && t->gen == S.gen)
