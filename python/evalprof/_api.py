@@ -394,7 +394,8 @@ def _recorder_env(buffers, buffer_size, on_overflow, max_size, duration):
 
 def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
           quiet=True, meta=None, calibrate=True, buffers=None,
-          buffer_size=None, on_overflow=None, max_size=None, duration=None):
+          buffer_size=None, on_overflow=None, max_size=None, duration=None,
+          zstd=False):
     """Start tracing into PATH (an ``.evp`` file, created or truncated).
 
     ops: record every instruction executed (op events); False records
@@ -421,6 +422,8 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
     max_size, duration: stop recording once the trace holds max_size
         bytes ("500M" accepted) or duration seconds after the start; the
         program runs on, and the trace's recorder.stopped says which.
+    zstd: write event chunks zstd-compressed (True: level 1, or a level)
+        whenever the writer keeps up.
 
     Raises OSError when PATH cannot be created (nothing is traced then),
     RuntimeError when a trace is already being recorded, and
@@ -428,6 +431,8 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
     """
     tracer = _tracer_module()
     _recorder_env(buffers, buffer_size, on_overflow, max_size, duration)
+    if zstd:
+        os.environ["EVALPROF_ZSTD"] = "1" if zstd is True else str(int(zstd))
     path = os.path.abspath(os.fspath(path))
     with _lock:
         if tracer.active():

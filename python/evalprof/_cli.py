@@ -91,6 +91,9 @@ def _parser(prog):
     p.add_argument("--duration", metavar="SECONDS", type=_positive(float),
                    help="stop recording SECONDS after the start; the "
                         "program runs on")
+    p.add_argument("--zstd", action="store_true",
+                   help="write event chunks zstd-compressed whenever the "
+                        "writer keeps up")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress line while recording and no summary "
                         "line on stderr at the end")
@@ -329,6 +332,7 @@ def main(argv=None, prog="python -m evalprof"):
                        buffer_size=opts.buffer_size,
                        on_overflow=opts.on_overflow,
                        max_size=opts.max_size, duration=opts.duration,
+                       zstd=opts.zstd,
                        meta=_run_meta(kind, target, args))
     except OSError as e:
         sys.stderr.write("evalprof: cannot write trace %s: %s\n"

@@ -5,7 +5,7 @@
  *                   [--no-follow-fork] [--no-calibrate] [-q]
  *                   [--buffers N] [--buffer-size SIZE]
  *                   [--on-overflow wait|drop] [--max-size SIZE]
- *                   [--duration SECONDS]
+ *                   [--duration SECONDS] [--zstd]
  *                   -- PYTHON [PYTHON-OPTIONS]
  *                   (SCRIPT | -m MODULE | -c CODE | -) [ARGS...]
  *
@@ -421,6 +421,7 @@ int cmd_record(int argc, char **argv)
         {"on-overflow", required_argument, NULL, 'O'},
         {"max-size", required_argument, NULL, 'X'},
         {"duration", required_argument, NULL, 'D'},
+        {"zstd", no_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *out = "evalprof.evp";
@@ -465,6 +466,12 @@ int cmd_record(int argc, char **argv)
         case 'D':
             if (recorder_option("duration", optarg, 0, "EVALPROF_DURATION") < 0)
                 return 2;
+            break;
+        case 'Z':
+            if (setenv("EVALPROF_ZSTD", "1", 1) < 0) {
+                evp_cli_error("record: setenv: %s", strerror(errno));
+                return 1;
+            }
             break;
         case 'O':
             if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "drop") != 0) {

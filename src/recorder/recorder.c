@@ -28,6 +28,7 @@
  * and a struct from an earlier session is re-attached on its next event.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -132,6 +133,11 @@ static struct {
     uint64_t start_ns;
     const char *stopped;      /* the limit that stopped recording, or NULL */
     unsigned writer_delay_ms; /* EVALPROF_TEST_WRITER_DELAY_MS (tests) */
+    int zstd_level;           /* EVALPROF_ZSTD: compress event chunks */
+    int z_now;                /* this round has the CPU for it (writer) */
+    unsigned z_flags;         /* the chunk being written's (writer) */
+    uint8_t *z_buf;
+    size_t z_cap;
     pthread_t writer;
     int writer_running;
     int writer_stop;
@@ -217,7 +223,7 @@ static int open_deferred(void);
 static int put_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     uint8_t h[EVP_CHUNK_HEADER_SIZE];
-    evp_chunk_header(h, type, 0, payload, (uint32_t)len);
+    evp_chunk_header(h, type, S.z_flags, payload, (uint32_t)len);
     struct iovec iov[2] = {{h, sizeof h}, {(void *)payload, len}};
     int rc = write_all(S.fd, iov, 2);
     if (rc < 0)
@@ -225,6 +231,51 @@ static int put_chunk(unsigned type, const uint8_t *payload, size_t len)
     S.bytes += sizeof h + len;
     S.chunks++;
     return 0;
+}
+
+/* libzstd, loaded when EVALPROF_ZSTD asks for it: the recorder is linked
+ * into interpreters that should not need it otherwise. */
+static size_t (*z_compress)(void *, size_t, const void *, size_t, int);
+static size_t (*z_bound)(size_t);
+static unsigned (*z_is_error)(size_t);
+
+static int zstd_load(void)
+{
+    if (z_compress)
+        return 0;
+    void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -1;
+    z_compress = (size_t(*)(void *, size_t, const void *, size_t, int))dlsym(
+        h, "ZSTD_compress");
+    z_bound = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
+    z_is_error = (unsigned (*)(size_t))dlsym(h, "ZSTD_isError");
+    if (!z_compress || !z_bound || !z_is_error) {
+        z_compress = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_chunk(unsigned type, const uint8_t *payload, size_t len);
+
+/* An events chunk, zstd-compressed (u32 raw size, frame) when asked for
+ * and the writer is keeping up, as it is written otherwise. */
+static int write_events_chunk(const uint8_t *payload, size_t len)
+{
+    if (!S.zstd_level || !S.z_now || !z_compress || S.error)
+        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+    size_t bound = z_bound(len) + 4;
+    if (evp_grow((void **)&S.z_buf, &S.z_cap, bound, 1, bound) < 0)
+        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+    size_t zn = z_compress(S.z_buf + 4, bound - 4, payload, len, S.zstd_level);
+    if (z_is_error(zn) || zn + 4 >= len)
+        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+    evp_put_u32(S.z_buf, (uint32_t)len);
+    S.z_flags = EVP_CHUNK_F_ZSTD;
+    int rc = write_chunk(EVP_CHUNK_EVENTS, S.z_buf, zn + 4);
+    S.z_flags = 0;
+    return rc;
 }
 
 /* Write one chunk; after the first error nothing more is written. */
@@ -435,7 +486,7 @@ static void write_records(struct buffer *b, uint32_t upto)
     evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
     size_t len = evp_events_encode(S.encode_buf, &pf, b->recs + b->written, n,
                                    &S.backwards);
-    if (write_chunk(EVP_CHUNK_EVENTS, S.encode_buf, len) == 0) {
+    if (write_events_chunk(S.encode_buf, len) == 0) {
         t->seq++;
         t->dropped = 0;
         t->events += n;
@@ -597,6 +648,12 @@ static void writer_round(int force)
     for (struct pending *p = pend; p; p = p->next)
         write_chunk(p->type, p->payload, p->len);
     pending_free_all(pend);
+    size_t nq = 0;
+    for (struct buffer *b = q; b; b = b->next)
+        nq++;
+    /* Compress only while the writer keeps up: a quarter of a ring
+     * queued at most. */
+    S.z_now = S.zstd_level && nq * 4 <= S.max_buffers;
     /* Each buffer goes back as soon as it is written: a thread waiting
      * for room waits for one buffer, not for the whole round. */
     while (q) {
@@ -1519,6 +1576,14 @@ static void read_env_limits(void)
         warn("EVALPROF_ON_OVERFLOW=%s: not wait or drop; waiting", o);
     S.max_bytes = (uint64_t)env_number("EVALPROF_MAX_SIZE", 0, 1);
     S.duration_ns = (uint64_t)(env_number("EVALPROF_DURATION", 0, 0) * 1e9);
+    S.zstd_level = (int)env_number("EVALPROF_ZSTD", 0, 0);
+    if (S.zstd_level > 19)
+        S.zstd_level = 19;
+    if (S.zstd_level && zstd_load() < 0) {
+        warn("EVALPROF_ZSTD: libzstd.so.1 cannot be loaded; chunks are "
+             "written uncompressed");
+        S.zstd_level = 0;
+    }
     S.writer_delay_ms =
         (unsigned)env_number("EVALPROF_TEST_WRITER_DELAY_MS", 0, 0);
     S.stopped = NULL;

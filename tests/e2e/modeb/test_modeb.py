@@ -979,6 +979,23 @@ class Record(Case):
         self.assertRegex(self.info(self.path("api.evp")),
                          r"(?m)^stopped: +duration ")
 
+    def test_record_zstd_round_trips(self):
+        script = self.busy(20)
+        sizes, counts = {}, {}
+        for z in ((), ("--zstd",)):
+            trace = self.path("z%d.evp" % len(z))
+            p = subprocess.run([EVALPROF, "record", "-q", "--no-calibrate",
+                                "-o", trace] + list(z) + ["--", PY, script],
+                               capture_output=True, text=True, env=env(),
+                               cwd=self.tmp)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertIn("warnings:    none", self.info(trace))
+            sizes[z] = os.path.getsize(trace)
+            c = self.load(trace).kind_counts()
+            counts[z] = (c["op"], c["enter"])
+        self.assertEqual(counts[()], counts[("--zstd",)])
+        self.assertLess(sizes[("--zstd",)], sizes[()] * 0.8)
+
     def test_record_bad_recorder_options(self):
         for opts in (["--on-overflow", "later"], ["--max-size", "lots"],
                      ["--duration", "-1"], ["--buffers", "0"]):
@@ -1027,7 +1044,7 @@ class Record(Case):
                     "--no-follow-fork", "--no-calibrate", "-q, --quiet",
                     "--buffers N", "--buffer-size SIZE",
                     "--on-overflow wait|drop", "--max-size SIZE",
-                    "--duration SECONDS",
+                    "--duration SECONDS", "--zstd",
                     "-h, --help", "PYTHON-OPTIONS", "-W error", "-m MODULE",
                     "-c CODE"):
             self.assertIn(opt, p.stdout)
