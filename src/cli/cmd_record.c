@@ -379,13 +379,24 @@ program:
 }
 
 /*
- * A positive number, with K, M or G (powers of 1024) when SIZE: 0 and
- * the environment variable VAR set to it, or -1 after one line naming
- * the option.
+ * The value of option C (a positive number; with K, M or G, powers of
+ * 1024, for a size) into the recorder's environment variable: 0, or -1
+ * after one line naming the option.
  */
-static int recorder_option(const char *opt, const char *arg, int size,
-                           const char *var)
+static int recorder_option(int c, const char *arg)
 {
+    static const struct {
+        int c, size;
+        const char *opt, *var;
+    } opts[] = {{'B', 0, "buffers", "EVALPROF_BUFFERS"},
+                {'S', 1, "buffer-size", "EVALPROF_BUFFER_SIZE"},
+                {'X', 1, "max-size", "EVALPROF_MAX_SIZE"},
+                {'D', 0, "duration", "EVALPROF_DURATION"}};
+    size_t i = 0;
+    while (opts[i].c != c)
+        i++;
+    const char *opt = opts[i].opt, *var = opts[i].var;
+    int size = opts[i].size;
     char *end;
     errno = 0;
     double x = strtod(arg, &end);
@@ -450,21 +461,11 @@ int cmd_record(int argc, char **argv)
         case 'q':
             quiet = 1;
             break;
-        case 'B':
-            if (recorder_option("buffers", optarg, 0, "EVALPROF_BUFFERS") < 0)
-                return 2;
-            break;
-        case 'S':
-            if (recorder_option("buffer-size", optarg, 1,
-                                "EVALPROF_BUFFER_SIZE") < 0)
-                return 2;
-            break;
-        case 'X':
-            if (recorder_option("max-size", optarg, 1, "EVALPROF_MAX_SIZE") < 0)
-                return 2;
-            break;
-        case 'D':
-            if (recorder_option("duration", optarg, 0, "EVALPROF_DURATION") < 0)
+        case 'B': /* --buffers N */
+        case 'S': /* --buffer-size SIZE */
+        case 'X': /* --max-size SIZE */
+        case 'D': /* --duration SECONDS */
+            if (recorder_option(c, optarg) < 0)
                 return 2;
             break;
         case 'Z':
