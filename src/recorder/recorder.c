@@ -1270,6 +1270,7 @@ static void fork_child(void)
     for (struct thread *t = S.threads; t; t = t->next) {
         t->buf = NULL; /* buffers of the parent's threads: leaked, once */
         t->nbuffers = 0;
+        t->drop_pending = 0; /* the parent's trace counts those */
         t->live = 0;
         t->hot.pos = t->hot.end = NULL;
         t->exited = &t->hot != self;

@@ -999,6 +999,15 @@ class Record(Case):
         self.assertEqual(counts[()], counts[z])
         self.assertLess(sizes[z], sizes[()] * 0.8)
 
+    def test_final_line_says_what_was_written(self):
+        script = self.busy(5)
+        p = subprocess.run([PY, "-m", "evalprof", "-o", self.path("f.evp"),
+                            script], capture_output=True, text=True,
+                           env=env(), cwd=self.tmp)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertRegex(p.stderr, r"(?m)^evalprof: wrote .*f\.evp \([\d,]+ "
+                         r"events, [\d.]+ [kM]B, [\d.]+ MB/s\)$")
+
     def test_record_bad_recorder_options(self):
         for opts in (["--on-overflow", "later"], ["--max-size", "lots"],
                      ["--duration", "-1"], ["--buffers", "0"]):
