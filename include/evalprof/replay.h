@@ -18,6 +18,13 @@
  * (a trace that starts mid-call) is drawn at depth 0 and counted in
  * evp_replay_stats.unmatched.
  *
+ * The recorder's own time (EVP_EV_RECORDER: a buffer handed over) is
+ * never a function's: every view shows it as an "[evalprof]" frame of its
+ * own, a callee of the function it interrupted (or at the top level
+ * outside any frame).  func_stats counts it in that function's inclusive
+ * time and not in its self time, whether compensating or not, and
+ * evp_replay_stats.recorder_ns sums it.
+ *
  * Depth: the engine follows the outermost EVP_REPLAY_MAX_FRAMES frames of
  * a stream, whatever its nesting; deeper ones are counted (depth stays
  * right) but not followed: events inside them belong to the innermost
@@ -48,6 +55,10 @@ struct evp_event {
                          pushes and pops, else the innermost open frame
                          (0 outside any frame) */
     uint32_t parent;  /* for pushes and pops: the caller (0 if none) */
+    uint64_t at;      /* the compensated clock: TS less what compensation
+                         took off the stream's earlier events, so that
+                         timelines drawn from it hold the same times as
+                         func_stats (TS when not compensating) */
     uint32_t unit;    /* op events: code unit + 1 of the instruction in
                          its function, 0 when the trace does not say */
 };
@@ -108,8 +119,10 @@ struct evp_replay_stats {
     uint64_t unmatched;   /* pops without a push */
     uint64_t unclosed;    /* frames still open at a stream's end */
     uint64_t log_ns;      /* "# log written" time left out */
-    uint64_t overhead_ns; /* recorder time subtracted (compensate) */
-    int32_t max_depth;    /* most frames open at once in a stream */
+    uint64_t overhead_ns; /* per-event cost subtracted (compensate) */
+    uint64_t recorder_ns; /* recorder events' time: the "[evalprof]" frames */
+    uint64_t recorder_events;
+    int32_t max_depth; /* most frames open at once in a stream */
 };
 
 struct evp_replay_ops {
@@ -122,9 +135,9 @@ struct evp_replay_ops {
 };
 
 struct evp_replay_opts {
-    /* Subtract the recorded per-event cost from every elapsed time and
-     * recorder time from function times (no effect when the trace has no
-     * measured cost, as text traces). */
+    /* Subtract the recorded per-event cost from every elapsed time, and
+     * so from function times and the compensated clock (no effect when
+     * the trace has no measured cost, as text traces). */
     int compensate;
     /* Only this stream (by index), or -1 for all. */
     long stream;

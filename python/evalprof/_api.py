@@ -366,8 +366,36 @@ def _mp_child_started(_anchor):
         util.Finalize(None, _at_exit, exitpriority=-1000000)
 
 
+def _recorder_env(buffers, buffer_size, on_overflow, max_size, duration):
+    """The recorder's options, as its environment carries them (the same
+    for evalprof record, python -m evalprof and the instrumented
+    interpreter); a forked child's session inherits them."""
+    if on_overflow not in (None, "wait", "drop"):
+        raise ValueError("on_overflow must be 'wait' or 'drop', not %r"
+                         % (on_overflow,))
+    for name, value, var in (("buffers", buffers, "EVALPROF_BUFFERS"),
+                             ("buffer_size", buffer_size,
+                              "EVALPROF_BUFFER_SIZE"),
+                             ("max_size", max_size, "EVALPROF_MAX_SIZE"),
+                             ("duration", duration, "EVALPROF_DURATION")):
+        if value is None:
+            continue
+        if isinstance(value, str):
+            text = value
+        elif isinstance(value, (int, float)) and value > 0:
+            text = repr(value)
+        else:
+            raise ValueError("%s must be a positive number, not %r"
+                             % (name, value))
+        os.environ[var] = text
+    if on_overflow is not None:
+        os.environ["EVALPROF_ON_OVERFLOW"] = on_overflow
+
+
 def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
-          quiet=True, meta=None, calibrate=True, lines=False):
+          quiet=True, meta=None, calibrate=True, lines=False, buffers=None,
+          buffer_size=None, on_overflow=None, max_size=None, duration=None,
+          zstd=False):
     """Start tracing into PATH (an ``.evp`` file, created or truncated).
 
     ops: record every instruction executed (op events); False records
@@ -388,12 +416,26 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
         40 ms, once per process), so that the reports can take it off
         each event's elapsed time; False records the recorder's own cost
         only.
+    buffers, buffer_size: how many buffers each thread may fill before
+        the writer has written them (default 32) and their size in bytes
+        (default 1 MiB; "4M" accepted): a thread's records take at most
+        buffers * buffer_size.
+    on_overflow: "wait" (the default) for the writer when every buffer is
+        full, or "drop" whole buffers of events, counted in the trace.
+    max_size, duration: stop recording once the trace holds max_size
+        bytes ("500M" accepted) or duration seconds after the start; the
+        program runs on, and the trace's recorder.stopped says which.
+    zstd: write event chunks zstd-compressed (True: level 1, or a level)
+        whenever the writer keeps up.
 
     Raises OSError when PATH cannot be created (nothing is traced then),
     RuntimeError when a trace is already being recorded, and
     TracerUnavailable when the extension is missing for this interpreter.
     """
     tracer = _tracer_module()
+    _recorder_env(buffers, buffer_size, on_overflow, max_size, duration)
+    if zstd:
+        os.environ["EVALPROF_ZSTD"] = "1" if zstd is True else str(int(zstd))
     path = os.path.abspath(os.fspath(path))
     with _lock:
         if tracer.active():
@@ -423,6 +465,7 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
                      ignore_prefix=_package_dir(), lines=bool(lines))
         _state["path"] = path
         _state["quiet"] = quiet
+        _state["started"] = time.monotonic()
         _state["untraced_hint"] = "threads=False"
 
 
@@ -467,8 +510,12 @@ def _report(stats):
         human = "%.1f MB" % (size / 1e6)
     else:
         human = "%.1f kB" % (size / 1e3)
-    line = "evalprof: wrote %s (%s events, %s)" % (
+    line = "evalprof: wrote %s (%s events, %s" % (
         stats.get("path"), format(stats.get("events", 0), ","), human)
+    secs = time.monotonic() - _state.get("started", time.monotonic())
+    if secs > 0:
+        line += ", %.1f MB/s" % (size / 1e6 / secs)
+    line += ")"
     if stats.get("dropped"):
         line += ", %s events lost" % format(stats["dropped"], ",")
     if stats.get("error"):

@@ -78,8 +78,28 @@ def _parser(prog):
                    help="do not measure first what one event costs the "
                         "program (about 40 ms); the reports then compensate "
                         "elapsed times by the recorder's own cost only")
+    p.add_argument("--buffers", metavar="N", type=_positive(int),
+                   help="buffers each thread may fill before the writer "
+                        "has written them (default 32): at most N times "
+                        "the buffer size a thread")
+    p.add_argument("--buffer-size", metavar="SIZE", type=_size,
+                   help="bytes per buffer, with K, M or G (default 1M)")
+    p.add_argument("--on-overflow", choices=("wait", "drop"),
+                   help="when every buffer is full: wait for the writer "
+                        "(default) or drop whole buffers, counted in the "
+                        "trace")
+    p.add_argument("--max-size", metavar="SIZE", type=_size,
+                   help="stop recording once the trace holds SIZE bytes "
+                        "(K, M or G); the program runs on")
+    p.add_argument("--duration", metavar="SECONDS", type=_positive(float),
+                   help="stop recording SECONDS after the start; the "
+                        "program runs on")
+    p.add_argument("--zstd", action="store_true",
+                   help="write event chunks zstd-compressed whenever the "
+                        "writer keeps up")
     p.add_argument("-q", "--quiet", action="store_true",
-                   help="no summary line on stderr at the end")
+                   help="no progress line while recording and no summary "
+                        "line on stderr at the end")
     p.add_argument("-x", dest="skip_first_line", action="store_true",
                    help="skip the script's first line (as python -x)")
     p.add_argument("--version", action="version",
@@ -99,6 +119,35 @@ def _parser(prog):
     return p
 
 
+def _positive(kind):
+    def check(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise argparse.ArgumentTypeError("expected a positive number, "
+                                             "not %r" % text)
+        return value
+    return check
+
+
+def _size(text):
+    """A size in bytes, with K, M or G (powers of 1024): kept as text for
+    the recorder, which reads it so."""
+    t = text[:-2] if text.endswith("iB") else text
+    t = t[:-1] if t[-1:] == "B" and t[-2:-1] in "KkMmGg" else t
+    t = t[:-1] if t[-1:] in ("K", "k", "M", "m", "G", "g") else t
+    try:
+        ok = float(t) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError("expected a positive size (bytes, "
+                                         "or with K, M or G), not %r" % text)
+    return text
+
+
 def _attached(argv):
     """ARGV with an attached -mMODULE or -cCODE split in two, so that what
     follows it is the program's, as for the interpreter."""
@@ -106,7 +155,8 @@ def _attached(argv):
     i = 0
     while i < len(out):
         a = out[i]
-        if a in ("-o", "--output"):
+        if a in ("-o", "--output", "--buffers", "--buffer-size",
+                 "--on-overflow", "--max-size", "--duration"):
             i += 2
             continue
         if a == "--" or not a.startswith("-") or a == "-":
@@ -277,10 +327,16 @@ def main(argv=None, prog="python -m evalprof"):
     _set_path0(path0)
 
     try:
+        if not opts.quiet:
+            os.environ.setdefault("EVALPROF_PROGRESS", "1")
         evalprof.start(opts.output, ops=opts.ops, lines=opts.lines,
                        threads=opts.threads,
                        follow_fork=opts.follow_fork, quiet=opts.quiet,
-                       calibrate=opts.calibrate,
+                       calibrate=opts.calibrate, buffers=opts.buffers,
+                       buffer_size=opts.buffer_size,
+                       on_overflow=opts.on_overflow,
+                       max_size=opts.max_size, duration=opts.duration,
+                       zstd=opts.zstd,
                        meta=_run_meta(kind, target, args))
     except OSError as e:
         sys.stderr.write("evalprof: cannot write trace %s: %s\n"

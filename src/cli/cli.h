@@ -16,6 +16,7 @@
 
 #include "evalprof/trace.h"
 #include "outfile.h"
+#include "views.h"
 
 struct evp_cmd {
     const char *name;
@@ -139,6 +140,49 @@ FILE *evp_cli_report_open(const char *cmd, struct evp_outfile *o,
                           const char *out, const char *const *in, size_t n,
                           int *status);
 int evp_cli_report_close(struct evp_outfile *o, int rc);
+
+/*
+ * The filters of the tree and the timeline exports (filter.c): --from S,
+ * --to S (seconds from the trace's start), --func NAME, --thread ID.  Put
+ * EVP_CLI_FILTER_LONGOPTS in the getopt_long table and hand every option
+ * to evp_cli_filter_option (1 handled, 0 not one, -1 bad value, reported)
+ * first; once the trace is open, evp_cli_filter_resolve checks them and
+ * sets *STREAM to --thread's stream (a tid, else a stream number): 0, or
+ * -1 after reporting.
+ */
+struct evp_cli_filter {
+    struct evp_filter f;
+    long thread; /* -1: none */
+};
+
+#define EVP_CLI_OPT_FROM 0x300
+#define EVP_CLI_OPT_TO 0x301
+#define EVP_CLI_OPT_FUNC 0x302
+#define EVP_CLI_OPT_THREAD 0x303
+/* clang-format off */
+#define EVP_CLI_FILTER_INIT {{0, 0, NULL, 0, -1}, -1}
+#define EVP_CLI_FILTER_LONGOPTS                                              \
+    {"from", required_argument, NULL, EVP_CLI_OPT_FROM},                     \
+    {"to", required_argument, NULL, EVP_CLI_OPT_TO},                         \
+    {"func", required_argument, NULL, EVP_CLI_OPT_FUNC},                     \
+    {"thread", required_argument, NULL, EVP_CLI_OPT_THREAD}
+/* clang-format on */
+int evp_cli_filter_option(int c, const char *arg, struct evp_cli_filter *o);
+int evp_cli_filter_resolve(const char *cmd, struct evp_trace *t,
+                           struct evp_cli_filter *o, long *stream);
+
+/* One line on stderr when the output of CMD, about BYTES_PER_EVENT a
+ * trace event, would pass 1 GB (EVALPROF_WARN_BYTES), saying how to
+ * narrow it; nothing when FILTERED. */
+void evp_cli_warn_size(const char *cmd, struct evp_trace *t,
+                       double bytes_per_event, int filtered);
+
+/* Standard output through a pager, as git does, when it is a terminal
+ * and not NO_PAGER: $EVALPROF_PAGER, else $PAGER, else "less -FRX" (""
+ * or "cat": none).  NULL: write to stdout.  evp_cli_pager_close waits
+ * for the pager and returns RC, 0 when the reader quit early. */
+FILE *evp_cli_pager_open(int no_pager);
+int evp_cli_pager_close(FILE *p, int rc);
 
 /* Parse a non-negative integer option value; -1 on error (printed). */
 long evp_cli_parse_long(const char *opt, const char *val);

@@ -32,6 +32,8 @@ struct export_opts {
     int lines;       /* folded: file:line leaves */
     int phases;      /* folded: loop phases as leaves */
     long max_depth;  /* folded: frames kept on a stack, 0 all */
+    int depth_given; /* --max-depth was: the timelines take it too */
+    struct evp_cli_filter filter; /* chrome, speedscope */
 };
 
 /* A trace writer (text, evp) into O's output, whole or not at all. */
@@ -84,12 +86,29 @@ static int export_folded(struct evp_trace *t, const struct export_opts *o)
 }
 
 static int export_timeline(struct evp_trace *t, const struct export_opts *o,
+                           const char *name,
                            int (*view)(struct evp_trace *, FILE *,
                                        const struct evp_chrome_opts *))
 {
     struct evp_chrome_opts co = {.ops = o->ops,
                                  .phases = o->phases,
                                  .compensate = !evp_trace_info(t)->text};
+    struct evp_cli_filter fo = o->filter;
+    if (o->depth_given)
+        fo.f.max_depth = (size_t)o->max_depth;
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "export --format %s", name);
+    if (evp_cli_filter_resolve(cmd, t, &fo, &fo.f.stream) < 0)
+        return 2;
+    int filtered = evp_filter_active(&fo.f);
+    if (filtered)
+        co.filter = &fo.f;
+    /* bytes an event on average, measured on the demo's trace (one in
+     * twenty is a frame's edge; with --ops every instruction a slice) */
+    int chrome = strcmp(name, "chrome") == 0;
+    double per_event =
+        o->ops || o->phases ? (chrome ? 90 : 60) : (chrome ? 6 : 4);
+    evp_cli_warn_size(cmd, t, per_event, filtered);
     struct evp_outfile of;
     FILE *f = evp_cli_out_open(&of, o->out);
     if (!f)
@@ -99,12 +118,12 @@ static int export_timeline(struct evp_trace *t, const struct export_opts *o,
 
 static int export_chrome(struct evp_trace *t, const struct export_opts *o)
 {
-    return export_timeline(t, o, evp_view_chrome);
+    return export_timeline(t, o, "chrome", evp_view_chrome);
 }
 
 static int export_speedscope(struct evp_trace *t, const struct export_opts *o)
 {
-    return export_timeline(t, o, evp_view_speedscope);
+    return export_timeline(t, o, "speedscope", evp_view_speedscope);
 }
 
 /* The profile exports: MASK the options each takes (1 --ops, 2 --phases);
@@ -189,13 +208,22 @@ int cmd_export(int argc, char **argv)
         {"phases", no_argument, NULL, 'P'},
         {"max-depth", required_argument, NULL, 'D'},
         {"python", required_argument, NULL, 'p'},
+        EVP_CLI_FILTER_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct export_opts o = {.out = "-", .max_depth = EVP_FOLDED_DEFAULT_DEPTH};
+    struct export_opts o = {.out = "-",
+                            .max_depth = EVP_FOLDED_DEFAULT_DEPTH,
+                            .filter = EVP_CLI_FILTER_INIT};
     const char *fmt = NULL, *python = NULL;
-    int c;
+    int c, k, filters = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+        if ((k = evp_cli_filter_option(c, optarg, &o.filter)) != 0) {
+            if (k < 0)
+                return 2;
+            filters = 1;
+            continue;
+        }
         switch (c) {
         case 'f':
             fmt = optarg;
@@ -219,6 +247,7 @@ int cmd_export(int argc, char **argv)
         case 'D':
             if ((o.max_depth = evp_cli_parse_long("--max-depth", optarg)) < 0)
                 return 2;
+            o.depth_given = 1;
             break;
         case 'p':
             python = optarg;
@@ -248,6 +277,13 @@ int cmd_export(int argc, char **argv)
         ;
     if (i == n) {
         evp_cli_error("export: unknown format '%s' (%s)", fmt, names);
+        return 2;
+    }
+    if (filters && formats[i].fn != export_chrome &&
+        formats[i].fn != export_speedscope) {
+        evp_cli_error("export: --from, --to, --func and --thread are for "
+                      "chrome and speedscope, not %s",
+                      fmt);
         return 2;
     }
     const char *in = argv[optind];

@@ -11,6 +11,8 @@
  *        running / finalisation as shares of the samples
  *     -> with --trace FILE: the cross-check against the evalprof trace the
  *        command recorded
+ *     -> with --ops: each eval-function sample's leaf (DIR/perf.leaves)
+ *        to its source line and opcode handler (src/perf/ops.c)
  *
  * --script FILE skips recording and reads existing `perf script` text
  * (refused when most of it is something else).  Stacks cut at
@@ -149,7 +151,7 @@ struct perf_args {
     const char *python;
     long freq, top;
     unsigned repeat;
-    int startup, with_pid;
+    int startup, with_pid, ops;
     double threshold;
     char **cmd; /* the command to profile, NCMD words */
     int ncmd;
@@ -157,7 +159,7 @@ struct perf_args {
 
 /* Everything one run holds, released in one place (run_free). */
 struct perf_run {
-    char script[4096], folded[4096], svg[4096];
+    char script[4096], folded[4096], svg[4096], leaves[4096];
     struct perf_ctx p;
     struct evp_trace *t;
     struct evp_xc_trace xt;
@@ -185,6 +187,7 @@ static int parse_args(int argc, char **argv, struct perf_args *a)
         {"threshold", required_argument, NULL, 'x'},
         {"pid", no_argument, NULL, 'p'},
         {"python", required_argument, NULL, 'y'},
+        {"ops", no_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     *a = (struct perf_args){.dir = "evalprof-perf",
@@ -266,6 +269,9 @@ static int parse_args(int argc, char **argv, struct perf_args *a)
         case 'y':
             a->python = optarg;
             break;
+        case 'O':
+            a->ops = 1;
+            break;
         case 'h':
             return evp_cli_help("perf");
         default:
@@ -289,10 +295,22 @@ static int parse_args(int argc, char **argv, struct perf_args *a)
         evp_cli_error("perf: give a command or --script, not both");
         return 2;
     }
+    if (a->ops && a->script_in) {
+        evp_cli_error("perf: --ops needs a command: it reads each sample's "
+                      "symbol offset from perf.data, not --script text");
+        return 2;
+    }
+#ifndef EVP_HAVE_LIBDW
+    if (a->ops) {
+        evp_cli_error("perf: --ops is not built in: evalprof was built "
+                      "without libdw (Debian package libdw-dev)");
+        return 2;
+    }
+#endif
     if (!a->cg)
         a->cg = (a->startup || a->trace) ? "dwarf" : "fp";
     if (a->freq < 0)
-        a->freq = a->startup ? 10000 : a->trace ? 4999 : 999;
+        a->freq = a->startup ? 10000 : (a->trace || a->ops) ? 4999 : 999;
     return -1;
 }
 
@@ -312,6 +330,7 @@ static int get_script(const struct perf_args *a, struct perf_run *r)
         return -1;
     }
     snprintf(r->script, sizeof r->script, "%s/perf.script", a->dir);
+    snprintf(r->leaves, sizeof r->leaves, "%s/perf.leaves", a->dir);
     /* -X perf stops unwinding at the first Python frame, and the
      * start-up breakdown needs whole C stacks down to main. */
     struct evp_perf_record_opts ro = {.perf = perf,
@@ -323,7 +342,8 @@ static int get_script(const struct perf_args *a, struct perf_run *r)
                                       .freq = a->freq,
                                       .repeat = a->repeat,
                                       .script = r->script,
-                                      .want_xperf = !a->startup};
+                                      .want_xperf = !a->startup,
+                                      .ops = a->ops ? r->leaves : NULL};
     char msg[1024];
     r->status = evp_perf_record(&ro, &r->xperf, msg, sizeof msg);
     if (r->status < 0) {
@@ -349,6 +369,10 @@ static int check_outputs(const struct perf_args *a)
         if (evp_cli_out_check("perf", path, ins, 2))
             return 2;
     }
+    char leaves[4096];
+    snprintf(leaves, sizeof leaves, "%s/perf.leaves", a->dir);
+    if (a->ops && evp_cli_out_check("perf", leaves, ins, 2))
+        return 2;
     return 0;
 }
 
@@ -522,6 +546,42 @@ static void print_report(const struct perf_args *a, const struct perf_run *r)
     }
 }
 
+/* With --ops: opcode shares and the hottest eval-loop lines from
+ * DIR/perf.leaves.  0, or 1 after one line. */
+static int print_ops(const struct perf_args *a, const struct perf_run *r)
+{
+#ifdef EVP_HAVE_LIBDW
+    const char *text;
+    size_t len;
+    int mapped;
+    int rc = evp_flame_map(r->leaves, &text, &len, &mapped);
+    if (rc) {
+        evp_cli_error("%s: %s", r->leaves, strerror(-rc));
+        return 1;
+    }
+    struct evp_ops *o = evp_ops_new();
+    char msg[1024];
+    rc = o ? evp_ops_read_script(o, text, len) : -ENOMEM;
+    evp_flame_unmap(text, len, mapped);
+    if (rc)
+        evp_cli_error("perf --ops: out of memory reading %s", r->leaves);
+    else if (evp_ops_resolve(o, msg, sizeof msg) < 0) {
+        evp_cli_error("perf --ops: %s", msg);
+        rc = -1;
+    } else {
+        putchar('\n');
+        if (evp_ops_print(o, stdout, (size_t)a->top) == -ENOMEM) {
+            evp_cli_error("perf --ops: out of memory");
+            rc = -1;
+        }
+    }
+    evp_ops_free(o);
+    return rc ? 1 : 0;
+#else
+    return 1;
+#endif
+}
+
 static void run_free(struct perf_run *r)
 {
     if (r->t) {
@@ -555,12 +615,12 @@ int cmd_perf(int argc, char **argv)
         if (get_script(&a, r) == 0 && collapse(&a, r) == 0 &&
             write_outputs(&a, r) == 0) {
             print_report(&a, r);
+            rc = a.ops ? print_ops(&a, r) : 0;
             if (r->xperf)
                 remove_perf_maps(&r->p, r->started);
             if (!a.script_in && r->status)
                 evp_cli_warn("perf: the command exited with status %d",
                              r->status);
-            rc = 0;
         }
     }
     run_free(r);

@@ -3,6 +3,9 @@
  *
  *   evalprof record [-o FILE] [--no-ops] [--main-thread-only]
  *                   [--no-follow-fork] [--no-calibrate] [-q]
+ *                   [--buffers N] [--buffer-size SIZE]
+ *                   [--on-overflow wait|drop] [--max-size SIZE]
+ *                   [--duration SECONDS] [--zstd]
  *                   -- PYTHON [PYTHON-OPTIONS]
  *                   (SCRIPT | -m MODULE | -c CODE | -) [ARGS...]
  *
@@ -23,6 +26,10 @@
  *     own options (-W error -X dev -O ...) go before the bootstrap, the
  *     program after it: PYTHON OPTIONS -c BOOT PKG RUNNER-OPTIONS PROGRAM;
  *   - anything else gets one line naming what is supported.
+ *
+ * The recorder's options (--buffers ... --duration) and the progress line
+ * reach the recorder through its environment (EVALPROF_BUFFERS ...
+ * EVALPROF_PROGRESS), read the same way in both modes.
  *
  * The trace path is checked (created and removed again) before anything
  * runs, so a missing or read-only directory, a FIFO or a device (but
@@ -371,6 +378,45 @@ program:
     return 0;
 }
 
+/*
+ * The value of option C (a positive number; with K, M or G, powers of
+ * 1024, for a size) into the recorder's environment variable: 0, or -1
+ * after one line naming the option.
+ */
+static int recorder_option(int c, const char *arg)
+{
+    static const struct {
+        int c, size;
+        const char *opt, *var;
+    } opts[] = {{'B', 0, "buffers", "EVALPROF_BUFFERS"},
+                {'S', 1, "buffer-size", "EVALPROF_BUFFER_SIZE"},
+                {'X', 1, "max-size", "EVALPROF_MAX_SIZE"},
+                {'D', 0, "duration", "EVALPROF_DURATION"}};
+    size_t i = 0;
+    while (opts[i].c != c)
+        i++;
+    const char *opt = opts[i].opt, *var = opts[i].var;
+    int size = opts[i].size;
+    char *end;
+    errno = 0;
+    double x = strtod(arg, &end);
+    if (size && end != arg && *end && strchr("KkMmGg", *end)) {
+        end++;
+        if (*end == 'B' || (*end == 'i' && end[1] == 'B'))
+            end += *end == 'i' ? 2 : 1;
+    }
+    if (errno || end == arg || *end || !(x > 0) || x > 1e15) {
+        evp_cli_error("record: --%s %s: expected a positive %s", opt, arg,
+                      size ? "size (bytes, or with K, M or G)" : "number");
+        return -1;
+    }
+    if (setenv(var, arg, 1) < 0) {
+        evp_cli_error("record: setenv: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -381,6 +427,12 @@ int cmd_record(int argc, char **argv)
         {"no-follow-fork", no_argument, NULL, 'F'},
         {"no-calibrate", no_argument, NULL, 'C'},
         {"quiet", no_argument, NULL, 'q'},
+        {"buffers", required_argument, NULL, 'B'},
+        {"buffer-size", required_argument, NULL, 'S'},
+        {"on-overflow", required_argument, NULL, 'O'},
+        {"max-size", required_argument, NULL, 'X'},
+        {"duration", required_argument, NULL, 'D'},
+        {"zstd", no_argument, NULL, 'Z'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *out = "evalprof.evp";
@@ -409,6 +461,31 @@ int cmd_record(int argc, char **argv)
         case 'q':
             quiet = 1;
             break;
+        case 'B': /* --buffers N */
+        case 'S': /* --buffer-size SIZE */
+        case 'X': /* --max-size SIZE */
+        case 'D': /* --duration SECONDS */
+            if (recorder_option(c, optarg) < 0)
+                return 2;
+            break;
+        case 'Z':
+            if (setenv("EVALPROF_ZSTD", "1", 1) < 0) {
+                evp_cli_error("record: setenv: %s", strerror(errno));
+                return 1;
+            }
+            break;
+        case 'O':
+            if (strcmp(optarg, "wait") != 0 && strcmp(optarg, "drop") != 0) {
+                evp_cli_error("record: --on-overflow %s: expected wait or "
+                              "drop",
+                              optarg);
+                return 2;
+            }
+            if (setenv("EVALPROF_ON_OVERFLOW", optarg, 1) < 0) {
+                evp_cli_error("record: setenv: %s", strerror(errno));
+                return 1;
+            }
+            break;
         case 'h':
             return evp_cli_help("record");
         default:
@@ -431,6 +508,10 @@ int cmd_record(int argc, char **argv)
     if (probe_python(python, &p) < 0)
         return 2;
     fflush(stdout);
+    if (!quiet && setenv("EVALPROF_PROGRESS", "1", 1) < 0) {
+        evp_cli_error("record: setenv: %s", strerror(errno));
+        return 1;
+    }
 
     if (p.mode_a) {
         /* The instrumented interpreter traces itself (its contract:

@@ -4,6 +4,7 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "views.h"
@@ -15,18 +16,22 @@ int cmd_tree(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"format", required_argument, NULL, 'f'},
         {"max-depth", required_argument, NULL, 'd'},
+        {"no-pager", no_argument, NULL, 'P'},
         EVP_CLI_COMMON_LONGOPTS,
+        EVP_CLI_FILTER_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     struct evp_tree_opts o = {.format = EVP_TREE_SIMPLE_INDENT,
                               .max_depth = EVP_TREE_DEFAULT_DEPTH};
     long depth;
     struct evp_cli_common co = EVP_CLI_COMMON_INIT;
+    struct evp_cli_filter fo = EVP_CLI_FILTER_INIT;
     const char *out = NULL;
-    int c, k;
+    int c, k, no_pager = getenv("EVALPROF_PAGER") && !*getenv("EVALPROF_PAGER");
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:s:o:h", longopts, NULL)) != -1) {
-        if ((k = evp_cli_common_option(c, optarg, &co)) != 0) {
+        if ((k = evp_cli_common_option(c, optarg, &co)) != 0 ||
+            (k = evp_cli_filter_option(c, optarg, &fo)) != 0) {
             if (k < 0)
                 return 2;
             continue;
@@ -54,6 +59,9 @@ int cmd_tree(int argc, char **argv)
                 return 2;
             o.max_depth = (size_t)depth;
             break;
+        case 'P':
+            no_pager = 1;
+            break;
         case 'h':
             return evp_cli_help("tree");
         default:
@@ -75,10 +83,25 @@ int cmd_tree(int argc, char **argv)
     o.compensate = co.compensate;
     o.stream = co.stream;
     o.ns = co.ns;
+    if (evp_cli_filter_resolve("tree", t, &fo, &o.stream) < 0) {
+        evp_trace_close(t);
+        evp_cli_report_close(&of, EVP_CLI_REPORTED);
+        return 2;
+    }
+    int filtered = evp_filter_active(&fo.f);
+    if (filtered)
+        o.filter = &fo.f;
+    /* a line an event, 110 bytes on average on the demo's trace */
+    evp_cli_warn_size("tree", t, 110, filtered || o.stream >= 0);
     static char buf[1 << 16];
-    if (f == stdout)
+    FILE *pager = f == stdout ? evp_cli_pager_open(no_pager) : NULL;
+    if (pager)
+        f = pager;
+    else if (f == stdout)
         setvbuf(stdout, buf, _IOFBF, sizeof buf);
     int rc = evp_view_tree(t, f, &o);
+    if (pager)
+        rc = evp_cli_pager_close(pager, rc);
     evp_trace_close(t);
     return evp_cli_report_close(&of, rc);
 }

@@ -191,6 +191,8 @@ struct evp_perf_record_opts {
     unsigned repeat;       /* runs, their perf script text concatenated */
     const char *script;    /* the file the perf script text goes to */
     int want_xperf;        /* add -X perf to a CPython 3.12+ command */
+    const char *ops;       /* when set, leaf IPs as symbol+offset here
+                              (perf script -F ip,sym,symoff,dso -G) */
 };
 
 /*
@@ -201,6 +203,43 @@ struct evp_perf_record_opts {
  */
 int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
                     char *msg, size_t len);
+
+/* ---- ops.c: eval-loop samples to source lines and opcodes ------------- */
+/* Built only where libdw is found (EVP_HAVE_LIBDW). */
+
+/* One TARGET(NAME) block: source lines FIRST..LAST (1-based). */
+struct evp_ops_handler {
+    unsigned first, last;
+    char name[64];
+};
+
+/*
+ * The TARGET(NAME) blocks of C source TEXT (LEN bytes): each from its
+ * TARGET line to the brace closing its block (or the line before the
+ * next TARGET), in order.  *OUT is malloc'd (the caller frees it).
+ * Returns 0 or -ENOMEM.
+ */
+int evp_ops_scan_targets(const char *text, size_t len,
+                         struct evp_ops_handler **out, size_t *count);
+/* The name of the block holding LINE, NULL outside every block. */
+const char *evp_ops_handler_at(const struct evp_ops_handler *h, size_t n,
+                               unsigned line);
+
+struct evp_ops;
+
+struct evp_ops *evp_ops_new(void);
+void evp_ops_free(struct evp_ops *o);
+/* Count the samples of `perf script -F ip,sym,symoff,dso -G` text BUF,
+ * keeping those in the eval function: 0 or -ENOMEM. */
+int evp_ops_read_script(struct evp_ops *o, const char *buf, size_t len);
+/* Samples read, and (into *EVAL) those in the eval function. */
+uint64_t evp_ops_samples(const struct evp_ops *o, uint64_t *eval);
+/* Map the kept samples to lines and opcodes: 0, or -1 with the reason
+ * (no sample in the eval function, no line tables) in MSG. */
+int evp_ops_resolve(struct evp_ops *o, char *msg, size_t len);
+/* The opcode-share table and the TOP hottest lines: 0, -ENOMEM or
+ * -EIO. */
+int evp_ops_print(const struct evp_ops *o, FILE *out, size_t top);
 
 /* ---- crosscheck.c: perf samples against an evalprof trace -------------- */
 

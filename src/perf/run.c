@@ -7,7 +7,9 @@
  * evp_perf_record is the whole recording: a preflight `perf record -- true`
  * (so that a refusal is explained before the command runs), then per
  * repeat `perf record` of the command and `perf script` of its data,
- * the texts concatenated into one file.
+ * the texts concatenated into one file; with O->ops, a second `perf
+ * script` of each run's data keeps every sample's leaf as symbol+offset,
+ * for `evalprof perf --ops`.
  *
  * evp_perf_explain turns perf's own error text into the one line evalprof
  * prints: perf missing (Debian's wrapper without a matching kernel
@@ -320,15 +322,19 @@ int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
                    "--ns",
                    maxs,
                    NULL};
+    char *leaves[] = {(char *)o->perf,     "script", "-i", data, "-F",
+                      "ip,sym,symoff,dso", "-G",     NULL};
     char **argv = record_argv(o, data, freq, added_xperf);
     /* the script is written whole or not at all, as every output */
-    struct evp_outfile so = {0};
-    int status = -1, last = 0, open = -1;
+    struct evp_outfile so = {0}, lo = {0};
+    int status = -1, last = 0, open = -1, lopen = -1;
     if (!argv) {
         snprintf(msg, len, "perf: %s", strerror(ENOMEM));
         goto out;
     }
     if ((open = evp_outfile_open(&so, o->script, msg, len)) < 0)
+        goto out;
+    if (o->ops && (lopen = evp_outfile_open(&lo, o->ops, msg, len)) < 0)
         goto out;
     FILE *all = so.f;
     for (unsigned r = 0; r < o->repeat; r++) {
@@ -350,13 +356,24 @@ int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
         }
         append_part(all, part);
         unlink(part);
+        if (o->ops) {
+            if ((s = evp_perf_spawn(leaves, part, err, NULL)) != 0) {
+                explain_failure(s, err, "perf script", msg, len);
+                goto out;
+            }
+            append_part(lo.f, part);
+            unlink(part);
+        }
     }
     status = last;
 out:
     free(argv);
-    if (open == 0) {
+    struct evp_outfile *outs[] = {open == 0 ? &so : NULL,
+                                  lopen == 0 ? &lo : NULL};
+    for (size_t i = 0; i < 2; i++) {
         char why[1024];
-        if (evp_outfile_close(&so, status < 0 ? -ECANCELED : 0, why,
+        if (outs[i] &&
+            evp_outfile_close(outs[i], status < 0 ? -ECANCELED : 0, why,
                               sizeof why) < 0 &&
             status >= 0) {
             snprintf(msg, len, "%s", why);

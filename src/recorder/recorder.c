@@ -28,10 +28,12 @@
  * and a struct from an earlier session is re-attached on its next event.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,14 +59,18 @@ int evp_rec_use_tsc_;
 
 #define DEFAULT_BUFFER_EVENTS 65536u
 #define DEFAULT_FLUSH_MS 200u
-/* Beyond this many buffers a thread waits for the writer. */
-#define MAX_BUFFERS_PER_THREAD 8u
+/* Beyond this many buffers a thread waits for the writer (or, with
+ * EVALPROF_ON_OVERFLOW=drop, drops what it records until one comes
+ * back): 32 buffers of 65536 16-byte records, at most 32 MiB a thread. */
+#define DEFAULT_BUFFERS 32u
+#define MAX_BUFFERS 4096u
 
 struct buffer {
     struct evp_rec_record *recs;
     uint32_t cap;
     uint32_t n;       /* records in it when queued */
     uint32_t written; /* records the writer has written (writer only) */
+    int discard;      /* the thread's overflow buffer: never written */
     struct thread *owner;
     struct buffer *next; /* queue or free list */
 };
@@ -79,6 +85,8 @@ struct thread {
     uint32_t dropped;  /* records lost since its last chunk (writer) */
     uint64_t events;   /* records written (writer) */
     uint64_t dropped_total;
+    uint64_t drop_pending;   /* records dropped at overflow (under S.mu) */
+    struct buffer *overflow; /* where records go while they are dropped */
     pid_t tid;
     int live;            /* attached to the current session */
     int exited;          /* its thread has ended: struct may be reused */
@@ -105,6 +113,12 @@ static struct {
     pthread_cond_t wake;    /* writer: work to do */
     pthread_cond_t room;    /* threads: a buffer came back */
     pthread_cond_t flushed; /* evp_rec_flush: a writer round ended */
+    /* Held for a few pointer moves only: the queue, the free list, every
+     * thread's nbuffers, and a buffer swap without S.mu (handover_fast),
+     * which the writer's snapshot of live buffers takes too. */
+    pthread_spinlock_t q;
+    int q_open;      /* handover_fast may swap (under q) */
+    uint64_t queued; /* buffers ever queued (under q) */
     enum state state;
     uint64_t gen;
     int fd;
@@ -112,6 +126,18 @@ static struct {
     char *abspath; /* the same from the root: the program may chdir() */
     uint64_t rounds_begun, rounds_done, flush_want; /* writer rounds */
     struct evp_rec_config cfg;
+    uint32_t max_buffers; /* per thread (EVALPROF_BUFFERS) */
+    int drop;             /* EVALPROF_ON_OVERFLOW=drop */
+    uint64_t max_bytes;   /* EVALPROF_MAX_SIZE, 0: none */
+    uint64_t duration_ns; /* EVALPROF_DURATION, 0: none */
+    uint64_t start_ns;
+    const char *stopped;      /* the limit that stopped recording, or NULL */
+    unsigned writer_delay_ms; /* EVALPROF_TEST_WRITER_DELAY_MS (tests) */
+    int zstd_level;           /* EVALPROF_ZSTD: compress event chunks */
+    int z_now;                /* this round has the CPU for it (writer) */
+    unsigned z_flags;         /* the chunk being written's (writer) */
+    uint8_t *z_buf;
+    size_t z_cap;
     pthread_t writer;
     int writer_running;
     int writer_stop;
@@ -197,7 +223,7 @@ static int open_deferred(void);
 static int put_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     uint8_t h[EVP_CHUNK_HEADER_SIZE];
-    evp_chunk_header(h, type, 0, payload, (uint32_t)len);
+    evp_chunk_header(h, type, S.z_flags, payload, (uint32_t)len);
     struct iovec iov[2] = {{h, sizeof h}, {(void *)payload, len}};
     int rc = write_all(S.fd, iov, 2);
     if (rc < 0)
@@ -205,6 +231,51 @@ static int put_chunk(unsigned type, const uint8_t *payload, size_t len)
     S.bytes += sizeof h + len;
     S.chunks++;
     return 0;
+}
+
+/* libzstd, loaded when EVALPROF_ZSTD asks for it: the recorder is linked
+ * into interpreters that should not need it otherwise. */
+static size_t (*z_compress)(void *, size_t, const void *, size_t, int);
+static size_t (*z_bound)(size_t);
+static unsigned (*z_is_error)(size_t);
+
+static int zstd_load(void)
+{
+    if (z_compress)
+        return 0;
+    void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -1;
+    z_compress = (size_t(*)(void *, size_t, const void *, size_t, int))dlsym(
+        h, "ZSTD_compress");
+    z_bound = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
+    z_is_error = (unsigned (*)(size_t))dlsym(h, "ZSTD_isError");
+    if (!z_compress || !z_bound || !z_is_error) {
+        z_compress = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int write_chunk(unsigned type, const uint8_t *payload, size_t len);
+
+/* An events chunk, zstd-compressed (u32 raw size, frame) when asked for
+ * and the writer is keeping up, as it is written otherwise. */
+static int write_events_chunk(const uint8_t *payload, size_t len)
+{
+    if (!S.zstd_level || !S.z_now || !z_compress || S.error)
+        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+    size_t bound = z_bound(len) + 4;
+    if (evp_grow((void **)&S.z_buf, &S.z_cap, bound, 1, bound) < 0)
+        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+    size_t zn = z_compress(S.z_buf + 4, bound - 4, payload, len, S.zstd_level);
+    if (z_is_error(zn) || zn + 4 >= len)
+        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+    evp_put_u32(S.z_buf, (uint32_t)len);
+    S.z_flags = EVP_CHUNK_F_ZSTD;
+    int rc = write_chunk(EVP_CHUNK_EVENTS, S.z_buf, zn + 4);
+    S.z_flags = 0;
+    return rc;
 }
 
 /* Write one chunk; after the first error nothing more is written. */
@@ -316,53 +387,76 @@ static struct pending *thread_chunk(const struct thread *t, const char *name)
 /* ---- buffers ---------------------------------------------------------- */
 
 /* Caller holds S.mu. */
+static struct buffer *buffer_new(uint32_t cap)
+{
+    struct buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->cap = cap;
+    b->recs = malloc((size_t)b->cap * sizeof *b->recs);
+    if (!b->recs) {
+        free(b);
+        return NULL;
+    }
+    /* Touch every page now, on the slow path, rather than take page
+     * faults between events later, where they would read as time spent
+     * in the traced program. */
+    memset(b->recs, 0, (size_t)b->cap * sizeof *b->recs);
+    return b;
+}
+
+/* Caller holds S.mu. */
 static struct buffer *buffer_get(struct thread *t)
 {
+    pthread_spin_lock(&S.q);
     struct buffer *b = S.free_list;
-    if (b && b->cap == S.cfg.buffer_events) {
+    if (b && b->cap == S.cfg.buffer_events)
         S.free_list = b->next;
-    } else {
-        b = calloc(1, sizeof *b);
-        if (!b)
-            return NULL;
-        b->cap = S.cfg.buffer_events;
-        b->recs = malloc((size_t)b->cap * sizeof *b->recs);
-        if (!b->recs) {
-            free(b);
-            return NULL;
-        }
-        /* Touch every page now, on the slow path, rather than take page
-         * faults between events later, where they would read as time
-         * spent in the traced program. */
-        memset(b->recs, 0, (size_t)b->cap * sizeof *b->recs);
-    }
+    else
+        b = NULL;
+    pthread_spin_unlock(&S.q);
+    if (!b && !(b = buffer_new(S.cfg.buffer_events)))
+        return NULL;
+    pthread_spin_lock(&S.q);
+    t->nbuffers++;
+    pthread_spin_unlock(&S.q);
     b->n = 0;
     b->written = 0;
     b->owner = t;
     b->next = NULL;
-    t->nbuffers++;
     return b;
 }
 
 /* Caller holds S.mu. */
 static void buffer_put(struct buffer *b)
 {
+    pthread_spin_lock(&S.q);
     if (b->owner)
         b->owner->nbuffers--;
     b->owner = NULL;
     b->next = S.free_list;
     S.free_list = b;
+    pthread_spin_unlock(&S.q);
 }
 
-/* Caller holds S.mu. */
-static void queue_push(struct buffer *b)
+/* Caller holds S.q. */
+static void queue_push_q(struct buffer *b)
 {
+    __atomic_store_n(&S.queued, S.queued + 1, __ATOMIC_RELAXED);
     b->next = NULL;
     if (S.queue_tail)
         S.queue_tail->next = b;
     else
         S.queue_head = b;
     S.queue_tail = b;
+}
+
+/* Caller holds S.mu. */
+static void queue_push(struct buffer *b)
+{
+    pthread_spin_lock(&S.q);
+    queue_push_q(b);
+    pthread_spin_unlock(&S.q);
 }
 
 /*
@@ -383,6 +477,8 @@ static void write_records(struct buffer *b, uint32_t upto)
         b->written = upto;
         return;
     }
+    if (S.writer_delay_ms) /* a slow disk, for the tests */
+        usleep(S.writer_delay_ms * 1000u);
     struct evp_events_prefix pf = {0};
     pf.stream = t->stream;
     pf.seq = t->seq;
@@ -390,7 +486,7 @@ static void write_records(struct buffer *b, uint32_t upto)
     evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
     size_t len = evp_events_encode(S.encode_buf, &pf, b->recs + b->written, n,
                                    &S.backwards);
-    if (write_chunk(EVP_CHUNK_EVENTS, S.encode_buf, len) == 0) {
+    if (write_events_chunk(S.encode_buf, len) == 0) {
         t->seq++;
         t->dropped = 0;
         t->events += n;
@@ -413,18 +509,76 @@ struct snap {
 /* Any records not yet written?  (Caller holds S.mu.) */
 static int records_waiting(void)
 {
-    if (S.queue_head)
-        return 1;
-    for (struct thread *t = S.threads; t; t = t->next) {
+    int any = 0;
+    pthread_spin_lock(&S.q);
+    any = S.queue_head != NULL;
+    for (struct thread *t = S.threads; t && !any; t = t->next) {
         if (!t->live || !t->buf)
             continue;
         struct evp_rec_record *pos =
             __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
-        if (pos > t->buf->recs + t->buf->written &&
-            pos <= t->buf->recs + t->buf->cap)
-            return 1;
+        any = pos > t->buf->recs + t->buf->written &&
+              pos <= t->buf->recs + t->buf->cap;
     }
-    return 0;
+    pthread_spin_unlock(&S.q);
+    return any;
+}
+
+static int meta_remember(const char *key, const char *value);
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Past --max-size or --duration: stop recording (the program runs on),
+ * say why in the trace (recorder.stopped) and write what the buffers
+ * hold.  Caller holds S.mu.
+ */
+static void check_limits(void)
+{
+    if (S.stopped || S.state != OPEN)
+        return;
+    if (S.max_bytes && S.bytes >= S.max_bytes)
+        S.stopped = "max-size";
+    else if (S.duration_ns && mono_ns() - S.start_ns >= S.duration_ns)
+        S.stopped = "duration";
+    else
+        return;
+    __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
+    char *kv[2] = {"recorder.stopped", (char *)S.stopped};
+    meta_remember(kv[0], kv[1]);
+    struct pending *p = meta_chunk(kv, 2);
+    if (p)
+        pending_push(p);
+    warn("recording stopped at --%s; the program runs on", S.stopped);
+}
+
+/* "recording: N events, X MB, Y MB/s" on a terminal, once a second. */
+static int progress_on;
+static uint64_t progress_last;
+
+static void progress(int final)
+{
+    if (!progress_on)
+        return;
+    if (final) {
+        fputs("\r\033[K", stderr);
+        return;
+    }
+    uint64_t now = mono_ns();
+    if (now - progress_last < 1000000000u)
+        return;
+    progress_last = now;
+    double secs = (double)(now - S.start_ns) / 1e9;
+    double mb = (double)S.bytes / 1e6;
+    fprintf(stderr,
+            "\r\033[Kevalprof: recording: %llu events, %.1f MB, %.1f MB/s%s",
+            (unsigned long long)S.events, mb, secs > 0 ? mb / secs : 0.0,
+            S.dropped ? ", events dropped" : "");
 }
 
 /* Round ROUND is over: wake evp_rec_flush (caller holds S.mu). */
@@ -447,6 +601,15 @@ static void writer_round(int force)
         round_done(round);
         return;
     }
+    check_limits();
+    for (struct thread *t = S.threads; t; t = t->next) {
+        if (t->drop_pending) {
+            t->dropped += (uint32_t)t->drop_pending;
+            t->dropped_total += t->drop_pending;
+            S.dropped += t->drop_pending;
+            t->drop_pending = 0;
+        }
+    }
     if (S.nfuncs > S.funcs_queued) {
         /* Before any events that may name them. */
         struct pending *f = funcs_chunk(S.funcs_queued, S.nfuncs);
@@ -457,45 +620,56 @@ static void writer_round(int force)
     }
     struct pending *pend = S.pend_head;
     S.pend_head = S.pend_tail = NULL;
+    pthread_spin_lock(&S.q);
     struct buffer *q = S.queue_head;
     S.queue_head = S.queue_tail = NULL;
 
     size_t nsnap = 0, cap = 0;
     for (struct thread *t = S.threads; t; t = t->next)
         cap += t->live && t->buf;
+    pthread_spin_unlock(&S.q);
     struct snap *snaps = cap ? malloc(cap * sizeof *snaps) : NULL;
+    pthread_spin_lock(&S.q);
     for (struct thread *t = S.threads; t && snaps; t = t->next) {
         if (!t->live || !t->buf)
             continue;
         struct evp_rec_record *pos =
             __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
         struct buffer *b = t->buf;
-        if (pos < b->recs || pos > b->recs + b->cap)
-            continue; /* detached or between sessions */
+        if (b->discard || pos < b->recs || pos > b->recs + b->cap)
+            continue; /* dropping, detached or between sessions */
         snaps[nsnap].b = b;
         snaps[nsnap].upto = (uint32_t)(pos - b->recs);
         nsnap++;
     }
+    pthread_spin_unlock(&S.q);
     pthread_mutex_unlock(&S.mu);
 
     for (struct pending *p = pend; p; p = p->next)
         write_chunk(p->type, p->payload, p->len);
     pending_free_all(pend);
+    size_t nq = 0;
     for (struct buffer *b = q; b; b = b->next)
-        write_records(b, b->n);
+        nq++;
+    /* Compress only while the writer keeps up: a quarter of a ring
+     * queued at most. */
+    S.z_now = S.zstd_level && nq * 4 <= S.max_buffers;
+    /* Each buffer goes back as soon as it is written: a thread waiting
+     * for room waits for one buffer, not for the whole round. */
+    while (q) {
+        struct buffer *n = q->next;
+        write_records(q, q->n);
+        pthread_mutex_lock(&S.mu);
+        buffer_put(q);
+        pthread_cond_broadcast(&S.room);
+        pthread_mutex_unlock(&S.mu);
+        q = n;
+    }
     for (size_t i = 0; i < nsnap; i++)
         write_records(snaps[i].b, snaps[i].upto);
     free(snaps);
 
     pthread_mutex_lock(&S.mu);
-    if (q) {
-        while (q) {
-            struct buffer *n = q->next;
-            buffer_put(q);
-            q = n;
-        }
-        pthread_cond_broadcast(&S.room);
-    }
     round_done(round);
 }
 
@@ -505,23 +679,40 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     writer_tid = (pid_t)syscall(SYS_gettid);
+    /* A batch thread: its wake-ups never preempt the traced program's
+     * threads, it runs beside them or when they yield the CPU. */
+    struct sched_param sp = {0};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     pthread_mutex_lock(&S.mu);
+    unsigned poll_ms =
+        S.cfg.flush_ms > 40 ? S.cfg.flush_ms / 4 : S.cfg.flush_ms;
     while (!S.writer_stop) {
-        if (!S.queue_head && S.flush_want <= S.rounds_done) {
+        if (!__atomic_load_n(&S.queue_head, __ATOMIC_RELAXED) &&
+            S.flush_want <= S.rounds_done) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             uint64_t ns =
-                (uint64_t)until.tv_nsec + (uint64_t)S.cfg.flush_ms * 1000000u;
+                (uint64_t)until.tv_nsec + (uint64_t)poll_ms * 1000000u;
             until.tv_sec += (time_t)(ns / 1000000000u);
             until.tv_nsec = (long)(ns % 1000000000u);
             pthread_cond_timedwait(&S.wake, &S.mu, &until);
             if (S.writer_stop)
                 break;
         }
+        uint64_t queued = __atomic_load_n(&S.queued, __ATOMIC_RELAXED);
         writer_round(0);
+        progress(0);
+        /* Poll often enough that a quarter of the ring is what fills
+         * between two rounds, every flush_ms at the least. */
+        uint64_t got = __atomic_load_n(&S.queued, __ATOMIC_RELAXED) - queued;
+        if (got * 4 >= S.max_buffers && poll_ms > 5)
+            poll_ms /= 2;
+        else if (got * 16 < S.max_buffers && poll_ms < S.cfg.flush_ms)
+            poll_ms =
+                poll_ms * 2 < S.cfg.flush_ms ? poll_ms * 2 : S.cfg.flush_ms;
     }
     pthread_mutex_unlock(&S.mu);
     return NULL;
@@ -700,7 +891,10 @@ static void detach_locked(struct thread *t)
     t->live = 0;
     __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
-    if (S.state == OPEN || S.state == CLOSING) {
+    if (b->discard) {
+        t->drop_pending += b->n;
+        pthread_cond_signal(&S.wake);
+    } else if (S.state == OPEN || S.state == CLOSING) {
         queue_push(b);
         pthread_cond_signal(&S.wake);
     } else {
@@ -724,12 +918,49 @@ void evp_rec_thread_detach(void)
  * buffer, then store the record.  Never fails visibly: without a session
  * or memory the record is dropped.
  */
+/*
+ * The usual hand-over: queue the full buffer and take a free one, under
+ * the spin lock only, for a few pointer moves: never behind the writer's
+ * session lock, which a writer preempted on a busy machine may hold for
+ * milliseconds.  0 when it cannot (no free buffer of the size, the ring
+ * full, the overflow buffer in use, no session): the slow path then does.
+ */
+static int handover_fast(struct thread *t)
+{
+    struct buffer *b = t->buf;
+    if (!b || b->discard)
+        return 0;
+    int ok = 0;
+    pthread_spin_lock(&S.q);
+    struct buffer *nb = S.free_list;
+    if (S.q_open && t->live && t->gen == S.gen && t->buf == b &&
+        t->nbuffers < S.max_buffers && nb && nb->cap == S.cfg.buffer_events) {
+        S.free_list = nb->next;
+        nb->n = nb->written = 0;
+        nb->owner = t;
+        nb->next = NULL;
+        t->nbuffers++;
+        b->n = b->cap;
+        queue_push_q(b);
+        t->buf = nb;
+        __atomic_store_n(&t->hot.end, nb->recs + nb->cap, __ATOMIC_RELAXED);
+        __atomic_store_n(&t->hot.pos, nb->recs, __ATOMIC_RELEASE);
+        ok = 1;
+    }
+    pthread_spin_unlock(&S.q);
+    return ok;
+}
+
 void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
 {
     uint64_t t0 = evp_rec_now();
     struct thread *t = (struct thread *)evp_rec_tls_;
     int handoff = 0;
 
+    if (t && t->buf && t->hot.pos >= t->hot.end && handover_fast(t)) {
+        handoff = 1;
+        goto store;
+    }
     pthread_mutex_lock(&S.mu);
     if (S.state != OPEN) {
         pthread_mutex_unlock(&S.mu);
@@ -744,31 +975,60 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
         t = (struct thread *)evp_rec_tls_;
     } else if (t->hot.pos >= t->hot.end) {
         struct buffer *b = t->buf;
-        b->n = b->cap;
-        queue_push(b);
-        pthread_cond_signal(&S.wake);
+        if (b->discard) {
+            /* A whole buffer of records dropped: counted, never written. */
+            t->drop_pending += b->cap;
+        } else {
+            b->n = b->cap;
+            queue_push(b);
+            /* Not woken here: the writer polls (writer_main); woken,
+             * on a busy machine it takes the CPU of the thread that
+             * woke it, there and then.  It is woken below only when
+             * the thread is going to wait or drop anyway. */
+        }
         /* The queued buffer is the writer's now: the thread holds none
          * while it may wait (the writer can recycle B meanwhile). */
         t->buf = NULL;
         __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
         __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
-        /* Bounded memory: wait for the writer rather than grow forever. */
-        while (t->nbuffers >= MAX_BUFFERS_PER_THREAD && S.state == OPEN &&
-               S.writer_running)
-            pthread_cond_wait(&S.room, &S.mu);
-        struct buffer *nb = S.state == OPEN ? buffer_get(t) : NULL;
+        struct buffer *nb = NULL;
+        if (S.drop && t->nbuffers >= S.max_buffers && S.state == OPEN) {
+            /* Bounded memory without waiting: record into the overflow
+             * buffer, whose records are dropped whole, until the writer
+             * gives one back. */
+            if (t->overflow && t->overflow->cap != S.cfg.buffer_events) {
+                free(t->overflow->recs);
+                free(t->overflow);
+                t->overflow = NULL;
+            }
+            if (!t->overflow && (t->overflow = buffer_new(S.cfg.buffer_events)))
+                t->overflow->discard = 1;
+            nb = t->overflow;
+            pthread_cond_signal(&S.wake);
+        } else {
+            /* Bounded memory: wait for the writer rather than grow. */
+            if (t->nbuffers >= S.max_buffers)
+                pthread_cond_signal(&S.wake);
+            while (t->nbuffers >= S.max_buffers && S.state == OPEN &&
+                   S.writer_running)
+                pthread_cond_wait(&S.room, &S.mu);
+            nb = S.state == OPEN ? buffer_get(t) : NULL;
+        }
         if (!nb) {
             S.dropped++;
             pthread_mutex_unlock(&S.mu);
             return;
         }
+        if (nb->discard)
+            nb->owner = t;
         t->buf = nb;
         __atomic_store_n(&t->hot.end, nb->recs + nb->cap, __ATOMIC_RELAXED);
         __atomic_store_n(&t->hot.pos, nb->recs, __ATOMIC_RELEASE);
-        handoff = 1;
+        handoff = !nb->discard;
     }
     pthread_mutex_unlock(&S.mu);
 
+store:
     if (handoff && evp_rec_wants(EVP_EV_RECORDER)) {
         struct evp_rec_record *r = t->hot.pos;
         r->ts = t0;
@@ -926,6 +1186,8 @@ static void add_auto_meta(uint64_t start_ticks, uint64_t start_ns,
     meta_remember("kinds.enabled", v);
     snprintf(v, sizeof v, "%u", S.cfg.buffer_events);
     meta_remember("recorder.buffer_events", v);
+    if (S.drop)
+        meta_remember("recorder.on_overflow", "drop");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -991,6 +1253,8 @@ static void fork_child(void)
     pthread_cond_init(&S.wake, NULL);
     pthread_cond_init(&S.room, NULL);
     pthread_cond_init(&S.flushed, NULL);
+    pthread_spin_init(&S.q, PTHREAD_PROCESS_PRIVATE);
+    S.q_open = 0;
     S.writer_running = 0;
     if (S.state != OPEN) {
         S.state = CLOSED;
@@ -1006,6 +1270,7 @@ static void fork_child(void)
     for (struct thread *t = S.threads; t; t = t->next) {
         t->buf = NULL; /* buffers of the parent's threads: leaked, once */
         t->nbuffers = 0;
+        t->drop_pending = 0; /* the parent's trace counts those */
         t->live = 0;
         t->hot.pos = t->hot.end = NULL;
         t->exited = &t->hot != self;
@@ -1043,6 +1308,7 @@ static void fork_child(void)
 
 static void once_init(void)
 {
+    pthread_spin_init(&S.q, PTHREAD_PROCESS_PRIVATE);
     pthread_key_create(&thread_key, thread_exit_cb);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(atexit_close);
@@ -1246,6 +1512,9 @@ static int start_file(const char *path, int deferred)
     rc = writer_start();
     if (rc == 0) {
         S.state = OPEN;
+        pthread_spin_lock(&S.q);
+        S.q_open = 1;
+        pthread_spin_unlock(&S.q);
         __atomic_store_n(&evp_rec_mask_, S.cfg.enabled, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&S.mu);
@@ -1259,6 +1528,72 @@ fail:
     S.deferred = 0;
     S.error = 0;
     return rc;
+}
+
+/* A number from the environment (SUFFIXES: "KMG" sizes), or DEF. */
+static double env_number(const char *name, double def, int sizes)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    uint64_t mul = 1;
+    if (sizes && *end) {
+        const char *u = strchr("KMG", end[0] & ~0x20);
+        if (u && end[0]) {
+            mul = (uint64_t)1 << (10 * (1 + (u - "KMG")));
+            end++;
+            if ((*end & ~0x20) == 'B' || (*end == 'i' && end[1] == 'B'))
+                end += *end == 'i' ? 2 : 1;
+        }
+    }
+    if (errno || end == v || *end || !(x >= 0) || x * (double)mul > 1e18) {
+        warn("%s=%s is not a number; using the default", name, v);
+        return def;
+    }
+    return x * (double)mul;
+}
+
+/* The session's options from the environment: the same for `evalprof
+ * record`, python -m evalprof and the instrumented interpreter. */
+static void read_env_limits(void)
+{
+    double n = env_number("EVALPROF_BUFFERS", DEFAULT_BUFFERS, 0);
+    S.max_buffers = n < 2 ? 2 : n > MAX_BUFFERS ? MAX_BUFFERS : (uint32_t)n;
+    if (getenv("EVALPROF_BUFFER_SIZE")) {
+        /* Bytes of records per buffer; 16 bytes a record. */
+        double b = env_number("EVALPROF_BUFFER_SIZE", 0, 1) /
+                   (double)sizeof(struct evp_rec_record);
+        if (b > 0)
+            S.cfg.buffer_events = b < 16           ? 16
+                                  : b > (1u << 24) ? 1u << 24
+                                                   : (uint32_t)b;
+    }
+    const char *o = getenv("EVALPROF_ON_OVERFLOW");
+    S.drop = o && strcmp(o, "drop") == 0;
+    if (o && *o && !S.drop && strcmp(o, "wait") != 0)
+        warn("EVALPROF_ON_OVERFLOW=%s: not wait or drop; waiting", o);
+    S.max_bytes = (uint64_t)env_number("EVALPROF_MAX_SIZE", 0, 1);
+    S.duration_ns = (uint64_t)(env_number("EVALPROF_DURATION", 0, 0) * 1e9);
+    S.zstd_level = (int)env_number("EVALPROF_ZSTD", 0, 0);
+    if (S.zstd_level > 19)
+        S.zstd_level = 19;
+    if (S.zstd_level && zstd_load() < 0) {
+        warn("EVALPROF_ZSTD: libzstd.so.1 cannot be loaded; chunks are "
+             "written uncompressed");
+        S.zstd_level = 0;
+    }
+    S.writer_delay_ms =
+        (unsigned)env_number("EVALPROF_TEST_WRITER_DELAY_MS", 0, 0);
+    S.stopped = NULL;
+    S.start_ns = mono_ns();
+    const char *pg = getenv("EVALPROF_PROGRESS");
+    const char *q = getenv("EVALPROF_QUIET");
+    progress_on = pg && strcmp(pg, "1") == 0 && isatty(2) &&
+                  !(q && *q && strcmp(q, "0") != 0);
+    progress_last = S.start_ns;
 }
 
 int evp_rec_open(const struct evp_rec_config *cfg)
@@ -1278,6 +1613,7 @@ int evp_rec_open(const struct evp_rec_config *cfg)
     S.cfg = *cfg;
     S.cfg.path = NULL;
     S.cfg.producer = NULL;
+    read_env_limits();
     if (!S.cfg.buffer_events)
         S.cfg.buffer_events = DEFAULT_BUFFER_EVENTS;
     if (S.cfg.buffer_events < 16)
@@ -1336,7 +1672,7 @@ void evp_rec_set_enabled(uint64_t kinds)
 {
     pthread_mutex_lock(&S.mu);
     S.cfg.enabled = (kinds ? kinds : S.cfg.can_emit) & S.cfg.can_emit;
-    if (S.state == OPEN)
+    if (S.state == OPEN && !S.stopped)
         __atomic_store_n(&evp_rec_mask_, S.cfg.enabled, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&S.mu);
 }
@@ -1445,6 +1781,11 @@ static void report_losses(int gone)
                 "evalprof: %s: the end record could not be written (%s): "
                 "the trace ends without it\n",
                 S.path, strerror(-S.end_error));
+    else if (S.dropped && S.drop && !S.error)
+        fprintf(stderr,
+                "evalprof: %s: %llu events dropped, in whole buffers, while "
+                "the writer could not keep up (--on-overflow=drop)\n",
+                S.path, (unsigned long long)S.dropped);
     else if (S.dropped)
         fprintf(stderr, "evalprof: %s: %llu events could not be written\n",
                 S.path, (unsigned long long)S.dropped);
@@ -1459,6 +1800,9 @@ int evp_rec_close(void)
     }
     __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
     S.state = CLOSING;
+    pthread_spin_lock(&S.q);
+    S.q_open = 0;
+    pthread_spin_unlock(&S.q);
     /* Queue every live buffer; the writer's last round writes them. */
     for (struct thread *t = S.threads; t; t = t->next)
         if (t->live && t->gen == S.gen)
@@ -1475,6 +1819,7 @@ int evp_rec_close(void)
     pthread_mutex_lock(&S.mu);
     S.writer_running = 0;
     writer_round(1); /* whatever the writer had not taken yet */
+    progress(1);
     write_end();
     int gone = !path_holds_trace();
     if (S.fd >= 0 && close(S.fd) < 0 && !S.error)

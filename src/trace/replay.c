@@ -10,13 +10,17 @@
  * function, counting a recursive function's time only at its outermost
  * activation.
  *
- * Compensation: the recorder measured what one event costs (and mode B
- * what one event of each kind costs the program in all, its callbacks
- * included); with compensate on, that cost is taken off every elapsed
- * time, by the kind of the event (what an interval too short cannot give
- * comes off the next, up to one event's cost), and the cost
- * of all events inside a call plus any recorder time (buffer hand-offs)
- * is taken off the call's inclusive time.
+ * Compensation, done here once for every view: the recorder measured what
+ * one event costs (and mode B what one event of each kind costs the
+ * program in all, its callbacks included); with compensate on, that cost
+ * is taken off every elapsed time, by the kind of the event (what an
+ * interval too short cannot give comes off the next, up to one event's
+ * cost), the cost of all events inside a call is taken off the call's
+ * inclusive time, and each event's compensated clock (evp_event.at) runs
+ * slower by as much, so that timelines and function times agree.  The
+ * recorder's own time (buffer hand-offs, EVP_EV_RECORDER) is not taken
+ * off: it is an "[evalprof]" callee of the function it interrupted, in
+ * that function's inclusive time and never in its self time.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -162,6 +166,17 @@ static inline void hot_sync(const struct hot *h, struct rstate *r)
     r->carry = h->carry;
 }
 
+/* EL ns of the recorder's own (an "[evalprof]" frame): a callee's time
+ * for the innermost followed frame, in its inclusive time, not its self. */
+static void recorder_time(struct rstate *r, const struct hot *h, uint64_t el)
+{
+    r->st.recorder_ns += el;
+    size_t d =
+        h->depth < EVP_REPLAY_MAX_FRAMES ? h->depth : EVP_REPLAY_MAX_FRAMES;
+    if (h->fstats && d)
+        r->frames[d - 1].child += el;
+}
+
 /* Give the pending event its elapsed time (the next event is at NEXT_NS)
  * and queue it for the view. */
 static inline __attribute__((always_inline)) void
@@ -186,12 +201,11 @@ finish_pending(struct rstate *r, struct hot *h, uint64_t next_ns,
             uint64_t c = el < k ? el : k;
             h->carry = k - c < h->kmax ? k - c : h->kmax;
             el -= c;
-            /* Overhead inside calls matters only for function times. */
-            if (h->fstats)
-                r->ovh += c + (e->kind == EVP_EV_RECORDER ? el : 0);
-            if (e->kind == EVP_EV_RECORDER)
-                r->st.overhead_ns += el;
+            r->ovh += c;
+            r->st.overhead_ns += c;
         }
+        if (EVP_UNLIKELY(e->kind == EVP_EV_RECORDER))
+            recorder_time(r, h, el);
     } else {
         h->carry = 0; /* no interval: nothing to carry over the gap */
     }
@@ -288,8 +302,11 @@ one_record(struct rstate *r, struct hot *h, const struct evp_rec_record *rec,
     e->arg = rec->arg;
     e->aux = rec->aux;
     e->flags = 0;
+    e->at = ns - r->ovh;
     e->unit = 0;
     h->have = 1;
+    if (EVP_UNLIKELY(kind == EVP_EV_RECORDER))
+        r->st.recorder_events++;
     if (EVP_UNLIKELY(kind == EVP_EV_OP_AT)) {
         e->kind = EVP_EV_OP;
         e->arg = rec->arg & 0xff;

@@ -74,6 +74,10 @@ static void fn_text(const struct cg *c, uint32_t key, const char **file,
         *name = tmp;
         return;
     }
+    if (key == EVP_KEY_RECORDER) {
+        *name = EVP_RECORDER_FRAME;
+        return;
+    }
     const struct evp_func *f = evp_trace_func(c->t, key);
     if (!f) {
         snprintf(tmp, len, "func %" PRIu32, key);
@@ -122,7 +126,7 @@ static int visit(void *ctx, uint32_t node, int down)
     struct cg *c = ctx;
     const struct evp_ctree_node *nd = &c->ct.node[node];
     uint32_t tag = nd->key & EVP_KEY_TAG;
-    if (tag && tag != EVP_CTREE_STREAM) {
+    if (tag && tag != EVP_CTREE_STREAM && nd->key != EVP_KEY_RECORDER) {
         /* a phase leaf at a stream's root: time outside any frame */
         if (down && c->depth) {
             struct fn *f = &c->fn[c->path[c->depth - 1]];
@@ -147,7 +151,8 @@ static int visit(void *ctx, uint32_t node, int down)
             evp_ctree_pair(&c->calls, c->path[c->depth - 1], id);
         if (!k)
             return -ENOMEM;
-        k->calls += nd->calls;
+        /* ("[evalprof]" is called once a hand-over) */
+        k->calls += nd->key == EVP_KEY_RECORDER ? nd->events : nd->calls;
         if (!f->active) {
             k->ns += c->incl_ns[node];
             k->ops += c->incl_ops[node];

@@ -160,8 +160,9 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
         }
         uint32_t at = top;
         uint32_t kind = e->kind < EVP_KEY_VAL ? e->kind : EVP_KEY_VAL;
-        if (!b->depth) {
-            at = node_of(b, top, EVP_KEY_PHASE | kind);
+        if (!b->depth || (e->kind == EVP_EV_RECORDER &&
+                          (!b->o->max_depth || b->depth <= b->o->max_depth))) {
+            at = node_of(b, top, EVP_KEY_PHASE | kind); /* "[evalprof]" */
         } else if (!b->o->max_depth || b->depth <= b->o->max_depth) {
             if (b->o->phases)
                 at = node_of(b, at, EVP_KEY_PHASE | kind);
@@ -177,13 +178,11 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
              * none of it, or less): owed once the next event is seen. */
             b->pend = at;
             b->pend_ts = e->ts;
-        } else if (e->kind != EVP_EV_RECORDER) {
+        } else {
             nodes[at].ns += e->elapsed;
         }
-        if (e->kind != EVP_EV_RECORDER) {
-            nodes[at].events++;
-            nodes[at].ops += e->kind == EVP_EV_OP;
-        }
+        nodes[at].events++;
+        nodes[at].ops += e->kind == EVP_EV_OP;
     }
     return 0;
 }

@@ -6,11 +6,12 @@
  * Built by one replay, with the summary's compensation: a node's time is
  * the compensated elapsed time of the events drawn on it, accounted as
  * the replay engine accounts a function's inclusive and self time
- * (func_stats): recorder time (buffer hand-offs) is left out, and the
- * interval after an event whose successors were lost (a gap) or that
- * holds "# log written" time counts in full.  So the time of the nodes of
- * a function is its self time in `summary --funcs`, and the time below
- * the outermost nodes of a function its inclusive time.
+ * (func_stats): recorder time (buffer hand-offs) is an "[evalprof]" leaf
+ * (EVP_KEY_RECORDER) under the frame it interrupted, and the interval
+ * after an event whose successors were lost (a gap) or that holds
+ * "# log written" time counts in full.  So the time of the nodes of a
+ * function is its self time in `summary --funcs`, and the time below the
+ * outermost nodes of a function its inclusive time.
  *
  * Node 0 is the root; each stream has a root node under it (EVP_CTREE_STREAM);
  * time outside any frame goes to a phase leaf under the stream's root
@@ -39,7 +40,7 @@ struct evp_ctree_node {
     uint32_t key;
     uint64_t ns;     /* compensated time of the events on this node */
     uint64_t calls;  /* pushes (enter, resume, c call) onto it */
-    uint64_t events; /* events drawn on it (recorder events left out) */
+    uint64_t events; /* events drawn on it */
     uint64_t ops;    /* of which op events */
     uint32_t deep;   /* EVP_CTREE_DEEP: the most frames it stood for */
     uint32_t c_call; /* made by a c call (a C function) */

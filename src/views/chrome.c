@@ -7,10 +7,14 @@
  * is a slice named after its function.  With ops, every instruction is a
  * slice inside its frame; with phases, the loop's own phases (loop enter,
  * eval-breaker checks, dispatch, error and exception paths, loop exit,
- * runtime other) are too.  init and fini are instant events.  Times are
- * microseconds from the trace start, to the nanosecond.  Every name is
+ * runtime other) are too; the recorder's own time is always an
+ * "[evalprof]" slice.  init and fini are instant events.  Times are the
+ * replay's compensated clock, microseconds from the trace start, to the
+ * nanosecond.  Every name is
  * JSON-escaped, with invalid UTF-8 replaced, so any function name yields a
- * valid file.
+ * valid file.  Filtered (--from/--to, --func, --max-depth, --thread), the
+ * frames open where the window starts begin at its start ("cat":
+ * "clipped") and those open where it ends end there.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,6 +33,9 @@ struct chrome {
     struct evp_replay_frames frames; /* open in this stream (the replay's) */
     uint64_t last_ts;
     int first;
+    int filtered;
+    struct evp_filter_run fr;
+    int32_t shown; /* frames begun and not ended (filtered) */
 };
 
 static void put_ts(struct chrome *c, const char *key, uint64_t ns)
@@ -78,6 +85,8 @@ static void slice(struct chrome *c, const struct evp_event *e, uint64_t ts)
             snprintf(buf, sizeof buf, "<%u>", e->aux);
         evp_json_string(c->out, nm ? nm : buf);
         fputs(",\"cat\":\"op\"", c->out);
+    } else if (e->kind == EVP_EV_RECORDER) {
+        fputs("\"" EVP_RECORDER_FRAME "\",\"cat\":\"evalprof\"", c->out);
     } else {
         fprintf(c->out, "\"%s\",\"cat\":\"phase\"", evp_kind_name(e->kind));
     }
@@ -86,12 +95,50 @@ static void slice(struct chrome *c, const struct evp_event *e, uint64_t ts)
     fputc('}', c->out);
 }
 
+/* Filtered: end the frames begun, at AT. */
+static void end_shown(struct chrome *c, uint64_t at)
+{
+    for (; c->shown > 0; c->shown--) {
+        begin(c, "E");
+        put_ts(c, "ts", at);
+        fputc('}', c->out);
+    }
+}
+
+/* Filtered: whether E is shown (into *E, its time clipped to the window),
+ * after beginning the frames around it the window cut. */
+static int keep(struct chrome *c, const struct evp_event **e,
+                struct evp_event *clipped, uint64_t ts)
+{
+    int k = evp_filter_event(&c->fr, *e);
+    uint64_t to = evp_filter_to(&c->fr);
+    if (k == EVP_FILTER_AFTER)
+        end_shown(c, to);
+    if (k != EVP_FILTER_KEEP)
+        return 0;
+    int32_t lo, hi = evp_filter_shown(&c->fr, *e, &lo);
+    uint64_t at = c->fr.f->from_ns < ts ? c->fr.f->from_ns : ts;
+    for (int32_t l = lo + c->shown + 1; l <= hi; l++, c->shown++) {
+        begin(c, "B");
+        func_name(c, c->frames.func[l - 1]);
+        fputs(",\"cat\":\"clipped\"", c->out);
+        put_ts(c, "ts", at);
+        fputc('}', c->out);
+    }
+    *e = evp_filter_clip(&c->fr, *e, ts, clipped);
+    return 1;
+}
+
 static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct chrome *c = ctx;
     for (size_t i = 0; i < n; i++) {
         const struct evp_event *e = &ev[i];
-        uint64_t ts = e->ts > c->start ? e->ts - c->start : 0;
+        struct evp_event clipped;
+        /* (the compensated clock: slices as long as summary's times) */
+        uint64_t ts = e->at > c->start ? e->at - c->start : 0;
+        if (c->filtered && !keep(c, &e, &clipped, ts))
+            continue;
         c->last_ts = ts + e->elapsed;
         if (evp_kind_pushes(e->kind)) {
             begin(c, "B");
@@ -99,12 +146,14 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
             fprintf(c->out, ",\"cat\":\"%s\"", evp_kind_name(e->kind));
             put_ts(c, "ts", ts);
             fputc('}', c->out);
+            c->shown++;
         } else if (evp_kind_pops(e->kind)) {
             if (e->flags & EVP_EVF_UNMATCHED)
                 continue; /* began before the trace: nothing to end */
             begin(c, "E");
             put_ts(c, "ts", ts);
             fputc('}', c->out);
+            c->shown--;
         } else if (e->kind == EVP_EV_INIT || e->kind == EVP_EV_FINI) {
             begin(c, "i");
             fprintf(c->out, ",\"name\":\"%s\",\"s\":\"p\"",
@@ -112,6 +161,7 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
             put_ts(c, "ts", ts);
             fputc('}', c->out);
         } else if ((e->kind == EVP_EV_OP && c->o->ops) ||
+                   e->kind == EVP_EV_RECORDER ||
                    (c->o->phases && evp_kind_is_phase(e->kind))) {
             slice(c, e, ts);
         }
@@ -123,6 +173,12 @@ static int chrome_end(void *ctx, const struct evp_stream *s)
 {
     struct chrome *c = ctx;
     (void)s;
+    if (c->filtered) {
+        end_shown(c, c->last_ts);
+        c->last_ts = 0;
+        evp_filter_stream(&c->fr);
+        return 0;
+    }
     /* Frames still open when the trace stops end with it. */
     for (int32_t d = c->frames.depth; d > 0; d--) {
         begin(c, "E");
@@ -139,6 +195,9 @@ int evp_view_chrome(struct evp_trace *t, FILE *out,
     struct chrome c = {.t = t, .out = out, .o = o, .first = 1};
     c.start = in->start_ns;
     c.pid = in->pid >= 0 ? in->pid : 1;
+    c.filtered = evp_filter_active(o->filter);
+    if (evp_filter_open(&c.fr, t, c.filtered ? o->filter : NULL) < 0)
+        return -EINVAL;
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":", out);
     evp_json_string(out, *in->producer ? in->producer : "unknown");
     fputs(",\"python\":", out);
@@ -153,9 +212,11 @@ int evp_view_chrome(struct evp_trace *t, FILE *out,
     c.first = 0;
     static const struct evp_replay_ops ops = {chrome_begin, chrome_events,
                                               chrome_end};
-    struct evp_replay_opts ro = {
-        .compensate = o->compensate, .stream = -1, .frames = &c.frames};
+    struct evp_replay_opts ro = {.compensate = o->compensate,
+                                 .stream = c.filtered ? o->filter->stream : -1,
+                                 .frames = &c.frames};
     int rc = evp_replay(t, &ro, &ops, &c);
+    evp_filter_close(&c.fr);
     fputs("\n]}\n", out);
     if (rc == -ENOMEM)
         fprintf(stderr, "evalprof: chrome: out of memory\n");

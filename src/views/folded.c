@@ -13,6 +13,9 @@
  *   - inside a frame: the frame itself, or with --phases a leaf named
  *     after the event ("[loop enter]", "[dispatch]", "[op]" ...), and with
  *     --ops an "op:NAME" leaf for instructions;
+ *   - the recorder's own time (buffer hand-overs): an "[evalprof]" leaf
+ *     under the frame it interrupted, with or without --phases, never in
+ *     the frame's self time (the replay engine's policy, replay.h);
  *   - below the depth cap (max_depth frames): one "[N deeper frames]" leaf
  *     under the frame at the cap, holding all the time spent deeper, so
  *     the lines still add up and no line is longer than the cap.
@@ -244,8 +247,9 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
             continue;
         uint32_t at = f->cur;
         uint32_t kind = e->kind < K_VAL ? e->kind : K_VAL;
-        if (!depth) {
-            at = node_of(f, at, K_PHASE | kind);
+        if (!depth || (e->kind == EVP_EV_RECORDER &&
+                       (!f->max_depth || depth <= f->max_depth))) {
+            at = node_of(f, at, K_PHASE | kind); /* "[evalprof]" a frame */
         } else if (!f->max_depth || depth <= f->max_depth) {
             /* (below the cap, everything is the deep leaf's) */
             int is_op = e->kind == EVP_EV_OP;

@@ -73,7 +73,9 @@ size_t evp_view_leaf_name(const struct evp_trace *t, uint32_t key, char *buf,
 {
     unsigned v = key & EVP_KEY_VAL;
     int n;
-    if ((key & EVP_KEY_TAG) == EVP_KEY_PHASE) {
+    if (key == EVP_KEY_RECORDER) {
+        n = snprintf(buf, len, "%s", EVP_RECORDER_FRAME);
+    } else if ((key & EVP_KEY_TAG) == EVP_KEY_PHASE) {
         n = snprintf(buf, len, "[%s]", evp_kind_name(v));
     } else {
         const char *op = evp_trace_opname(t, v);

@@ -112,6 +112,15 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                  evp_num_group(b, sizeof b, in->dropped));
         line(out, prefix, width, "dropped", a);
     }
+    const char *stop = evp_trace_meta(t, "recorder.stopped");
+    if (stop) {
+        char c[160];
+        snprintf(c, sizeof c,
+                 "%s (recording stopped at --%s; the program "
+                 "ran on)",
+                 stop, stop);
+        line(out, prefix, width, "stopped", c);
+    }
 }
 
 size_t evp_view_kind_costs(const struct evp_trace *t, char *buf, size_t len)

@@ -16,12 +16,16 @@
  * exit, suspend or c return; with --ops every instruction is a frame of
  * its own ("op:NAME") inside its function, with --phases so are the loop's
  * phases ("[loop fast]", ...), each closed after its (compensated) elapsed
- * time.  Times are nanoseconds from the trace's start.  Speedscope needs
- * every close to match the innermost open frame at a time no earlier than
- * the previous event: exits without an enter (frames that began before
- * the trace) are left out, and frames still open when a stream ends close
- * at its last event.  The frame table is written last, once every frame
+ * time; the recorder's own time is always an "[evalprof]" frame.  Times
+ * are the replay's compensated clock, nanoseconds from the trace's start.
+ * Speedscope needs every close to match the innermost open frame at a time no
+ * earlier than the previous event: exits without an enter (frames that began
+ * before the trace) are left out, and frames still open when a stream ends
+ * close at its last event.  The frame table is written last, once every frame
  * is known; JSON readers do not care for the order of an object's keys.
+ * Filtered (--from/--to, --func, --max-depth, --thread), the frames open
+ * where the window starts open at its start and those open where it ends
+ * close there.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,6 +48,9 @@ struct speedscope {
     uint64_t at;                   /* time of the last event written */
     int first_event, first_profile;
     int err;
+    int filtered;
+    struct evp_filter_run fr;
+    int32_t lo, shown; /* frames opened and not closed (filtered) */
 };
 
 struct key_probe {
@@ -116,22 +123,63 @@ static int ss_begin(void *ctx, const struct evp_stream *st)
     return 0;
 }
 
+/* Filtered: close the frames opened, at AT. */
+static void close_shown(struct speedscope *s, uint64_t at)
+{
+    for (; s->shown > 0 && !s->err; s->shown--)
+        s->err = frame_event(s, 'C', s->open.func[s->lo + s->shown - 1], at);
+}
+
+/* Filtered: whether E is shown (into *E, its time clipped to the window),
+ * after opening the frames around it the window cut. */
+static int keep(struct speedscope *s, const struct evp_event **e,
+                struct evp_event *clipped, uint64_t ts)
+{
+    int k = evp_filter_event(&s->fr, *e);
+    uint64_t to = evp_filter_to(&s->fr);
+    if (k == EVP_FILTER_AFTER)
+        close_shown(s, to);
+    if (k != EVP_FILTER_KEEP || s->err)
+        return 0;
+    int32_t lo, hi = evp_filter_shown(&s->fr, *e, &lo);
+    if (!s->shown)
+        s->lo = lo;
+    uint64_t at = s->fr.f->from_ns < ts ? s->fr.f->from_ns : ts;
+    for (int32_t l = s->lo + s->shown + 1; l <= hi && !s->err; l++) {
+        s->err = frame_event(s, 'O', s->open.func[l - 1], at);
+        s->shown++;
+    }
+    *e = evp_filter_clip(&s->fr, *e, ts, clipped);
+    return !s->err;
+}
+
 static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct speedscope *s = ctx;
     for (size_t i = 0; i < n && !s->err; i++) {
         const struct evp_event *e = &ev[i];
-        uint64_t ts = e->ts > s->start ? e->ts - s->start : 0;
+        struct evp_event clipped;
+        /* (the compensated clock: slices as long as summary's times) */
+        uint64_t ts = e->at > s->start ? e->at - s->start : 0;
+        if (s->filtered && !keep(s, &e, &clipped, ts))
+            continue;
         /* (frames deeper than the replay follows are left out) */
         int followed = e->depth < EVP_REPLAY_MAX_FRAMES;
         if (evp_kind_pushes(e->kind)) {
-            if (followed)
+            if (followed) {
+                if (!s->shown)
+                    s->lo = e->depth;
                 s->err = frame_event(s, 'O', e->func, ts);
+                s->shown++;
+            }
         } else if (evp_kind_pops(e->kind)) {
             /* the frame it closes, whatever the exit names */
-            if (followed && !(e->flags & EVP_EVF_UNMATCHED))
+            if (followed && !(e->flags & EVP_EVF_UNMATCHED)) {
                 s->err = frame_event(s, 'C', s->open.func[e->depth], ts);
+                s->shown--;
+            }
         } else if ((e->kind == EVP_EV_OP && s->o->ops) ||
+                   e->kind == EVP_EV_RECORDER ||
                    (s->o->phases && evp_kind_is_phase(e->kind))) {
             uint32_t key = e->kind == EVP_EV_OP
                                ? EVP_KEY_OP | (e->aux & EVP_KEY_VAL)
@@ -151,8 +199,14 @@ static int ss_end(void *ctx, const struct evp_stream *st)
     struct speedscope *s = ctx;
     (void)st;
     /* frames still open when the trace stops close with it */
+    if (s->filtered) {
+        close_shown(s, s->at);
+        evp_filter_stream(&s->fr);
+    }
     int32_t d = s->open.depth < EVP_REPLAY_MAX_FRAMES ? s->open.depth
                                                       : EVP_REPLAY_MAX_FRAMES;
+    if (s->filtered)
+        d = 0;
     while (d > 0 && !s->err)
         s->err = frame_event(s, 'C', s->open.func[--d], s->at);
     if (s->err)
@@ -200,15 +254,20 @@ int evp_view_speedscope(struct evp_trace *t, FILE *out,
     struct speedscope s = {
         .t = t, .out = out, .o = o, .start = in->start_ns, .first_profile = 1};
     s.index = (struct evp_itab)EVP_ITAB_INIT;
+    s.filtered = evp_filter_active(o->filter);
+    if (evp_filter_open(&s.fr, t, s.filtered ? o->filter : NULL) < 0)
+        return -EINVAL;
     fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
           "\n\"exporter\":\"evalprof\",\"name\":",
           out);
     evp_json_string(out, *in->argv ? in->argv : in->path);
     fputs(",\"activeProfileIndex\":0,\n\"profiles\":[", out);
     static const struct evp_replay_ops ops = {ss_begin, ss_events, ss_end};
-    struct evp_replay_opts ro = {
-        .compensate = o->compensate, .stream = -1, .frames = &s.open};
+    struct evp_replay_opts ro = {.compensate = o->compensate,
+                                 .stream = s.filtered ? o->filter->stream : -1,
+                                 .frames = &s.open};
     int rc = evp_replay(t, &ro, &ops, &s);
+    evp_filter_close(&s.fr);
     fputs("\n],\n\"shared\":{\"frames\":[", out);
     for (size_t f = 0; f < s.nframes; f++) {
         fputs(f ? ",\n" : "\n", out);

@@ -16,6 +16,11 @@
  * D]" with their summed elapsed time, and a note on stderr says so.  A
  * trace of a million nested calls would otherwise print gigabytes of
  * indentation.
+ *
+ * Filtered (--from/--to, --func), only the events kept are listed, at
+ * their own depth; the frames open where a run of them starts, that the
+ * filter cut, are listed first as untimed "enter" lines marked "(begun
+ * before)".
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -37,6 +42,9 @@ struct tree {
     uint64_t elided, elided_ns;
     int32_t elided_deepest, deepest;
     size_t places;
+    struct evp_filter_run fr; /* when o->filter */
+    struct evp_replay_frames frames;
+    int32_t shown; /* frames listed and open (filtered) */
     char line[4096];
 };
 
@@ -183,7 +191,7 @@ static void line_end(struct tree *tr, size_t pos)
 }
 
 static void print_indented(struct tree *tr, const struct evp_event *e,
-                           int indent)
+                           int indent, const char *note)
 {
     const struct evp_trace *t = tr->t;
     size_t pos = 0, cols = 0;
@@ -226,6 +234,8 @@ static void print_indented(struct tree *tr, const struct evp_event *e,
         put(tr, &pos, "  (no matching enter)");
     if (e->flags & EVP_EVF_GAP)
         put(tr, &pos, "  (events lost after this one)");
+    if (note)
+        put(tr, &pos, note);
     line_end(tr, pos);
 }
 
@@ -299,10 +309,38 @@ static void print_raw(struct tree *tr, const struct evp_event *e)
     putc('\n', tr->out);
 }
 
+/* Filtered: whether E is listed, after listing the frames around it the
+ * filter cut. */
+static int keep(struct tree *tr, const struct evp_event *e)
+{
+    if (evp_filter_event(&tr->fr, e) != EVP_FILTER_KEEP)
+        return 0;
+    int32_t lo, hi = evp_filter_shown(&tr->fr, e, &lo);
+    if (tr->o->max_depth && (size_t)hi > tr->o->max_depth)
+        hi = (int32_t)tr->o->max_depth;
+    for (int32_t l = lo + tr->shown + 1; l <= hi; l++, tr->shown++) {
+        if (tr->o->format == EVP_TREE_RAW)
+            continue;
+        struct evp_event open = {.kind = EVP_EV_ENTER,
+                                 .flags = EVP_EVF_LAST,
+                                 .depth = l - 1,
+                                 .func = tr->frames.func[l - 1]};
+        print_indented(tr, &open, tr->o->format == EVP_TREE_SIMPLE_INDENT,
+                       "  (begun before)");
+    }
+    if (evp_kind_pushes(e->kind))
+        tr->shown = e->depth + 1 - lo;
+    else if (evp_kind_pops(e->kind) || e->depth - lo < tr->shown)
+        tr->shown = e->depth - lo;
+    return 1;
+}
+
 static int tree_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct tree *tr = ctx;
     for (size_t i = 0; i < n; i++) {
+        if (tr->o->filter && !keep(tr, &ev[i]))
+            continue;
         if (tr->o->max_depth && (size_t)ev[i].depth > tr->o->max_depth) {
             elide(tr, &ev[i]);
             continue;
@@ -312,7 +350,8 @@ static int tree_events(void *ctx, const struct evp_event *ev, size_t n)
         if (tr->o->format == EVP_TREE_RAW)
             print_raw(tr, &ev[i]);
         else
-            print_indented(tr, &ev[i], tr->o->format == EVP_TREE_SIMPLE_INDENT);
+            print_indented(tr, &ev[i], tr->o->format == EVP_TREE_SIMPLE_INDENT,
+                           NULL);
     }
     return ferror(tr->out) ? -EIO : 0;
 }
@@ -347,6 +386,8 @@ static int tree_end(void *ctx, const struct evp_stream *s)
     struct tree *tr = ctx;
     if (tr->elided)
         print_elided(tr);
+    evp_filter_stream(&tr->fr);
+    tr->shown = 0;
     fputc('\n', tr->out);
     if (tr->nstreams > 1) {
         size_t pos = 0;
@@ -364,6 +405,8 @@ static int tree_end(void *ctx, const struct evp_stream *s)
 int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
 {
     struct tree tr = {.t = t, .out = out, .o = o};
+    if (evp_filter_open(&tr.fr, t, o->filter) < 0)
+        return -EINVAL;
     tr.nstreams = o->stream >= 0 ? 1 : evp_trace_nstreams(t);
     static const char *const names[] = {"simple-indent", "simple", "raw"};
     fprintf(out, "reading from %s\n(showing results in '%s' format)\n\n",
@@ -372,9 +415,10 @@ int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
     fputc('\n', out);
     static const struct evp_replay_ops ops = {tree_begin, tree_events,
                                               tree_end};
-    struct evp_replay_opts ro = {.compensate = o->compensate,
-                                 .stream = o->stream};
+    struct evp_replay_opts ro = {
+        .compensate = o->compensate, .stream = o->stream, .frames = &tr.frames};
     int rc = evp_replay(t, &ro, &ops, &tr);
+    evp_filter_close(&tr.fr);
     if (evp_trace_nstreams(t) == 0) {
         banner(out, "BEGIN TRACE");
         fputc('\n', out);

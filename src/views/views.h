@@ -16,6 +16,61 @@
 #include "esc.h"
 #include "num.h"
 
+/* ---- event filters (filter.c): tree, chrome, speedscope ------------ */
+
+/*
+ * What of a trace the tree and the timelines show.  FROM_NS and TO_NS
+ * bound a window of time from the trace's start (TO_NS 0: to the end);
+ * FUNC keeps every call of the functions it names (a name, "name:file",
+ * "file:line" or summary's "name (file:line)") and all they call;
+ * MAX_DEPTH drops frames deeper than that (0: none; the tree elides them
+ * itself instead); STREAM keeps one stream (-1: all; the tree takes its
+ * own option's).  Frames open across the window's edges, or around a
+ * kept event, are the views' to clip: see evp_filter_shown.
+ */
+struct evp_filter {
+    uint64_t from_ns, to_ns;
+    const char *func; /* NULL: every function */
+    size_t max_depth;
+    long stream;
+};
+
+struct evp_filter_run {
+    const struct evp_filter *f;
+    uint64_t start;  /* trace-clock ns of the trace's start */
+    uint8_t *funcs;  /* by function id: FUNC matches it */
+    int32_t in_func; /* depth of the matched call open, -1: none */
+};
+
+/* Any filter set (the views keep their unfiltered output otherwise). */
+int evp_filter_active(const struct evp_filter *f);
+/* Resolve F->func against T: 0, or -EINVAL after one line on stderr
+ * when no function matches, -ENOMEM. */
+int evp_filter_open(struct evp_filter_run *r, struct evp_trace *t,
+                    const struct evp_filter *f);
+void evp_filter_close(struct evp_filter_run *r);
+/* At a stream's start. */
+void evp_filter_stream(struct evp_filter_run *r);
+
+#define EVP_FILTER_DROP 0
+#define EVP_FILTER_KEEP 1
+#define EVP_FILTER_AFTER 2 /* at or past the window's end */
+/* Whether E is shown; called for every event of a stream, in order. */
+int evp_filter_event(struct evp_filter_run *r, const struct evp_event *e);
+/* The frames open at kept event E that are shown, a pop's own included:
+ * levels *LO+1 .. the result (level L is FUNC[L-1] of the replay's
+ * frames).  A view opens those it has not (the window began inside them)
+ * at the window's start, and closes those still open at its end. */
+int32_t evp_filter_shown(const struct evp_filter_run *r,
+                         const struct evp_event *e, int32_t *lo);
+/* E, or E with its elapsed time cut at the window's end (copied into
+ * *BUF) when it runs past it; TS: E's time from the trace start. */
+const struct evp_event *evp_filter_clip(const struct evp_filter_run *r,
+                                        const struct evp_event *e, uint64_t ts,
+                                        struct evp_event *buf);
+/* The window's end in ns from the trace start (UINT64_MAX: none). */
+uint64_t evp_filter_to(const struct evp_filter_run *r);
+
 /* ---- tree ---------------------------------------------------------- */
 enum evp_tree_format {
     EVP_TREE_SIMPLE_INDENT, /* the discussion's default listing */
@@ -29,6 +84,7 @@ struct evp_tree_opts {
     long stream;      /* -1: all */
     size_t max_depth; /* events drawn deeper are elided; 0: none */
     int ns;           /* durations in ns instead of µs (--ns) */
+    const struct evp_filter *filter; /* NULL: none (max_depth unused) */
 };
 
 /* The command line's max_depth: the folded stacks' cut, deeper than any
@@ -91,6 +147,7 @@ struct evp_chrome_opts {
     int ops;    /* every instruction as a slice */
     int phases; /* the loop's phases as slices */
     int compensate;
+    const struct evp_filter *filter; /* NULL: none */
 };
 
 int evp_view_chrome(struct evp_trace *t, FILE *out,
@@ -169,6 +226,9 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
 #define EVP_KEY_OP 0x20000000u    /* | opcode: "op:LOAD_FAST" */
 #define EVP_KEY_TAG 0xf0000000u
 #define EVP_KEY_VAL 0x0fffffffu
+/* The recorder's own time, in every view a frame of this name (replay.h) */
+#define EVP_KEY_RECORDER (EVP_KEY_PHASE | EVP_EV_RECORDER)
+#define EVP_RECORDER_FRAME "[evalprof]"
 
 /* The name of leaf KEY (a phase or an op), unescaped, into BUF (LEN > 0),
  * cut to fit; returns its length.  Opcode names come from the trace. */

@@ -36,4 +36,11 @@ expect /nonexistent/perf "not found"
 expect "$tmp/paranoid" "not permitted to record"
 expect "$tmp/kernel" "does not match this kernel"
 expect "$tmp/event" "cannot record this event"
+# --ops reads symbol offsets from perf.data: refused on --script text
+printf 'python 1 1.0: 1 cpu-clock:\n\t1 main (/x)\n\n' >"$tmp/s.txt"
+if "$EVALPROF" perf --ops --script "$tmp/s.txt" -o "$tmp/out" >"$tmp/o" 2>"$tmp/e"; then
+    echo "FAIL: --ops --script: succeeded"; fail=1
+elif [ "$(wc -l <"$tmp/e")" != 1 ] || ! grep -q -e "--ops needs a command\|not built in" "$tmp/e"; then
+    echo "FAIL: --ops --script: expected one line, got:"; cat "$tmp/e"; fail=1
+fi
 exit $fail

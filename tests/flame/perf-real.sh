@@ -7,14 +7,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${EVALPROF:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-perf=$(command -v perf || true)
-[ -n "$perf" ] || { echo "SKIP: perf is not installed (Debian package linux-perf)"; exit 77; }
-if ! "$perf" record -q -e cpu-clock -o "$tmp/probe.data" -- true >"$tmp/probe.err" 2>&1; then
-    echo "SKIP: perf cannot record here: $(head -n 1 "$tmp/probe.err")"
-    exit 77
-fi
+. "$here/perf-probe.sh"
 py=$(command -v python3 || true)
 [ -n "$py" ] || { echo "SKIP: no python3 to profile"; exit 77; }
 fail=0

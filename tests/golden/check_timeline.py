@@ -4,8 +4,8 @@
     check_timeline.py EVALPROF SYNTHETIC GOLDEN_DIR
 
 For each trace (the golden nesting, threads and hostile-names traces, and
-a synthetic .evp with every loop phase) and each of --ops/--phases on and
-off:
+a synthetic .evp with every loop phase), each of --ops/--phases on and
+off, whole and filtered (a window across frames, a depth):
 
   speedscope  valid JSON in speedscope's file format: every profile
               "evented" in nanoseconds, its events in time order, every
@@ -105,7 +105,11 @@ def main():
               os.path.join(golden, "threads-tree", "threads.trace"),
               hostile, synth]
     for trace in traces:
-        for opts in ([], ["--ops"], ["--phases"], ["--ops", "--phases"]):
+        for opts in [o + f for o in ([], ["--ops"], ["--phases"],
+                                     ["--ops", "--phases"])
+                     for f in ([], ["--from", "0.00002", "--to", "0.00006"],
+                               ["--from", "0.0001", "--to", "0.0004"],
+                               ["--max-depth", "2"])]:
             for fmt, check in (("speedscope", check_speedscope),
                                ("chrome", check_chrome)):
                 name = "%s %s %s" % (fmt, os.path.basename(trace),

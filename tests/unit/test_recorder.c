@@ -841,6 +841,86 @@ static void test_enabled_mask(void **state)
     evp_trace_close(t);
 }
 
+/* --on-overflow=drop with a writer slower than the thread: whole buffers
+ * are dropped, never waited for, and the trace counts exactly the records
+ * it lacks. */
+static void test_overflow_drop_counts_exactly(void **state)
+{
+    (void)state;
+    char path[128];
+    scratch_path(path, sizeof path, "drop.evp");
+    setenv("EVALPROF_ON_OVERFLOW", "drop", 1);
+    setenv("EVALPROF_BUFFERS", "2", 1);
+    setenv("EVALPROF_TEST_WRITER_DELAY_MS", "20", 1);
+    struct evp_rec_config cfg = config(path);
+    cfg.buffer_events = 256;
+    cfg.enabled = EVP_KIND_BIT(EVP_EV_OP); /* no hand-off events */
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    enum { N = 200000 };
+    for (uint32_t i = 0; i < N; i++)
+        evp_rec_op(1, i);
+    assert_int_equal(evp_rec_close(), 0);
+    unsetenv("EVALPROF_ON_OVERFLOW");
+    unsetenv("EVALPROF_BUFFERS");
+    unsetenv("EVALPROF_TEST_WRITER_DELAY_MS");
+
+    struct evp_trace *t = open_trace(path);
+    struct collect c;
+    collect(t, &c);
+    const struct evp_trace_info *in = evp_trace_info(t);
+    assert_true(in->dropped > 0);
+    assert_int_equal(c.n + in->dropped, N);
+    assert_int_equal(in->dropped % 256, N % 256); /* whole buffers, and
+                                                     the last one's part */
+    assert_string_equal(evp_trace_meta(t, "recorder.on_overflow"), "drop");
+    free(c.ev);
+    evp_trace_close(t);
+}
+
+/* --max-size and --duration stop recording, say so, and the program's
+ * later events are simply not recorded. */
+static void test_limits_stop_recording(void **state)
+{
+    (void)state;
+    char path[128];
+    scratch_path(path, sizeof path, "limit.evp");
+    setenv("EVALPROF_MAX_SIZE", "64K", 1);
+    struct evp_rec_config cfg = config(path);
+    cfg.buffer_events = 1024;
+    cfg.flush_ms = 2;
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    for (uint32_t i = 0; i < 2000000; i++)
+        evp_rec_op(1, i);
+    assert_int_equal(evp_rec_close(), 0);
+    unsetenv("EVALPROF_MAX_SIZE");
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size < 4 * 1024 * 1024);
+    struct evp_trace *t = open_trace(path);
+    assert_string_equal(evp_trace_meta(t, "recorder.stopped"), "max-size");
+    assert_int_equal(evp_trace_info(t)->dropped, 0);
+    evp_trace_close(t);
+
+    setenv("EVALPROF_DURATION", "0.05", 1);
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint32_t i = 0;
+    do {
+        evp_rec_op(1, i++);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - t0.tv_sec < 1);
+    assert_int_equal(evp_rec_close(), 0);
+    unsetenv("EVALPROF_DURATION");
+    t = open_trace(path);
+    assert_string_equal(evp_trace_meta(t, "recorder.stopped"), "duration");
+    struct collect c;
+    collect(t, &c);
+    assert_true(c.n > 0 && c.n < i / 4);
+    free(c.ev);
+    evp_trace_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -858,6 +938,8 @@ int main(void)
         cmocka_unit_test(test_path_removed_while_recording),
         cmocka_unit_test(test_flush_writes_now),
         cmocka_unit_test(test_enabled_mask),
+        cmocka_unit_test(test_overflow_drop_counts_exactly),
+        cmocka_unit_test(test_limits_stop_recording),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

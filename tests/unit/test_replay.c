@@ -208,6 +208,48 @@ static void test_log_written_and_compensation(void **state)
     evp_trace_close(t);
 }
 
+/* The compensated clock runs slower by what compensation took off, so that
+ * a frame drawn from it is as long as its inclusive time; the recorder's
+ * own time is a callee's: in the inclusive time, not in the self time. */
+static void test_compensated_clock_and_recorder_time(void **state)
+{
+    (void)state;
+    struct evp_trace *t =
+        open_text("clock.trace", "# meta: event_cost.ticks=10\n"
+                                 "# function: 1\t1\ta.py\tf\n"
+                                 "\n"
+                                 "1.000000000 3 1\n"
+                                 "1.000000100 9 1\n"
+                                 "1.000000200 14\n"
+                                 "1.000000700 9 1\n"
+                                 "1.000001000 4 1\n"
+                                 "1.000001100 1\n");
+    struct evp_func_stats fs[2] = {{0}};
+    struct evp_replay_stats st;
+    struct evp_replay_opts o = {
+        .stream = -1, .func_stats = fs, .stats = &st, .compensate = 1};
+    struct collect c;
+    replay(t, &c, &o);
+    assert_int_equal(c.n, 6);
+    for (size_t i = 0; i + 1 < c.n; i++)
+        assert_int_equal(c.ev[i].at + c.ev[i].elapsed, c.ev[i + 1].at);
+    /* f: 1000 ns less four events' 10 ns; the recorder's 490 ns of it
+     * are not its self time */
+    assert_int_equal(c.ev[4].at - c.ev[0].at, 960);
+    assert_int_equal(fs[1].incl_ns, 960);
+    assert_int_equal(fs[1].self_ns, 960 - 490);
+    assert_int_equal(st.recorder_ns, 490);
+    assert_int_equal(st.recorder_events, 1);
+    /* Without compensation the clock is the trace's, the policy the same. */
+    memset(fs, 0, sizeof fs);
+    o.compensate = 0;
+    replay(t, &c, &o);
+    assert_int_equal(c.ev[4].at, c.ev[4].ts);
+    assert_int_equal(fs[1].incl_ns, 1000);
+    assert_int_equal(fs[1].self_ns, 500);
+    evp_trace_close(t);
+}
+
 static void test_unmatched_and_unclosed(void **state)
 {
     (void)state;
@@ -563,6 +605,7 @@ int main(void)
         cmocka_unit_test(test_depth_and_elapsed),
         cmocka_unit_test(test_function_times),
         cmocka_unit_test(test_log_written_and_compensation),
+        cmocka_unit_test(test_compensated_clock_and_recorder_time),
         cmocka_unit_test(test_unmatched_and_unclosed),
         cmocka_unit_test(test_malformed_text_lines),
         cmocka_unit_test(test_round_trips),

@@ -973,6 +973,127 @@ class Record(Case):
         self.assertGreater(self.load(trace).kind_counts()["op"], 100)
 
 
+    BUSY = ("import sys\n"
+            "def f(n):\n"
+            "    s = 0\n"
+            "    for i in range(n):\n"
+            "        s += i %% 7\n"
+            "    return s\n"
+            "for _ in range(%d):\n"
+            "    f(20000)\n"
+            "print('done')\n"
+            "sys.exit(3)\n")
+
+    def busy(self, rounds):
+        script = self.path("busy.py")
+        with open(script, "w") as f:
+            f.write(self.BUSY % rounds)
+        return script
+
+    def info(self, trace):
+        p = subprocess.run([EVALPROF, "info", trace], capture_output=True,
+                           text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def test_record_limits_stop_recording_program_runs_on(self):
+        script = self.busy(200)
+        for opts, why in ((["--max-size", "512K"], "max-size"),
+                          (["--duration", "0.05"], "duration")):
+            trace = self.path("lim.evp")
+            p = subprocess.run([EVALPROF, "record", "-o", trace] + opts +
+                               ["--", PY, script], capture_output=True,
+                               text=True, env=env(), cwd=self.tmp)
+            self.assertEqual((p.returncode, p.stdout), (3, "done\n"),
+                             p.stderr)
+            self.assertIn("recording stopped at --%s" % why, p.stderr)
+            info = self.info(trace)
+            self.assertRegex(info, r"(?m)^stopped: +%s " % why)
+            self.assertNotIn("events lost", info)
+            if why == "max-size":
+                self.assertLess(os.path.getsize(trace), 40 << 20)
+        # the same limits from python -m evalprof and evalprof.start()
+        p, trace = self.traced([script], opts=["--max-size", "512K"],
+                               check=False)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertRegex(self.info(trace), r"(?m)^stopped: +max-size ")
+        code = ("import evalprof, sys\n"
+                "evalprof.start(%r, duration=0.05)\n"
+                "exec(open(%r).read())\n" % (self.path("api.evp"), script))
+        p = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                           env=env(), cwd=self.tmp)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertRegex(self.info(self.path("api.evp")),
+                         r"(?m)^stopped: +duration ")
+
+    def test_record_zstd_round_trips(self):
+        script = self.busy(20)
+        sizes, counts = {}, {}
+        # a ring the writer never falls a quarter behind: every chunk
+        # compressed, whatever the load
+        for z in ((), ("--zstd", "--buffers", "4096")):
+            trace = self.path("z%d.evp" % len(z))
+            p = subprocess.run([EVALPROF, "record", "-q", "--no-calibrate",
+                                "-o", trace] + list(z) + ["--", PY, script],
+                               capture_output=True, text=True, env=env(),
+                               cwd=self.tmp)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            self.assertIn("warnings:    none", self.info(trace))
+            sizes[z] = os.path.getsize(trace)
+            c = self.load(trace).kind_counts()
+            counts[z] = (c["op"], c["enter"])
+        z = ("--zstd", "--buffers", "4096")
+        self.assertEqual(counts[()], counts[z])
+        self.assertLess(sizes[z], sizes[()] * 0.8)
+
+    def test_final_line_says_what_was_written(self):
+        script = self.busy(5)
+        p = subprocess.run([PY, "-m", "evalprof", "-o", self.path("f.evp"),
+                            script], capture_output=True, text=True,
+                           env=env(), cwd=self.tmp)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertRegex(p.stderr, r"(?m)^evalprof: wrote .*f\.evp \([\d,]+ "
+                         r"events, [\d.]+ [kM]B, [\d.]+ MB/s\)$")
+
+    def test_record_bad_recorder_options(self):
+        for opts in (["--on-overflow", "later"], ["--max-size", "lots"],
+                     ["--duration", "-1"], ["--buffers", "0"]):
+            p = subprocess.run([EVALPROF, "record", "-o", self.path("x.evp")]
+                               + opts + ["--", PY, "-c", "pass"],
+                               capture_output=True, text=True, env=env())
+            self.assertEqual(p.returncode, 2, opts)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            p, _ = self.traced(["-c", "pass"], opts=opts, check=False)
+            self.assertEqual(p.returncode, 2, opts)
+
+    def test_record_drop_counts_exactly(self):
+        # A writer made slow (a test hook) behind tiny buffers: with
+        # --on-overflow drop whole buffers are dropped, and the trace
+        # counts exactly what it lacks against the same run waiting.
+        script = self.busy(30)
+        counts = {}
+        for mode in ("wait", "drop"):
+            trace = self.path(mode + ".evp")
+            p = subprocess.run(
+                [EVALPROF, "record", "-q", "--no-calibrate", "-o", trace,
+                 "--buffers", "2", "--buffer-size", "16K", "--on-overflow",
+                 mode, "--", PY, script], capture_output=True, text=True,
+                env=env({"EVALPROF_TEST_WRITER_DELAY_MS": "3"}),
+                cwd=self.tmp)
+            self.assertEqual(p.returncode, 3, p.stderr)
+            info = self.info(trace)
+            events = int(re.search(r"(?m)^events: +([\d,]+)", info)
+                         .group(1).replace(",", ""))
+            m = re.search(r"(?m)^dropped: +([\d,]+) events", info)
+            dropped = int(m.group(1).replace(",", "")) if m else 0
+            m = re.search(r"; recorder ([\d,]+)", info)
+            handoffs = int(m.group(1).replace(",", "")) if m else 0
+            counts[mode] = (events - handoffs, dropped)
+        self.assertEqual(counts["wait"][1], 0)
+        self.assertGreater(counts["drop"][1], 0)
+        self.assertEqual(counts["drop"][0] + counts["drop"][1],
+                         counts["wait"][0])
+
     def test_help_describes_every_option(self):
         p = subprocess.run([EVALPROF, "record", "--help"],
                            capture_output=True, text=True)
@@ -980,6 +1101,9 @@ class Record(Case):
         for opt in ("-o, --output FILE", "--no-ops", "--main-thread-only",
                     "--threads",
                     "--no-follow-fork", "--no-calibrate", "-q, --quiet",
+                    "--buffers N", "--buffer-size SIZE",
+                    "--on-overflow wait|drop", "--max-size SIZE",
+                    "--duration SECONDS", "--zstd",
                     "-h, --help", "PYTHON-OPTIONS", "-W error", "-m MODULE",
                     "-c CODE"):
             self.assertIn(opt, p.stdout)
@@ -990,6 +1114,8 @@ class Record(Case):
         for opt in ("--no-ops", "--main-thread-only", "--threads",
                     "--no-follow-fork",
                     "--no-calibrate", "-q, --quiet", "-x", "--version",
+                    "--buffers N", "--buffer-size SIZE", "--on-overflow",
+                    "--max-size SIZE", "--duration SECONDS",
                     "-m module [args]", "-c code [args]", "-h, --help",
                     "script.py [args]", "- [args]"):
             self.assertIn(opt, p.stdout)
