@@ -5,7 +5,8 @@
  * trace: counts and mean elapsed in each, and the change in total elapsed
  * time, absolute and relative.  Rows are sorted by the size of that change
  * so the phases and instructions that moved the most come first; functions
- * are matched by qualified name and file, since ids differ between runs.
+ * are matched by qualified name and module-relative file, since ids and
+ * interpreter prefixes differ between runs.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>

@@ -6,6 +6,7 @@
  * print them.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,8 +102,59 @@ uint64_t evp_stats_names_called(const struct evp_trace *t,
 static int cmp_match(const void *x, const void *y)
 {
     const struct evp_func_match *a = x, *b = y;
-    int c = strcmp(a->name, b->name);
+    int c = strcmp(a->key, b->key);
     return c ? c : (a->first > b->first) - (a->first < b->first);
+}
+
+/* Where in FILE the module-relative part starts, with its root's label
+ * in *ROOT, or NULL when FILE is under no root known. */
+static const char *rel_part(const char *file, const char **root)
+{
+    const char *p, *sp = NULL;
+    for (p = strstr(file, "/site-packages/"); p;
+         p = strstr(p + 1, "/site-packages/"))
+        sp = p + strlen("/site-packages/");
+    if (!sp)
+        for (p = strstr(file, "/dist-packages/"); p;
+             p = strstr(p + 1, "/dist-packages/"))
+            sp = p + strlen("/dist-packages/");
+    if (sp) {
+        *root = "<site-packages>";
+        return sp;
+    }
+    /* the last "/lib/pythonX.Y/" (a "t" or "d" suffix allowed) */
+    const char *lib = NULL;
+    for (p = strstr(file, "/lib/python"); p; p = strstr(p + 1, "/lib/python")) {
+        const char *q = p + strlen("/lib/python");
+        if (*q < '0' || *q > '9')
+            continue;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        if (*q++ != '.' || *q < '0' || *q > '9')
+            continue;
+        while (*q >= '0' && *q <= '9')
+            q++;
+        while (*q >= 'a' && *q <= 'z')
+            q++;
+        if (*q == '/')
+            lib = q + 1;
+    }
+    *root = "<stdlib>";
+    return lib;
+}
+
+void evp_stats_func_rel_key(const struct evp_trace *t, uint32_t id, char *buf,
+                            size_t len)
+{
+    const struct evp_func *f = evp_trace_func(t, id);
+    const char *root = NULL, *rel;
+    if (!f || !*f->file) {
+        evp_view_func_key(t, id, buf, len);
+    } else if ((rel = rel_part(f->file, &root)) != NULL) {
+        snprintf(buf, len, "%s/%s:%s", root, rel, f->name);
+    } else {
+        snprintf(buf, len, "%s:%s", f->file, f->name);
+    }
 }
 
 int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
@@ -120,6 +172,7 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
                 continue;
             struct evp_func_match *m = &r[n++];
             evp_view_func_key(t[side], id, m->name, sizeof m->name);
+            evp_stats_func_rel_key(t[side], id, m->key, sizeof m->key);
             m->calls[side] = fs->calls + fs->resumes;
             m->incl[side] = fs->incl_ns;
             m->first = ((uint64_t)side << 32) + id;
@@ -127,7 +180,10 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
     qsort(r, n, sizeof *r, cmp_match);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (k && strcmp(r[k - 1].name, r[i].name) == 0) {
+        if (k && strcmp(r[k - 1].key, r[i].key) == 0) {
+            /* shown as NEW has it */
+            if (r[i].calls[1] && !r[k - 1].calls[1])
+                memcpy(r[k - 1].name, r[i].name, sizeof r[i].name);
             for (int side = 0; side < 2; side++) {
                 r[k - 1].calls[side] += r[i].calls[side];
                 r[k - 1].incl[side] += r[i].incl[side];

@@ -35,15 +35,25 @@ void evp_stats_free(struct evp_stats *a);
 uint64_t evp_stats_names_called(const struct evp_trace *t,
                                 const struct evp_stats *a);
 
-/* Functions of two runs matched by name and file (evp_view_func_key):
- * one row per key called in either, with the calls and inclusive time
- * in each (ids differ between runs).  FIRST orders rows that tie: BASE's
+/* Functions of two runs matched by name and module-relative file
+ * (evp_stats_func_rel_key): one row per key called in either, with the
+ * calls and inclusive time in each (ids and interpreter paths differ
+ * between runs).  NAME is shown: NEW's absolute name and file where NEW
+ * has the function, BASE's otherwise.  FIRST orders rows that tie: BASE's
  * ids, then NEW's.  *ROWS is malloc'ed.  Returns 0 or -ENOMEM. */
 struct evp_func_match {
     char name[1100];
+    char key[1100];
     uint64_t calls[2], incl[2];
     uint64_t first;
 };
+
+/* The key two runs' functions are matched on: "<stdlib>/json/encoder.py:
+ * _iterencode_list" for a file under an interpreter's lib/pythonX.Y,
+ * "<site-packages>/pkg/mod.py:f" under a site-packages directory, the
+ * file as recorded otherwise; no line, which moves between versions. */
+void evp_stats_func_rel_key(const struct evp_trace *t, uint32_t id, char *buf,
+                            size_t len);
 
 int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
                           struct evp_func_match **rows, size_t *nrows);
