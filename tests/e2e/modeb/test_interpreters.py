@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""diff --funcs across two interpreters (suite e2e-modeb).
+
+Records one script with two CPython versions (the interpreters the
+extension was built for, given as arguments) and checks that diff --funcs
+matches their stdlib functions by module-relative path: json's pure-Python
+encoder is in both traces, under different prefixes and on different
+lines, and its row must have calls on both sides rather than show as new.
+Fewer than two versions: skipped (exit 77) saying so.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.path.abspath(os.environ.get("EVP_BUILD", "build"))
+EVALPROF = os.path.join(BUILD, "evalprof")
+PKG = os.path.join(BUILD, "python")
+
+SCRIPT = """\
+import json
+for i in range(20):
+    json.dumps([[i, 2], [3, [4, 5]]], indent=1)
+"""
+
+
+def version(exe):
+    return subprocess.run(
+        [exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, timeout=60).stdout.strip()
+
+
+def main(exes):
+    seen = {}
+    for exe in exes:
+        v = version(exe)
+        if v and v not in seen:
+            seen[v] = exe
+    if len(seen) < 2:
+        print("SKIP: diff across interpreters needs two CPython versions "
+              "with evalprof._tracer built, found %s" % (sorted(seen) or
+                                                         "none"))
+        return 77
+    (va, a), (vb, b) = sorted(seen.items())[:2]
+    tmp = tempfile.mkdtemp(prefix="evp-interp-")
+    try:
+        script = os.path.join(tmp, "prog.py")
+        with open(script, "w") as f:
+            f.write(SCRIPT)
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        env.pop("EVALPROF", None)
+        env["PYTHONPATH"] = PKG
+        traces = []
+        for exe in (a, b):
+            t = os.path.join(tmp, os.path.basename(exe) + ".evp")
+            p = subprocess.run([EVALPROF, "record", "-q", "-o", t, "--", exe,
+                                script], capture_output=True, text=True,
+                               env=env, cwd=tmp, timeout=300)
+            if p.returncode != 0:
+                print("FAIL: evalprof record with %s exited %d: %s"
+                      % (exe, p.returncode, p.stderr))
+                return 1
+            traces.append(t)
+        p = subprocess.run([EVALPROF, "diff", "--funcs", "--wide"] + traces,
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            print("FAIL: diff exited %d: %s" % (p.returncode, p.stderr))
+            return 1
+        rows = p.stdout.split("functions (inclusive time):", 1)[-1]
+        enc = [ln for ln in rows.splitlines()
+               if "_iterencode_list (" in ln and "json/encoder.py" in ln]
+        if len(enc) != 1:
+            print("FAIL: %s vs %s: expected one matched _iterencode_list "
+                  "row, found %d:\n%s" % (va, vb, len(enc), p.stdout))
+            return 1
+        words = enc[0].rsplit(")", 1)[1].split()
+        if words[-1] == "new" or words[0] == "0" or words[1] == "0":
+            print("FAIL: %s vs %s: _iterencode_list not matched:\n%s"
+                  % (va, vb, enc[0]))
+            return 1
+        if "lib/python" + vb not in enc[0]:
+            print("FAIL: the row does not show the new trace's path:\n%s"
+                  % enc[0])
+            return 1
+        print("ok: %s vs %s: %s" % (va, vb, enc[0].strip()))
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
