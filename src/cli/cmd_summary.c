@@ -5,10 +5,46 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "views.h"
 #include "cli.h"
+
+/* Several runs: every trace opened first (a bad one named, nothing
+ * printed), all from one interpreter version, then one summary. */
+static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
+                        FILE *f, const struct evp_summary_opts *o)
+{
+    struct evp_trace **t = calloc(n, sizeof *t);
+    int rc = EVP_CLI_REPORTED;
+    size_t opened = 0;
+    if (!t) {
+        evp_cli_error("summary: out of memory");
+        return EVP_CLI_REPORTED;
+    }
+    for (; opened < n; opened++)
+        if (!(t[opened] = evp_cli_open_common("summary", paths[opened], co)))
+            goto done;
+    const char *v0 = evp_trace_info(t[0])->python_version;
+    for (size_t i = 1; i < n; i++) {
+        const char *vi = evp_trace_info(t[i])->python_version;
+        if (strcmp(v0, vi) != 0) {
+            evp_cli_error("summary: %s was recorded by Python %s and %s by "
+                          "%s: the runs to summarise together must come "
+                          "from one interpreter version",
+                          paths[i], *vi ? vi : "(unknown)", paths[0],
+                          *v0 ? v0 : "(unknown)");
+            goto done;
+        }
+    }
+    rc = evp_view_summary_runs(t, n, f, o);
+done:
+    for (size_t i = 0; i < opened; i++)
+        evp_trace_close(t[i]);
+    free(t);
+    return rc;
+}
 
 int cmd_summary(int argc, char **argv)
 {
@@ -61,14 +97,24 @@ int cmd_summary(int argc, char **argv)
             return 2;
         }
     }
-    if (evp_cli_operands("summary", argc - optind, 1, "one TRACE") < 0)
+    int ntraces = argc - optind;
+    if (ntraces < 1 &&
+        evp_cli_operands("summary", ntraces, 1, "one TRACE or more") < 0)
         return 2;
     struct evp_outfile of;
     int status;
-    FILE *f = evp_cli_report_open(
-        "summary", &of, out, (const char *const *)argv + optind, 1, &status);
+    FILE *f = evp_cli_report_open("summary", &of, out,
+                                  (const char *const *)argv + optind, ntraces,
+                                  &status);
     if (!f)
         return status;
+    if (ntraces > 1) {
+        o.compensate = co.compensate;
+        o.stream = co.stream;
+        o.ns = co.ns;
+        return evp_cli_report_close(
+            &of, summary_runs(argv + optind, (size_t)ntraces, &co, f, &o));
+    }
     struct evp_trace *t = evp_cli_open_common("summary", argv[optind], &co);
     if (!t)
         return evp_cli_report_close(&of, EVP_CLI_REPORTED);

@@ -130,6 +130,11 @@ struct evp_summary_opts {
 int evp_view_summary(struct evp_trace *t, FILE *out,
                      const struct evp_summary_opts *o);
 
+/* Several runs of one program (summary_runs.c): counts summed, times as
+ * the median and [min - max] across the N traces of T. */
+int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,
+                          const struct evp_summary_opts *o);
+
 /* ---- diff (diff.c) ------------------------------------------------ */
 struct evp_diff_opts {
     enum evp_sort sort; /* EVP_SORT_TOTAL (default): by change in total */
