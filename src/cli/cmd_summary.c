@@ -101,6 +101,11 @@ int cmd_summary(int argc, char **argv)
     if (ntraces < 1 &&
         evp_cli_operands("summary", ntraces, 1, "one TRACE or more") < 0)
         return 2;
+    if (ntraces > 1 && o.lines) {
+        fprintf(stderr, "evalprof: summary: --lines reads one trace, not %d\n",
+                ntraces);
+        return 2;
+    }
     struct evp_outfile of;
     int status;
     FILE *f = evp_cli_report_open("summary", &of, out,
