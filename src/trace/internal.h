@@ -105,6 +105,11 @@ EVP_HIDDEN int evp_trace_set_func(struct evp_trace *t, uint32_t id,
  * pointer is valid until the next stream is added. */
 EVP_HIDDEN struct stream *evp_trace_get_stream(struct evp_trace *t,
                                                uint32_t id);
+/* Give the pages of the mapped bytes at P (whole pages inside them only)
+ * back to the system once read: they are read again from the file if
+ * touched later, so the resident set stays bounded by what is in use. */
+EVP_HIDDEN void evp_trace_release(struct evp_trace *t, const void *p,
+                                  size_t len);
 EVP_HIDDEN int evp_stream_add_segment(struct stream *s,
                                       const struct segment *seg);
 EVP_HIDDEN int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode,

@@ -17,9 +17,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <zstd.h>
@@ -495,6 +497,20 @@ static const char *chunk_type_name(unsigned type)
 }
 
 /* Is there a whole, checksummed chunk at OFF? */
+void evp_trace_release(struct evp_trace *t, const void *p, size_t len)
+{
+    const uint8_t *b = p, *d = t->data;
+    if (!t->mapped || b < d || len > t->size ||
+        b - d > (ptrdiff_t)(t->size - len))
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)b + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)b + len) & ~(page - 1);
+    if (hi > lo) /* whole pages only: a neighbour's bytes stay mapped */
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* Is there a whole, checksummed chunk at OFF? */
 static int chunk_ok(const uint8_t *d, size_t size, size_t off)
 {
     if (size - off < EVP_CHUNK_HEADER_SIZE ||
@@ -639,6 +655,7 @@ static unsigned walk_chunks(struct scan *sc, size_t off)
                             sc->chunk, off, chunk_type_name(type));
         else if (rc == 0)
             good++;
+        evp_trace_release(t, d + off, EVP_CHUNK_HEADER_SIZE + len);
         off += EVP_CHUNK_HEADER_SIZE + len;
         sc->chunk++;
     }

@@ -452,6 +452,7 @@ static int replay_stream(struct rstate *r, struct stream *s)
         }
         expect = seg->pf.seq + 1;
         replay_segment(r, s, seg);
+        evp_trace_release(r->t, seg->payload, seg->len);
     }
     if (r->rc)
         return r->rc;
