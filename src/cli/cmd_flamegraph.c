@@ -49,14 +49,15 @@ static int feed_line(void *ctx, const char *stack, size_t len, uint64_t ns)
 /* A trace's folded stacks straight into FL, line by line (never the whole
  * text in memory: deep stacks make it far larger than the tree). */
 static int trace_to_flame(const char *path, const char *python, int ops,
-                          int phases, size_t max_depth, struct evp_flame *fl,
-                          struct evp_flame_stats *st)
+                          int phases, int lines, size_t max_depth,
+                          struct evp_flame *fl, struct evp_flame_stats *st)
 {
     struct evp_trace *t = evp_cli_open_trace(path, python);
     if (!t)
         return -1;
     struct evp_folded_opts fo = {.ops = ops,
                                  .phases = phases,
+                                 .lines = lines,
                                  .compensate = !evp_trace_info(t)->text,
                                  .stream = -1,
                                  .max_depth = max_depth};
@@ -71,6 +72,7 @@ struct load_opts {
     const char *python;
     int ops, phases, depth_given;
     size_t max_depth;
+    int lines; /* --lines: file:line leaves */
 };
 
 /* One input of the graph, and the buffer its names may point into. */
@@ -113,13 +115,14 @@ static int load(struct input *in, const struct load_opts *lo,
                           "standard input");
             return 2;
         }
-        if (trace_to_flame(path, lo->python, lo->ops, lo->phases, lo->max_depth,
-                           fl, &st) < 0)
+        if (trace_to_flame(path, lo->python, lo->ops, lo->phases, lo->lines,
+                           lo->max_depth, fl, &st) < 0)
             return 1;
     } else {
-        if (lo->ops || lo->phases || lo->depth_given)
-            evp_cli_warn("flamegraph: --ops, --phases and --max-depth apply "
-                         "to traces, not to folded input");
+        if (lo->ops || lo->phases || lo->lines || lo->depth_given)
+            evp_cli_warn(
+                "flamegraph: --ops, --phases, --lines and --max-depth apply "
+                "to traces, not to folded input");
         const char *map;
         int rc = evp_flame_map(path, &map, &in->len, &in->mapped);
         if (rc) {
@@ -184,6 +187,7 @@ int cmd_flamegraph(int argc, char **argv)
         {"countname", required_argument, NULL, 'c'},
         {"ops", no_argument, NULL, 'O'},
         {"phases", no_argument, NULL, 'P'},
+        {"lines", no_argument, NULL, 'L'},
         {"input", required_argument, NULL, 'I'},
         {"max-depth", required_argument, NULL, 'D'},
         {"python", required_argument, NULL, 'p'},
@@ -193,7 +197,8 @@ int cmd_flamegraph(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     struct evp_flame_opts fo = {.min_width = -1};
     const char *out = "-", *python = NULL, *input = NULL;
-    int ops = 0, phases = 0, depth_given = 0, diff = 0, negate = 0, c;
+    int ops = 0, phases = 0, lines = 0, depth_given = 0, diff = 0, negate = 0,
+        c;
     long v, max_depth = EVP_FOLDED_DEFAULT_DEPTH;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -250,6 +255,9 @@ int cmd_flamegraph(int argc, char **argv)
         case 'P':
             phases = 1;
             break;
+        case 'L':
+            lines = 1;
+            break;
         case 'I':
             if (strcmp(optarg, "folded") && strcmp(optarg, "trace")) {
                 evp_cli_error("flamegraph: --input is 'folded' or 'trace'");
@@ -298,8 +306,8 @@ int cmd_flamegraph(int argc, char **argv)
     struct evp_flame *fl = NULL;
     struct evp_flame_stats st = {0};
     struct input ins[2] = {{0}, {0}};
-    struct load_opts lo = {input,  python,      ops,
-                           phases, depth_given, (size_t)max_depth};
+    struct load_opts lo = {
+        input, python, ops, phases, depth_given, (size_t)max_depth, lines};
     if (!(fl = evp_flame_new())) {
         evp_cli_error("flamegraph: out of memory");
         goto out;

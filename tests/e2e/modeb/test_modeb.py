@@ -518,6 +518,14 @@ class Lines(Case):
         plain = self.evalprof("export", "--format", "folded",
                               trace).stdout
         self.assertNotIn("%s:%d " % (script, self.HOT), plain)
+        # flamegraph --lines draws the same leaf (its name in a frame's
+        # title), and without --lines it has none
+        for opts, want in ((("--lines",), True), ((), False)):
+            svg = self.path("lines%d.svg" % want)
+            self.evalprof("flamegraph", *opts, "-o", svg, trace)
+            with open(svg, encoding="utf-8") as f:
+                drawn = "<title>%s:%d " % (script, self.HOT) in f.read()
+            self.assertEqual(drawn, want, opts)
 
     def test_without_lines(self):
         p, trace = self.traced([prog("hotline.py")])
