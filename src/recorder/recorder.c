@@ -446,8 +446,8 @@ static void queue_push_q(struct buffer *b)
     b->next = NULL;
     if (S.queue_tail)
         S.queue_tail->next = b;
-    else
-        S.queue_head = b;
+    else /* (the writer peeks at the head without S.q) */
+        __atomic_store_n(&S.queue_head, b, __ATOMIC_RELAXED);
     S.queue_tail = b;
 }
 
@@ -620,19 +620,24 @@ static void writer_round(int force)
     }
     struct pending *pend = S.pend_head;
     S.pend_head = S.pend_tail = NULL;
-    pthread_spin_lock(&S.q);
-    struct buffer *q = S.queue_head;
-    S.queue_head = S.queue_tail = NULL;
-
     size_t nsnap = 0, cap = 0;
+    pthread_spin_lock(&S.q);
     for (struct thread *t = S.threads; t; t = t->next)
         cap += t->live && t->buf;
     pthread_spin_unlock(&S.q);
     struct snap *snaps = cap ? malloc(cap * sizeof *snaps) : NULL;
+    /* The queue and the live buffers in one hold of S.q: a buffer handed
+     * over between the two would be written after the records its
+     * thread went on to store in the next one. */
     pthread_spin_lock(&S.q);
+    struct buffer *q = S.queue_head;
+    __atomic_store_n(&S.queue_head, NULL, __ATOMIC_RELAXED);
+    S.queue_tail = NULL;
     for (struct thread *t = S.threads; t && snaps; t = t->next) {
         if (!t->live || !t->buf)
             continue;
+        if (nsnap == cap)
+            break; /* (threads attached meanwhile: their turn next round) */
         struct evp_rec_record *pos =
             __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
         struct buffer *b = t->buf;
