@@ -20,9 +20,15 @@
 #include "kv.h"
 
 struct segment {
-    /* an EVENTS payload (into the mapping or an owned buffer) */
+    /* an EVENTS payload (into the mapping or an owned buffer), or NULL
+     * for a compressed chunk: its zstd frame ZDATA (ZLEN bytes, in the
+     * file's bytes), decompressed into the replay's one buffer when the
+     * replay reaches it (evp_segment_payload), so that a compressed trace
+     * costs one chunk, not its decompressed size */
     const uint8_t *payload;
-    size_t len;
+    size_t len; /* decompressed */
+    const uint8_t *zdata;
+    size_t zlen;
     struct evp_events_prefix pf;
     uint64_t offset; /* file offset of the chunk, for messages */
     uint32_t chunk;  /* chunk number in the file, for messages */
@@ -105,13 +111,38 @@ EVP_HIDDEN int evp_trace_set_func(struct evp_trace *t, uint32_t id,
  * pointer is valid until the next stream is added. */
 EVP_HIDDEN struct stream *evp_trace_get_stream(struct evp_trace *t,
                                                uint32_t id);
-/* Give the pages of the mapped bytes at P (whole pages inside them only)
- * back to the system once read: they are read again from the file if
- * touched later, so the resident set stays bounded by what is in use. */
+/* Give the pages the mapped bytes at P lie on back to the system once
+ * read, the pages they share with their neighbours included (else one
+ * page a chunk would stay): a page is read again from the file if touched
+ * later, so the resident set stays bounded by what is in use. */
 EVP_HIDDEN void evp_trace_release(struct evp_trace *t, const void *p,
                                   size_t len);
 EVP_HIDDEN int evp_stream_add_segment(struct stream *s,
                                       const struct segment *seg);
+
+/* Where compressed chunks are decompressed, one at a time: one per replay
+ * (replays may run in several threads at once) and one for the index
+ * pass.  Zeroed to start; evp_inflater_free gives it back. */
+struct evp_inflater {
+    uint8_t *buf;
+    size_t cap;
+    void *dctx; /* ZSTD_DCtx, made on first use */
+};
+/* Decompress the zstd frame at SRC (N bytes) that declares RAW bytes into
+ * Z's buffer: the bytes, valid until Z's next use, or NULL when the frame
+ * does not hold RAW bytes (or memory runs out). */
+EVP_HIDDEN const uint8_t *evp_inflate(struct evp_inflater *z,
+                                      const uint8_t *src, size_t n, size_t raw);
+EVP_HIDDEN void evp_inflater_free(struct evp_inflater *z);
+/* SEG's EVENTS payload (seg->len bytes): in place, or decompressed into
+ * Z.  NULL when a compressed chunk no longer decompresses (the file
+ * changed since it was opened) or memory runs out. */
+EVP_HIDDEN const uint8_t *evp_segment_payload(const struct segment *seg,
+                                              struct evp_inflater *z);
+/* Give back the mapped pages SEG's bytes in the file are on, once the
+ * replay has passed them (evp_trace_release). */
+EVP_HIDDEN void evp_segment_release(struct evp_trace *t,
+                                    const struct segment *seg);
 EVP_HIDDEN int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode,
                                     const char *name, unsigned base);
 /* Load a built-in opcode table ("3.10" ...); -1 when unknown. */

@@ -11,7 +11,11 @@
  * rest of the file).  A file cut short reads up to its last whole chunk,
  * and the warning says how many bytes (and, when the chunk's prefix
  * survived, how many events) were lost.  EVENTS payloads stay encoded: the
- * replay engine decodes them.
+ * replay engine decodes them.  Compressed ones stay compressed: the index
+ * pass decompresses each chunk into one buffer to check it and read its
+ * prefix, and each replay does again, a chunk at a time; the pages of the
+ * mapping are given back behind both (evp_trace_release), so reading a
+ * trace of any size costs the index and a chunk, not the file.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -251,6 +255,7 @@ struct scan {
     struct evp_trace *t;
     uint32_t chunk;                   /* chunk number, from 0 */
     uint64_t inflated, inflate_limit; /* decompressed bytes, and the bound */
+    struct evp_inflater z;            /* the chunk being read, decompressed */
     /* clock pairs for calibration */
     uint64_t lo_ticks, lo_ns, hi_ticks, hi_ns;
     int have_pair;
@@ -370,14 +375,19 @@ static int parse_thread(struct scan *sc, const uint8_t *p, size_t len)
     return 0;
 }
 
+/* An EVENTS chunk at OFFSET: its payload P (LEN bytes), decompressed from
+ * the zstd frame ZDATA (ZLEN bytes in the file) when ZDATA is not NULL.
+ * Only the frame is kept, decompressed again by each replay. */
 static int parse_events(struct scan *sc, const uint8_t *p, size_t len,
-                        uint64_t offset)
+                        uint64_t offset, const uint8_t *zdata, size_t zlen)
 {
     struct segment seg = {0};
     if (evp_events_prefix_read(p, len, &seg.pf) < 0)
         return -1;
-    seg.payload = p;
+    seg.payload = zdata ? NULL : p;
     seg.len = len;
+    seg.zdata = zdata;
+    seg.zlen = zlen;
     seg.offset = offset;
     seg.chunk = sc->chunk;
     struct stream *s = evp_trace_get_stream(sc->t, seg.pf.stream);
@@ -433,10 +443,44 @@ static int parse_end(struct scan *sc, const uint8_t *p, size_t len, size_t off)
 
 static const char *chunk_type_name(unsigned type);
 
-/* Decompress a zstd payload (the chunk at OFF) into an owned buffer.
- * Returns 0, -1 when malformed, or -2 when it would pass the file's bound
- * on decompressed bytes (warned here).  The declared size is checked
- * against the frame's own and the bound before anything is allocated. */
+const uint8_t *evp_inflate(struct evp_inflater *z, const uint8_t *src, size_t n,
+                           size_t raw)
+{
+    if (!z->dctx && !(z->dctx = ZSTD_createDCtx()))
+        return NULL;
+    if (evp_grow((void **)&z->buf, &z->cap, raw ? raw : 1, 1, 4096))
+        return NULL;
+    size_t got = ZSTD_decompressDCtx(z->dctx, z->buf, raw, src, n);
+    return ZSTD_isError(got) || got != raw ? NULL : z->buf;
+}
+
+void evp_inflater_free(struct evp_inflater *z)
+{
+    ZSTD_freeDCtx(z->dctx);
+    free(z->buf);
+    *z = (struct evp_inflater){0};
+}
+
+const uint8_t *evp_segment_payload(const struct segment *seg,
+                                   struct evp_inflater *z)
+{
+    return seg->zdata ? evp_inflate(z, seg->zdata, seg->zlen, seg->len)
+                      : seg->payload;
+}
+
+void evp_segment_release(struct evp_trace *t, const struct segment *seg)
+{
+    if (seg->zdata)
+        evp_trace_release(t, seg->zdata, seg->zlen);
+    else
+        evp_trace_release(t, seg->payload, seg->len);
+}
+
+/* Decompress a zstd payload (the chunk at OFF) into the scan's buffer, *P
+ * then pointing there until the next chunk.  Returns 0, -1 when
+ * malformed, or -2 when it would pass the file's bound on decompressed
+ * bytes (warned here).  The declared size is checked against the frame's
+ * own and the bound before anything is allocated. */
 static int inflate(struct scan *sc, const uint8_t **p, size_t *len, size_t off,
                    unsigned type)
 {
@@ -462,15 +506,9 @@ static int inflate(struct scan *sc, const uint8_t **p, size_t *len, size_t off,
         return -2;
     }
     sc->inflated += raw;
-    uint8_t *out = malloc(raw ? raw : 1);
+    const uint8_t *out = evp_inflate(&sc->z, *p + 4, *len - 4, raw);
     if (!out)
         return -1;
-    size_t got = ZSTD_decompress(out, raw, *p + 4, *len - 4);
-    if (ZSTD_isError(got) || got != raw) {
-        free(out);
-        return -1;
-    }
-    evp_trace_own(sc->t, out);
     *p = out;
     *len = raw;
     return 0;
@@ -496,17 +534,23 @@ static const char *chunk_type_name(unsigned type)
     }
 }
 
-/* Is there a whole, checksummed chunk at OFF? */
 void evp_trace_release(struct evp_trace *t, const void *p, size_t len)
 {
     const uint8_t *b = p, *d = t->data;
-    if (!t->mapped || b < d || len > t->size ||
+    if (!t->mapped || !len || b < d || len > t->size ||
         b - d > (ptrdiff_t)(t->size - len))
         return;
+    /* From the page the bytes start on (the mapping starts on a page) to
+     * the one they end on, that one kept: the bytes after them are
+     * usually what is read next, and the next release takes the page.
+     * Only whole pages inside the bytes would keep a page a chunk of the
+     * whole file. */
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)b + page - 1) & ~(page - 1);
+    uintptr_t lo = (uintptr_t)b & ~(page - 1);
     uintptr_t hi = ((uintptr_t)b + len) & ~(page - 1);
-    if (hi > lo) /* whole pages only: a neighbour's bytes stay mapped */
+    if (b + len == d + t->size)
+        hi = (uintptr_t)b + len; /* the file's end: its last page too */
+    if (hi > lo)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
@@ -620,9 +664,12 @@ static unsigned walk_chunks(struct scan *sc, size_t off)
             continue;
         }
         size_t plen = len;
+        const uint8_t *zdata = NULL;
         int rc = 0;
-        if (flags & EVP_CHUNK_F_ZSTD)
+        if (flags & EVP_CHUNK_F_ZSTD) {
+            zdata = payload + 4;
             rc = inflate(sc, &payload, &plen, off, type);
+        }
         if (rc == 0) {
             switch (type) {
             case EVP_CHUNK_META:
@@ -638,7 +685,8 @@ static unsigned walk_chunks(struct scan *sc, size_t off)
                 rc = parse_thread(sc, payload, plen);
                 break;
             case EVP_CHUNK_EVENTS:
-                rc = parse_events(sc, payload, plen, off);
+                rc = parse_events(sc, payload, plen, off, zdata,
+                                  zdata ? len - 4 : 0);
                 break;
             case EVP_CHUNK_END:
                 rc = parse_end(sc, payload, plen, off);
@@ -774,7 +822,9 @@ static int read_binary(struct evp_trace *t, size_t first, char *err,
                  d[8], d[10], EVP_FORMAT_MAJOR);
         return -EPROTO;
     }
-    if (!walk_chunks(&sc, first ? first : EVP_FILE_HEADER_SIZE)) {
+    unsigned good = walk_chunks(&sc, first ? first : EVP_FILE_HEADER_SIZE);
+    evp_inflater_free(&sc.z);
+    if (!good) {
         /* One line: what was met first says what the file is. */
         if (t->nwarnings > 1)
             snprintf(err, errlen,
@@ -1231,10 +1281,15 @@ uint64_t evp_trace_end_ns(const struct evp_trace *t)
         uint64_t last = 0;
         struct evp_rec_record buf[256];
         struct evp_events_cursor c;
-        evp_events_cursor_init(&c, seg->payload, seg->len, &seg->pf);
+        struct evp_inflater z = {0};
+        const uint8_t *payload = evp_segment_payload(seg, &z);
         long n;
-        while ((n = evp_events_decode(&c, buf, 256)) > 0)
-            last = buf[n - 1].ts;
+        if (payload) {
+            evp_events_cursor_init(&c, payload, seg->len, &seg->pf);
+            while ((n = evp_events_decode(&c, buf, 256)) > 0)
+                last = buf[n - 1].ts;
+        }
+        evp_inflater_free(&z);
         if (!last)
             continue;
         uint64_t ns = evp_trace_ticks_to_ns(t, last);

@@ -74,6 +74,7 @@ struct rstate {
     uint32_t top, parent;          /* innermost frame's function, its caller */
     uint64_t ovh;                  /* accumulated overhead of this stream */
     struct evp_replay_stats st;
+    struct evp_inflater z; /* the compressed chunk being replayed */
     int rc;
 };
 
@@ -363,13 +364,24 @@ static void replay_segment(struct rstate *r, struct stream *s,
                            struct segment *seg)
 {
     struct evp_trace *t = r->t;
-    struct hot h;
-    hot_load(&h, r);
     /* Decoded one event at a time straight into the replay: no batch
      * buffer between the codec and the engine. */
     struct evp_events_prefix *pf = &seg->pf;
-    const uint8_t *p = seg->payload + EVP_EVENTS_PREFIX_SIZE;
-    const uint8_t *end = seg->payload + seg->len;
+    const uint8_t *payload = evp_segment_payload(seg, &r->z);
+    if (!payload) {
+        if (!seg->reported)
+            evp_trace_warnf(t,
+                            "stream %u, chunk %u at byte %" PRIu64
+                            ": no longer decompresses (the file changed "
+                            "while being read?); its %u events are skipped",
+                            s->pub.id, seg->chunk, seg->offset, pf->count);
+        seg->reported = 1;
+        return;
+    }
+    const uint8_t *p = payload + EVP_EVENTS_PREFIX_SIZE;
+    const uint8_t *end = payload + seg->len;
+    struct hot h;
+    hot_load(&h, r);
     uint64_t ticks = pf->base_ticks;
     uint32_t last_func = 0, done = 0;
     const uint64_t at = t->anchor_ticks, an = t->anchor_ns, mult = t->mult;
@@ -452,7 +464,7 @@ static int replay_stream(struct rstate *r, struct stream *s)
         }
         expect = seg->pf.seq + 1;
         replay_segment(r, s, seg);
-        evp_trace_release(r->t, seg->payload, seg->len);
+        evp_segment_release(r->t, seg);
     }
     if (r->rc)
         return r->rc;
@@ -524,6 +536,7 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
     free(r->funcs);
     free(r->frames);
     free(r->active);
+    evp_inflater_free(&r->z);
     free(r);
     return rc;
 }
