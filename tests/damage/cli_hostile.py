@@ -3,8 +3,9 @@
 the reader, inputs without end, damaged headers and end records, and the
 text round trip of a trace's figures.
 
-  - a trace truncated while `tree` reads it: never a signal; a complete
-    report, or one line naming the file and a non-zero exit;
+  - a trace truncated while `tree` reads it, and while `summary` reads it
+    plain or zstd-compressed: never a signal; a complete report, or one
+    line naming the file and a non-zero exit;
   - /dev/zero, /dev/urandom, a disk: refused at once with one line;
   - a FIFO nobody writes to: one line after the documented 10 s;
   - endless or long streams on standard input (`yes "1.1 8"`, long text,
@@ -138,6 +139,32 @@ def test_truncated_while_read(j):
             fail(f"{what}: exit 0 with a different report")
         elif rc:
             one_line_error(what, rc, err, "shrank", path)
+
+
+def test_truncated_while_summarized(j):
+    # summary's replay reads the file again, a compressed trace's chunks
+    # decompressed from the mapping one at a time: a file cut under it is
+    # one line too, never a SIGBUS.  20M events: summary takes some 0.3 s,
+    # the index pass a third of it, so that most cuts land in the replay
+    # (the cuts of the index pass are caught by the open).
+    big = j("big20.evp")
+    synthetic(big, 20000000)
+    for name, args in (("plain", None), ("zstd", ["--zstd"])):
+        path = big
+        if args:
+            path = j("big-zstd.evp")
+            subprocess.run([EVALPROF, "export", "--format", "evp"] + args +
+                           ["-o", path, big], check=True)
+        full = subprocess.run([EVALPROF, "summary", path],
+                              capture_output=True).stdout
+        for delay in (0.05, 0.15, 0.25):
+            rc, out, err, run_path = truncated_under(j, path, ["summary"],
+                                                     delay)
+            what = f"summary of the {name} trace truncated after {delay} s"
+            if rc == 0 and out.split(b"\n", 1)[1] != full.split(b"\n", 1)[1]:
+                fail(f"{what}: exit 0 with a different report")
+            elif rc:
+                one_line_error(what, rc, err, "shrank", run_path)
 
 
 def test_truncated_while_exported(j):
@@ -377,7 +404,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="evp-cli-hostile-")
     j = lambda name: os.path.join(tmp, name)
     try:
-        for test in (test_truncated_while_read, test_truncated_while_exported, test_devices_and_fifos,
+        for test in (test_truncated_while_read, test_truncated_while_summarized,
+                     test_truncated_while_exported, test_devices_and_fifos,
                      test_streams, test_damaged_header_and_end,
                      test_text_round_trip):
             test(j)

@@ -17,7 +17,8 @@
  *     and after, still reads (resynchronisation);
  *   - each chunk overwritten, given an absurd length, junk inserted
  *     between chunks, and a thousand random multi-byte corruptions;
- *   - the same cuts and flips on a zstd-compressed copy;
+ *   - the same cuts and flips on a zstd-compressed copy, and a compressed
+ *     chunk rewritten after the open (decompressed only when replayed);
  *   - files that are not traces at all: wrong magic, wrong version, empty,
  *     a directory, a missing file, /dev/null, random bytes.
  *
@@ -565,6 +566,60 @@ static void test_zstd_damage(void **state)
     free(d);
 }
 
+/* Events replayed in all, over R's streams. */
+static size_t replayed(const struct dmg_replay *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nstreams; i++)
+        n += r->s[i].n;
+    return n;
+}
+
+/* A compressed chunk whose bytes change after the open (the file is
+ * rewritten in place while mapped): the replay, which decompresses each
+ * chunk from the file when it reaches it, warns once that the chunk no
+ * longer decompresses and goes on with the others. */
+static void test_zstd_changed_after_open(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("z-changed.evp");
+    assert_int_equal(dmg_write(path, zintact, zintact_size), 0);
+    size_t off = EVP_FILE_HEADER_SIZE;
+    while (off + 16 <= zintact_size && !(zintact[off + 4] == EVP_CHUNK_EVENTS &&
+                                         zintact[off + 5] & EVP_CHUNK_F_ZSTD))
+        off += 16 + evp_get_u32(zintact + off + 8);
+    assert_true(off + 16 + 8 <= zintact_size);
+    struct evp_trace *t;
+    struct dmg_warn w = {0};
+    char err[512];
+    assert_true(dmg_open(path, 0, &t, err, sizeof err, &w) >= 0);
+    assert_int_equal(w.n, 0);
+    /* the zstd frame's magic, after the u32 decompressed size */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, (long)(off + 16 + 4), SEEK_SET), 0);
+    assert_int_equal(fwrite("\0\0\0\0", 1, 4, f), 4);
+    assert_int_equal(fclose(f), 0);
+    for (int pass = 0; pass < 2; pass++) {
+        struct dmg_replay r;
+        dmg_replay_all(t, &r);
+        assert_int_equal(r.rc, 0);
+        size_t got = replayed(&r), want = replayed(&zorig);
+        if (!(got > 0 && got < want))
+            fail_msg("changed chunk: %zu of %zu events replayed", got, want);
+        dmg_replay_free(&r);
+    }
+    size_t warned = 0;
+    for (size_t i = 0; i < w.n; i++)
+        warned += strstr(w.msg[i], "no longer decompresses") != NULL;
+    if (warned != 1)
+        fail_msg("changed chunk: warned %zu times (want once): %s", warned,
+                 w.n ? w.msg[0] : "(none)");
+    assert_true(dmg_warned(&w, dmg_fmt("at byte %zu", off)));
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+}
+
 /* ---- not traces at all --------------------------------------------------- */
 
 static void expect_fatal(const char *path, int format, const char *needle)
@@ -658,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_resync_each_chunk),
         cmocka_unit_test(test_random_damage),
         cmocka_unit_test(test_zstd_damage),
+        cmocka_unit_test(test_zstd_changed_after_open),
         cmocka_unit_test(test_not_traces),
     };
     return cmocka_run_group_tests_name("damage-binary", tests, setup, teardown);
