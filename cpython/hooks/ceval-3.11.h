@@ -27,22 +27,65 @@
 
 /* ---- frames ------------------------------------------------------- */
 
+/*
+ * Calls are counted as cProfile counts them (docs/EVENTS.md, "Calls"):
+ * the run of a generator's, coroutine's or async generator's code that
+ * only creates it (its prologue and RETURN_GENERATOR, in a frame the
+ * thread owns) is not a call of its own, and its time stays with the
+ * caller; the frame the generator owns gets "enter" at its first start
+ * (its last instruction RETURN_GENERATOR), "resume" at every later one,
+ * and "suspend" when it is left suspended (yield, await).
+ */
+#define EVP_GEN_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)
+
+/* FRAME runs the code of a generator function only to create it. */
+static inline int
+evp_creates_gen(_PyInterpreterFrame *f)
+{
+    return (f->f_code->co_flags & EVP_GEN_FLAGS) &&
+           f->owner != FRAME_OWNED_BY_GENERATOR;
+}
+
+/* resume_frame's loop enter: not for a frame that creates a generator. */
+#define EVP_FRAME_COUNTS(f) (!evp_creates_gen(f))
+
+/* enter or resume for FRAME; nothing for a frame that only creates a
+ * generator. */
 static EVP_COLD void
 evp_frame_enter(_PyInterpreterFrame *f)
 {
-    if (evp_wants(EVP_EV_ENTER)) {
-        evp_rec_emit(EVP_EV_ENTER, 0, _PyEvalprof_CodeId(f->f_code));
+    if (evp_creates_gen(f)) {
+        return;
+    }
+    unsigned kind = EVP_EV_ENTER;
+    if (f->owner == FRAME_OWNED_BY_GENERATOR &&
+        _Py_OPCODE(*f->prev_instr) != RETURN_GENERATOR) {
+        kind = EVP_EV_RESUME;
+    }
+    if (evp_wants(kind)) {
+        evp_rec_emit(kind, 0, _PyEvalprof_CodeId(f->f_code));
     }
 }
 
-/* "loop exit" now; "exit" once the frame is popped (evp_pop_done), so
- * that the frame's clean-up counts as the callee's. */
+/* "loop exit" now; "exit" (or "suspend") once the frame is popped
+ * (evp_pop_done), so that the frame's clean-up counts as the callee's.
+ * A frame that only created a generator is popped silently. */
 static EVP_COLD void
 evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
 {
+    if (evp_creates_gen(f)) {
+        *popped = 2;
+        return;
+    }
     evp_emit_if(EVP_EV_LOOP_EXIT);
     *popped = 1;
-    *fid = evp_wants(EVP_EV_EXIT) ? _PyEvalprof_CodeId(f->f_code) : 0;
+    if (f->owner == FRAME_OWNED_BY_GENERATOR &&
+        _PyFrame_GetGenerator(f)->gi_frame_state < FRAME_EXECUTING) {
+        *popped = 3; /* YIELD_VALUE set FRAME_SUSPENDED */
+    }
+    *fid = evp_wants(*popped == 3 ? EVP_EV_SUSPEND : EVP_EV_EXIT)
+               ? _PyEvalprof_CodeId(f->f_code)
+               : 0;
 }
 
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
@@ -51,7 +94,8 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
  * First thing in _PyEval_EvalFrameDefault (both copies): the copy, then
  * the frame entered from C.
  *   evp_c_frame  frame whose enter was emitted here (start_frame skips it)
- *   evp_popped   a frame was popped and its exit is pending
+ *   evp_popped   a frame was popped and its exit (1) or suspend (3)
+ *                is pending; 2: popped silently (a generator's creation)
  *   evp_pop_fid  function id of that pending exit
  *   evp_skip_op  the next instruction handler re-runs a counted one
  * The untraced copy declares them too (its hooks, compiled to nothing,

@@ -37,37 +37,75 @@
 
 /* ---- frames ------------------------------------------------------- */
 
-/* enter (and optionally loop enter) for FRAME. */
+/*
+ * Calls are counted as cProfile counts them (docs/EVENTS.md, "Calls"):
+ * the run of a generator's, coroutine's or async generator's code that
+ * only creates it (its prologue and RETURN_GENERATOR, in a frame the
+ * thread owns) is not a call of its own, and its time stays with the
+ * caller; the frame the generator owns gets "enter" at its first start
+ * (resumed just after RETURN_GENERATOR), "resume" at every later one,
+ * and "suspend" when it is left suspended (yield, await).
+ */
+#define EVP_GEN_FLAGS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)
+
+/* FRAME runs the code of a generator function only to create it. */
+static inline int
+evp_creates_gen(_PyInterpreterFrame *f)
+{
+    return (_PyFrame_GetCode(f)->co_flags & EVP_GEN_FLAGS) &&
+           f->owner != FRAME_OWNED_BY_GENERATOR;
+}
+
+/* enter or resume (and optionally loop enter) for FRAME; nothing for a
+ * frame that only creates a generator. */
 static EVP_COLD void
 evp_frame_enter(_PyInterpreterFrame *f, int loop_enter)
 {
-    if (evp_wants(EVP_EV_ENTER)) {
-        evp_rec_emit(EVP_EV_ENTER, 0, _PyEvalprof_CodeId(_PyFrame_GetCode(f)));
+    if (evp_creates_gen(f)) {
+        return;
+    }
+    unsigned kind = EVP_EV_ENTER;
+    if (f->owner == FRAME_OWNED_BY_GENERATOR &&
+        f->instr_ptr[-1].op.code != RETURN_GENERATOR) {
+        kind = EVP_EV_RESUME;
+    }
+    if (evp_wants(kind)) {
+        evp_rec_emit(kind, 0, _PyEvalprof_CodeId(_PyFrame_GetCode(f)));
     }
     if (loop_enter) {
         evp_emit_if(EVP_EV_LOOP_ENTER);
     }
 }
 
+/* resume_frame's loop enter: not for a frame that creates a generator. */
+#define EVP_FRAME_COUNTS(f) (!evp_creates_gen(f))
+
 /*
- * FRAME stops being evaluated: "loop exit" now, "exit" once the frame has
- * been popped (evp_pop_done), so that the clean-up of the frame counts as
- * the callee's.  The __init__ shim frame that CALL_ALLOC_AND_ENTER_INIT
- * pushes (code object SHIM, _Py_InitCleanup, which ceval.c declares after
- * this file) is part of its CALL and was never entered: pop it silently.
+ * FRAME stops being evaluated: "loop exit" now, "exit" (or "suspend")
+ * once the frame has been popped (evp_pop_done), so that the clean-up of
+ * the frame counts as the callee's.  Popped silently: the __init__ shim
+ * frame that CALL_ALLOC_AND_ENTER_INIT pushes (code object SHIM,
+ * _Py_InitCleanup, which ceval.c declares after this file), part of its
+ * CALL and never entered, and a frame that only created a generator.
  */
 static EVP_COLD void
 evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
                 uint32_t *fid)
 {
     PyCodeObject *co = _PyFrame_GetCode(f);
-    if ((const void *)co == shim) {
+    if ((const void *)co == shim || evp_creates_gen(f)) {
         *popped = 2;
         return;
     }
     evp_emit_if(EVP_EV_LOOP_EXIT);
     *popped = 1;
-    *fid = evp_wants(EVP_EV_EXIT) ? _PyEvalprof_CodeId(co) : 0;
+    if (f->owner == FRAME_OWNED_BY_GENERATOR &&
+        _PyFrame_GetGenerator(f)->gi_frame_state < FRAME_EXECUTING) {
+        *popped = 3; /* YIELD_VALUE set FRAME_SUSPENDED(_YIELD_FROM) */
+    }
+    *fid = evp_wants(*popped == 3 ? EVP_EV_SUSPEND : EVP_EV_EXIT)
+               ? _PyEvalprof_CodeId(co)
+               : 0;
 }
 
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
@@ -77,7 +115,8 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
  * the frame entered from C.
  *   evp_c_frame  frame whose enter was emitted here (start_frame skips it)
  *   evp_popped   0, 1 = a frame was popped and its exit is pending,
- *                2 = a silent pop (the __init__ shim)
+ *                2 = a silent pop (the __init__ shim, a generator's
+ *                creation), 3 = its suspend is pending
  *   evp_pop_fid  function id of that pending exit
  * The untraced copy declares them too (its hooks, compiled to nothing,
  * still name them); the compiler drops them.

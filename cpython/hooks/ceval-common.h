@@ -120,13 +120,17 @@ evp_emit_if(unsigned kind)
         } \
     } while (0)
 
-/* The exit of a popped frame, pending since its loop exit (POPPED 1; 2 is
- * a frame popped silently, 3.13's __init__ shim), and FID its function. */
+/* The exit of a popped frame, pending since its loop exit (POPPED 1; 3 is
+ * a suspend, 2 a frame popped silently: 3.13's __init__ shim, a
+ * generator's creation), and FID its function. */
 static EVP_COLD void
 evp_pop_done(int *popped, uint32_t fid)
 {
     if (*popped == 1 && evp_wants(EVP_EV_EXIT)) {
         evp_rec_emit(EVP_EV_EXIT, 0, fid);
+    }
+    else if (*popped == 3 && evp_wants(EVP_EV_SUSPEND)) {
+        evp_rec_emit(EVP_EV_SUSPEND, 0, fid);
     }
     *popped = 0;
 }
@@ -158,7 +162,7 @@ evp_pop_done(int *popped, uint32_t fid)
             if (evp_popped) { \
                 evp_pop_done(&evp_popped, evp_pop_fid); \
             } \
-            else { \
+            else if (EVP_FRAME_COUNTS(frame)) { \
                 EVP_EMIT_IF(EVP_EV_LOOP_ENTER); \
             } \
         } \

@@ -70,16 +70,21 @@ struct evp_class {
 };
 
 #define K(k) EVP_KIND_BIT(EVP_EV_##k)
+/* Every kind the hooks emit: the classic vocabulary, and resume and
+ * suspend for generator and coroutine frames (docs/EVENTS.md, "Calls"). */
+#define EVP_KINDS_HOOKS \
+    (EVP_KINDS_CLASSIC | EVP_KIND_BIT(EVP_EV_RESUME) | \
+     EVP_KIND_BIT(EVP_EV_SUSPEND))
 static const struct evp_class evp_classes[] = {
-    {"all", EVP_KINDS_CLASSIC},
-    {"frames", K(ENTER) | K(EXIT) | K(RUNTIME_OTHER)},
+    {"all", EVP_KINDS_HOOKS},
+    {"frames", K(ENTER) | K(EXIT) | K(RESUME) | K(SUSPEND) | K(RUNTIME_OTHER)},
     {"loop", K(LOOP_ENTER) | K(LOOP_EXIT) | K(LOOP_EXITING) |
                  K(LOOP_EXCEPTION) | K(LOOP_ERROR)},
     {"breaker", K(LOOP_SLOW) | K(LOOP_FAST)},
     {"dispatch", K(DISPATCH)},
     {"op", K(OP)},
-    /* and each single kind of the classic vocabulary but those always
-     * recorded, by its report name with '-' for ' ' (evp_kind_named) */
+    /* and each single kind of those but those always recorded, by its
+     * report name with '-' for ' ' (evp_kind_named) */
 };
 /* init and fini frame every trace, whatever the classes; "recorder"
  * events mark the time a thread spent handing a full buffer over, which
@@ -152,7 +157,7 @@ evp_parse_events(const char *spec, uint64_t *kinds)
     if (spec[0] == '0' && (spec[1] == 'x' || spec[1] == 'X')) {
         char *end;
         unsigned long long v = strtoull(spec, &end, 16);
-        if (*end != '\0' || (v & ~(unsigned long long)EVP_KINDS_CLASSIC)) {
+        if (*end != '\0' || (v & ~(unsigned long long)EVP_KINDS_HOOKS)) {
             evp_say("EVALPROF_EVENTS: bad kind mask '%s'; tracing is off",
                     spec);
             return -1;
@@ -192,8 +197,9 @@ evp_parse_events(const char *spec, uint64_t *kinds)
                     break;
                 }
             }
-            for (unsigned k = 0; !kinds_of && k < EVP_EV_CLASSIC_COUNT; k++) {
-                if (!(EVP_ALWAYS & EVP_KIND_BIT(k)) && evp_kind_named(k, t)) {
+            for (unsigned k = 0; !kinds_of && k < EVP_EV__COUNT; k++) {
+                if ((EVP_KINDS_HOOKS & ~EVP_ALWAYS & EVP_KIND_BIT(k)) &&
+                    evp_kind_named(k, t)) {
                     kinds_of = EVP_KIND_BIT(k);
                 }
             }
@@ -205,7 +211,7 @@ evp_parse_events(const char *spec, uint64_t *kinds)
                 return -1;
             }
             if (first && remove) {
-                set = EVP_KINDS_CLASSIC;
+                set = EVP_KINDS_HOOKS;
             }
             if (remove) {
                 set &= ~kinds_of;
@@ -221,7 +227,7 @@ evp_parse_events(const char *spec, uint64_t *kinds)
         }
     }
     if (first) {
-        set = EVP_KINDS_CLASSIC; /* empty list: everything */
+        set = EVP_KINDS_HOOKS; /* empty list: everything */
     }
     *kinds = set | EVP_ALWAYS;
     return 0;
@@ -335,7 +341,7 @@ evp_start(const char *path, const char *events)
     struct evp_rec_config cfg = {
         .path = path,
         .producer = EVP_PRODUCER_INSTRUMENTED,
-        .can_emit = EVP_KINDS_CLASSIC,
+        .can_emit = EVP_KINDS_HOOKS,
         .enabled = kinds,
         /* quiet: a write error is reported once, by _PyEvalprof_Fini */
         .flags =

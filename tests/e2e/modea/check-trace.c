@@ -8,13 +8,15 @@
  * to compare against independent counts:
  *
  *   events N            events replayed
- *   kind <name> N       events of each classic kind (0-13)
+ *   kind <name> N       events of each classic kind (0-13), resume and
+ *                       suspend
  *   unmatched N         exits without an enter (must be 0)
  *   unclosed N          enters without an exit at a stream's end
  *   min_depth N         smallest depth seen (must be >= 0)
  *   ops NAME N          op events whose innermost function is NAME
  *   opcodes NAME OP:N.. the same by opcode name
- *   calls NAME N        enter events of NAME
+ *   calls NAME N        enter and resume events of NAME (its calls, as
+ *                       cProfile counts them)
  *
  * and fails (exit 1, one "FAIL: ..." line each) when enters and exits do
  * not balance per stream, when a depth goes negative, when the trace had
@@ -34,7 +36,8 @@ struct check {
     struct evp_trace *t;
     uint64_t kinds[EVP_EV__COUNT + 1];
     int32_t min_depth;
-    int32_t depth_stack; /* enters minus exits in the current stream */
+    int32_t depth_stack; /* enters and resumes minus exits and suspends in
+                            the current stream */
     uint64_t stream_unbalanced;
     const char *names[MAX_FUNCS];
     int nnames;
@@ -70,9 +73,9 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
         c->kinds[e->kind < EVP_EV__COUNT ? e->kind : EVP_EV__COUNT]++;
         if (e->depth < c->min_depth)
             c->min_depth = e->depth;
-        if (e->kind == EVP_EV_ENTER)
+        if (e->kind == EVP_EV_ENTER || e->kind == EVP_EV_RESUME)
             c->depth_stack++;
-        else if (e->kind == EVP_EV_EXIT)
+        else if (e->kind == EVP_EV_EXIT || e->kind == EVP_EV_SUSPEND)
             c->depth_stack--;
         if (c->depth_stack < 0 && c->min_depth > -1)
             c->min_depth = -1;
@@ -82,7 +85,7 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
         if (e->kind == EVP_EV_OP) {
             c->ops[slot]++;
             c->opcodes[slot][evp_event_opcode(e) & 0xff]++;
-        } else if (e->kind == EVP_EV_ENTER) {
+        } else if (e->kind == EVP_EV_ENTER || e->kind == EVP_EV_RESUME) {
             c->calls[slot]++;
         }
     }
@@ -143,14 +146,17 @@ int main(int argc, char **argv)
 
     int fail = 0;
     printf("events %llu\n", (unsigned long long)st.events);
-    for (unsigned k = 0; k < EVP_EV_CLASSIC_COUNT; k++) {
+    for (unsigned k = 0; k < EVP_EV__COUNT; k++) {
+        if (k >= EVP_EV_CLASSIC_COUNT && k != EVP_EV_RESUME &&
+            k != EVP_EV_SUSPEND)
+            continue;
         char name[64];
         snprintf(name, sizeof name, "%s", evp_kind_name(k));
         for (char *p = name; *p; p++)
             if (*p == ' ')
                 *p = '-';
         printf("kind %s %llu\n", name, (unsigned long long)c.kinds[k]);
-        if (want_all && c.kinds[k] == 0) {
+        if (want_all && k < EVP_EV_CLASSIC_COUNT && c.kinds[k] == 0) {
             printf("FAIL: no '%s' event\n", evp_kind_name(k));
             fail = 1;
         }
