@@ -95,12 +95,13 @@ static const struct evp_class evp_classes[] = {
 #undef K
 
 static struct {
-    int decided;    /* the start-up decision was made */
-    int active;     /* this process opened a trace */
-    pid_t pid;      /* process that opened it */
-    uint64_t kinds; /* kinds recorded */
-    char *path;     /* trace file being written */
-    char *events;   /* EVALPROF_EVENTS as given ("all" by default) */
+    int decided;       /* the start-up decision was made */
+    int active;        /* this process opened a trace */
+    pid_t pid;         /* process that opened it */
+    uint64_t kinds;    /* kinds recorded */
+    char *path;        /* trace file being written */
+    char *events;      /* EVALPROF_EVENTS as given ("all" by default) */
+    uint64_t start_ns; /* when it opened (CLOCK_MONOTONIC), for MB/s */
 } evp;
 
 /* One line on stderr: "evalprof: ...". */
@@ -318,6 +319,7 @@ evp_after_fork_child(void)
         evp.path = p;
     }
     evp.pid = getpid();
+    evp.start_ns = evp_clock_mono_ns();
 }
 
 /*
@@ -365,6 +367,7 @@ evp_start(const char *path, const char *events)
     evp.events = strdup(events);
     evp.kinds = kinds;
     evp.pid = getpid();
+    evp.start_ns = evp_clock_mono_ns();
     evp.active = 1;
     evp_add_meta();
     evp_register_opcodes();
@@ -575,7 +578,29 @@ _PyEvalprof_HelperThreads(void)
     return evp_rec_is_open() ? 1 : 0;
 }
 
-/* Close the trace, saying in one line what was lost, if anything. */
+/* N with a ',' between thousands into BUF. */
+static const char *
+evp_thousands(unsigned long long n, char *buf, size_t len)
+{
+    char digits[32];
+    int nd = snprintf(digits, sizeof digits, "%llu", n);
+    size_t k = 0;
+    for (int i = 0; i < nd && k + 2 < len; i++) {
+        if (i > 0 && (nd - i) % 3 == 0) {
+            buf[k++] = ',';
+        }
+        buf[k++] = digits[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+/*
+ * Close the trace and say so in one line: what was written, as `evalprof
+ * record` of a stock interpreter says it ("wrote FILE (N events, X MB,
+ * Y MB/s)", and the events lost if any), or what went wrong.
+ * EVALPROF_QUIET leaves out the line of a trace written whole.
+ */
 static void
 evp_close_and_report(void)
 {
@@ -596,9 +621,25 @@ evp_close_and_report(void)
         evp_say("trace %s is incomplete: %s (%llu events lost)", evp.path,
                 strerror(-rc), (unsigned long long)st.dropped);
     }
-    else if (st.dropped) {
-        evp_say("trace %s: %llu events lost", evp.path,
-                (unsigned long long)st.dropped);
+    else if (st.dropped || !evp_quiet()) {
+        char events[40], lost[40], size[32];
+        double secs = (double)(evp_clock_mono_ns() - evp.start_ns) / 1e9;
+        double bytes = (double)st.bytes;
+        snprintf(size, sizeof size,
+                 bytes >= 10 * 1024 * 1024 ? "%.1f MB" : "%.1f kB",
+                 bytes >= 10 * 1024 * 1024 ? bytes / 1e6 : bytes / 1e3);
+        fprintf(stderr, "evalprof: wrote %s (%s events, %s", evp.path,
+                evp_thousands(st.events, events, sizeof events), size);
+        if (secs > 0) {
+            fprintf(stderr, ", %.1f MB/s", bytes / 1e6 / secs);
+        }
+        fputc(')', stderr);
+        if (st.dropped) {
+            fprintf(stderr, ", %s events lost",
+                    evp_thousands(st.dropped, lost, sizeof lost));
+        }
+        fputc('\n', stderr);
+        fflush(stderr);
     }
 }
 

@@ -15,8 +15,8 @@
  *
  *   - an evalprof-instrumented interpreter (mode A: it has sys._evalprof)
  *     runs the program unchanged with EVALPROF=FILE in its environment
- *     (and EVALPROF_EVENTS=no-op for --no-ops, EVALPROF_FORK=follow
- *     unless --no-follow-fork);
+ *     (and EVALPROF_EVENTS=no-op for --no-ops, EVALPROF_QUIET=1 for -q,
+ *     EVALPROF_FORK=follow unless --no-follow-fork);
  *   - a stock CPython 3.11, 3.12 or 3.13 (mode B) runs it through the
  *     evalprof package beside this binary (build/python in the build
  *     tree, PREFIX/lib/python3.X/site-packages installed), loaded by
@@ -523,6 +523,7 @@ int cmd_record(int argc, char **argv)
                          python);
         if (setenv("EVALPROF", abs, 1) < 0 ||
             (no_ops && setenv("EVALPROF_EVENTS", "no-op", 1) < 0) ||
+            (quiet && setenv("EVALPROF_QUIET", "1", 1) < 0) ||
             setenv("EVALPROF_FORK", no_fork ? "stop" : "follow", 1) < 0) {
             evp_cli_error("record: setenv: %s", strerror(errno));
             return 1;

@@ -23,6 +23,24 @@ out=$(EVALPROF="$T/env.evp" "$PY" -c 'import sys; d = sys._evalprof; print(d["pa
 [ "$(value "kind init" "$T/env.out")" = 1 ] && [ "$(value "kind fini" "$T/env.out")" = 1 ] &&
     ok "one init and one fini" || fail "init/fini counts: $(grep -E 'kind (init|fini)' "$T/env.out" | tr '\n' ' ')"
 
+# --- the line at exit ----------------------------------------------------------
+# As `evalprof record` of a stock interpreter says it: what was written,
+# its events (those `evalprof info` counts), size and rate; EVALPROF_QUIET
+# leaves it out.
+EVALPROF="$T/line.evp" "$PY" "$PROGRAMS/workload.py" > /dev/null 2>"$T/line.err"
+n=$(sed -n "s/^evalprof: wrote $(printf '%s' "$T" | sed 's/[.[\*^$/]/\\&/g')\/line.evp (\([0-9,]*\) events, [0-9.]* [km]B, [0-9.]* MB\/s)\$/\1/p" "$T/line.err")
+info=$("$BUILD/evalprof" info "$T/line.evp" | sed -n 's/^events: *\([0-9,]*\) in .*/\1/p')
+[ "$(wc -l < "$T/line.err")" = 1 ] && [ -n "$n" ] && [ "$n" = "$info" ] &&
+    ok "exit line: $(cat "$T/line.err") (info: $info events)" ||
+    fail "exit line: '$(cat "$T/line.err")', info says $info events"
+EVALPROF="$T/lineq.evp" EVALPROF_QUIET=1 "$PY" -c 'pass' 2>"$T/line.err"
+[ ! -s "$T/line.err" ] && ok "EVALPROF_QUIET: no exit line" || fail "EVALPROF_QUIET: $(cat "$T/line.err")"
+"$BUILD/evalprof" record -o "$T/rec.evp" -- "$PY" -c 'pass' 2>"$T/line.err"
+[ "$(wc -l < "$T/line.err")" = 1 ] && grep -q "^evalprof: wrote $T/rec.evp (" "$T/line.err" &&
+    ok "evalprof record: the exit line" || fail "evalprof record: $(cat "$T/line.err")"
+"$BUILD/evalprof" record -q -o "$T/rec.evp" -- "$PY" -c 'pass' 2>"$T/line.err"
+[ ! -s "$T/line.err" ] && ok "evalprof record -q: no exit line" || fail "evalprof record -q: $(cat "$T/line.err")"
+
 # --- -X evalprof=FILE, -X evalprof_events=op ------------------------------------
 "$PY" -X evalprof="$T/x.evp" -X evalprof_events=op -c 'sum(range(1000))'
 "$CHECK" "$T/x.evp" > "$T/x.out" || fail "-X trace does not check"
@@ -107,13 +125,15 @@ print(sys._evalprof["path"])' 2>"$T/q.err")
 touch "$T/a.go"
 wait "$apid"
 alt=$(sed -n 's/^evalprof: .* is being written by another process: this one writes //p' "$T/b.err")
-if [ "$out" = 42 ] && [ "$(wc -l < "$T/b.err")" = 1 ] && [ -n "$alt" ] &&
-   grep -q "^evalprof: $T/two.evp is being written by another process" "$T/b.err"; then
-    ok "second writer: $(cat "$T/b.err")"
+if [ "$out" = 42 ] && [ "$(wc -l < "$T/b.err")" = 2 ] && [ -n "$alt" ] &&
+   head -n 1 "$T/b.err" | grep -q "^evalprof: $T/two.evp is being written by another process" &&
+   tail -n 1 "$T/b.err" | grep -q "^evalprof: wrote $alt ("; then
+    ok "second writer: $(tr '\n' ' ' < "$T/b.err")"
 else
     fail "second writer: out=$out stderr=$(cat "$T/b.err")"
 fi
-[ ! -s "$T/a.err" ] && ok "first writer: nothing on stderr" || fail "first writer printed: $(cat "$T/a.err")"
+[ "$(wc -l < "$T/a.err")" = 1 ] && grep -q "^evalprof: wrote $T/two.evp (" "$T/a.err" &&
+    ok "first writer: only its exit line on stderr" || fail "first writer printed: $(cat "$T/a.err")"
 case "$qout" in
 "$T/two.evp."*) [ ! -s "$T/q.err" ] && ok "EVALPROF_QUIET: moved to $qout, nothing on stderr" ||
     fail "EVALPROF_QUIET: stderr: $(cat "$T/q.err")" ;;
@@ -171,7 +191,7 @@ else
 fi
 
 # --- exit status and output unchanged ---------------------------------------------
-EVALPROF="$T/exit.evp" "$PY" -c 'import sys; print("out"); sys.exit(3)' > "$T/o" 2>&1
+EVALPROF="$T/exit.evp" "$PY" -c 'import sys; print("out"); sys.exit(3)' > "$T/o" 2>"$T/e"
 rc=$?
 [ "$rc" = 3 ] && [ "$(cat "$T/o")" = out ] && ok "exit status and output kept (3)" || fail "exit status $rc, output $(cat "$T/o")"
 "$CHECK" "$T/exit.evp" > "$T/exit.out" && [ "$(value "kind fini" "$T/exit.out")" = 1 ] &&
@@ -202,7 +222,8 @@ if pid == 0:
     os._exit(0)
 os.waitpid(pid, 0)
 sum(range(100))' 2>"$T/err"
-[ ! -s "$T/err" ] && ok "fork: no warning about threads" || fail "fork printed: $(cat "$T/err")"
+! grep -v "^evalprof: wrote $T/fork.evp (" "$T/err" && ok "fork: no warning about threads" ||
+    fail "fork printed: $(cat "$T/err")"
 "$CHECK" "$T/fork.evp" > /dev/null && ok "fork: the parent's trace checks" || fail "fork: parent trace"
 n=$(ls "$T" | grep -c '^fork\.evp\.')
 [ "$n" = 0 ] && ok "fork: a forked child stops recording by default" || fail "fork: $n child traces"
