@@ -144,7 +144,7 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
  * runs next: one instruction, counted once (as the specialized form). */
 #define EVP_HOOK_MISS() \
     do { \
-        if (EVP_WANTS(EVP_EV_OP)) { \
+        if (EVP_COPY_TRACED && evp_wants_ops()) { \
             evp_skip_op = 1; \
         } \
     } while (0)
@@ -158,17 +158,51 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
  * opcode and oparg out of the untraced path.  (Superinstructions have no
  * guard: EVP_OP_ENTRY_PAIR counts their second half on entry.)
  */
+/*
+ * op at (lines recorded, docs/EVENTS.md): the instruction at INSTR of
+ * FRAME, whose code unit travels with the op, and before the first op at
+ * of a function its line table.  A frame that only creates a generator
+ * records a plain op: its time is its caller's, whose lines its units
+ * would be read against.
+ */
 static EVP_COLD void
-evp_fused_op(const _Py_CODEUNIT *instr)
+evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
+          uint32_t oparg)
 {
-    evp_rec_emit(EVP_EV_OP, _PyOpcode_Deopt[_Py_OPCODE(*instr)],
-                 _Py_OPARG(*instr));
+    PyCodeObject *co = f->f_code;
+    ptrdiff_t unit = instr - _PyCode_CODE(co);
+    if (evp_creates_gen(f) || unit < 0 || unit >= (1 << 24) ||
+        _PyEvalprof_CodeLines(co) == 0) {
+        evp_rec_emit(EVP_EV_OP, op, oparg);
+        return;
+    }
+    evp_rec_emit(EVP_EV_OP_AT, op, (uint32_t)unit << 8 | (oparg & 0xff));
+}
+
+/* An op of instruction INSTR of FRAME, plain or with its offset. */
+static EVP_COLD void
+evp_op_of(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
+          uint32_t oparg)
+{
+    if (evp_wants(EVP_EV_OP)) {
+        evp_rec_emit(EVP_EV_OP, op, oparg);
+    }
+    else if (evp_wants(EVP_EV_OP_AT)) {
+        evp_op_at(f, instr, op, oparg);
+    }
+}
+
+static EVP_COLD void
+evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
+{
+    evp_op_of(f, instr, _PyOpcode_Deopt[_Py_OPCODE(*instr)],
+              _Py_OPARG(*instr));
 }
 
 #define EVP_HOOK_FUSED_OP() \
     do { \
-        if (EVP_WANTS(EVP_EV_OP)) { \
-            evp_fused_op(next_instr); \
+        if (EVP_COPY_TRACED && evp_wants_ops()) { \
+            evp_fused_op(frame, next_instr); \
         } \
     } while (0)
 
@@ -248,6 +282,14 @@ evp_fused_op(const _Py_CODEUNIT *instr)
                 evp_rec_emit(EVP_EV_OP, (op), (uint32_t)oparg); \
             } \
         } \
+        else if (evp_rec_wants(EVP_EV_OP_AT)) { \
+            if (evp_skip_op) { \
+                evp_skip_op = 0; \
+            } \
+            else { \
+                evp_op_at(frame, next_instr, (op), (uint32_t)oparg); \
+            } \
+        } \
         else { \
             evp_dispatch_table = opcode_targets; \
         } \
@@ -259,8 +301,8 @@ evp_fused_op(const _Py_CODEUNIT *instr)
 #define EVP_OP_ENTRY_PAIR(op) \
     do { \
         EVP_OP_ENTRY(op); \
-        if (evp_rec_wants(EVP_EV_OP)) { \
-            evp_fused_op(next_instr + 1); \
+        if (evp_rec_wants(EVP_EV_OP) || evp_rec_wants(EVP_EV_OP_AT)) { \
+            evp_fused_op(frame, next_instr + 1); \
         } \
     } while (0)
 
@@ -311,19 +353,17 @@ evp_fused_op(const _Py_CODEUNIT *instr)
  * the call starts.
  */
 static EVP_COLD void
-evp_skipped_call(const _Py_CODEUNIT *next)
+evp_skipped_call(_PyInterpreterFrame *f, const _Py_CODEUNIT *next)
 {
-    if (evp_wants(EVP_EV_OP)) {
-        evp_rec_emit(EVP_EV_OP, CALL,
-                     _Py_OPARG(next[INLINE_CACHE_ENTRIES_PRECALL]));
-    }
+    const _Py_CODEUNIT *call = next + INLINE_CACHE_ENTRIES_PRECALL;
+    evp_op_of(f, call, CALL, _Py_OPARG(*call));
 }
 
 #undef SKIP_CALL
 #define SKIP_CALL() \
     do { \
         if (EVP_COPY_TRACED) { \
-            evp_skipped_call(next_instr); \
+            evp_skipped_call(frame, next_instr); \
         } \
         JUMPBY(INLINE_CACHE_ENTRIES_PRECALL + 1 + INLINE_CACHE_ENTRIES_CALL); \
     } while (0)

@@ -187,6 +187,29 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
  * back to C, recorded as runtime other) keep their plain entries.
  */
 
+/*
+ * op at (lines recorded, docs/EVENTS.md): the instruction at INSTR of
+ * FRAME, whose code unit travels with the op, and before the first op at
+ * of a function its line table.  A frame whose instructions belong to
+ * another function's time (a generator's creation, the __init__ shim
+ * SHIM) records a plain op: its units would be read against the wrong
+ * function's lines.
+ */
+static EVP_COLD void
+evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
+          uint32_t oparg, const void *shim)
+{
+    PyCodeObject *co = _PyFrame_GetCode(f);
+    ptrdiff_t unit = instr - _PyCode_CODE(co);
+    uint32_t id;
+    if ((const void *)co == shim || evp_creates_gen(f) || unit < 0 ||
+        unit >= (1 << 24) || (id = _PyEvalprof_CodeLines(co)) == 0) {
+        evp_rec_emit(EVP_EV_OP, op, oparg);
+        return;
+    }
+    evp_rec_emit(EVP_EV_OP_AT, op, (uint32_t)unit << 8 | (oparg & 0xff));
+}
+
 /* The traced entry reads the mask with an atomic load: with a plain one,
  * GCC may hoist the read above every dispatch's indirect jump (into the
  * untraced path) to share it with the traced entries. */
@@ -194,6 +217,10 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
     do { \
         if (evp_rec_wants(EVP_EV_OP)) { \
             evp_rec_emit(EVP_EV_OP, (op), (uint32_t)oparg); \
+        } \
+        else if (evp_rec_wants(EVP_EV_OP_AT)) { \
+            evp_op_at(frame, next_instr, (op), (uint32_t)oparg, \
+                      &_Py_InitCleanup); \
         } \
         else { \
             evp_dispatch_table = opcode_targets; \
@@ -285,18 +312,24 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
  * bytecode that ran.
  */
 static EVP_COLD void
-evp_skipped_op(const _Py_CODEUNIT *next, int n)
+evp_skipped_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *next, int n,
+               const void *shim)
 {
-    if (evp_wants(EVP_EV_OP)) {
-        for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) {
+        if (evp_wants(EVP_EV_OP)) {
             evp_rec_emit(EVP_EV_OP, next[i].op.code, next[i].op.arg);
+        }
+        else if (evp_wants(EVP_EV_OP_AT)) {
+            evp_op_at(f, next + i, next[i].op.code, next[i].op.arg, shim);
         }
     }
 }
 
 #undef SKIP_OVER
 #define SKIP_OVER(x) \
-    ((EVP_COPY_TRACED ? evp_skipped_op(next_instr, (x)) : (void)0), \
+    ((EVP_COPY_TRACED \
+          ? evp_skipped_op(frame, next_instr, (x), &_Py_InitCleanup) \
+          : (void)0), \
      next_instr += (x))
 
 /*

@@ -79,6 +79,15 @@ evp_on(void)
     return EVP_UNLIKELY(evp_rec_mask_ != 0);
 }
 
+/* True while op events are recorded, plain or with their offsets (op
+ * at: lines recorded). */
+static inline int
+evp_wants_ops(void)
+{
+    return EVP_UNLIKELY((evp_rec_mask_ & (EVP_KIND_BIT(EVP_EV_OP) |
+                                          EVP_KIND_BIT(EVP_EV_OP_AT))) != 0);
+}
+
 /* The tests the hook macros make: constant 0 in the untraced copy. */
 #define EVP_ON() (EVP_COPY_TRACED && evp_on())
 #define EVP_WANTS(kind) (EVP_COPY_TRACED && evp_wants(kind))
@@ -197,9 +206,9 @@ static void **evp_dispatch_table;
  * ends with it): the table that matches the recorder's mask. */
 #define EVP_TARGETS \
     if (EVP_UNLIKELY(evp_dispatch_table == NULL) || \
-        evp_wants(EVP_EV_OP) != (evp_dispatch_table == evp_traced_targets)) { \
+        evp_wants_ops() != (evp_dispatch_table == evp_traced_targets)) { \
         evp_dispatch_table = \
-            evp_wants(EVP_EV_OP) ? evp_traced_targets : opcode_targets; \
+            evp_wants_ops() ? evp_traced_targets : opcode_targets; \
     }
 
 #endif /* !Py_EVALPROF_CEVAL_COMMON_H */

@@ -16,6 +16,9 @@
  *                                        which event classes to record
  *   EVALPROF_FORK=follow                 a forked child records into
  *                                        FILE.<pid> (default: it stops)
+ *   EVALPROF_LINES=1 or -X evalprof_lines
+ *                                        ops carry their offset (op at)
+ *                                        and functions their line table
  *
  * A process whose FILE is already being written by another live process
  * (a child started with the same environment) writes FILE.<pid> instead,
@@ -48,6 +51,7 @@
 #include "pycore_opcode_metadata.h" // _PyOpcode_OpName, _PyOpcode_Deopt
 #endif
 
+#include "pycore_code.h" // _PyCode_InitAddressRange
 #include "pycore_initconfig.h"
 #include "pycore_pystate.h" // _PyInterpreterState_GET()
 #include "pycore_evalprof.h"
@@ -95,13 +99,16 @@ static const struct evp_class evp_classes[] = {
 #undef K
 
 static struct {
-    int decided;       /* the start-up decision was made */
-    int active;        /* this process opened a trace */
-    pid_t pid;         /* process that opened it */
-    uint64_t kinds;    /* kinds recorded */
-    char *path;        /* trace file being written */
-    char *events;      /* EVALPROF_EVENTS as given ("all" by default) */
-    uint64_t start_ns; /* when it opened (CLOCK_MONOTONIC), for MB/s */
+    int decided;         /* the start-up decision was made */
+    int active;          /* this process opened a trace */
+    pid_t pid;           /* process that opened it */
+    uint64_t kinds;      /* kinds recorded */
+    char *path;          /* trace file being written */
+    char *events;        /* EVALPROF_EVENTS as given ("all" by default) */
+    uint64_t start_ns;   /* when it opened (CLOCK_MONOTONIC), for MB/s */
+    int lines;           /* ops are recorded as op at, with line tables */
+    uint8_t *lines_done; /* per function id: its line table was written */
+    uint32_t lines_cap;
 } evp;
 
 /* One line on stderr: "evalprof: ...". */
@@ -322,11 +329,20 @@ evp_after_fork_child(void)
     evp.start_ns = evp_clock_mono_ns();
 }
 
+/* LINES (EVALPROF_LINES, -X evalprof_lines[=V]) asks for lines: set and
+ * neither empty nor "0". */
+static int
+evp_lines_wanted(const char *lines)
+{
+    return lines != NULL && *lines != '\0' && strcmp(lines, "0") != 0;
+}
+
 /*
- * Start tracing into PATH with the event list EVENTS (NULL: all).
+ * Start tracing into PATH with the event list EVENTS (NULL: all), ops
+ * with their offsets if LINES.
  */
 static void
-evp_start(const char *path, const char *events)
+evp_start(const char *path, const char *events, int lines)
 {
     uint64_t kinds;
 
@@ -339,11 +355,17 @@ evp_start(const char *path, const char *events)
     if (evp_parse_events(events, &kinds) < 0) {
         return;
     }
+    /* With lines, every op is an op at (the hooks test op first). */
+    lines = lines && (kinds & EVP_KIND_BIT(EVP_EV_OP));
+    if (lines) {
+        kinds =
+            (kinds & ~EVP_KIND_BIT(EVP_EV_OP)) | EVP_KIND_BIT(EVP_EV_OP_AT);
+    }
     const char *fork_mode = getenv("EVALPROF_FORK");
     struct evp_rec_config cfg = {
         .path = path,
         .producer = EVP_PRODUCER_INSTRUMENTED,
-        .can_emit = EVP_KINDS_HOOKS,
+        .can_emit = EVP_KINDS_HOOKS | (lines ? EVP_KIND_BIT(EVP_EV_OP_AT) : 0),
         .enabled = kinds,
         /* quiet: a write error is reported once, by _PyEvalprof_Fini */
         .flags =
@@ -368,6 +390,7 @@ evp_start(const char *path, const char *events)
     evp.kinds = kinds;
     evp.pid = getpid();
     evp.start_ns = evp_clock_mono_ns();
+    evp.lines = lines;
     evp.active = 1;
     evp_add_meta();
     evp_register_opcodes();
@@ -393,7 +416,8 @@ evp_xoption(const char *opt, const char *name)
  * Python's own option parser reads them.
  */
 static void
-evp_scan_argv(int argc, char **argv, const char **path, const char **events)
+evp_scan_argv(int argc, char **argv, const char **path, const char **events,
+              const char **lines)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -425,6 +449,12 @@ evp_scan_argv(int argc, char **argv, const char **path, const char **events)
                     else if ((v = evp_xoption(val, "evalprof_events"))) {
                         *events = v;
                     }
+                    else if ((v = evp_xoption(val, "evalprof_lines"))) {
+                        *lines = v;
+                    }
+                    else if (strcmp(val, "evalprof_lines") == 0) {
+                        *lines = "1";
+                    }
                     else if (strcmp(val, "evalprof") == 0) {
                         evp_say("-X evalprof needs a file name "
                                 "(-X evalprof=FILE); tracing is off");
@@ -440,7 +470,7 @@ void
 _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
                          char *const *bytes_argv, wchar_t *const *wchar_argv)
 {
-    const char *path = NULL, *events = NULL;
+    const char *path = NULL, *events = NULL, *lines = NULL;
     char **argv = NULL;
     int n = argc > INT_MAX ? INT_MAX : (int)argc;
 
@@ -465,7 +495,7 @@ _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
         }
     }
     if (argv != NULL) {
-        evp_scan_argv(n, argv, &path, &events);
+        evp_scan_argv(n, argv, &path, &events, &lines);
     }
     if (path == NULL) {
         path = getenv("EVALPROF");
@@ -473,8 +503,11 @@ _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
     if (events == NULL) {
         events = getenv("EVALPROF_EVENTS");
     }
+    if (lines == NULL) {
+        lines = getenv("EVALPROF_LINES");
+    }
     if (path != NULL) {
-        evp_start(path, events);
+        evp_start(path, events, evp_lines_wanted(lines));
     }
     if (argv != NULL && !use_bytes_argv) {
         for (int i = 0; i < n; i++) {
@@ -493,7 +526,8 @@ _PyEvalprof_InitFromEnv(void)
     evp.decided = 1;
     const char *path = getenv("EVALPROF");
     if (path != NULL) {
-        evp_start(path, getenv("EVALPROF_EVENTS"));
+        evp_start(path, getenv("EVALPROF_EVENTS"),
+                  evp_lines_wanted(getenv("EVALPROF_LINES")));
     }
 }
 
@@ -536,6 +570,49 @@ _PyEvalprof_RegisterCode(PyCodeObject *co)
     return id;
 }
 
+/* Write CO's line table (function ID) through the recorder's encoder, as
+ * the stock producer does from code.co_lines(): the same address ranges,
+ * read without calling into Python. */
+static void
+evp_write_lines(PyCodeObject *co, uint32_t id)
+{
+    PyCodeAddressRange r;
+    struct evp_rec_lines lines = EVP_REC_LINES_INIT;
+    _PyCode_InitAddressRange(co, &r);
+    while (_PyLineTable_NextAddressRange(&r)) {
+        evp_rec_lines_add(&lines, r.ar_start / 2,
+                          r.ar_line < 0 ? 0 : r.ar_line);
+    }
+    evp_rec_lines_end(&lines, id);
+}
+
+uint32_t
+_PyEvalprof_CodeLines(PyCodeObject *co)
+{
+    uint32_t id = _PyEvalprof_CodeId(co);
+    if (id == 0) {
+        return 0;
+    }
+    if (id >= evp.lines_cap) {
+        uint32_t cap = evp.lines_cap ? evp.lines_cap : 1024;
+        while (cap <= id) {
+            cap *= 2;
+        }
+        uint8_t *p = realloc(evp.lines_done, cap);
+        if (p == NULL) {
+            return id;
+        }
+        memset(p + evp.lines_cap, 0, cap - evp.lines_cap);
+        evp.lines_done = p;
+        evp.lines_cap = cap;
+    }
+    if (!evp.lines_done[id]) {
+        evp.lines_done[id] = 1;
+        evp_write_lines(co, id);
+    }
+    return id;
+}
+
 /* ---- sys._evalprof, fork, finalisation --------------------------------- */
 
 int
@@ -544,10 +621,11 @@ _PyEvalprof_InitSys(PyObject *sysdict)
     PyObject *info;
 
     if (evp.active && evp_rec_is_open() && evp.pid == getpid()) {
-        info = Py_BuildValue("{s:s, s:s, s:K, s:l, s:s}", "path", evp.path,
-                             "events", evp.events, "kinds",
+        info = Py_BuildValue("{s:s, s:s, s:K, s:l, s:s, s:O}", "path",
+                             evp.path, "events", evp.events, "kinds",
                              (unsigned long long)evp.kinds, "pid",
-                             (long)evp.pid, "hooks", EVP_HOOKS_VERSION);
+                             (long)evp.pid, "hooks", EVP_HOOKS_VERSION,
+                             "lines", evp.lines ? Py_True : Py_False);
         if (info == NULL) {
             return -1;
         }

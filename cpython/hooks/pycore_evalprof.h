@@ -83,4 +83,12 @@ _PyEvalprof_CodeId(PyCodeObject *co)
     return id;
 }
 
+/*
+ * The function id of CO, as _PyEvalprof_CodeId, once its line table is
+ * in the trace (the lines.ID metadata, written the first time: the op at
+ * events of a trace recorded with lines need it).  0 when no trace is
+ * open.
+ */
+extern uint32_t _PyEvalprof_CodeLines(PyCodeObject *co);
+
 #endif /* !Py_INTERNAL_EVALPROF_H */

@@ -86,6 +86,28 @@ int evp_rec_is_open(void);
  */
 int evp_rec_meta(const char *key, const char *value);
 
+/*
+ * A function's code unit -> line table, as its `lines.ID` metadata
+ * (docs/FORMAT.md), built from the code's address ranges in order (what
+ * code.co_lines() yields): evp_rec_lines_add(L, UNIT, LINE) for each
+ * range, UNIT its first code unit, LINE its source line (0: none); a range
+ * that continues its predecessor's line adds nothing.  evp_rec_lines_end
+ * records the table of function FUNC (if it has any range) and frees it.
+ * The two producers write the table through these.
+ */
+struct evp_rec_lines {
+    char *buf;
+    size_t len, cap;
+    long last; /* line of the last range written (-1: none yet) */
+};
+
+void evp_rec_lines_add(struct evp_rec_lines *l, long unit, long line);
+void evp_rec_lines_end(struct evp_rec_lines *l, uint32_t func);
+#define EVP_REC_LINES_INIT                                                     \
+    {                                                                          \
+        NULL, 0, 0, -1                                                         \
+    }
+
 struct evp_opcode_desc {
     uint16_t opcode; /* executed opcode (may be a specialized form) */
     uint16_t base;   /* its base instruction (== opcode when not specialized) */

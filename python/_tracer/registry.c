@@ -157,14 +157,10 @@ evp_code_lines(PyCodeObject *co, struct evp_code *c)
         PyErr_Clear();
         return;
     }
-    /* "unit:line,..." for each range's start, the line of the range
-     * that starts there (0: none); a range continuing its predecessor's
-     * line is left out. */
-    size_t cap = 256, len = 0;
-    char *buf = malloc(cap);
-    long last = -1;
+    /* Each range's first code unit and line (None: 0). */
+    struct evp_rec_lines lines = EVP_REC_LINES_INIT;
     PyObject *t;
-    while (buf != NULL && (t = PyIter_Next(it)) != NULL) {
+    while ((t = PyIter_Next(it)) != NULL) {
         long start = -1, line = 0;
         if (PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 3) {
             start = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
@@ -174,27 +170,11 @@ evp_code_lines(PyCodeObject *co, struct evp_code *c)
         Py_DECREF(t);
         if (PyErr_Occurred() || start < 0 || line < 0)
             break;
-        if (line == last)
-            continue;
-        last = line;
-        if (cap - len < 48) {
-            char *nb = realloc(buf, cap * 2);
-            if (nb == NULL)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
-        len += (size_t)snprintf(buf + len, cap - len, "%s%ld:%ld",
-                                len ? "," : "", start / 2, line);
+        evp_rec_lines_add(&lines, start / 2, line);
     }
     PyErr_Clear();
     Py_DECREF(it);
-    if (buf != NULL && len) {
-        char key[32];
-        snprintf(key, sizeof key, "lines.%u", (unsigned)c->func);
-        evp_rec_meta(key, buf);
-    }
-    free(buf);
+    evp_rec_lines_end(&lines, c->func);
 }
 
 /* ---- C functions -------------------------------------------------------- */

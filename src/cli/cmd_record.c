@@ -1,7 +1,7 @@
 /*
  * `evalprof record`: run a Python program and record a trace of it.
  *
- *   evalprof record [-o FILE] [--no-ops] [--main-thread-only]
+ *   evalprof record [-o FILE] [--no-ops] [--lines] [--main-thread-only]
  *                   [--no-follow-fork] [--no-calibrate] [-q]
  *                   [--buffers N] [--buffer-size SIZE]
  *                   [--on-overflow wait|drop] [--max-size SIZE]
@@ -16,7 +16,8 @@
  *   - an evalprof-instrumented interpreter (mode A: it has sys._evalprof)
  *     runs the program unchanged with EVALPROF=FILE in its environment
  *     (and EVALPROF_EVENTS=no-op for --no-ops, EVALPROF_QUIET=1 for -q,
- *     EVALPROF_FORK=follow unless --no-follow-fork);
+ *     EVALPROF_LINES=1 for --lines, EVALPROF_FORK=follow unless
+ *     --no-follow-fork);
  *   - a stock CPython 3.11, 3.12 or 3.13 (mode B) runs it through the
  *     evalprof package beside this binary (build/python in the build
  *     tree, PREFIX/lib/python3.X/site-packages installed), loaded by
@@ -422,6 +423,7 @@ int cmd_record(int argc, char **argv)
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},
         {"no-ops", no_argument, NULL, 'n'},
+        {"lines", no_argument, NULL, 'L'},
         {"main-thread-only", no_argument, NULL, 'M'},
         {"threads", no_argument, NULL, 't'}, /* the default: accepted */
         {"no-follow-fork", no_argument, NULL, 'F'},
@@ -436,7 +438,8 @@ int cmd_record(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *out = "evalprof.evp";
-    int no_ops = 0, main_only = 0, no_fork = 0, no_calib = 0, quiet = 0, c;
+    int no_ops = 0, lines = 0, main_only = 0, no_fork = 0, no_calib = 0;
+    int quiet = 0, c;
     optind = 1;
     /* '+': options end at PYTHON even without "--". */
     while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
@@ -446,6 +449,9 @@ int cmd_record(int argc, char **argv)
             break;
         case 'n':
             no_ops = 1;
+            break;
+        case 'L':
+            lines = 1;
             break;
         case 'M':
             main_only = 1;
@@ -523,6 +529,7 @@ int cmd_record(int argc, char **argv)
                          python);
         if (setenv("EVALPROF", abs, 1) < 0 ||
             (no_ops && setenv("EVALPROF_EVENTS", "no-op", 1) < 0) ||
+            (lines && setenv("EVALPROF_LINES", "1", 1) < 0) ||
             (quiet && setenv("EVALPROF_QUIET", "1", 1) < 0) ||
             setenv("EVALPROF_FORK", no_fork ? "stop" : "follow", 1) < 0) {
             evp_cli_error("record: setenv: %s", strerror(errno));
@@ -578,6 +585,8 @@ int cmd_record(int argc, char **argv)
     args[k++] = abs;
     if (no_ops)
         args[k++] = "--no-ops";
+    if (lines)
+        args[k++] = "--lines";
     if (main_only)
         args[k++] = "--main-thread-only";
     if (no_fork)

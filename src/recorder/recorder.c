@@ -1079,6 +1079,36 @@ int evp_rec_meta(const char *key, const char *value)
     return rc;
 }
 
+void evp_rec_lines_add(struct evp_rec_lines *l, long unit, long line)
+{
+    if (line == l->last || l->cap == (size_t)-1)
+        return;
+    l->last = line;
+    if (l->cap - l->len < 48) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        char *nb = realloc(l->buf, cap);
+        if (!nb) {
+            l->cap = (size_t)-1; /* failed: nothing is written */
+            return;
+        }
+        l->buf = nb;
+        l->cap = cap;
+    }
+    l->len += (size_t)snprintf(l->buf + l->len, l->cap - l->len, "%s%ld:%ld",
+                               l->len ? "," : "", unit, line);
+}
+
+void evp_rec_lines_end(struct evp_rec_lines *l, uint32_t func)
+{
+    if (l->cap != (size_t)-1 && l->len) {
+        char key[32];
+        snprintf(key, sizeof key, "lines.%u", (unsigned)func);
+        evp_rec_meta(key, l->buf);
+    }
+    free(l->buf);
+    *l = (struct evp_rec_lines)EVP_REC_LINES_INIT;
+}
+
 int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
 {
     size_t bound = EVP_VARINT_MAX;

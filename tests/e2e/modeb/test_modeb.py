@@ -529,6 +529,22 @@ class Lines(Case):
                 drawn = "<title>%s:%d " % (script, self.HOT) in f.read()
             self.assertEqual(drawn, want, opts)
 
+    def test_record_lines(self):
+        # evalprof record --lines: the same offsets as python -m evalprof
+        # --lines, the hot line first.
+        script = prog("hotline.py")
+        trace = self.path("r.evp")
+        p = subprocess.run([EVALPROF, "record", "--lines", "-q", "-o", trace,
+                            "--", PY, script], capture_output=True,
+                           text=True, env=env(), cwd=self.tmp, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = self.evalprof("summary", "--lines", trace).stdout
+        rows = [l.split() for l in out.splitlines()
+                if l.startswith(" ") and ".py:" in l.split()[0]]
+        self.assertTrue(rows, out)
+        self.assertTrue(rows[0][0].endswith("hotline.py:%d" % self.HOT), out)
+        self.assertEqual(rows[0][1], "work", out)
+
     def test_without_lines(self):
         p, trace = self.traced([prog("hotline.py")])
         r = self.evalprof("summary", "--lines", trace, check=False)
