@@ -126,6 +126,33 @@ def _opcode_table():
     return table
 
 
+def _roots(extra):
+    """The directories the trace's functions are keyed relative to, so
+    that diff can match two runs' functions (root.* metadata): the
+    interpreter's stdlib and site-packages, and the program's directory.
+    The runner names the script's (root.script, root.script.real); a
+    program that calls start() itself gets its __main__ file's directory,
+    or the working directory."""
+    import sysconfig
+
+    roots = {}
+    try:
+        paths = sysconfig.get_paths()
+    except Exception:
+        paths = {}
+    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+        if paths.get(name):
+            roots["root." + name] = os.path.abspath(paths[name])
+    if "root.script" not in (extra or {}):
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        try:
+            roots["root.script"] = (os.path.dirname(os.path.abspath(main))
+                                    if main else os.getcwd())
+        except (OSError, TypeError, ValueError):
+            pass
+    return roots
+
+
 def _metadata(ops, threads, extra, can_emit):
     impl = sys.implementation
     meta = {
@@ -142,6 +169,7 @@ def _metadata(ops, threads, extra, can_emit):
         + ("" if ops else ", op (--no-ops)")
         + " (the instrumented interpreter, mode A, records the loop phases)",
     }
+    meta.update(_roots(extra))
     for key, value in (extra or {}).items():
         meta[str(key)] = str(value)
     return meta

@@ -279,6 +279,20 @@ def _run_meta(kind, target, args):
     return meta
 
 
+def _script_roots(run, name, path0):
+    """The program's directory as root.script metadata: the script's own
+    directory as its file name gives it (the name its functions are
+    recorded under), and root.script.real, the directory its modules
+    import from (sys.path[0], resolved), where that differs; the
+    working directory for -m, -c and standard input."""
+    if run == "file":
+        roots = {"root.script": os.path.dirname(name)}
+        if path0 != roots["root.script"]:
+            roots["root.script.real"] = path0
+        return roots
+    return {"root.script": path0 if run == "importer" else os.getcwd()}
+
+
 def main(argv=None, prog="python -m evalprof"):
     """Run the program ARGV names under evalprof.  Returns only after the
     program ended normally (0), or with 2 for a usage error or a trace
@@ -325,6 +339,8 @@ def main(argv=None, prog="python -m evalprof"):
         path0 = os.getcwd()
     sys.argv[:] = [{"module": "-m", "code": "-c"}.get(kind, target)] + args
     _set_path0(path0)
+    meta = _run_meta(kind, target, args)
+    meta.update(_script_roots(run, name, path0))
 
     try:
         if not opts.quiet:
@@ -337,7 +353,7 @@ def main(argv=None, prog="python -m evalprof"):
                        on_overflow=opts.on_overflow,
                        max_size=opts.max_size, duration=opts.duration,
                        zstd=opts.zstd,
-                       meta=_run_meta(kind, target, args))
+                       meta=meta)
     except OSError as e:
         sys.stderr.write("evalprof: cannot write trace %s: %s\n"
                          % (opts.output, e.strerror or e))

@@ -70,6 +70,8 @@ int evp_stats_compute(struct evp_trace *t, struct evp_stats *a, int compensate,
     int rc = evp_replay(t, &ro, &ops, a);
     if (rc < 0)
         evp_stats_free(a);
+    else
+        evp_stats_roots_load(t, &a->roots);
     return rc < 0 ? rc : 0;
 }
 
@@ -106,9 +108,55 @@ static int cmp_match(const void *x, const void *y)
     return c ? c : (a->first > b->first) - (a->first < b->first);
 }
 
-/* Where in FILE the module-relative part starts, with its root's label
- * in *ROOT, or NULL when FILE is under no root known. */
-static const char *rel_part(const char *file, const char **root)
+/* The root.* metadata keys and the labels they stand for in a key. */
+static const struct {
+    const char *key, *label;
+} root_keys[] = {
+    {"root.stdlib", "<stdlib>"},         {"root.platstdlib", "<stdlib>"},
+    {"root.purelib", "<site-packages>"}, {"root.platlib", "<site-packages>"},
+    {"root.script", "<script>"},         {"root.script.real", "<script>"},
+};
+
+void evp_stats_roots_load(const struct evp_trace *t, struct evp_stats_roots *r)
+{
+    r->n = 0;
+    for (size_t i = 0; i < sizeof root_keys / sizeof *root_keys; i++) {
+        const char *dir = evp_trace_meta(t, root_keys[i].key);
+        /* only absolute directories: a relative one names no file */
+        if (!dir || *dir != '/' || r->n == sizeof r->root / sizeof *r->root)
+            continue;
+        size_t len = strlen(dir);
+        while (len > 0 && dir[len - 1] == '/')
+            len--;
+        r->root[r->n].dir = dir;
+        r->root[r->n].len = len;
+        r->root[r->n].label = root_keys[i].label;
+        r->n++;
+    }
+}
+
+/* Where in FILE the part relative to the longest of ROOTS it is under
+ * starts, with that root's label in *ROOT, or NULL. */
+static const char *recorded_rel(const struct evp_stats_roots *roots,
+                                const char *file, const char **root)
+{
+    const char *rel = NULL;
+    size_t best = 0;
+    for (size_t i = 0; i < roots->n; i++) {
+        size_t len = roots->root[i].len;
+        if ((rel && len <= best) || strncmp(file, roots->root[i].dir, len) ||
+            file[len] != '/' || !file[len + 1])
+            continue;
+        rel = file + len + 1;
+        best = len;
+        *root = roots->root[i].label;
+    }
+    return rel;
+}
+
+/* Where in FILE the module-relative part starts by the path's shape alone,
+ * with its root's label in *ROOT, or NULL when FILE is under no root known. */
+static const char *guessed_rel(const char *file, const char **root)
 {
     const char *p, *sp = NULL;
     for (p = strstr(file, "/site-packages/"); p;
@@ -143,18 +191,24 @@ static const char *rel_part(const char *file, const char **root)
     return lib;
 }
 
-void evp_stats_func_rel_key(const struct evp_trace *t, uint32_t id, char *buf,
-                            size_t len)
+void evp_stats_func_rel_key(const struct evp_trace *t,
+                            const struct evp_stats_roots *roots, uint32_t id,
+                            char *buf, size_t len)
 {
     const struct evp_func *f = evp_trace_func(t, id);
-    const char *root = NULL, *rel;
+    const char *root = NULL, *rel = NULL;
     if (!f || !*f->file) {
         evp_view_func_key(t, id, buf, len);
-    } else if ((rel = rel_part(f->file, &root)) != NULL) {
-        snprintf(buf, len, "%s/%s:%s", root, rel, f->name);
-    } else {
-        snprintf(buf, len, "%s:%s", f->file, f->name);
+        return;
     }
+    if (roots)
+        rel = recorded_rel(roots, f->file, &root);
+    if (!rel)
+        rel = guessed_rel(f->file, &root);
+    if (rel)
+        snprintf(buf, len, "%s/%s:%s", root, rel, f->name);
+    else
+        snprintf(buf, len, "%s:%s", f->file, f->name);
 }
 
 int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
@@ -172,7 +226,8 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
                 continue;
             struct evp_func_match *m = &r[n++];
             evp_view_func_key(t[side], id, m->name, sizeof m->name);
-            evp_stats_func_rel_key(t[side], id, m->key, sizeof m->key);
+            evp_stats_func_rel_key(t[side], &s[side].roots, id, m->key,
+                                   sizeof m->key);
             m->calls[side] = fs->calls + fs->resumes;
             m->incl[side] = fs->incl_ns;
             m->first = ((uint64_t)side << 32) + id;

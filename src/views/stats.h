@@ -6,12 +6,25 @@
 #ifndef EVP_VIEWS_STATS_H
 #define EVP_VIEWS_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
 
 #define EVP_STATS_KEYS 65536 /* kinds and opcodes are 16-bit */
+
+/* The directories a producer recorded as its roots (FORMAT.md's root.*
+ * metadata: stdlib, site-packages, the script's directory), each with the
+ * label that stands for it in a key; DIR points into the trace's
+ * metadata, without a trailing '/'. */
+struct evp_stats_roots {
+    struct {
+        const char *dir, *label;
+        size_t len;
+    } root[8];
+    size_t n;
+};
 
 struct evp_stats {
     /* indexed by kind / opcode; one allocation behind kind_count */
@@ -22,6 +35,7 @@ struct evp_stats {
     struct evp_func_stats *funcs; /* per function id, when asked for */
     uint32_t nfuncs;
     struct evp_replay_stats replay;
+    struct evp_stats_roots roots; /* the trace's, for the keys */
 };
 
 /* Replay T into A (zeroed here).  FUNCS: also per-function times.
@@ -48,12 +62,19 @@ struct evp_func_match {
     uint64_t first;
 };
 
-/* The key two runs' functions are matched on: "<stdlib>/json/encoder.py:
- * _iterencode_list" for a file under an interpreter's lib/pythonX.Y,
- * "<site-packages>/pkg/mod.py:f" under a site-packages directory, the
- * file as recorded otherwise; no line, which moves between versions. */
-void evp_stats_func_rel_key(const struct evp_trace *t, uint32_t id, char *buf,
-                            size_t len);
+/* T's recorded roots into R (none for a trace that has no root.* keys). */
+void evp_stats_roots_load(const struct evp_trace *t, struct evp_stats_roots *r);
+
+/* The key two runs' functions are matched on, with no line (it moves
+ * between versions): the file relative to the longest of T's recorded
+ * ROOTS it is under, "<stdlib>/json/encoder.py:_iterencode_list",
+ * "<site-packages>/pkg/mod.py:f", "<script>/lib/util.py:g"; under none,
+ * the path's shape decides (a file under an interpreter's lib/pythonX.Y
+ * or a site-packages directory, for traces without roots); the file as
+ * recorded otherwise. */
+void evp_stats_func_rel_key(const struct evp_trace *t,
+                            const struct evp_stats_roots *roots, uint32_t id,
+                            char *buf, size_t len);
 
 int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
                           struct evp_func_match **rows, size_t *nrows);

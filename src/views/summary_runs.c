@@ -164,7 +164,8 @@ static int table(FILE *out, struct evp_trace **t, struct evp_stats *s,
                 if (!fs->calls && !fs->resumes)
                     continue;
                 evp_view_func_key(t[run], id, name, sizeof name);
-                evp_stats_func_rel_key(t[run], id, key, sizeof key);
+                evp_stats_func_rel_key(t[run], &s[run].roots, id, key,
+                                       sizeof key);
                 rc = add(&rows, &n, &cap, nruns, run, key, name,
                          fs->calls + fs->resumes, fs->incl_ns, id);
             }
