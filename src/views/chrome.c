@@ -35,7 +35,7 @@ struct chrome {
     int first;
     int filtered;
     struct evp_filter_run fr;
-    int32_t shown; /* frames begun and not ended (filtered) */
+    struct evp_filter_frames shown; /* begun and not ended (filtered) */
 };
 
 static void put_ts(struct chrome *c, const char *key, uint64_t ns)
@@ -95,39 +95,30 @@ static void slice(struct chrome *c, const struct evp_event *e, uint64_t ts)
     fputc('}', c->out);
 }
 
-/* Filtered: end the frames begun, at AT. */
-static void end_shown(struct chrome *c, uint64_t at)
+/* Filtered: begin the frame at LEVEL the window cut, at AT. */
+static int open_cut(void *ctx, int32_t level, uint64_t at)
 {
-    for (; c->shown > 0; c->shown--) {
-        begin(c, "E");
-        put_ts(c, "ts", at);
-        fputc('}', c->out);
-    }
+    struct chrome *c = ctx;
+    begin(c, "B");
+    func_name(c, c->frames.func[level - 1]);
+    fputs(",\"cat\":\"clipped\"", c->out);
+    put_ts(c, "ts", at);
+    fputc('}', c->out);
+    return 0;
 }
 
-/* Filtered: whether E is shown (into *E, its time clipped to the window),
- * after beginning the frames around it the window cut. */
-static int keep(struct chrome *c, const struct evp_event **e,
-                struct evp_event *clipped, uint64_t ts)
+/* Filtered: end the innermost frame begun, at AT. */
+static int close_shown(void *ctx, int32_t level, uint64_t at)
 {
-    int k = evp_filter_event(&c->fr, *e);
-    uint64_t to = evp_filter_to(&c->fr);
-    if (k == EVP_FILTER_AFTER)
-        end_shown(c, to);
-    if (k != EVP_FILTER_KEEP)
-        return 0;
-    int32_t lo, hi = evp_filter_shown(&c->fr, *e, &lo);
-    uint64_t at = c->fr.f->from_ns < ts ? c->fr.f->from_ns : ts;
-    for (int32_t l = lo + c->shown + 1; l <= hi; l++, c->shown++) {
-        begin(c, "B");
-        func_name(c, c->frames.func[l - 1]);
-        fputs(",\"cat\":\"clipped\"", c->out);
-        put_ts(c, "ts", at);
-        fputc('}', c->out);
-    }
-    *e = evp_filter_clip(&c->fr, *e, ts, clipped);
-    return 1;
+    struct chrome *c = ctx;
+    (void)level;
+    begin(c, "E");
+    put_ts(c, "ts", at);
+    fputc('}', c->out);
+    return 0;
 }
+
+static const struct evp_filter_frame_ops shown_ops = {open_cut, close_shown};
 
 static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
 {
@@ -137,7 +128,8 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
         struct evp_event clipped;
         /* (the compensated clock: slices as long as summary's times) */
         uint64_t ts = e->at > c->start ? e->at - c->start : 0;
-        if (c->filtered && !keep(c, &e, &clipped, ts))
+        if (c->filtered && !evp_filter_keep(&c->fr, &c->shown, &shown_ops, c,
+                                            &e, &clipped, ts))
             continue;
         c->last_ts = ts + e->elapsed;
         if (evp_kind_pushes(e->kind)) {
@@ -146,14 +138,14 @@ static int chrome_events(void *ctx, const struct evp_event *ev, size_t n)
             fprintf(c->out, ",\"cat\":\"%s\"", evp_kind_name(e->kind));
             put_ts(c, "ts", ts);
             fputc('}', c->out);
-            c->shown++;
+            c->shown.n++;
         } else if (evp_kind_pops(e->kind)) {
             if (e->flags & EVP_EVF_UNMATCHED)
                 continue; /* began before the trace: nothing to end */
             begin(c, "E");
             put_ts(c, "ts", ts);
             fputc('}', c->out);
-            c->shown--;
+            c->shown.n--;
         } else if (e->kind == EVP_EV_INIT || e->kind == EVP_EV_FINI) {
             begin(c, "i");
             fprintf(c->out, ",\"name\":\"%s\",\"s\":\"p\"",
@@ -174,7 +166,7 @@ static int chrome_end(void *ctx, const struct evp_stream *s)
     struct chrome *c = ctx;
     (void)s;
     if (c->filtered) {
-        end_shown(c, c->last_ts);
+        evp_filter_close_shown(&c->shown, &shown_ops, c, c->last_ts);
         c->last_ts = 0;
         evp_filter_stream(&c->fr);
         return 0;

@@ -10,7 +10,10 @@
  * function filter follows the stream's calls whatever the window, so
  * that a call begun before the window still counts.  Which frames are
  * open around a kept event (a window starting mid-call) is the view's to
- * show: evp_filter_shown says which of them the filters keep.
+ * show: evp_filter_shown says which of them the filters keep, and
+ * evp_filter_keep makes the whole decision for the timelines (chrome,
+ * speedscope), which differ only in how they write a frame's open and
+ * close.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -171,4 +174,39 @@ const struct evp_event *evp_filter_clip(const struct evp_filter_run *r,
     *buf = *e;
     buf->elapsed = to > ts ? to - ts : 0;
     return buf;
+}
+
+int evp_filter_close_shown(struct evp_filter_frames *fr,
+                           const struct evp_filter_frame_ops *ops, void *ctx,
+                           uint64_t at)
+{
+    int rc = 0;
+    for (; fr->n > 0 && rc == 0; fr->n--)
+        rc = ops->close(ctx, fr->lo + fr->n, at);
+    return rc;
+}
+
+int evp_filter_keep(struct evp_filter_run *r, struct evp_filter_frames *fr,
+                    const struct evp_filter_frame_ops *ops, void *ctx,
+                    const struct evp_event **e, struct evp_event *clipped,
+                    uint64_t ts)
+{
+    int k = evp_filter_event(r, *e), rc = 0;
+    if (k == EVP_FILTER_AFTER)
+        rc = evp_filter_close_shown(fr, ops, ctx, evp_filter_to(r));
+    if (k != EVP_FILTER_KEEP || rc < 0)
+        return rc;
+    int32_t lo, hi = evp_filter_shown(r, *e, &lo);
+    if (!fr->n)
+        fr->lo = lo;
+    /* begun where the window starts, or at the event's time before it */
+    uint64_t at = r->f->from_ns < ts ? r->f->from_ns : ts;
+    for (int32_t l = fr->lo + fr->n + 1; l <= hi && rc == 0; l++) {
+        rc = ops->open(ctx, l, at);
+        fr->n++;
+    }
+    if (rc < 0)
+        return rc;
+    *e = evp_filter_clip(r, *e, ts, clipped);
+    return 1;
 }

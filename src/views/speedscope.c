@@ -50,7 +50,7 @@ struct speedscope {
     int err;
     int filtered;
     struct evp_filter_run fr;
-    int32_t lo, shown; /* frames opened and not closed (filtered) */
+    struct evp_filter_frames shown; /* opened and not closed (filtered) */
 };
 
 struct key_probe {
@@ -123,35 +123,20 @@ static int ss_begin(void *ctx, const struct evp_stream *st)
     return 0;
 }
 
-/* Filtered: close the frames opened, at AT. */
-static void close_shown(struct speedscope *s, uint64_t at)
+/* Filtered: open ('O') or close ('C') the frame at LEVEL, at AT. */
+static int open_cut(void *ctx, int32_t level, uint64_t at)
 {
-    for (; s->shown > 0 && !s->err; s->shown--)
-        s->err = frame_event(s, 'C', s->open.func[s->lo + s->shown - 1], at);
+    struct speedscope *s = ctx;
+    return frame_event(s, 'O', s->open.func[level - 1], at);
 }
 
-/* Filtered: whether E is shown (into *E, its time clipped to the window),
- * after opening the frames around it the window cut. */
-static int keep(struct speedscope *s, const struct evp_event **e,
-                struct evp_event *clipped, uint64_t ts)
+static int close_shown(void *ctx, int32_t level, uint64_t at)
 {
-    int k = evp_filter_event(&s->fr, *e);
-    uint64_t to = evp_filter_to(&s->fr);
-    if (k == EVP_FILTER_AFTER)
-        close_shown(s, to);
-    if (k != EVP_FILTER_KEEP || s->err)
-        return 0;
-    int32_t lo, hi = evp_filter_shown(&s->fr, *e, &lo);
-    if (!s->shown)
-        s->lo = lo;
-    uint64_t at = s->fr.f->from_ns < ts ? s->fr.f->from_ns : ts;
-    for (int32_t l = s->lo + s->shown + 1; l <= hi && !s->err; l++) {
-        s->err = frame_event(s, 'O', s->open.func[l - 1], at);
-        s->shown++;
-    }
-    *e = evp_filter_clip(&s->fr, *e, ts, clipped);
-    return !s->err;
+    struct speedscope *s = ctx;
+    return frame_event(s, 'C', s->open.func[level - 1], at);
 }
+
+static const struct evp_filter_frame_ops shown_ops = {open_cut, close_shown};
 
 static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
 {
@@ -161,22 +146,28 @@ static int ss_events(void *ctx, const struct evp_event *ev, size_t n)
         struct evp_event clipped;
         /* (the compensated clock: slices as long as summary's times) */
         uint64_t ts = e->at > s->start ? e->at - s->start : 0;
-        if (s->filtered && !keep(s, &e, &clipped, ts))
-            continue;
+        if (s->filtered) {
+            int k = evp_filter_keep(&s->fr, &s->shown, &shown_ops, s, &e,
+                                    &clipped, ts);
+            if (k <= 0) {
+                s->err = k;
+                continue;
+            }
+        }
         /* (frames deeper than the replay follows are left out) */
         int followed = e->depth < EVP_REPLAY_MAX_FRAMES;
         if (evp_kind_pushes(e->kind)) {
             if (followed) {
-                if (!s->shown)
-                    s->lo = e->depth;
+                if (!s->shown.n)
+                    s->shown.lo = e->depth;
                 s->err = frame_event(s, 'O', e->func, ts);
-                s->shown++;
+                s->shown.n++;
             }
         } else if (evp_kind_pops(e->kind)) {
             /* the frame it closes, whatever the exit names */
             if (followed && !(e->flags & EVP_EVF_UNMATCHED)) {
                 s->err = frame_event(s, 'C', s->open.func[e->depth], ts);
-                s->shown--;
+                s->shown.n--;
             }
         } else if ((e->kind == EVP_EV_OP && s->o->ops) ||
                    e->kind == EVP_EV_RECORDER ||
@@ -200,7 +191,8 @@ static int ss_end(void *ctx, const struct evp_stream *st)
     (void)st;
     /* frames still open when the trace stops close with it */
     if (s->filtered) {
-        close_shown(s, s->at);
+        if (!s->err)
+            s->err = evp_filter_close_shown(&s->shown, &shown_ops, s, s->at);
         evp_filter_stream(&s->fr);
     }
     int32_t d = s->open.depth < EVP_REPLAY_MAX_FRAMES ? s->open.depth

@@ -71,6 +71,37 @@ const struct evp_event *evp_filter_clip(const struct evp_filter_run *r,
 /* The window's end in ns from the trace start (UINT64_MAX: none). */
 uint64_t evp_filter_to(const struct evp_filter_run *r);
 
+/* A filtered timeline's frames (chrome, speedscope): levels LO+1 ..
+ * LO+N of the replay's frames are open in its output, the ones the
+ * window began inside included. */
+struct evp_filter_frames {
+    int32_t lo, n;
+};
+
+/* How a timeline writes those frames: OPEN begins level LEVEL (FUNC[LEVEL
+ * - 1] of the replay's frames) at AT, CLOSE ends level LEVEL, the
+ * innermost open, at AT.  Each returns 0 or a negative errno. */
+struct evp_filter_frame_ops {
+    int (*open)(void *ctx, int32_t level, uint64_t at);
+    int (*close)(void *ctx, int32_t level, uint64_t at);
+};
+
+/* Filtered: whether the timeline shows event *E, at TS from the trace
+ * start.  At the window's end every frame in FR is closed there; before
+ * a kept event the frames around it that are shown and not yet open (the
+ * window began inside them) are opened at the window's start, and *E is
+ * then E clipped to the window (into *CLIPPED).  Returns 1 (shown), 0
+ * (not), or the first negative errno of OPS. */
+int evp_filter_keep(struct evp_filter_run *r, struct evp_filter_frames *fr,
+                    const struct evp_filter_frame_ops *ops, void *ctx,
+                    const struct evp_event **e, struct evp_event *clipped,
+                    uint64_t ts);
+/* Filtered: close every frame in FR at AT (a stream's or the window's
+ * end): 0 or the first negative errno of OPS->close. */
+int evp_filter_close_shown(struct evp_filter_frames *fr,
+                           const struct evp_filter_frame_ops *ops, void *ctx,
+                           uint64_t at);
+
 /* ---- tree ---------------------------------------------------------- */
 enum evp_tree_format {
     EVP_TREE_SIMPLE_INDENT, /* the discussion's default listing */
