@@ -18,9 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-BUILD = os.path.abspath(os.environ.get("EVP_BUILD", "build"))
-EVALPROF = os.path.join(BUILD, "evalprof")
-PKG = os.path.join(BUILD, "python")
+from test_interpreters import PKG, record_and_diff
 
 SCRIPT = """\
 import json
@@ -108,29 +106,21 @@ def main(exes):
                 os.path.join(tmp, "checkout", "b", "app")]
         env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=PKG)
         env.pop("EVALPROF", None)
-        traces = []
+        runs = []
         for d, (v, exe, lib) in zip(dirs, two):
             os.makedirs(os.path.join(d, "lib"))
             for name, text in (("prog.py", SCRIPT), ("lib/util.py", UTIL),
                                ("lib/__init__.py", "")):
                 with open(os.path.join(d, name), "w") as f:
                     f.write(text)
-            t = os.path.join(tmp, "%d.evp" % len(traces))
             # a relative script path: the trace names its directory
-            p = subprocess.run([EVALPROF, "record", "-q", "-o", t, "--", exe,
-                                "./prog.py"], capture_output=True, text=True,
-                               env=env, cwd=d, timeout=300)
-            if p.returncode != 0:
-                print("FAIL: evalprof record with %s exited %d: %s"
-                      % (exe, p.returncode, p.stderr))
-                return 1
-            traces.append(t)
-        p = subprocess.run([EVALPROF, "diff", "--funcs", "--wide"] + traces,
-                           capture_output=True, text=True, timeout=300)
-        if p.returncode != 0:
-            print("FAIL: diff exited %d: %s" % (p.returncode, p.stderr))
+            runs.append((exe, "./prog.py", d,
+                         os.path.join(tmp, "%d.evp" % len(runs))))
+        out, problem = record_and_diff(runs, env)
+        if problem:
+            print("FAIL: %s" % problem)
             return 1
-        got = rows(p.stdout)
+        got = rows(out)
         bad = []
         mine = [r for r in got if r[1].startswith(tmp + "/")]
         names = sorted(r[0] for r in mine)
@@ -165,7 +155,7 @@ def main(exes):
             bad.append("no stdlib function matched")
         if bad:
             print("FAIL: %s vs %s:\n  %s\n%s" % (two[0][0], two[1][0],
-                                                 "\n  ".join(bad), p.stdout))
+                                                 "\n  ".join(bad), out))
             return 1
         print("ok: %s vs %s%s: %d functions of the program and %d of the "
               "stdlib matched" % (two[0][0], two[1][0], note, len(mine),

@@ -31,6 +31,25 @@ def version(exe):
         capture_output=True, text=True, timeout=60).stdout.strip()
 
 
+def record_and_diff(runs, env):
+    """Record each (exe, script, cwd, trace) of RUNS with evalprof record,
+    then diff --funcs --wide the traces: (its output, None), or (None,
+    what failed)."""
+    for exe, script, cwd, t in runs:
+        p = subprocess.run([EVALPROF, "record", "-q", "-o", t, "--", exe,
+                            script], capture_output=True, text=True,
+                           env=env, cwd=cwd, timeout=300)
+        if p.returncode != 0:
+            return None, "evalprof record with %s exited %d: %s" % (
+                exe, p.returncode, p.stderr)
+    p = subprocess.run([EVALPROF, "diff", "--funcs", "--wide"]
+                       + [r[3] for r in runs], capture_output=True,
+                       text=True, timeout=300)
+    if p.returncode != 0:
+        return None, "diff exited %d: %s" % (p.returncode, p.stderr)
+    return p.stdout, None
+
+
 def main(exes):
     seen = {}
     for exe in exes:
@@ -51,28 +70,19 @@ def main(exes):
         env = dict(os.environ, PYTHONHASHSEED="0")
         env.pop("EVALPROF", None)
         env["PYTHONPATH"] = PKG
-        traces = []
-        for exe in (a, b):
-            t = os.path.join(tmp, os.path.basename(exe) + ".evp")
-            p = subprocess.run([EVALPROF, "record", "-q", "-o", t, "--", exe,
-                                script], capture_output=True, text=True,
-                               env=env, cwd=tmp, timeout=300)
-            if p.returncode != 0:
-                print("FAIL: evalprof record with %s exited %d: %s"
-                      % (exe, p.returncode, p.stderr))
-                return 1
-            traces.append(t)
-        p = subprocess.run([EVALPROF, "diff", "--funcs", "--wide"] + traces,
-                           capture_output=True, text=True, timeout=300)
-        if p.returncode != 0:
-            print("FAIL: diff exited %d: %s" % (p.returncode, p.stderr))
+        out, problem = record_and_diff(
+            [(exe, script, tmp, os.path.join(tmp, os.path.basename(exe)
+                                             + ".evp")) for exe in (a, b)],
+            env)
+        if problem:
+            print("FAIL: %s" % problem)
             return 1
-        rows = p.stdout.split("functions (inclusive time):", 1)[-1]
+        rows = out.split("functions (inclusive time):", 1)[-1]
         enc = [ln for ln in rows.splitlines()
                if "_iterencode_list (" in ln and "json/encoder.py" in ln]
         if len(enc) != 1:
             print("FAIL: %s vs %s: expected one matched _iterencode_list "
-                  "row, found %d:\n%s" % (va, vb, len(enc), p.stdout))
+                  "row, found %d:\n%s" % (va, vb, len(enc), out))
             return 1
         words = enc[0].rsplit(")", 1)[1].split()
         if words[-1] == "new" or words[0] == "0" or words[1] == "0":
