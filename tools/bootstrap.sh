@@ -21,7 +21,7 @@ if [ "${1:-}" = --state ]; then
 fi
 
 pkgs_build="meson ninja-build pkg-config gcc libzstd-dev libxxhash-dev python3-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libdw-dev"
-pkgs_test="libcmocka-dev clang clang-format libclang-rt-14-dev golang-go valgrind"
+pkgs_test="libcmocka-dev clang clang-format libclang-rt-14-dev golang-go valgrind time"
 # the install suite: the wheel (meson-python), man pages rendered
 pkgs_test="$pkgs_test python3-mesonpy python3-build python3-venv patchelf groff-base"
 pkgs_cpython="dpkg-dev build-essential libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev libgdbm-dev xz-utils"

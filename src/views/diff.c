@@ -282,37 +282,42 @@ static size_t kind_rows(const struct evp_stats s[2], struct drow *rows)
     return n;
 }
 
-/* Rows of the opcodes seen in either trace, named by the trace that has
- * them (their opcode tables agree when both come from the same
- * interpreter version). */
-static size_t op_rows(struct evp_trace *t[2], const struct evp_stats s[2],
-                      struct drow *rows)
+/* Rows of the opcodes seen in either trace, matched by name (at most
+ * EVP_STATS_KEYS, as ROWS holds). */
+static long op_rows(struct evp_trace *t[2], const struct evp_stats s[2],
+                    struct drow *rows)
 {
-    size_t n = 0;
-    for (unsigned op = 0; op < EVP_STATS_KEYS; op++) {
-        if (!s[0].op_count[op] && !s[1].op_count[op])
-            continue;
-        struct drow *r = &rows[n++];
+    struct evp_op_match *m;
+    size_t n;
+    if (evp_stats_match_ops(t, s, &m, &n) < 0)
+        return -ENOMEM;
+    if (n > EVP_STATS_KEYS)
+        n = EVP_STATS_KEYS;
+    for (size_t j = 0; j < n; j++) {
+        struct drow *r = &rows[j];
         memset(r, 0, sizeof *r);
-        evp_view_op_name(t[s[0].op_count[op] ? 0 : 1], op, r->name,
-                         sizeof r->name);
-        for (int i = 0; i < 2; i++) {
-            r->count[i] = s[i].op_count[op];
-            r->total[i] = s[i].op_total[op];
-        }
-        r->first = s[0].op_count[op] ? s[0].op_first[op]
-                                     : (1u << 20) + s[1].op_first[op];
+        snprintf(r->name, sizeof r->name, "%s", m[j].name);
+        for (int i = 0; i < 2; i++)
+            if (m[j].op[i] >= 0) {
+                r->count[i] = s[i].op_count[m[j].op[i]];
+                r->total[i] = s[i].op_total[m[j].op[i]];
+            }
+        r->first = m[j].first;
     }
-    return n;
+    free(m);
+    return (long)n;
 }
 
-static void print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
-                       struct drow *rows, const struct evp_diff_opts *o)
+static int print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
+                      struct drow *rows, const struct evp_diff_opts *o)
 {
     header(out, t, o);
     size_t n = kind_rows(s, rows);
     print_rows(out, "events", "count", rows, n, 0, o);
-    n = op_rows(t, s, rows);
+    long nops = op_rows(t, s, rows);
+    if (nops < 0)
+        return (int)nops;
+    n = (size_t)nops;
     if (n)
         print_rows(out, "ops", "count", rows, n, 0, o);
     const char *va = evp_trace_info(t[0])->python_version,
@@ -320,7 +325,7 @@ static void print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
     if (n && strcmp(va, vb) != 0)
         fprintf(out,
                 "note: the traces come from different interpreter "
-                "versions (%s, %s); opcode numbers may not match.\n\n",
+                "versions (%s, %s); opcodes are matched by name.\n\n",
                 *va ? va : "unknown", *vb ? vb : "unknown");
     if (o->funcs) {
         struct drow *fr = func_rows(t, s, &n);
@@ -329,6 +334,7 @@ static void print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
             free(fr);
         }
     }
+    return 0;
 }
 
 int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
@@ -345,7 +351,7 @@ int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
         goto done;
     rows = calloc(EVP_STATS_KEYS, sizeof *rows);
     if (rows)
-        print_diff(out, t, s, rows, o);
+        rc = print_diff(out, t, s, rows, o);
     else
         rc = -ENOMEM;
     evp_stats_free(&s[1]);

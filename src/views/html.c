@@ -365,25 +365,39 @@ static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
     for (int ops = 0; ops < 2; ops++) {
         n = 0;
         memset(r, 0, cap * sizeof *r);
-        for (unsigned k = 0; k < EVP_STATS_KEYS; k++) {
-            const uint64_t *cnt[2] = {ops ? s[0].op_count : s[0].kind_count,
-                                      ops ? s[1].op_count : s[1].kind_count};
+        struct evp_op_match *m = NULL;
+        if (ops && evp_stats_match_ops(t, s, &m, &n) < 0) {
+            free(r);
+            return -ENOMEM;
+        }
+        if (ops) {
+            /* matched by name; ordered by first appearance in BASE,
+             * then in NEW */
+            n = n < cap ? n : cap;
+            for (size_t j = 0; j < n; j++) {
+                snprintf(r[j].name, sizeof r[j].name, "%s", m[j].name);
+                for (int i = 0; i < 2; i++)
+                    if (m[j].op[i] >= 0) {
+                        r[j].count[i] = s[i].op_count[m[j].op[i]];
+                        r[j].total[i] = s[i].op_total[m[j].op[i]];
+                    }
+                r[j].first = m[j].first;
+            }
+            free(m);
+        }
+        for (unsigned k = 0; !ops && k < EVP_STATS_KEYS; k++) {
+            const uint64_t *cnt[2] = {s[0].kind_count, s[1].kind_count};
             if (!cnt[0][k] && !cnt[1][k])
                 continue;
-            /* named by the trace that has it; ordered by first
-             * appearance in BASE, then in NEW */
+            /* ordered by first appearance in BASE, then in NEW */
             int side = cnt[0][k] ? 0 : 1;
             struct drow *d = &r[n++];
-            if (ops)
-                evp_view_op_name(t[side], k, d->name, sizeof d->name);
-            else
-                snprintf(d->name, sizeof d->name, "%s", evp_kind_name(k));
+            snprintf(d->name, sizeof d->name, "%s", evp_kind_name(k));
             for (int i = 0; i < 2; i++) {
                 d->count[i] = cnt[i][k];
-                d->total[i] = ops ? s[i].op_total[k] : s[i].kind_total[k];
+                d->total[i] = s[i].kind_total[k];
             }
-            d->first = (side ? 1u << 20 : 0) +
-                       (ops ? s[side].op_first[k] : s[side].kind_first[k]);
+            d->first = (side ? 1u << 20 : 0) + s[side].kind_first[k];
         }
         fprintf(out, "<section id=\"%s\"><h2>%s, BASE to NEW</h2>\n",
                 ops ? "diff-ops" : "diff-phases",
@@ -577,7 +591,7 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
             h(out, *a->python_version ? a->python_version : "unknown");
             fputs(", ", out);
             h(out, *b->python_version ? b->python_version : "unknown");
-            fputs("); opcode numbers may not match.</p>\n", out);
+            fputs("); opcodes are matched by name.</p>\n", out);
         }
     }
     fputs("</section>\n", out);

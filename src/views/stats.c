@@ -251,3 +251,36 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
     *nrows = k;
     return 0;
 }
+
+int evp_stats_match_ops(struct evp_trace *t[2], const struct evp_stats s[2],
+                        struct evp_op_match **rows, size_t *nrows)
+{
+    size_t cap = 0, n = 0;
+    for (int i = 0; i < 2; i++)
+        for (unsigned op = 0; op < EVP_STATS_KEYS; op++)
+            cap += s[i].op_count[op] != 0;
+    struct evp_op_match *m = calloc(cap ? cap : 1, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    for (int i = 0; i < 2; i++)
+        for (unsigned op = 0; op < EVP_STATS_KEYS; op++) {
+            if (!s[i].op_count[op])
+                continue;
+            char name[sizeof m->name];
+            evp_view_op_name(t[i], op, name, sizeof name);
+            size_t j = 0;
+            /* BASE's names are unique; only NEW's look */
+            while (i && j < n && (m[j].op[1] >= 0 || strcmp(m[j].name, name)))
+                j++;
+            if (!i || j == n) {
+                j = n++;
+                snprintf(m[j].name, sizeof m[j].name, "%s", name);
+                m[j].op[0] = m[j].op[1] = -1;
+                m[j].first = (i ? 1u << 20 : 0) + s[i].op_first[op];
+            }
+            m[j].op[i] = (int)op;
+        }
+    *rows = m;
+    *nrows = n;
+    return 0;
+}

@@ -79,4 +79,19 @@ void evp_stats_func_rel_key(const struct evp_trace *t,
 int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
                           struct evp_func_match **rows, size_t *nrows);
 
+/* The opcodes of two runs matched by name: numbers change between
+ * interpreter versions (LOAD_ATTR is 106 in 3.12, 82 in 3.13), names do
+ * not.  An opcode its trace cannot name is matched as "<N>".  OP[i] is
+ * its number in run i, or -1 when run i has none.  FIRST orders rows that
+ * tie: BASE's opcodes, then NEW's.  *ROWS is malloc'ed.  Returns 0 or
+ * -ENOMEM. */
+struct evp_op_match {
+    char name[64];
+    int op[2];
+    uint64_t first;
+};
+
+int evp_stats_match_ops(struct evp_trace *t[2], const struct evp_stats s[2],
+                        struct evp_op_match **rows, size_t *nrows);
+
 #endif

@@ -77,6 +77,19 @@ def main(exes):
         if problem:
             print("FAIL: %s" % problem)
             return 1
+        # opcodes are numbered differently by each version: matched by
+        # name, one row each, CALL (in every version) counted on both sides
+        ops = out.split("\nops:", 1)[-1].split("functions (inclusive",
+                                               1)[0]
+        names = [ln.split()[0] for ln in ops.splitlines()
+                 if ln.startswith(" ") and not ln.startswith(" name")]
+        dup = sorted(n for n in set(names) if names.count(n) > 1)
+        call = [ln.split() for ln in ops.splitlines()
+                if ln.startswith(" CALL ")]
+        if not names or dup or len(call) != 1 or "0" in call[0][1:3]:
+            print("FAIL: %s vs %s: opcodes not matched by name (twice: "
+                  "%s; CALL: %s):\n%s" % (va, vb, dup, call, out))
+            return 1
         rows = out.split("functions (inclusive time):", 1)[-1]
         enc = [ln for ln in rows.splitlines()
                if "_iterencode_list (" in ln and "json/encoder.py" in ln]
