@@ -65,24 +65,28 @@ struct evp_trace *evp_cli_open_trace(const char *path, const char *python);
 
 /*
  * Options the reports share: --python X.Y, --stream N, --compensate /
- * --no-compensate, --ns.  Put EVP_CLI_COMMON_LONGOPTS in a getopt_long
+ * --no-compensate, --ns / --us.  Put EVP_CLI_COMMON_LONGOPTS in a getopt_long
  * table and hand every option to evp_cli_common_option first.
  */
 struct evp_cli_common {
     const char *python; /* opcode table for text traces, NULL: default */
     long stream;        /* -1: every stream */
     int compensate;     /* -1 until the trace is open: then on for .evp */
-    int ns;             /* --ns: durations in nanoseconds */
+    int ns; /* enum evp_unit: --ns, --us; -1: neither (evp_cli_unit) */
 };
 
+/* The unit of durations O's options ask for, else DFLT (enum evp_unit). */
+int evp_cli_unit(const struct evp_cli_common *o, int dflt);
+
 /* clang-format off */
-#define EVP_CLI_COMMON_INIT {NULL, -1, -1, 0}
+#define EVP_CLI_COMMON_INIT {NULL, -1, -1, -1}
 #define EVP_CLI_COMMON_LONGOPTS                                              \
     {"stream", required_argument, NULL, 's'},                                \
     {"python", required_argument, NULL, 'p'},                                \
     {"no-compensate", no_argument, NULL, 'n'},                               \
     {"compensate", no_argument, NULL, 'c'},                                  \
-    {"ns", no_argument, NULL, 'N'}
+    {"ns", no_argument, NULL, 'N'},                                          \
+    {"us", no_argument, NULL, 'U'}
 /* clang-format on */
 
 /* 1: C was a shared option and is handled; 0: not one; -1: bad value

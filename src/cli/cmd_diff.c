@@ -63,7 +63,7 @@ int cmd_diff(int argc, char **argv)
         return 2;
     /* Compensation applies where a trace measured its cost (binary). */
     o.compensate = co.compensate != 0;
-    o.ns = co.ns;
+    o.ns = evp_cli_unit(&co, EVP_UNIT_AUTO);
     struct evp_outfile of;
     int status;
     FILE *f = evp_cli_report_open(

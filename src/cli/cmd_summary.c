@@ -116,7 +116,7 @@ int cmd_summary(int argc, char **argv)
     if (ntraces > 1) {
         o.compensate = co.compensate;
         o.stream = co.stream;
-        o.ns = co.ns;
+        o.ns = evp_cli_unit(&co, EVP_UNIT_AUTO);
         return evp_cli_report_close(
             &of, summary_runs(argv + optind, (size_t)ntraces, &co, f, &o));
     }
@@ -125,7 +125,7 @@ int cmd_summary(int argc, char **argv)
         return evp_cli_report_close(&of, EVP_CLI_REPORTED);
     o.compensate = co.compensate;
     o.stream = co.stream;
-    o.ns = co.ns;
+    o.ns = evp_cli_unit(&co, EVP_UNIT_AUTO);
     int rc = evp_view_summary(t, f, &o);
     evp_trace_close(t);
     return evp_cli_report_close(&of, rc);

@@ -82,7 +82,7 @@ int cmd_tree(int argc, char **argv)
         return evp_cli_report_close(&of, EVP_CLI_REPORTED);
     o.compensate = co.compensate;
     o.stream = co.stream;
-    o.ns = co.ns;
+    o.ns = evp_cli_unit(&co, EVP_UNIT_US);
     if (evp_cli_filter_resolve("tree", t, &fo, &o.stream) < 0) {
         evp_trace_close(t);
         evp_cli_report_close(&of, EVP_CLI_REPORTED);

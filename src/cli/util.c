@@ -63,11 +63,19 @@ int evp_cli_common_option(int c, const char *arg, struct evp_cli_common *o)
         o->compensate = 1;
         return 1;
     case 'N':
-        o->ns = 1;
+        o->ns = EVP_UNIT_NS;
+        return 1;
+    case 'U':
+        o->ns = EVP_UNIT_US;
         return 1;
     default:
         return 0;
     }
+}
+
+int evp_cli_unit(const struct evp_cli_common *o, int dflt)
+{
+    return o->ns >= 0 ? o->ns : dflt;
 }
 
 struct evp_trace *evp_cli_open_common(const char *cmd, const char *path,

@@ -78,11 +78,12 @@ static int max_int(int a, int b)
 /* Column widths: as wide as the figures they hold. */
 struct dcols {
     int name, count, mean, change;
+    int umean, uchange; /* the units of the mean and change columns */
 };
 
 /* One row: NAME is R's name escaped for the terminal, NCOLS wide. */
 static void print_row(FILE *out, const struct drow *r, const char *name,
-                      int ncols, struct dcols w, int in_ns)
+                      int ncols, struct dcols w)
 {
     char c0[32], c1[32], m0[48], m1[48], d[64], pct[16];
     double ch = change(r);
@@ -93,10 +94,11 @@ static void print_row(FILE *out, const struct drow *r, const char *name,
     fprintf(out, " %s%*s %*s %*s %*s %s %*s %s %*s", name, w.name - ncols, "",
             w.count, evp_num_group(c0, sizeof c0, r->count[0]), w.count,
             evp_num_group(c1, sizeof c1, r->count[1]), w.mean,
-            evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0, in_ns),
-            evp_fmt_unit(in_ns), w.mean,
-            evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0, in_ns),
-            evp_fmt_unit(in_ns), w.change, signed_us(d, sizeof d, ch, in_ns));
+            evp_fmt_us_double(m0, sizeof m0, mean(r, 0) / 1000.0, w.umean),
+            evp_fmt_unit(w.umean), w.mean,
+            evp_fmt_us_double(m1, sizeof m1, mean(r, 1) / 1000.0, w.umean),
+            evp_fmt_unit(w.umean), w.change,
+            signed_us(d, sizeof d, ch, w.uchange));
     if (*pct)
         fprintf(out, " %8s", pct);
     putc('\n', out);
@@ -161,7 +163,19 @@ static void print_rows(FILE *out, const char *title, const char *unit,
     }
     if (funcs)
         evp_view_cells_unique(n, shown, cols, full, fullcols);
-    struct dcols w = {26, 12, 11, 16};
+    /* one unit for both means, so that they compare at a glance */
+    uint64_t lo_mean = UINT64_MAX, lo_change = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        for (int j = 0; j < 2; j++)
+            evp_fmt_col_see(&lo_mean, (uint64_t)mean(&rows[i], j));
+        evp_fmt_col_see(&lo_change, (uint64_t)fabs(change(&rows[i])));
+    }
+    struct dcols w = {26,
+                      12,
+                      11,
+                      16,
+                      evp_fmt_col_unit(o->ns, lo_mean),
+                      evp_fmt_col_unit(o->ns, lo_change)};
     for (size_t i = 0; i < n; i++) {
         const struct drow *r = &rows[i];
         char c[32], m[48], d[64];
@@ -169,17 +183,18 @@ static void print_rows(FILE *out, const char *title, const char *unit,
         for (int j = 0; j < 2; j++) {
             w.count = max_int(
                 w.count, (int)strlen(evp_num_group(c, sizeof c, r->count[j])));
-            w.mean =
-                max_int(w.mean, (int)strlen(evp_fmt_us_double(
-                                    m, sizeof m, mean(r, j) / 1000.0, o->ns)));
+            w.mean = max_int(w.mean,
+                             (int)strlen(evp_fmt_us_double(
+                                 m, sizeof m, mean(r, j) / 1000.0, w.umean)));
         }
-        w.change = max_int(
-            w.change, (int)strlen(signed_us(d, sizeof d, change(r), o->ns)));
+        w.change =
+            max_int(w.change,
+                    (int)strlen(signed_us(d, sizeof d, change(r), w.uchange)));
     }
     if (ok) {
         print_heading(out, title, unit, w);
         for (size_t i = 0; i < n; i++)
-            print_row(out, &rows[i], shown[i], cols[i], w, o->ns);
+            print_row(out, &rows[i], shown[i], cols[i], w);
         fputc('\n', out);
     }
     free(cut);

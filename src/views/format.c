@@ -1,7 +1,8 @@
 /*
  * Number and time formatting shared by the views, matching the
  * discussion's reports: counts with thousands separators ("94,807"),
- * times in microseconds with one truncated decimal ("1,782.7"), wall-clock
+ * times in microseconds with one truncated decimal ("1,782.7") or in the
+ * unit a column's values call for (evp_fmt_col_unit), wall-clock
  * times as
  * "2021-03-31 20:27:25.663947 UTC" (truncated to the microsecond, as the
  * discussion's analyzer prints them).
@@ -13,18 +14,42 @@
 
 #include "views.h"
 
-const char *evp_fmt_unit(int in_ns)
+const char *evp_fmt_unit(int unit)
 {
-    return in_ns ? "ns" : "µs";
+    switch (unit) {
+    case EVP_UNIT_NS:
+        return "ns";
+    case EVP_UNIT_MS:
+        return "ms";
+    default:
+        return "µs";
+    }
 }
 
-/* Tenths of a microsecond are truncated, not rounded: the discussion's
- * reports show 22,118,598 ns as "22,118.5 µs". */
-char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int in_ns)
+int evp_fmt_col_unit(int unit, uint64_t lo)
 {
-    if (in_ns)
+    if (unit != EVP_UNIT_AUTO)
+        return unit;
+    if (lo == 0 || lo == UINT64_MAX)
+        return EVP_UNIT_US;
+    if (lo < 1000)
+        return EVP_UNIT_NS;
+    return lo < 1000000 ? EVP_UNIT_US : EVP_UNIT_MS;
+}
+
+void evp_fmt_col_see(uint64_t *lo, uint64_t ns)
+{
+    if (ns && ns < *lo)
+        *lo = ns;
+}
+
+/* Tenths are truncated, not rounded: the discussion's reports show
+ * 22,118,598 ns as "22,118.5 µs". */
+char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int unit)
+{
+    if (unit == EVP_UNIT_NS)
         return evp_num_group(buf, len, ns);
-    uint64_t tenths = ns / 100;
+    uint64_t tenths = unit == EVP_UNIT_MS ? ns / 100000 : ns / 100;
     evp_num_group(buf, len, tenths / 10);
     size_t n = strlen(buf);
     if (n + 2 < len) {
@@ -35,14 +60,15 @@ char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int in_ns)
     return buf;
 }
 
-char *evp_fmt_us_double(char *buf, size_t len, double us, int in_ns)
+char *evp_fmt_us_double(char *buf, size_t len, double us, int unit)
 {
     if (!(us > 0))
         us = 0;
     if (us > 1.8e15)
         us = 1.8e15;
-    return evp_fmt_us(buf, len, (uint64_t)(us * 1000.0 + (in_ns ? 0.5 : 0)),
-                      in_ns);
+    return evp_fmt_us(buf, len,
+                      (uint64_t)(us * 1000.0 + (unit == EVP_UNIT_NS ? 0.5 : 0)),
+                      unit);
 }
 
 char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns)

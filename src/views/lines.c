@@ -210,11 +210,18 @@ static int cmp_lrow(const void *x, const void *y)
 
 static void print_rows(FILE *out, const struct evp_trace *t,
                        const struct lacc *a, const struct lrow *rows,
-                       size_t nrows, uint64_t grand, int ns)
+                       size_t nrows, uint64_t grand, int unit)
 {
+    uint64_t lo = UINT64_MAX;
+    for (size_t i = 0; i < nrows && i < LINES_SHOWN; i++)
+        evp_fmt_col_see(&lo, rows[i].total);
+    unit = evp_fmt_col_unit(unit, lo);
+    char head[32];
+    snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
     fprintf(out, "lines (hottest first, by time in their ops):\n\n");
-    fprintf(out, " %-40s %-28s %12s %6s %12s  %s\n", "file:line", "function",
-            ns ? "time (ns)" : "time (µs)", "%", "count", "top ops");
+    /* (the µs heading is a byte wider than it shows) */
+    fprintf(out, " %-40s %-28s %*s %6s %12s  %s\n", "file:line", "function",
+            unit == EVP_UNIT_US ? 13 : 12, head, "%", "count", "top ops");
     for (size_t i = 0; i < nrows && i < LINES_SHOWN; i++) {
         const struct lrow *r = &rows[i];
         const struct lop *o = &a->v[r->first];
@@ -240,9 +247,9 @@ static void print_rows(FILE *out, const struct evp_trace *t,
             if (tl >= sizeof top)
                 break;
         }
-        double tm = ns ? (double)r->total : (double)r->total / 1e3;
-        fprintf(out, " %-40s %-28.28s %12.1f %5.1f%% %12s  %s\n", where,
-                f ? f->name : "?", tm,
+        char tm[48];
+        fprintf(out, " %-40s %-28.28s %12s %5.1f%% %12s  %s\n", where,
+                f ? f->name : "?", evp_fmt_us(tm, sizeof tm, r->total, unit),
                 grand ? 100.0 * (double)r->total / (double)grand : 0.0,
                 evp_num_group(c, sizeof c, r->count), top);
     }
@@ -252,7 +259,7 @@ static void print_rows(FILE *out, const struct evp_trace *t,
 }
 
 int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
-                         long stream, int ns)
+                         long stream, int unit)
 {
     if (!evp_lines_present(t)) {
         fprintf(stderr,
@@ -287,7 +294,7 @@ int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
             grand += a.v[i].total;
         }
         qsort(rows, nrows, sizeof *rows, cmp_lrow);
-        print_rows(out, t, &a, rows, nrows, grand, ns);
+        print_rows(out, t, &a, rows, nrows, grand, unit);
     }
     if (rc == -ENOMEM || a.oom)
         fprintf(stderr, "evalprof: out of memory\n");

@@ -130,13 +130,25 @@ static void heading(FILE *out, const char *const *labels, const int *widths,
     fprintf(out, "%s\n", line);
 }
 
+/* The mean of row R in ns (what the mean column shows). */
+static uint64_t row_mean_ns(const struct row *r, uint64_t total)
+{
+    return r->count ? (uint64_t)((double)total / (double)r->count) : 0;
+}
+
 static void table(FILE *out, const char *title, struct row *rows, size_t n,
-                  int wide, uint64_t grand, int in_ns)
+                  int wide, uint64_t grand, int unit)
 {
     int w = 26;
-    for (size_t i = 0; i < n; i++)
+    uint64_t lo_mean = UINT64_MAX, lo_total = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
         if (rows[i].cols + 1 > w)
             w = rows[i].cols + 1;
+        evp_fmt_col_see(&lo_mean, row_mean_ns(&rows[i], rows[i].total));
+        evp_fmt_col_see(&lo_total, rows[i].total);
+    }
+    int um = evp_fmt_col_unit(unit, lo_mean),
+        ut = evp_fmt_col_unit(unit, lo_total);
     struct cols cw = {12, 12};
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48];
@@ -144,8 +156,9 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
                                           (double)rows[i].count / 1000.0
                                     : 0;
         widen(&cw.count, evp_num_group(c, sizeof c, rows[i].count));
-        widen(&cw.value, wide ? evp_fmt_us(v, sizeof v, rows[i].total, in_ns)
-                              : evp_fmt_us_double(v, sizeof v, mean, in_ns));
+        widen(&cw.value, evp_fmt_us_double(v, sizeof v, mean, um));
+        if (wide)
+            widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].total, ut));
     }
     fprintf(out, "%s:\n\n", title);
     static const char *const labels[] = {"name", "count", "mean elapsed",
@@ -160,12 +173,11 @@ static void table(FILE *out, const char *title, struct row *rows, size_t n,
                         : 0;
         fprintf(out, " %s%*s%*s%*s %s", rows[i].name, w - rows[i].cols, "",
                 cw.count, evp_num_group(c, sizeof c, rows[i].count), cw.value,
-                evp_fmt_us_double(mean, sizeof mean, us, in_ns),
-                evp_fmt_unit(in_ns));
+                evp_fmt_us_double(mean, sizeof mean, us, um), evp_fmt_unit(um));
         if (wide)
             fprintf(out, "%*s %s %6.1f%%", cw.value,
-                    evp_fmt_us(tot, sizeof tot, rows[i].total, in_ns),
-                    evp_fmt_unit(in_ns),
+                    evp_fmt_us(tot, sizeof tot, rows[i].total, ut),
+                    evp_fmt_unit(ut),
                     grand ? 100.0 * (double)rows[i].total / (double)grand
                           : 0.0);
         putc('\n', out);
@@ -249,33 +261,47 @@ static void func_rule(FILE *out, int w, struct cols cw)
     putc('\n', out);
 }
 
+/* The units of the inclusive, self and mean columns. */
+struct func_units {
+    int incl, self, mean;
+};
+
 static void func_line(FILE *out, const struct row *r, int w, struct cols cw,
-                      int in_ns)
+                      struct func_units u)
 {
     char c[32], a[48], b[48], d[48];
-    const char *u = evp_fmt_unit(in_ns);
     int v = cw.value;
     double mean = r->count ? (double)r->incl / (double)r->count / 1000.0 : 0;
     fprintf(out, " %s%*s%*s%*s %s%*s %s%*s %s\n", r->shown, w - r->cols, "",
             cw.count, evp_num_group(c, sizeof c, r->count), v,
-            evp_fmt_us(a, sizeof a, r->incl, in_ns), u, v,
-            evp_fmt_us(b, sizeof b, r->self, in_ns), u, v,
-            evp_fmt_us_double(d, sizeof d, mean, in_ns), u);
+            evp_fmt_us(a, sizeof a, r->incl, u.incl), evp_fmt_unit(u.incl), v,
+            evp_fmt_us(b, sizeof b, r->self, u.self), evp_fmt_unit(u.self), v,
+            evp_fmt_us_double(d, sizeof d, mean, u.mean), evp_fmt_unit(u.mean));
 }
 
 /* The table of ROWS, sorted, each printed as SHOWN[i] (COLS[i] wide). */
 static void func_table_rows(FILE *out, struct row *rows, size_t n,
-                            const char **shown, const int *cols, int in_ns)
+                            const char **shown, const int *cols, int unit)
 {
     int w = 26;
     struct cols cw = {12, 12};
+    uint64_t lo[3] = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    for (size_t i = 0; i < n; i++) {
+        evp_fmt_col_see(&lo[0], rows[i].incl);
+        evp_fmt_col_see(&lo[1], rows[i].self);
+        evp_fmt_col_see(&lo[2], row_mean_ns(&rows[i], rows[i].incl));
+    }
+    struct func_units u = {evp_fmt_col_unit(unit, lo[0]),
+                           evp_fmt_col_unit(unit, lo[1]),
+                           evp_fmt_col_unit(unit, lo[2])};
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48];
         rows[i].shown = shown[i], rows[i].cols = cols[i];
         if (cols[i] + 1 > w)
             w = cols[i] + 1;
         widen(&cw.count, evp_num_group(c, sizeof c, rows[i].count));
-        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl, in_ns));
+        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].incl, u.incl));
+        widen(&cw.value, evp_fmt_us(v, sizeof v, rows[i].self, u.self));
     }
     fputs("functions:\n\n", out);
     static const char *const labels[] = {"name", "calls", "inclusive", "self",
@@ -284,7 +310,7 @@ static void func_table_rows(FILE *out, struct row *rows, size_t n,
     heading(out, labels, (const int[]){w + 1, cw.count, v, v, v}, 5);
     func_rule(out, w, cw);
     for (size_t i = 0; i < n; i++)
-        func_line(out, &rows[i], w, cw, in_ns);
+        func_line(out, &rows[i], w, cw, u);
     func_rule(out, w, cw);
     fprintf(out, " total: %zu functions\n", n);
 }

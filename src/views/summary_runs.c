@@ -82,15 +82,20 @@ static void print_table(FILE *out, const char *title, const char *what,
     free(scratch);
     sort_by = o->sort;
     qsort(rows, nrows, sizeof *rows, cmp_show);
+    /* one unit for the median and its range, from the smallest minimum */
+    uint64_t lo = UINT64_MAX;
+    for (size_t i = 0; i < nrows; i++)
+        evp_fmt_col_see(&lo, rows[i].min ? rows[i].min : rows[i].med);
+    int u = evp_fmt_col_unit(o->ns, lo);
     fprintf(out, "%s:\n\n %-40s %12s %14s  %s\n", title, "name", what,
             "median total", "[min - max]");
     for (size_t i = 0; i < nrows; i++) {
         const struct rrow *r = &rows[i];
         evp_view_func_cell(cell, sizeof cell, r->name, o->wide_names ? 0 : 40);
         fprintf(out, " %-40s %12" PRIu64 " %11s %s  [%s - %s]\n", cell,
-                r->count, evp_fmt_us(a, sizeof a, r->med, o->ns),
-                evp_fmt_unit(o->ns), evp_fmt_us(b, sizeof b, r->min, o->ns),
-                evp_fmt_us(c, sizeof c, r->max, o->ns));
+                r->count, evp_fmt_us(a, sizeof a, r->med, u), evp_fmt_unit(u),
+                evp_fmt_us(b, sizeof b, r->min, u),
+                evp_fmt_us(c, sizeof c, r->max, u));
     }
     fputc('\n', out);
 }

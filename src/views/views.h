@@ -114,7 +114,7 @@ struct evp_tree_opts {
     int compensate;
     long stream;      /* -1: all */
     size_t max_depth; /* events drawn deeper are elided; 0: none */
-    int ns;           /* durations in ns instead of µs (--ns) */
+    int ns;           /* enum evp_unit of durations (--ns, --us) */
     const struct evp_filter *filter; /* NULL: none (max_depth unused) */
 };
 
@@ -153,7 +153,7 @@ struct evp_summary_opts {
     int group_specialized; /* fold specialized opcodes into their base */
     int compensate;
     long stream;
-    int ns;         /* durations in ns instead of µs (--ns) */
+    int ns;         /* enum evp_unit of durations (--ns, --us) */
     int wide_names; /* function names never cut (--wide) */
     int lines;      /* the hottest lines table instead (--lines) */
 };
@@ -171,7 +171,7 @@ struct evp_diff_opts {
     enum evp_sort sort; /* EVP_SORT_TOTAL (default): by change in total */
     int funcs;          /* add the per-function table */
     int compensate;
-    int ns;         /* durations in ns instead of µs (--ns) */
+    int ns;         /* enum evp_unit of durations (--ns, --us) */
     int wide_names; /* function names never cut (--wide) */
 };
 
@@ -388,15 +388,36 @@ void evp_view_op_name(const struct evp_trace *t, unsigned op, char *buf,
 
 /* ---- shared formatting helpers (format.c) ------------------------- */
 
-/* ns as "1,782.7" (µs with one decimal, thousands separated), or with
- * IN_NS (--ns) in whole nanoseconds ("1,782,700"); the unit name printed
- * after them is evp_fmt_unit(IN_NS) ("µs" or "ns"). */
-char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int in_ns);
-const char *evp_fmt_unit(int in_ns);
+/* The unit durations print in: UNIT_US is the discussion's reports'
+ * (--us), UNIT_NS whole nanoseconds (--ns), UNIT_AUTO (the default of
+ * summary's and diff's tables) the largest of ns, µs and ms in which
+ * every nonzero value of a column is at least 1, chosen per column by
+ * evp_fmt_col_unit: a column of 4 ns means does not read "0.0 µs", and
+ * every value keeps at least two significant digits. */
+enum evp_unit {
+    EVP_UNIT_US = 0,
+    EVP_UNIT_NS = 1,
+    EVP_UNIT_MS = 2,
+    EVP_UNIT_AUTO = 3
+};
+
+/* UNIT, or for EVP_UNIT_AUTO the unit of a column whose smallest nonzero
+ * value is LO ns (UINT64_MAX or 0: no such value, µs). */
+int evp_fmt_col_unit(int unit, uint64_t lo);
+/* *LO lowered to NS when NS is nonzero: the column scan for the above. */
+void evp_fmt_col_see(uint64_t *lo, uint64_t ns);
+
+/* ns as "1,782.7" in UNIT (µs or ms with one truncated decimal,
+ * thousands separated), or in whole nanoseconds ("1,782,700") for
+ * EVP_UNIT_NS; the unit's name printed after them is evp_fmt_unit(UNIT)
+ * ("µs", "ns", "ms").  EVP_UNIT_AUTO prints as µs: a caller picks
+ * the column's unit first. */
+char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int unit);
+const char *evp_fmt_unit(int unit);
 /* A table's column rule: a blank, then N dashes. */
 void evp_fmt_dashes(FILE *out, int n);
 /* a mean in µs, as evp_fmt_us */
-char *evp_fmt_us_double(char *buf, size_t len, double us, int in_ns);
+char *evp_fmt_us_double(char *buf, size_t len, double us, int unit);
 /* epoch ns as "2021-03-31 20:27:25.663947 UTC" */
 char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns);
 

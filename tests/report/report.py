@@ -101,8 +101,9 @@ def rows_of(text, title, nfig):
 
 
 def compare_run(trace, page, tag):
-    summ = run("summary", "--funcs", "--wide", "--sort", "total", trace)
-    mean = run("summary", "--sort", "elapsed", trace)
+    # the page writes µs with one decimal, as summary --us does
+    summ = run("summary", "--us", "--funcs", "--wide", "--sort", "total", trace)
+    mean = run("summary", "--us", "--sort", "elapsed", trace)
     t = page["tables"]
     # header facts
     facts = page["facts"][0]
@@ -149,7 +150,7 @@ def compare_run(trace, page, tag):
 
 
 def compare_diff(a, b, page):
-    d = run("diff", "--funcs", "--wide", a, b)
+    d = run("diff", "--us", "--funcs", "--wide", a, b)
     t = page["tables"]
     for title, tid in (("events", "t-diff-phases"), ("ops", "t-diff-ops"),
                        ("functions (inclusive time)", "t-diff-funcs")):
