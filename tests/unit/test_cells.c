@@ -4,7 +4,8 @@
  * wider one keeps its name and the end of its path, elided with "…" to
  * exactly the limit, its ":line)" never cut; a name too long for that
  * leaves half the cell to the path's end; other labels end in ".."; and
- * cells that print alike for different labels print whole.
+ * cells that print alike for different labels print whole.  Also the
+ * unit a column of durations is printed in (evp_fmt_col_unit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -93,6 +94,32 @@ static void test_alike_print_whole(void **state)
     assert_ptr_equal(shown[2], full[2]);
 }
 
+/* A column's unit: the largest in which its smallest nonzero value is at
+ * least 1; --ns and --us are kept whatever the values. */
+static void test_column_unit(void **state)
+{
+    (void)state;
+    uint64_t lo = UINT64_MAX;
+    assert_int_equal(evp_fmt_col_unit(EVP_UNIT_AUTO, lo), EVP_UNIT_US);
+    evp_fmt_col_see(&lo, 0); /* zeros do not count */
+    assert_int_equal(lo, UINT64_MAX);
+    evp_fmt_col_see(&lo, 2500000);
+    assert_int_equal(evp_fmt_col_unit(EVP_UNIT_AUTO, lo), EVP_UNIT_MS);
+    evp_fmt_col_see(&lo, 1000);
+    assert_int_equal(evp_fmt_col_unit(EVP_UNIT_AUTO, lo), EVP_UNIT_US);
+    evp_fmt_col_see(&lo, 999);
+    assert_int_equal(evp_fmt_col_unit(EVP_UNIT_AUTO, lo), EVP_UNIT_NS);
+    assert_int_equal(evp_fmt_col_unit(EVP_UNIT_US, 13), EVP_UNIT_US);
+    assert_int_equal(evp_fmt_col_unit(EVP_UNIT_NS, 5000000), EVP_UNIT_NS);
+    char b[48];
+    assert_string_equal(evp_fmt_us(b, sizeof b, 2599999, EVP_UNIT_MS), "2.5");
+    assert_string_equal(evp_fmt_unit(EVP_UNIT_MS), "ms");
+    assert_string_equal(evp_fmt_us(b, sizeof b, 1782799, EVP_UNIT_US),
+                        "1,782.7");
+    assert_string_equal(evp_fmt_us(b, sizeof b, 1782799, EVP_UNIT_NS),
+                        "1,782,799");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -102,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_long_name_keeps_line),
         cmocka_unit_test(test_other_shape_dots),
         cmocka_unit_test(test_alike_print_whole),
+        cmocka_unit_test(test_column_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
