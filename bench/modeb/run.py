@@ -15,6 +15,11 @@ file of BENCH_JSON_MB megabytes, default 20), runs in one session and interleave
     mon. floor    (3.12+) sys.monitoring INSTRUCTION events to a C
                   function that does nothing: the interpreter's own price
                   for reporting every instruction
+    floor+calls   (3.12+, with build/bench/_floor-*.so) the floor plus the
+                  other events ops mode asks for (CALL, C_RETURN, C_RAISE,
+                  RAISE, RERAISE) to a do-nothing C callable and a
+                  do-nothing PEP 523 frame hook: the interpreter's price
+                  for everything ops mode asks of it
 
 and prints the median wall time of each (BENCH_REPS runs, default 3), its
 ratio to the untraced median of the same session, the same for CPU time
@@ -28,6 +33,9 @@ targets (--no-ops no slower than cProfile; ops at most 4x untraced on
 beside the figures; nothing fails on time.  The ops line carries the floor
 measured in the same session and the ratio to it, wall and CPU (3.11 has
 no sys.monitoring: its floor is shown as n/a).
+Then where ops mode's time over the floor goes: the interpreter's price
+for the call events (floor+calls less the floor), one TSC read per event
+(its cost measured by _floor.tsc_ns), and the rest, evalprof's own.
 Last, how honest the compensated times are: the workload's <module> in
 the ops trace, with each event's measured cost taken off and without,
 against the untraced run (its wall time less `python -c pass`).
@@ -149,6 +157,52 @@ def floor_note(times, cpus):
         statistics.median(cpus["ops"]) / fc)
 
 
+def floor_ext(build, tag):
+    """build/bench/_floor-TAG.so (bench/modeb/floor_ext.c), or None."""
+    path = os.path.join(build, "bench", "_floor-%s.so" % tag)
+    return path if os.path.exists(path) else None
+
+
+def tsc_ns(exe, ext):
+    """One TSC read's cost in ns, measured by EXT under EXE, or None."""
+    code = ("import importlib.machinery as m, importlib.util as u\n"
+            "l = m.ExtensionFileLoader('_floor', %r)\n"
+            "s = u.spec_from_file_location('_floor', %r, loader=l)\n"
+            "x = u.module_from_spec(s); l.exec_module(x)\n"
+            "print(min(x.tsc_ns(2000000) for _ in range(5)))\n" % (ext, ext))
+    p = subprocess.run([exe, "-c", code], capture_output=True, text=True)
+    try:
+        return float(p.stdout.split()[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def where_it_goes(exe, build, tag, med, sizes):
+    """Ops mode's wall time over the floor, split: the interpreter's price
+    for the call events (floor+calls - floor), one TSC read per event, and
+    the rest (evalprof's callbacks, record stores, hand-over)."""
+    if "floor+calls" not in med or "ops" not in sizes:
+        return
+    ext = floor_ext(build, tag)
+    tsc = tsc_ns(exe, ext) if ext else None
+    over = med["ops"] - med["mon. floor"]
+    calls = med["floor+calls"] - med["mon. floor"]
+    events = statistics.median(s[1] for s in sizes["ops"])
+    clock = events * tsc / 1e9 if tsc else None
+    line = ("    where ops' %.3fs over the floor goes: call events in the "
+            "interpreter %.3fs (floor+calls - floor)" % (over, calls))
+    if clock is not None:
+        line += (", TSC reads %.3fs (%s events x %.1f ns), evalprof's "
+                 "callbacks, stores and hand-over %.3fs (the rest)"
+                 % (clock, format(int(events), ","), tsc,
+                    over - calls - clock))
+    print(line)
+    print("    the floor with every event ops mode asks for: %.2fx the "
+          "floor; 1.3x the floor leaves %.3fs for the clock and evalprof"
+          % (med["floor+calls"] / med["mon. floor"],
+             1.3 * med["mon. floor"] - med["floor+calls"]))
+
+
 def json_input(tmp, mb):
     """A JSON file of about MB megabytes for json.tool: nested objects,
     lists, strings and numbers."""
@@ -192,6 +246,12 @@ def bench(tag, exe, build, workloads, reps, tmp):
             configs.append(("mon. floor", [exe, os.path.join(HERE,
                                                              "floor.py")]
                             + script, env))
+            ext = floor_ext(build, tag)
+            if ext:
+                # ... and with the call events and frame hook as well
+                configs.append(("floor+calls",
+                                [exe, os.path.join(HERE, "floor.py"),
+                                 "--calls", ext] + script, env))
         skip = [w for w in os.environ.get("BENCH_SKIP", "").split(",") if w]
         configs = [c for c in configs if c[0] not in skip]
         times = {name: [] for name, _, _ in configs}
@@ -257,6 +317,7 @@ def bench(tag, exe, build, workloads, reps, tmp):
             print("    target ops <= 1.3x the floor: wall %s (%.2fx), cpu %s "
                   "(%.2fx)" % (verdict(fw <= 1.3), fw, verdict(fc <= 1.3),
                                fc))
+            where_it_goes(exe, build, tag, med, sizes)
 
 
 def main():
