@@ -199,6 +199,8 @@ def calls(n):
 """
 
 _OP_KINDS = (_kinds.OP, _kinds.LOOP_EXCEPTION)
+# with lines, ops are op at events, from a callback of their own
+_LINES_KINDS = _OP_KINDS + (_kinds.OP_AT,)
 _FRAME_KINDS = (_kinds.ENTER, _kinds.EXIT, _kinds.RUNTIME_OTHER,
                 _kinds.RESUME, _kinds.SUSPEND, _kinds.C_CALL, _kinds.C_RETURN,
                 _kinds.C_RAISE)
@@ -218,7 +220,7 @@ def _best_ns(fn, n, runs, clock=time.perf_counter_ns):
     return best
 
 
-def _traced(tracer, fn, n, runs, ops):
+def _traced(tracer, fn, n, runs, ops, lines=False):
     """Best time of RUNS calls of FN(N) traced into a scratch trace (None
     for RUNS 0), and the events that trace holds."""
     fd, scratch = tempfile.mkstemp(prefix="evalprof-calibration-",
@@ -227,7 +229,7 @@ def _traced(tracer, fn, n, runs, ops):
     try:
         tracer.start(scratch, ops=ops, threads=False, follow_fork=False,
                      opcodes=_opcode_table(), meta={},
-                     ignore_prefix=_package_dir())
+                     ignore_prefix=_package_dir(), lines=lines)
         try:
             best = _best_ns(fn, n, runs) if runs else None
         finally:
@@ -240,7 +242,7 @@ def _traced(tracer, fn, n, runs, ops):
     return best, stats["events"], stats.get("event_cost_ns", 0.0)
 
 
-def _event_costs(tracer, ops):
+def _event_costs(tracer, ops, lines=False):
     """What one event costs the traced program in all: the interpreter's
     hook or callback, evalprof's work in it and the recorder's, in ns.
 
@@ -252,15 +254,19 @@ def _event_costs(tracer, ops):
     first).  Kept as event_cost.kind.* metadata, by which the reports
     compensate each event's elapsed time.  Measured once per process
     (about 40 ms); what could not be measured is left out, and tried
-    again at the next start().
+    again at the next start().  With LINES (and ops) the loops are traced
+    with lines, whose callback costs more, and the op cost is also that of
+    an op at event.
 
     Returns (costs, problem): PROBLEM is None, or one line saying why the
     calibration failed (the trace then goes on with the recorder's own
     cost only, and says so).
     """
     key = bool(ops)
-    if key in _calibrated:
-        return _calibrated[key], None
+    lines = bool(lines) and key
+    if (key, lines) in _calibrated:
+        return _calibrated[key, lines], None
+    op_kinds = _LINES_KINDS if lines else _OP_KINDS
     costs = {}
     problem = None
     try:
@@ -272,9 +278,12 @@ def _event_costs(tracer, ops):
         floor = [0.0]  # the recorder's own cost: no event costs less
 
         def per_run(fn, with_ops, nruns):
+            with_lines = lines and with_ops
             if with_ops not in base:
-                base[with_ops] = _traced(tracer, fn, n, 0, with_ops)[1]
-            best, events, rec = _traced(tracer, fn, n, nruns, with_ops)
+                base[with_ops] = _traced(tracer, fn, n, 0, with_ops,
+                                         with_lines)[1]
+            best, events, rec = _traced(tracer, fn, n, nruns, with_ops,
+                                        with_lines)
             floor[0] = max(floor[0], rec)
             return best, (events - base[with_ops]) / float(nruns)
 
@@ -286,7 +295,7 @@ def _event_costs(tracer, ops):
                 # a noisy machine can make the difference implausibly
                 # small: never below what the recorder alone costs
                 op_ns = max((traced - plain) / events, floor[0])
-                for kind in _OP_KINDS:
+                for kind in op_kinds:
                     costs[_kinds.cost_key(kind)] = "%.2f" % op_ns
         calls = code["calls"]
         plain = _best_ns(calls, n, runs)
@@ -304,8 +313,8 @@ def _event_costs(tracer, ops):
         costs = {}
         problem = "%s: %s" % (type(e).__name__, e) if str(e) else \
             type(e).__name__
-    if len(costs) == len(_FRAME_KINDS) + (len(_OP_KINDS) if ops else 0):
-        _calibrated[key] = costs
+    if len(costs) == len(_FRAME_KINDS) + (len(op_kinds) if ops else 0):
+        _calibrated[key, lines] = costs
     elif problem is None:
         problem = "its loops recorded no events"
     return costs, problem
@@ -477,7 +486,7 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
                                     after_in_parent=tracer.fork_resume,
                                     after_in_child=_after_fork_in_child)
             _state["hooks_set"] = True
-        costs, problem = (_event_costs(tracer, ops) if calibrate
+        costs, problem = (_event_costs(tracer, ops, lines) if calibrate
                           else ({}, None))
         if problem is not None:
             # Not fatal: the reports compensate by the recorder's own cost.

@@ -297,6 +297,16 @@ class Costs(Case):
                          r"[0-9.]+ ns.*other kinds [0-9.]+ ns \(the recorder "
                          r"alone\).*subtracted from elapsed times$")
 
+    def test_lines_measured(self):
+        # With --lines the ops are op at events from a callback of their
+        # own: the calibration traces its loops with lines too and gives
+        # op at its cost (not the recorder's alone).
+        p, trace = self.traced([prog("gens.py")], opts=["--lines"])
+        costs = self.costs(self.load(trace))
+        self.assertIn("op_at", costs)
+        self.assertEqual(costs["op_at"], costs["op"])
+        self.assertIn("enter", costs)
+
     def test_compensation_takes_the_cost_off(self):
         # Compensated op times are shorter than raw ones by about the
         # measured cost per op.
