@@ -249,6 +249,12 @@ def common_edits(ver):
                " args->bytes_argv, args->wchar_argv);"),
         where="before", anchors=[r"^pymain_init\(const _PyArgv \*args\)$"],
         within=10, what="the start of pymain_init()"))
+    # the program's roots, once site is imported and the program known
+    e.append(Insert(
+        "Modules/main.c", r"^    pymain_import_readline\(config\);$",
+        c_line(4, "_PyEvalprof_InitRoots(config, main_importer_path);"),
+        where="before", anchors=[r"^pymain_run_python\(int \*exitcode\)$"],
+        within=40, what="pymain_import_readline() in pymain_run_python()"))
     e.append(Insert(
         "Python/pylifecycle.c", r"^\{$",
         c_line(4, "_PyEvalprof_InitFromEnv();"),

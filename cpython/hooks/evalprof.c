@@ -545,28 +545,51 @@ evp_utf8(PyObject *s, const char *fallback)
     return u;
 }
 
+/* The exception being raised, taken out while evalprof calls the C API,
+ * and put back. */
+struct evp_exc {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc;
+#else
+    PyObject *type, *value, *tb;
+#endif
+};
+
+static struct evp_exc
+evp_exc_save(void)
+{
+    struct evp_exc e;
+#if PY_VERSION_HEX >= 0x030C0000
+    e.exc = PyErr_GetRaisedException();
+#else
+    PyErr_Fetch(&e.type, &e.value, &e.tb);
+#endif
+    return e;
+}
+
+static void
+evp_exc_restore(struct evp_exc e)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(e.exc);
+#else
+    PyErr_Restore(e.type, e.value, e.tb);
+#endif
+}
+
 uint32_t
 _PyEvalprof_RegisterCode(PyCodeObject *co)
 {
     if (!evp_rec_is_open()) {
         return 0;
     }
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-#endif
+    struct evp_exc exc = evp_exc_save();
     const char *name = evp_utf8(co->co_qualname, "<unnamed>");
     const char *file = evp_utf8(co->co_filename, "");
     int line = co->co_firstlineno > 0 ? co->co_firstlineno : 0;
     uint32_t id = evp_rec_func(name, file, (uint32_t)line);
     co->_co_evalprof_id = id;
-#if PY_VERSION_HEX >= 0x030C0000
-    PyErr_SetRaisedException(exc);
-#else
-    PyErr_Restore(type, value, tb);
-#endif
+    evp_exc_restore(exc);
     return id;
 }
 
@@ -648,6 +671,164 @@ _PyEvalprof_InitSys(PyObject *sysdict)
     int rc = PyDict_SetItemString(sysdict, "_evalprof", info);
     Py_DECREF(info);
     return rc;
+}
+
+/* ---- the program's roots ------------------------------------------------ */
+
+/* PATH normalised in place as os.path.normpath does: no "//", ".", "x/.."
+ * or trailing '/' (an absolute PATH; "/.." is "/"). */
+static void
+evp_normpath(char *path)
+{
+    char *out = path + 1;
+    const char *p = path;
+    if (*path != '/') {
+        return;
+    }
+    while (*p) {
+        while (*p == '/') {
+            p++;
+        }
+        const char *e = strchr(p, '/');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == 0 || (len == 1 && p[0] == '.')) {
+            /* nothing */
+        }
+        else if (len == 2 && p[0] == '.' && p[1] == '.') {
+            while (out > path + 1 && *--out != '/') {
+            }
+        }
+        else {
+            if (out > path + 1) {
+                *out++ = '/';
+            }
+            memmove(out, p, len);
+            out += len;
+        }
+        p += len;
+    }
+    *out = '\0';
+}
+
+/* Record KEY: the wide string W, or (W NULL) the str attribute NAME of
+ * sys, followed by TAIL, normalised.  Nothing when neither is a non-empty
+ * string. */
+static void
+evp_root(const char *key, const wchar_t *w, const char *name, const char *tail)
+{
+    PyObject *o =
+        w ? PyUnicode_FromWideChar(w, -1) : Py_XNewRef(PySys_GetObject(name));
+    const char *u = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    if (u != NULL && *u != '\0') {
+        size_t n = strlen(u) + strlen(tail) + 2;
+        char *v = malloc(n);
+        if (v != NULL) {
+            snprintf(v, n, "%s%s%s", u, *tail ? "/" : "", tail);
+            evp_normpath(v);
+            evp_rec_meta(key, v);
+            free(v);
+        }
+    }
+    Py_XDECREF(o);
+    PyErr_Clear();
+}
+
+/* PATH's directory (PATH cut at its last '/', "/" for a file in "/"), in
+ * a copy, or NULL. */
+static char *
+evp_dirname(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash == NULL ? 0 : slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d != NULL) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* The program's directory: root.script, and root.script.real where the
+ * directory its modules import from (sys.path[0]: the script resolved)
+ * differs; the importer path a directory or zip program runs from; the
+ * working directory for -m, -c and standard input. */
+static void
+evp_script_roots(const PyConfig *config, PyObject *importer_path)
+{
+    if (importer_path != NULL || config->run_filename == NULL ||
+        config->run_command != NULL || config->run_module != NULL) {
+        const char *u = importer_path && PyUnicode_Check(importer_path)
+                            ? PyUnicode_AsUTF8(importer_path)
+                            : NULL;
+        char cwd[4096];
+        if (u == NULL && importer_path == NULL &&
+            getcwd(cwd, sizeof cwd) != NULL) {
+            u = cwd;
+        }
+        if (u != NULL) {
+            evp_rec_meta("root.script", u);
+        }
+        PyErr_Clear();
+        return;
+    }
+    PyObject *o = PyUnicode_FromWideChar(config->run_filename, -1);
+    const char *file = o ? PyUnicode_AsUTF8(o) : NULL;
+    char *dir = file ? evp_dirname(file) : NULL;
+    char *real = file ? realpath(file, NULL) : NULL;
+    char *real_dir = real ? evp_dirname(real) : NULL;
+    if (dir != NULL && *dir == '/') {
+        evp_rec_meta("root.script", dir);
+        if (real_dir != NULL && strcmp(real_dir, dir) != 0) {
+            evp_rec_meta("root.script.real", real_dir);
+        }
+    }
+    free(real_dir);
+    free(real);
+    free(dir);
+    Py_XDECREF(o);
+    PyErr_Clear();
+}
+
+void
+_PyEvalprof_InitRoots(const PyConfig *config, PyObject *importer_path)
+{
+    if (!evp.active || !evp_rec_is_open() || evp.pid != getpid()) {
+        return;
+    }
+    struct evp_exc exc = evp_exc_save();
+    /* sysconfig's posix_prefix (and posix_venv) scheme, from the sys
+     * attributes it reads, but the stdlib where this interpreter finds
+     * it: the same directory once installed, its source's Lib when run
+     * from its build directory. */
+    PyObject *lib = PySys_GetObject("platlibdir");
+    const char *platlibdir =
+        lib && PyUnicode_Check(lib) ? PyUnicode_AsUTF8(lib) : NULL;
+    char ver[64], plat[96];
+#ifdef Py_GIL_DISABLED
+    const char *abi_thread = "t";
+#else
+    const char *abi_thread = "";
+#endif
+    snprintf(ver, sizeof ver, "python%d.%d%s", PY_MAJOR_VERSION,
+             PY_MINOR_VERSION, abi_thread);
+    snprintf(plat, sizeof plat, "%s/%s", platlibdir ? platlibdir : "lib", ver);
+    PyErr_Clear();
+    if (config->stdlib_dir != NULL) {
+        evp_root("root.stdlib", config->stdlib_dir, NULL, "");
+    }
+    else {
+        evp_root("root.stdlib", NULL, "base_prefix", plat);
+    }
+    evp_root("root.platstdlib", NULL, "exec_prefix", plat);
+    if (config->site_import) {
+        char pure[96], platsite[128];
+        snprintf(pure, sizeof pure, "lib/%s/site-packages", ver);
+        snprintf(platsite, sizeof platsite, "%s/site-packages", plat);
+        evp_root("root.purelib", NULL, "prefix", pure);
+        evp_root("root.platlib", NULL, "exec_prefix", platsite);
+    }
+    evp_script_roots(config, importer_path);
+    evp_exc_restore(exc);
 }
 
 int

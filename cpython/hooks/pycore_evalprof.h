@@ -5,7 +5,8 @@
  * The interpreter calls these from a handful of places that
  * apply-hooks.py inserts: the start of pymain_init() and
  * Py_InitializeFromConfig() (tracing starts), the creation of the sys
- * module (sys._evalprof), the end of finalisation (tracing ends),
+ * module (sys._evalprof), pymain_run_python() before it runs the program
+ * (the trace's roots), the end of finalisation (tracing ends),
  * os._exit() (the trace is closed) and the fork warning of os.fork()
  * (the recorder's writer thread is not the program's).  The eval-loop hooks
  * themselves live in Python/evalprof_ceval.h and only need
@@ -61,6 +62,19 @@ extern void _PyEvalprof_Exit(void);
  * exception set.
  */
 extern int _PyEvalprof_InitSys(PyObject *sysdict);
+
+/*
+ * Add the directories the program's files are found under to the trace's
+ * metadata (root.stdlib, root.platstdlib, root.purelib and root.platlib,
+ * the last two only when site is imported; root.script and
+ * root.script.real: docs/FORMAT.md), so that diff --funcs keys functions
+ * relative to them.  pymain_run_python() calls it once the paths are
+ * final (site imported) and the program is known: IMPORTER_PATH is the
+ * directory or zip file run as __main__, or NULL.  Never fails; leaves
+ * any exception as it was.
+ */
+extern void _PyEvalprof_InitRoots(const PyConfig *config,
+                                  PyObject *importer_path);
 
 /* Threads evalprof itself runs in this process (the recorder's writer
  * while a trace is open), for os.fork()'s multi-threading warning. */
