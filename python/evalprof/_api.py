@@ -143,6 +143,11 @@ def _roots(extra):
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
         if paths.get(name):
             roots["root." + name] = os.path.abspath(paths[name])
+    # where the stdlib really loads from (sysconfig names the installed
+    # place, which an interpreter run from its build tree does not use),
+    # as the instrumented interpreter records it
+    if getattr(sys, "_stdlib_dir", None):
+        roots["root.stdlib"] = os.path.abspath(sys._stdlib_dir)
     if "root.script" not in (extra or {}):
         main = getattr(sys.modules.get("__main__"), "__file__", None)
         try:
