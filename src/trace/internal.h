@@ -47,6 +47,15 @@ struct opcode_entry {
     uint16_t base;
 };
 
+/* Where compressed chunks are decompressed, one at a time: one per replay
+ * (replays may run in several threads at once) and one for the index
+ * pass.  Zeroed to start; evp_inflater_free gives it back. */
+struct evp_inflater {
+    uint8_t *buf;
+    size_t cap;
+    void *dctx; /* ZSTD_DCtx, made on first use */
+};
+
 struct evp_trace {
     char *path;
     struct evp_trace_info info;
@@ -55,6 +64,9 @@ struct evp_trace {
     uint8_t *data;
     size_t size;
     int mapped;
+    /* the index pass's inflater: here, not on the pass's stack, so that a
+     * file cut under the pass (SIGBUS, evp_file_guard) loses nothing */
+    struct evp_inflater open_z;
 
     /* metadata as recorded, later pairs replacing earlier ones */
     struct evp_kv meta;
@@ -120,14 +132,6 @@ EVP_HIDDEN void evp_trace_release(struct evp_trace *t, const void *p,
 EVP_HIDDEN int evp_stream_add_segment(struct stream *s,
                                       const struct segment *seg);
 
-/* Where compressed chunks are decompressed, one at a time: one per replay
- * (replays may run in several threads at once) and one for the index
- * pass.  Zeroed to start; evp_inflater_free gives it back. */
-struct evp_inflater {
-    uint8_t *buf;
-    size_t cap;
-    void *dctx; /* ZSTD_DCtx, made on first use */
-};
 /* Decompress the zstd frame at SRC (N bytes) that declares RAW bytes into
  * Z's buffer: the bytes, valid until Z's next use, or NULL when the frame
  * does not hold RAW bytes (or memory runs out). */

@@ -255,7 +255,7 @@ struct scan {
     struct evp_trace *t;
     uint32_t chunk;                   /* chunk number, from 0 */
     uint64_t inflated, inflate_limit; /* decompressed bytes, and the bound */
-    struct evp_inflater z;            /* the chunk being read, decompressed */
+    struct evp_inflater *z;           /* t->open_z: the chunk being read */
     /* clock pairs for calibration */
     uint64_t lo_ticks, lo_ns, hi_ticks, hi_ns;
     int have_pair;
@@ -506,7 +506,7 @@ static int inflate(struct scan *sc, const uint8_t **p, size_t *len, size_t off,
         return -2;
     }
     sc->inflated += raw;
-    const uint8_t *out = evp_inflate(&sc->z, *p + 4, *len - 4, raw);
+    const uint8_t *out = evp_inflate(sc->z, *p + 4, *len - 4, raw);
     if (!out)
         return -1;
     *p = out;
@@ -800,7 +800,7 @@ static int read_binary(struct evp_trace *t, size_t first, char *err,
 {
     const uint8_t *d = t->data;
     size_t size = t->size;
-    struct scan sc = {.t = t};
+    struct scan sc = {.t = t, .z = &t->open_z};
     sc.inflate_limit = INFLATE_FLOOR + (uint64_t)size * INFLATE_RATIO;
 
     if (first) {
@@ -823,7 +823,7 @@ static int read_binary(struct evp_trace *t, size_t first, char *err,
         return -EPROTO;
     }
     unsigned good = walk_chunks(&sc, first ? first : EVP_FILE_HEADER_SIZE);
-    evp_inflater_free(&sc.z);
+    evp_inflater_free(&t->open_z);
     if (!good) {
         /* One line: what was met first says what the file is. */
         if (t->nwarnings > 1)
@@ -1168,6 +1168,7 @@ void evp_trace_close(struct evp_trace *t)
         evp_file_unmap(t->data, t->size);
     else
         free(t->data);
+    evp_inflater_free(&t->open_z);
     evp_kv_free(&t->meta);
     free(t->funcs);
     for (size_t i = 0; i < t->nstreams; i++)
