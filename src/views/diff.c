@@ -312,11 +312,8 @@ static long op_rows(struct evp_trace *t[2], const struct evp_stats s[2],
         struct drow *r = &rows[j];
         memset(r, 0, sizeof *r);
         snprintf(r->name, sizeof r->name, "%s", m[j].name);
-        for (int i = 0; i < 2; i++)
-            if (m[j].op[i] >= 0) {
-                r->count[i] = s[i].op_count[m[j].op[i]];
-                r->total[i] = s[i].op_total[m[j].op[i]];
-            }
+        memcpy(r->count, m[j].count, sizeof r->count);
+        memcpy(r->total, m[j].total, sizeof r->total);
         r->first = m[j].first;
     }
     free(m);

@@ -365,39 +365,37 @@ static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
     for (int ops = 0; ops < 2; ops++) {
         n = 0;
         memset(r, 0, cap * sizeof *r);
-        struct evp_op_match *m = NULL;
-        if (ops && evp_stats_match_ops(t, s, &m, &n) < 0) {
-            free(r);
-            return -ENOMEM;
-        }
         if (ops) {
             /* matched by name; ordered by first appearance in BASE,
              * then in NEW */
+            struct evp_op_match *m;
+            if (evp_stats_match_ops(t, s, &m, &n) < 0) {
+                free(r);
+                return -ENOMEM;
+            }
             n = n < cap ? n : cap;
             for (size_t j = 0; j < n; j++) {
                 snprintf(r[j].name, sizeof r[j].name, "%s", m[j].name);
-                for (int i = 0; i < 2; i++)
-                    if (m[j].op[i] >= 0) {
-                        r[j].count[i] = s[i].op_count[m[j].op[i]];
-                        r[j].total[i] = s[i].op_total[m[j].op[i]];
-                    }
+                memcpy(r[j].count, m[j].count, sizeof r[j].count);
+                memcpy(r[j].total, m[j].total, sizeof r[j].total);
                 r[j].first = m[j].first;
             }
             free(m);
-        }
-        for (unsigned k = 0; !ops && k < EVP_STATS_KEYS; k++) {
-            const uint64_t *cnt[2] = {s[0].kind_count, s[1].kind_count};
-            if (!cnt[0][k] && !cnt[1][k])
-                continue;
-            /* ordered by first appearance in BASE, then in NEW */
-            int side = cnt[0][k] ? 0 : 1;
-            struct drow *d = &r[n++];
-            snprintf(d->name, sizeof d->name, "%s", evp_kind_name(k));
-            for (int i = 0; i < 2; i++) {
-                d->count[i] = cnt[i][k];
-                d->total[i] = s[i].kind_total[k];
+        } else {
+            for (unsigned k = 0; k < EVP_STATS_KEYS; k++) {
+                const uint64_t *cnt[2] = {s[0].kind_count, s[1].kind_count};
+                if (!cnt[0][k] && !cnt[1][k])
+                    continue;
+                /* ordered by first appearance in BASE, then in NEW */
+                int side = cnt[0][k] ? 0 : 1;
+                struct drow *d = &r[n++];
+                snprintf(d->name, sizeof d->name, "%s", evp_kind_name(k));
+                for (int i = 0; i < 2; i++) {
+                    d->count[i] = cnt[i][k];
+                    d->total[i] = s[i].kind_total[k];
+                }
+                d->first = (side ? 1u << 20 : 0) + s[side].kind_first[k];
             }
-            d->first = (side ? 1u << 20 : 0) + s[side].kind_first[k];
         }
         fprintf(out, "<section id=\"%s\"><h2>%s, BASE to NEW</h2>\n",
                 ops ? "diff-ops" : "diff-phases",

@@ -270,15 +270,15 @@ int evp_stats_match_ops(struct evp_trace *t[2], const struct evp_stats s[2],
             evp_view_op_name(t[i], op, name, sizeof name);
             size_t j = 0;
             /* BASE's names are unique; only NEW's look */
-            while (i && j < n && (m[j].op[1] >= 0 || strcmp(m[j].name, name)))
+            while (i && j < n && (m[j].count[1] || strcmp(m[j].name, name)))
                 j++;
             if (!i || j == n) {
                 j = n++;
                 snprintf(m[j].name, sizeof m[j].name, "%s", name);
-                m[j].op[0] = m[j].op[1] = -1;
                 m[j].first = (i ? 1u << 20 : 0) + s[i].op_first[op];
             }
-            m[j].op[i] = (int)op;
+            m[j].count[i] = s[i].op_count[op];
+            m[j].total[i] = s[i].op_total[op];
         }
     *rows = m;
     *nrows = n;

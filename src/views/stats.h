@@ -81,13 +81,13 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
 
 /* The opcodes of two runs matched by name: numbers change between
  * interpreter versions (LOAD_ATTR is 106 in 3.12, 82 in 3.13), names do
- * not.  An opcode its trace cannot name is matched as "<N>".  OP[i] is
- * its number in run i, or -1 when run i has none.  FIRST orders rows that
- * tie: BASE's opcodes, then NEW's.  *ROWS is malloc'ed.  Returns 0 or
- * -ENOMEM. */
+ * not.  An opcode its trace cannot name is matched as "<N>".  COUNT and
+ * TOTAL are run i's figures (0 when run i has none of it); FIRST orders
+ * rows that tie: BASE's opcodes, then NEW's.  *ROWS is malloc'ed.
+ * Returns 0 or -ENOMEM. */
 struct evp_op_match {
     char name[64];
-    int op[2];
+    uint64_t count[2], total[2];
     uint64_t first;
 };
 
