@@ -129,6 +129,10 @@ const char *evp_trace_warning(const struct evp_trace *t, size_t i);
 /* Trace-clock ns of the end: the end record, else the last event. */
 uint64_t evp_trace_end_ns(const struct evp_trace *t);
 
+/* What compensation takes off each event of KIND, in ns: the kind's
+ * measured cost, else the recorder's own cost per event (0: none). */
+double evp_trace_kind_cost_ns(const struct evp_trace *t, unsigned kind);
+
 /* Convert trace clock ticks to trace-clock nanoseconds. */
 uint64_t evp_trace_ticks_to_ns(const struct evp_trace *t, uint64_t ticks);
 

@@ -1188,6 +1188,14 @@ void evp_trace_close(struct evp_trace *t)
 
 /* ---- accessors ----------------------------------------------------------- */
 
+double evp_trace_kind_cost_ns(const struct evp_trace *t, unsigned kind)
+{
+    const struct evp_trace_info *in = &t->info;
+    return kind < EVP_EV__COUNT && in->kind_cost_ns[kind] > 0
+               ? in->kind_cost_ns[kind]
+               : in->event_cost_ns;
+}
+
 const struct evp_trace_info *evp_trace_info(const struct evp_trace *t)
 {
     return &t->info;

@@ -499,11 +499,8 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
     r->ops = ops;
     r->ctx = ctx;
     if (opts->compensate) {
-        const struct evp_trace_info *in = &t->info;
         for (unsigned k = 0; k < EVP_EV__COUNT; k++) {
-            double c = in->kind_cost_ns[k] > 0 ? in->kind_cost_ns[k]
-                                               : in->event_cost_ns;
-            r->kcost[k] = (uint64_t)(c + 0.5);
+            r->kcost[k] = (uint64_t)(evp_trace_kind_cost_ns(t, k) + 0.5);
             r->cost |= r->kcost[k];
             if (r->kcost[k] > r->kmax)
                 r->kmax = r->kcost[k];

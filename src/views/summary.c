@@ -466,12 +466,8 @@ static void estimate_line(FILE *out, const struct evp_trace *t,
 {
     const struct evp_trace_info *in = evp_trace_info(t);
     double off = 0;
-    for (unsigned k = 0; k < EVP_EV__COUNT; k++) {
-        double c = in->has_kind_cost && in->kind_cost_ns[k] > 0
-                       ? in->kind_cost_ns[k]
-                       : in->event_cost_ns;
-        off += (double)a->kind_count[k] * (c > 0 ? c : 0);
-    }
+    for (unsigned k = 0; k < EVP_EV__COUNT; k++)
+        off += (double)a->kind_count[k] * evp_trace_kind_cost_ns(t, k);
     uint64_t end = evp_trace_end_ns(t);
     double el = end > in->start_ns ? (double)(end - in->start_ns) : 0;
     if (!(off > 0) || !(el > 0))
