@@ -46,6 +46,7 @@ BENCH_PYTHONS (comma-separated version tags or paths to restrict to),
 BENCH_SKIP (comma-separated configurations to leave out, e.g.
 py-settrace; untraced, ops and the floor are needed for the targets).
 """
+import functools
 import os
 import re
 import resource
@@ -163,14 +164,12 @@ def floor_ext(build, tag):
     return path if os.path.exists(path) else None
 
 
+@functools.lru_cache(maxsize=None)
 def tsc_ns(exe, ext):
-    """One TSC read's cost in ns, measured by EXT under EXE, or None."""
-    code = ("import importlib.machinery as m, importlib.util as u\n"
-            "l = m.ExtensionFileLoader('_floor', %r)\n"
-            "s = u.spec_from_file_location('_floor', %r, loader=l)\n"
-            "x = u.module_from_spec(s); l.exec_module(x)\n"
-            "print(min(x.tsc_ns(2000000) for _ in range(5)))\n" % (ext, ext))
-    p = subprocess.run([exe, "-c", code], capture_output=True, text=True)
+    """One TSC read's cost in ns, measured by EXT under EXE (once per
+    interpreter), or None."""
+    p = subprocess.run([exe, os.path.join(HERE, "floor.py"), "--tsc", ext],
+                       capture_output=True, text=True)
     try:
         return float(p.stdout.split()[0])
     except (IndexError, ValueError):
