@@ -1084,15 +1084,10 @@ void evp_rec_lines_add(struct evp_rec_lines *l, long unit, long line)
     if (line == l->last || l->cap == (size_t)-1)
         return;
     l->last = line;
-    if (l->cap - l->len < 48) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        char *nb = realloc(l->buf, cap);
-        if (!nb) {
-            l->cap = (size_t)-1; /* failed: nothing is written */
-            return;
-        }
-        l->buf = nb;
-        l->cap = cap;
+    /* room for ",unit:line", two longs */
+    if (evp_grow((void **)&l->buf, &l->cap, l->len + 48, 1, 256)) {
+        l->cap = (size_t)-1; /* failed: nothing is written */
+        return;
     }
     l->len += (size_t)snprintf(l->buf + l->len, l->cap - l->len, "%s%ld:%ld",
                                l->len ? "," : "", unit, line);
