@@ -21,7 +21,7 @@
 #define EVP_FILE_MAGIC "EVPTRACE" /* 8 bytes, no NUL */
 #define EVP_FILE_HEADER_SIZE 16
 #define EVP_FORMAT_MAJOR 1 /* incompatible changes */
-#define EVP_FORMAT_MINOR 1 /* compatible additions */
+#define EVP_FORMAT_MINOR 2 /* compatible additions */
 
 #define EVP_CHUNK_MAGIC 0x43505645u /* "EVPC" read as little-endian u32 */
 #define EVP_CHUNK_HEADER_SIZE 16
@@ -34,6 +34,8 @@ enum evp_chunk_type {
     EVP_CHUNK_THREAD = 4,  /* a thread (stream) and its name */
     EVP_CHUNK_EVENTS = 5,  /* a run of one stream's events */
     EVP_CHUNK_END = 6,     /* end of recording: calibration, drops */
+    EVP_CHUNK_STACKS = 7,  /* stack table: frames of sampled stacks */
+    EVP_CHUNK_SAMPLES = 8, /* a run of one stream's samples (1.2) */
 };
 
 #define EVP_CHUNK_F_ZSTD 0x01u /* payload: u32 raw size, zstd frame */
@@ -277,5 +279,93 @@ void evp_events_cursor_init(struct evp_events_cursor *c, const uint8_t *payload,
  */
 long evp_events_decode(struct evp_events_cursor *c, struct evp_rec_record *out,
                        size_t max);
+
+/* ---- samples (format 1.2) --------------------------------------------- */
+
+/*
+ * A sample's state word (docs/FORMAT.md "SAMPLES"): what the sampled
+ * thread was doing besides its stack.  Bits 0-8 hold the executed opcode
+ * plus one (0: none known), bits 9-13 the phase of the loop as its event
+ * kind plus one (0: none reported; a stock interpreter reports none), and
+ * the flags above them.
+ */
+#define EVP_SAMPLE_OP_MASK 0x1ffu
+#define EVP_SAMPLE_PHASE_SHIFT 9
+#define EVP_SAMPLE_PHASE_MASK (0x1fu << EVP_SAMPLE_PHASE_SHIFT)
+#define EVP_SAMPLE_IN_EVAL (1u << 14)   /* in the eval function's code */
+#define EVP_SAMPLE_C_CALL (1u << 15)    /* in a callee of the leaf's call */
+#define EVP_SAMPLE_NO_GIL (1u << 16)    /* the thread did not hold the GIL */
+#define EVP_SAMPLE_TRUNCATED (1u << 17) /* outermost frames not walked */
+#define EVP_SAMPLE_NO_FRAME (1u << 18)  /* no Python frame at all */
+#define EVP_SAMPLE_KNOWN_FLAGS 0x7c000u
+
+static inline uint32_t evp_sample_state(unsigned opcode1, unsigned phase1,
+                                        uint32_t flags)
+{
+    return (opcode1 & EVP_SAMPLE_OP_MASK) |
+           (phase1 << EVP_SAMPLE_PHASE_SHIFT & EVP_SAMPLE_PHASE_MASK) | flags;
+}
+/* Executed opcode, or -1 when the sample names none. */
+static inline int evp_sample_opcode(uint32_t state)
+{
+    return (int)(state & EVP_SAMPLE_OP_MASK) - 1;
+}
+/* Phase event kind, or -1 when the sample names none. */
+static inline int evp_sample_phase(uint32_t state)
+{
+    return (int)((state & EVP_SAMPLE_PHASE_MASK) >> EVP_SAMPLE_PHASE_SHIFT) -
+           1;
+}
+
+/* One sample, as the writer encodes it and the reader decodes it. */
+struct evp_sample_rec {
+    uint64_t ts;     /* recorder clock ticks */
+    uint32_t stack;  /* leaf frame's stack node id (STACKS); 0: no frame */
+    uint32_t state;  /* EVP_SAMPLE_* state word */
+    uint32_t unit;   /* leaf frame's code unit + 1; 0: unknown */
+    uint32_t weight; /* timer periods it stands for (>= 1) */
+};
+
+/* STACKS entry: node id (>= 1), parent node (0: outermost), function. */
+size_t evp_stack_entry_put(uint8_t *out, uint32_t id, uint32_t parent,
+                           uint32_t func);
+
+/* Worst-case encoded size of N samples (prefix included). */
+static inline size_t evp_samples_bound(size_t n)
+{
+    return EVP_EVENTS_PREFIX_SIZE + n * (5 * EVP_VARINT_MAX);
+}
+
+/*
+ * Encode N samples into OUT (at least evp_samples_bound(n) bytes) as a
+ * SAMPLES payload: the EVENTS prefix (count and base_ticks filled in;
+ * dropped counts samples) then the samples.  Times that decrease are
+ * stored as equal to their predecessor and counted in *BACKWARDS when
+ * not NULL; a weight of 0 is stored as 1.  Returns the payload size.
+ */
+size_t evp_samples_encode(uint8_t *out, struct evp_events_prefix *prefix,
+                          const struct evp_sample_rec *s, size_t n,
+                          uint64_t *backwards);
+
+/* Cursor over a SAMPLES body (after evp_events_prefix_read). */
+struct evp_samples_cursor {
+    const uint8_t *p, *end;
+    uint64_t ts;      /* time of the last sample decoded */
+    uint32_t stack;   /* its stack, for the stack-id deltas */
+    uint32_t left;    /* samples still to decode per the prefix */
+    int bad;          /* malformed input met; next decode returns -1 */
+};
+
+void evp_samples_cursor_init(struct evp_samples_cursor *c,
+                             const uint8_t *payload, size_t len,
+                             const struct evp_events_prefix *pf);
+
+/*
+ * Decode up to MAX samples into OUT.  Returns how many were decoded (0 at
+ * the end), or -1 on malformed input (what came before it is returned
+ * first, by the call before).
+ */
+long evp_samples_decode(struct evp_samples_cursor *c,
+                        struct evp_sample_rec *out, size_t max);
 
 #endif /* EVALPROF_FORMAT_H */

@@ -182,6 +182,96 @@ void evp_rec_get_stats(struct evp_rec_stats *st);
 /* Change the set of kinds being recorded (masked by can_emit). */
 void evp_rec_set_enabled(uint64_t kinds);
 
+/* ---- sampling ---------------------------------------------------------- */
+
+/*
+ * Sampled recording (docs/FORMAT.md "Samples"): instead of timestamping
+ * every event, a per-thread timer interrupts each attached thread at a
+ * fixed rate, and the producer's callback, running in that signal
+ * handler on the interrupted thread, walks the thread's Python frames and
+ * stores one sample into the thread's ring.  The writer thread drains the
+ * rings, gives the producer's per-thread function keys global function
+ * ids, interns the stacks into the STACKS table and writes SAMPLES
+ * chunks.  A full ring drops the sample and counts it.
+ *
+ * The signal is a real-time one (SIGRTMIN + 4 unless cfg->signo), so
+ * that a program's own SIGPROF, setitimer() and SIGALRM are untouched.
+ */
+#define EVP_SAMPLE_RATE_DEFAULT 4000u
+#define EVP_SAMPLE_RATE_MAX 100000u
+#define EVP_SAMPLE_MAX_DEPTH 512u
+
+struct evp_rec_sample_config {
+    unsigned rate_hz;  /* samples per second and thread; 0: default */
+    int cpu_clock;     /* 1: each thread's CPU time; 0: wall clock */
+    int signo;         /* 0: SIGRTMIN + 4 */
+    uint32_t ring_kb;  /* per-thread ring size; 0: 2048 KiB */
+    unsigned max_depth; /* frames a sample walks; 0: EVP_SAMPLE_MAX_DEPTH */
+    /* Called in the signal handler on the interrupted thread, with the
+     * handler's ucontext_t and the periods this sample stands for; walks
+     * the frames and calls evp_rec_sample_put (and evp_rec_sample_func for
+     * a function it has not keyed yet).  Async-signal-safe. */
+    void (*on_sample)(void *ucontext, uint32_t weight);
+};
+
+/*
+ * Start sampling in the open session: installs the signal handler and
+ * records the sample.* metadata.  Threads are sampled once they call
+ * evp_rec_sample_thread_start.  Returns 0, -ENOTCONN without a session,
+ * -EBUSY when already sampling, -EINVAL for a bad config, or -errno.
+ */
+int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg);
+
+/* Stop every thread's timer, wait for handlers in flight, restore the
+ * signal's previous disposition and hand the rings to the writer.  Called
+ * by evp_rec_close too. */
+void evp_rec_sampler_stop(void);
+
+/*
+ * The calling thread: give it a ring and a stream (named NAME; NULL:
+ * "thread <tid>") and arm its timer.  Not from a signal handler.  Returns
+ * 0, -ENOTCONN when not sampling, or -errno (timer_create failed, memory).
+ * evp_rec_sample_thread_stop disarms it and hands its samples over; call
+ * it before a thread ends (the ring is also freed at close).
+ */
+int evp_rec_sample_thread_start(const char *name);
+void evp_rec_sample_thread_stop(void);
+
+/*
+ * In the handler (async-signal-safe: no lock, no allocation, no system
+ * call).  Key a function for the calling thread: KEY (>= 1) names it in
+ * this thread's later samples until it is keyed again.  NAME, FILE are
+ * not NUL-terminated; LINETABLE (may be NULL) is the code's location table
+ * in format LT_FORMAT (EVP_LT_*), decoded by the writer into the
+ * function's lines.ID.  Returns 0 or -ENOSPC (ring full: the function and
+ * the samples naming it until it is keyed again are lost, and counted).
+ */
+#define EVP_LT_NONE 0
+#define EVP_LT_CPYTHON311 1 /* co_linetable of CPython 3.11-3.13 (PEP 657) */
+int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
+                        const char *file, size_t filelen, uint32_t firstline,
+                        const uint8_t *linetable, size_t ltlen,
+                        unsigned lt_format);
+
+/*
+ * Store one sample for the calling thread: its time (evp_rec_now()),
+ * state (evp_sample_state(), format.h), the leaf's code unit + 1, the
+ * weight, and DEPTH function keys, leaf first.  Async-signal-safe.
+ * Returns 0, -ENOSPC (ring full: dropped and counted) or -ENOTCONN (the
+ * thread has no ring).
+ */
+int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
+                       uint32_t weight, const uint32_t *keys, unsigned depth);
+
+struct evp_rec_sample_stats {
+    uint64_t samples;  /* stored into rings */
+    uint64_t dropped;  /* lost to full rings */
+    uint64_t missed;   /* timer overruns (periods folded into weights) */
+    uint64_t threads;  /* threads that started sampling */
+    uint64_t stacks;   /* stack nodes written */
+};
+void evp_rec_sample_get_stats(struct evp_rec_sample_stats *st);
+
 /* ---- hot path -------------------------------------------------------- */
 
 /* Per-thread state; only the first two fields are touched inline. */

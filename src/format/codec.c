@@ -195,3 +195,105 @@ long evp_events_decode(struct evp_events_cursor *c, struct evp_rec_record *out,
     }
     return (long)n;
 }
+
+size_t evp_stack_entry_put(uint8_t *out, uint32_t id, uint32_t parent,
+                           uint32_t func)
+{
+    size_t n = evp_varint_put(out, id);
+    n += evp_varint_put(out + n, parent);
+    n += evp_varint_put(out + n, func);
+    return n;
+}
+
+/* Samples: delta ticks, zigzag stack delta, state, unit + 1, weight - 1. */
+size_t evp_samples_encode(uint8_t *out, struct evp_events_prefix *pf,
+                          const struct evp_sample_rec *s, size_t n,
+                          uint64_t *backwards)
+{
+    uint8_t *p = out + EVP_EVENTS_PREFIX_SIZE;
+    uint64_t prev = n ? s[0].ts : pf->base_ticks;
+    uint32_t stack = 0;
+
+    pf->base_ticks = prev;
+    pf->count = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ts = s[i].ts;
+        if (ts < prev) {
+            if (backwards)
+                (*backwards)++;
+            ts = prev;
+        }
+        p += evp_varint_put(p, ts - prev);
+        prev = ts;
+        p += evp_varint_put(p,
+                            evp_zigzag((int64_t)s[i].stack - (int64_t)stack));
+        stack = s[i].stack;
+        p += evp_varint_put(p, s[i].state);
+        p += evp_varint_put(p, s[i].unit);
+        p += evp_varint_put(p, s[i].weight ? s[i].weight - 1 : 0);
+    }
+    evp_put_u32(out, pf->stream);
+    evp_put_u32(out + 4, pf->seq);
+    evp_put_u64(out + 8, pf->base_ticks);
+    evp_put_u64(out + 16, pf->sync_ticks);
+    evp_put_u64(out + 24, pf->sync_ns);
+    evp_put_u32(out + 32, pf->count);
+    evp_put_u32(out + 36, pf->dropped);
+    return (size_t)(p - out);
+}
+
+void evp_samples_cursor_init(struct evp_samples_cursor *c,
+                             const uint8_t *payload, size_t len,
+                             const struct evp_events_prefix *pf)
+{
+    c->p = payload + EVP_EVENTS_PREFIX_SIZE;
+    c->end = payload + len;
+    c->ts = pf->base_ticks;
+    c->stack = 0;
+    c->left = pf->count;
+    c->bad = 0;
+}
+
+static int sample_decode_one(struct evp_samples_cursor *c,
+                             struct evp_sample_rec *out)
+{
+    const uint8_t *p = c->p;
+    uint64_t dt, ds, state, unit, w;
+    if (evp_varint_get(&p, c->end, &dt) < 0 ||
+        evp_varint_get(&p, c->end, &ds) < 0 ||
+        evp_varint_get(&p, c->end, &state) < 0 ||
+        evp_varint_get(&p, c->end, &unit) < 0 ||
+        evp_varint_get(&p, c->end, &w) < 0)
+        return -1;
+    uint64_t stack = (uint64_t)c->stack + (uint64_t)evp_unzigzag(ds);
+    if (stack > 0xffffffffu || state > 0xffffffffu || unit > 0xffffffffu ||
+        w >= 0xffffffffu || dt > UINT64_MAX - c->ts)
+        return -1;
+    c->ts += dt;
+    c->stack = (uint32_t)stack;
+    c->p = p;
+    out->ts = c->ts;
+    out->stack = (uint32_t)stack;
+    out->state = (uint32_t)state;
+    out->unit = (uint32_t)unit;
+    out->weight = (uint32_t)w + 1;
+    return 0;
+}
+
+long evp_samples_decode(struct evp_samples_cursor *c,
+                        struct evp_sample_rec *out, size_t max)
+{
+    if (c->bad)
+        return -1;
+    if (max > c->left)
+        max = c->left;
+    size_t n = 0;
+    while (n < max && sample_decode_one(c, &out[n]) == 0)
+        n++;
+    c->left -= (uint32_t)n;
+    if (n < max) {
+        c->bad = 1;
+        return n ? (long)n : -1;
+    }
+    return (long)n;
+}
