@@ -292,6 +292,16 @@ int cmd_export(int argc, char **argv)
     struct evp_trace *t = evp_cli_open_trace(in, python);
     if (!t)
         return 1;
+    /* a sampled trace's samples go to the stack views; the others are
+     * views of events (or would write a trace without its samples) */
+    if (formats[i].fn != export_folded && formats[i].fn != export_speedscope) {
+        char cmd[48];
+        snprintf(cmd, sizeof cmd, "export --format %s", fmt);
+        if (evp_cli_refuse_sampled(cmd, t)) {
+            evp_trace_close(t);
+            return 1;
+        }
+    }
     int rc = formats[i].fn(t, &o);
     evp_trace_close(t);
     return evp_cli_finish(rc);
