@@ -101,6 +101,13 @@ static int export_timeline(struct evp_trace *t, const struct export_opts *o,
     if (evp_cli_filter_resolve(cmd, t, &fo, &fo.f.stream) < 0)
         return 2;
     int filtered = evp_filter_active(&fo.f);
+    if (filtered && evp_sampled_only(t) &&
+        (fo.f.from_ns || fo.f.to_ns || fo.f.func || fo.f.max_depth)) {
+        evp_cli_error("%s: --from, --to, --func and --max-depth apply to "
+                      "traces of events; a sampled trace takes --thread only",
+                      cmd);
+        return 2;
+    }
     if (filtered)
         co.filter = &fo.f;
     /* bytes an event on average, measured on the demo's trace (one in

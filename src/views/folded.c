@@ -56,8 +56,8 @@
 #define K_STREAM 0x30000000u /* | stream index: stream root */
 #define K_DEEP 0x40000000u   /* | frames: "[N deeper frames]" */
 #define K_LINE 0x50000000u   /* | index in lk: "file:line" */
-#define K_UNKNOWN 0x60000000u /* a sampled stack cut by damage */
-#define K_SCAT 0x70000000u    /* | enum evp_sample_cat: "[C call]" */
+#define K_UNKNOWN EVP_KEY_UNKNOWN /* a sampled stack cut by damage */
+#define K_SCAT EVP_KEY_SCAT       /* | enum evp_sample_cat: "[C call]" */
 #define K_TAG EVP_KEY_TAG
 #define K_VAL EVP_KEY_VAL
 
@@ -289,7 +289,7 @@ static int fold_sample(void *ctx, uint32_t stream,
 {
     struct folded *f = ctx;
     (void)ns;
-    if (f->o->stream >= 0 && stream != (uint32_t)f->o->stream)
+    if (!evp_sample_stream_kept(f->t, f->o->stream, stream))
         return 0;
     if (!f->in_sstream || stream != f->sstream) {
         size_t n = evp_trace_nstreams(f->t);

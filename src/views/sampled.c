@@ -131,6 +131,15 @@ int evp_two_prop_z(uint64_t k1, uint64_t n1, uint64_t k2, uint64_t n2,
     return fabs(*z) > 1.959963984540054;
 }
 
+int evp_sample_stream_kept(const struct evp_trace *t, long index,
+                           uint32_t stream)
+{
+    if (index < 0)
+        return 1;
+    const struct evp_stream *s = evp_trace_stream(t, (size_t)index);
+    return s && s->id == stream;
+}
+
 uint64_t evp_sample_ns(const struct evp_trace *t, uint64_t weight)
 {
     double ns = (double)weight * evp_trace_info(t)->sample_period_ns;
@@ -160,7 +169,7 @@ static int agg_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s
 {
     struct agg *a = ctx;
     (void)ns;
-    if (a->stream >= 0 && stream != (uint32_t)a->stream)
+    if (!evp_sample_stream_kept(a->t, a->stream, stream))
         return 0;
     uint64_t w = s->weight;
     a->total += w;

@@ -260,6 +260,8 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
 /* A frame is a function id, or a leaf tagged with what it stands for. */
 #define EVP_KEY_PHASE 0x10000000u /* | kind: "[loop fast]" */
 #define EVP_KEY_OP 0x20000000u    /* | opcode: "op:LOAD_FAST" */
+#define EVP_KEY_UNKNOWN 0x60000000u /* "<unknown stack>" (sampled) */
+#define EVP_KEY_SCAT 0x70000000u    /* | enum evp_sample_cat: "[C call]" */
 #define EVP_KEY_TAG 0xf0000000u
 #define EVP_KEY_VAL 0x0fffffffu
 /* The recorder's own time, in every view a frame of this name (replay.h) */
@@ -477,6 +479,11 @@ const char *evp_sample_cat_leaf(int cat); /* a stack leaf, "[C call]" */
  * LEAF 0 (no Python frame) has no frames. */
 size_t evp_sample_frames(const struct evp_trace *t, uint32_t leaf,
                          uint32_t **buf, size_t *cap, int *unknown);
+
+/* Whether samples of stream id STREAM are kept by a view of stream
+ * INDEX only (evp_replay_opts.stream: an index, -1 for all). */
+int evp_sample_stream_kept(const struct evp_trace *t, long index,
+                           uint32_t stream);
 
 /* The estimated time of WEIGHT timer periods, in ns. */
 uint64_t evp_sample_ns(const struct evp_trace *t, uint64_t weight);
