@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "itab.h"
+#include "stats.h"
 #include "views.h"
 
 /* ---- shared helpers ----------------------------------------------------- */
@@ -500,4 +501,224 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
     free(fr);
     agg_free(&a);
     return 0;
+}
+
+/* ---- diff of two sampled traces ----------------------------------------- */
+
+/* A row of the diff: a function or opcode of either run, matched by KEY,
+ * with its weights in each. */
+struct dsrow {
+    char *key;
+    char name[288];
+    int cols;
+    uint64_t w[2], w2[2]; /* self (or the opcode's), inclusive */
+    uint32_t order;
+};
+
+static int cmp_key(const void *x, const void *y)
+{
+    const struct dsrow *a = x, *b = y;
+    int c = strcmp(a->key, b->key);
+    return c ? c : (a->order > b->order) - (a->order < b->order);
+}
+
+/* Merge rows of equal keys (sorted by key first): weights summed, the
+ * first row's name and order kept.  Returns the rows left. */
+static size_t merge_keys(struct dsrow *r, size_t n)
+{
+    qsort(r, n, sizeof *r, cmp_key);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k && strcmp(r[k - 1].key, r[i].key) == 0) {
+            for (int j = 0; j < 2; j++) {
+                r[k - 1].w[j] += r[i].w[j];
+                r[k - 1].w2[j] += r[i].w2[j];
+            }
+            free(r[i].key);
+            continue;
+        }
+        r[k++] = r[i];
+    }
+    return k;
+}
+
+struct dsort {
+    enum evp_sort sort;
+    const uint64_t *total; /* each run's periods */
+    int incl;
+};
+
+static double share_of(uint64_t k, uint64_t n)
+{
+    return n ? (double)k / (double)n : 0;
+}
+
+static int cmp_dsrow(const void *x, const void *y, void *arg)
+{
+    const struct dsrow *a = x, *b = y;
+    const struct dsort *s = arg;
+    if (s->sort == EVP_SORT_NAME) {
+        int c = strcmp(a->name, b->name);
+        if (c)
+            return c;
+    } else {
+        const uint64_t *wa = s->incl ? a->w2 : a->w, *wb = s->incl ? b->w2 : b->w;
+        double da = fabs(share_of(wa[1], s->total[1]) -
+                         share_of(wa[0], s->total[0])),
+               db = fabs(share_of(wb[1], s->total[1]) -
+                         share_of(wb[0], s->total[0]));
+        if (da != db)
+            return da < db ? 1 : -1;
+    }
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+static void diff_table(FILE *out, const char *title, struct dsrow *r, size_t n,
+                       const uint64_t total[2], int incl, enum evp_sort sort)
+{
+    struct dsort ds = {sort, total, incl};
+    qsort_r(r, n, sizeof *r, cmp_dsrow, &ds);
+    int w = 26;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].cols + 1 > w)
+            w = r[i].cols + 1;
+    fprintf(out, "%s:\n\n", title);
+    fprintf(out, " %-*s %10s %10s %12s %7s\n", w, "name", "base share",
+            "new share", "change", "z");
+    int widths[] = {w + 1, 10, 10, 12, 7};
+    dashes_line(out, widths, 5);
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *k = incl ? r[i].w2 : r[i].w;
+        double p0 = share_of(k[0], total[0]), p1 = share_of(k[1], total[1]), z;
+        int sig = evp_two_prop_z(k[0], total[0], k[1], total[1], &z);
+        char a[16], b[16], c[24];
+        snprintf(a, sizeof a, "%.1f%%", 100 * p0);
+        snprintf(b, sizeof b, "%.1f%%", 100 * p1);
+        snprintf(c, sizeof c, "%+.1f pp %s", 100 * (p1 - p0), sig ? "*" : " ");
+        fprintf(out, " %s%*s %10s %10s %12s %+7.1f\n", r[i].name,
+                w - r[i].cols, "", a, b, c, z);
+    }
+    dashes_line(out, widths, 5);
+    fputc('\n', out);
+}
+
+static void diff_run(FILE *out, const char *label, const struct evp_trace *t,
+                     const struct agg *a)
+{
+    const struct evp_trace_info *in = evp_trace_info(t);
+    char c1[32], c2[32], p[48];
+    uint64_t period = (uint64_t)(in->sample_period_ns + 0.5);
+    int pu = evp_fmt_col_unit(EVP_UNIT_AUTO, period);
+    fprintf(out, "%-11s%s\n", label, in->path);
+    fprintf(out, "  python:   %s\n", in->executable);
+    fprintf(out, "  argv:     %s\n", in->argv);
+    fprintf(out, "  sampled:  %s samples, %s timer periods of %s %s (%s "
+                 "clock)\n",
+            evp_num_group(c1, sizeof c1, a->samples),
+            evp_num_group(c2, sizeof c2, a->total),
+            evp_fmt_us(p, sizeof p, period, pu), evp_fmt_unit(pu),
+            *in->sample_clock ? in->sample_clock : "unknown");
+}
+
+int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
+                          FILE *out, const struct evp_diff_opts *o)
+{
+    struct evp_trace *t[2] = {base, new_};
+    struct agg a[2];
+    struct dsrow *r = NULL;
+    size_t n = 0, cap = 0;
+    int rc = agg_compute(base, &a[0], -1, 0);
+    if (rc < 0)
+        return rc;
+    if ((rc = agg_compute(new_, &a[1], -1, 0)) < 0) {
+        agg_free(&a[0]);
+        return rc;
+    }
+    uint64_t total[2] = {a[0].total, a[1].total};
+    fprintf(out, "reading from %s\nreading from %s\n(showing results in "
+                 "'diff' format, of two sampled traces)\n\n",
+            evp_trace_info(base)->path, evp_trace_info(new_)->path);
+    diff_run(out, "base:", base, &a[0]);
+    diff_run(out, "new:", new_, &a[1]);
+    fprintf(out,
+            "estimate:  shares of each run's timer periods; change in "
+            "percentage points (pp); * marks a change significant at 95%% "
+            "(two-proportion z-test on the periods, |z| > 1.96), which "
+            "covers the sampling error only, not the samplers' bias\n\n");
+
+    /* ops, matched by name (numbers change between versions) */
+    for (int i = 0; i < 2 && !rc; i++)
+        for (unsigned op = 0; op <= EVP_SAMPLE_OP_MASK && !rc; op++) {
+            if (!a[i].op[op])
+                continue;
+            char nm[128];
+            if (op == EVP_SAMPLE_OP_MASK)
+                snprintf(nm, sizeof nm, "(no opcode)");
+            else
+                evp_view_op_name(t[i], op, nm, sizeof nm);
+            if (evp_grow((void **)&r, &cap, n + 1, sizeof *r, 64) ||
+                !(r[n].key = strdup(nm))) {
+                rc = -ENOMEM;
+                break;
+            }
+            struct dsrow *d = &r[n++];
+            memset(d->w, 0, sizeof d->w);
+            memset(d->w2, 0, sizeof d->w2);
+            d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
+            d->w[i] = d->w2[i] = a[i].op[op];
+            d->order = (uint32_t)i << 16 | op;
+        }
+    if (!rc) {
+        n = merge_keys(r, n);
+        diff_table(out, "ops", r, n, total, 0, o->sort);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(r[i].key);
+    n = 0;
+
+    /* functions, matched as diff --funcs matches them: name and file
+     * relative to the run's recorded roots, no line */
+    for (int i = 0; i < 2 && !rc; i++) {
+        struct evp_stats_roots roots;
+        evp_stats_roots_load(t[i], &roots);
+        for (uint32_t id = 1; id <= a[i].unknown && !rc; id++) {
+            if (!a[i].self[id] && !a[i].incl[id])
+                continue;
+            char key[1100], nm[1024];
+            if (id == a[i].unknown) {
+                snprintf(key, sizeof key, "%s", EVP_STACK_UNKNOWN_NAME);
+                snprintf(nm, sizeof nm, "%s", EVP_STACK_UNKNOWN_NAME);
+            } else {
+                evp_stats_func_rel_key(t[i], &roots, id, key, sizeof key);
+                evp_view_func_key(t[i], id, nm, sizeof nm);
+            }
+            if (evp_grow((void **)&r, &cap, n + 1, sizeof *r, 64) ||
+                !(r[n].key = strdup(key))) {
+                rc = -ENOMEM;
+                break;
+            }
+            struct dsrow *d = &r[n++];
+            memset(d->w, 0, sizeof d->w);
+            memset(d->w2, 0, sizeof d->w2);
+            d->cols = evp_view_func_cell(d->name, sizeof d->name, nm,
+                                         o->wide_names ? 0 : 70);
+            d->w[i] = a[i].self[id];
+            d->w2[i] = a[i].incl[id];
+            d->order = (uint32_t)i << 31 | id;
+        }
+    }
+    if (!rc) {
+        n = merge_keys(r, n);
+        diff_table(out, "functions (self: the leaf frame)", r, n, total, 0,
+                   o->sort);
+        if (o->funcs)
+            diff_table(out, "functions (inclusive: anywhere on the stack)", r,
+                       n, total, 1, o->sort);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(r[i].key);
+    free(r);
+    agg_free(&a[0]);
+    agg_free(&a[1]);
+    return rc;
 }

@@ -496,6 +496,12 @@ void evp_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
 int evp_two_prop_z(uint64_t k1, uint64_t n1, uint64_t k2, uint64_t n2,
                    double *z);
 
+/* `diff` of two sampled traces: per opcode and function (self, and with
+ * o->funcs inclusive) each run's share, the change in points and whether
+ * it is significant at 95% (evp_two_prop_z).  0 or a negative errno. */
+int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
+                          FILE *out, const struct evp_diff_opts *o);
+
 /* `summary` of a sampled trace (o->lines: evp_view_lines_table). */
 int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
                              const struct evp_summary_opts *o);
