@@ -156,6 +156,10 @@ r = run("diff", a, exact, status=1)
 check("sampled" in r.stderr and "\n" not in r.stderr.strip(),
       "diff of a sampled and an exact trace refused in one line")
 
+r = run("summary", a, b, status=1)
+check("sampled" in r.stderr and r.stdout == "",
+      "summary of several sampled runs refused, nothing printed")
+
 d = run("diff", "--funcs", a, b).stdout
 row = re.compile(r"^ (.+?)\s+(\d+\.\d)%\s+(\d+\.\d)%\s+([+-]\d+\.\d) pp "
                  r"([* ])\s+([+-]\d+\.\d)$")
