@@ -40,10 +40,10 @@ struct evp_stream {
     uint64_t dropped; /* events the recorder reported lost */
     uint32_t chunks;  /* readable chunks (segments) */
     /* a sampled trace's (docs/FORMAT.md "Samples"): */
-    uint64_t samples;        /* samples in the readable SAMPLES chunks */
-    uint64_t sample_weight;  /* their weights' sum (timer periods) */
-    uint64_t samples_lost;   /* samples the recorder reported lost */
-    uint32_t sample_chunks;  /* readable SAMPLES chunks */
+    uint64_t samples;       /* samples in the readable SAMPLES chunks */
+    uint64_t sample_weight; /* their weights' sum (timer periods) */
+    uint64_t samples_lost;  /* samples the recorder reported lost */
+    uint32_t sample_chunks; /* readable SAMPLES chunks */
 };
 
 /* Metadata every view may print; strings are "" when unknown. */
@@ -73,14 +73,14 @@ struct evp_trace_info {
     uint64_t events;           /* events readable */
     const char *opcode_source; /* "trace", "builtin 3.10", ... */
     /* sampled traces (docs/FORMAT.md "Samples"); zero when not sampled */
-    int sampled;               /* the trace holds samples */
-    const char *sample_clock;  /* "cpu", "wall", "" when unknown */
-    double sample_rate_hz;     /* sample.rate_hz, 0 when unknown */
-    double sample_period_ns;   /* sample.period_ns (else 1e9 / rate), 0 */
-    uint64_t samples;          /* samples readable, all streams */
-    uint64_t sample_weight;    /* their weights' sum */
-    uint64_t samples_lost;     /* lost in full rings, per the chunks */
-    uint64_t sample_missed;    /* sample.missed: periods not delivered */
+    int sampled;              /* the trace holds samples */
+    const char *sample_clock; /* "cpu", "wall", "" when unknown */
+    double sample_rate_hz;    /* sample.rate_hz, 0 when unknown */
+    double sample_period_ns;  /* sample.period_ns (else 1e9 / rate), 0 */
+    uint64_t samples;         /* samples readable, all streams */
+    uint64_t sample_weight;   /* their weights' sum */
+    uint64_t samples_lost;    /* lost in full rings, per the chunks */
+    uint64_t sample_missed;   /* sample.missed: periods not delivered */
 };
 
 /* Options for evp_trace_open; zero-initialise for defaults. */

@@ -201,8 +201,8 @@ int cmd_flamegraph(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     struct evp_flame_opts fo = {.min_width = -1};
     const char *out = "-", *python = NULL, *input = NULL;
-    int subtitle_given = 0, ops = 0, phases = 0, lines = 0, depth_given = 0, diff = 0, negate = 0,
-        c;
+    int subtitle_given = 0, ops = 0, phases = 0, lines = 0, depth_given = 0,
+        diff = 0, negate = 0, c;
     long v, max_depth = EVP_FOLDED_DEFAULT_DEPTH;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {

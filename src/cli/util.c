@@ -278,7 +278,7 @@ int evp_cli_refuse_sampled(const char *cmd, struct evp_trace *t)
                   "to show %s (use summary, flamegraph, export --format "
                   "folded or export --format speedscope)",
                   cmd, evp_trace_info(t)->path,
-                  strcmp(cmd, "tree") == 0       ? "a tree of"
+                  strcmp(cmd, "tree") == 0        ? "a tree of"
                   : strstr(cmd, "chrome") != NULL ? "as a timeline"
                                                   : "in this format");
     return 1;

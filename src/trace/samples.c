@@ -23,7 +23,7 @@
 #include "internal.h"
 
 /* depth markers while the table is resolved */
-#define DEFINED UINT32_MAX       /* entry read, depth not yet known */
+#define DEFINED UINT32_MAX        /* entry read, depth not yet known */
 #define VISITING (UINT32_MAX - 1) /* on the walk being resolved */
 
 int evp_stacks_parse(struct evp_trace *t, const uint8_t *p, size_t len,
@@ -56,13 +56,12 @@ int evp_stacks_parse(struct evp_trace *t, const uint8_t *p, size_t len,
         if (evp_grow((void **)&t->sraw, &t->sraw_cap, t->nsraw + 1,
                      sizeof *t->sraw, 256))
             return -1;
-        t->sraw[t->nsraw++] =
-            (struct stack_entry){(uint32_t)id, (uint32_t)parent, (uint32_t)func};
+        t->sraw[t->nsraw++] = (struct stack_entry){
+            (uint32_t)id, (uint32_t)parent, (uint32_t)func};
     }
     if (refused)
         evp_trace_warnf(t,
-                        "chunk %u at byte %" PRIu64
-                        " (stack table): %" PRIu64
+                        "chunk %u at byte %" PRIu64 " (stack table): %" PRIu64
                         " entries refused (ids or function ids out of "
                         "range, the first for node %" PRIu64 ")",
                         chunk, off, refused, first_bad);
@@ -151,8 +150,9 @@ static void resolve_stacks(struct evp_trace *t)
         return;
     t->stacks = calloc((size_t)max + 1, sizeof *t->stacks);
     if (!t->stacks) {
-        evp_trace_warnf(t, "out of memory for the stack table (%u nodes); "
-                           "samples are shown without their stacks",
+        evp_trace_warnf(t,
+                        "out of memory for the stack table (%u nodes); "
+                        "samples are shown without their stacks",
                         max);
         goto out;
     }

@@ -53,9 +53,9 @@
 #define K_FUNC 0x00000000u
 #define K_PHASE EVP_KEY_PHASE
 #define K_OP EVP_KEY_OP
-#define K_STREAM 0x30000000u /* | stream index: stream root */
-#define K_DEEP 0x40000000u   /* | frames: "[N deeper frames]" */
-#define K_LINE 0x50000000u   /* | index in lk: "file:line" */
+#define K_STREAM 0x30000000u      /* | stream index: stream root */
+#define K_DEEP 0x40000000u        /* | frames: "[N deeper frames]" */
+#define K_LINE 0x50000000u        /* | index in lk: "file:line" */
 #define K_UNKNOWN EVP_KEY_UNKNOWN /* a sampled stack cut by damage */
 #define K_SCAT EVP_KEY_SCAT       /* | enum evp_sample_cat: "[C call]" */
 #define K_TAG EVP_KEY_TAG
@@ -303,8 +303,8 @@ static int fold_sample(void *ctx, uint32_t stream,
         f->in_sstream = 1;
     }
     int unknown;
-    size_t n = evp_sample_frames(f->t, s->stack, &f->frames, &f->fcap,
-                                 &unknown);
+    size_t n =
+        evp_sample_frames(f->t, s->stack, &f->frames, &f->fcap, &unknown);
     size_t d = 0;
     f->cur = f->base;
     if (unknown) {
@@ -324,12 +324,12 @@ static int fold_sample(void *ctx, uint32_t stream,
         if (f->o->phases)
             at = node_of(f, at,
                          ph >= 0 ? K_PHASE | (uint32_t)ph
-                                 : K_SCAT | (uint32_t)evp_sample_cat(
-                                                s->state, s->stack));
-        uint32_t line = n && f->lines && at != UINT32_MAX
-                            ? evp_lines_line(f->lines, f->frames[n - 1],
-                                             s->unit)
-                            : 0;
+                                 : K_SCAT | (uint32_t)evp_sample_cat(s->state,
+                                                                     s->stack));
+        uint32_t line =
+            n && f->lines && at != UINT32_MAX
+                ? evp_lines_line(f->lines, f->frames[n - 1], s->unit)
+                : 0;
         if (line) {
             uint32_t k = line_key(f, f->frames[n - 1], line);
             at = k == UINT32_MAX ? k : node_of(f, at, k);

@@ -124,15 +124,16 @@ int evp_view_info(struct evp_trace *t, FILE *out)
         uint32_t defined = 0;
         for (uint32_t id = 1; id <= evp_trace_nstacks(t); id++)
             defined += evp_trace_stack(t, id) != NULL;
-        fprintf(out,
-                "sampled:     %s samples (%s timer periods) in %s stack "
-                "nodes; %s clock, %.0f Hz, %s ns a period\n",
-                evp_num_group(a, sizeof a, in->samples),
-                evp_num_group(b, sizeof b, in->sample_weight),
-                evp_num_group(c, sizeof c, defined),
-                *in->sample_clock ? in->sample_clock : "unknown",
-                in->sample_rate_hz,
-                evp_num_group(d, sizeof d, (uint64_t)(in->sample_period_ns + 0.5)));
+        fprintf(
+            out,
+            "sampled:     %s samples (%s timer periods) in %s stack "
+            "nodes; %s clock, %.0f Hz, %s ns a period\n",
+            evp_num_group(a, sizeof a, in->samples),
+            evp_num_group(b, sizeof b, in->sample_weight),
+            evp_num_group(c, sizeof c, defined),
+            *in->sample_clock ? in->sample_clock : "unknown",
+            in->sample_rate_hz,
+            evp_num_group(d, sizeof d, (uint64_t)(in->sample_period_ns + 0.5)));
         fprintf(out, "             %s samples lost, %s periods missed\n",
                 evp_num_group(a, sizeof a, in->samples_lost),
                 evp_num_group(b, sizeof b, in->sample_missed));
@@ -161,7 +162,8 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     free(acc.count);
     free(acc.seen);
     if (in->sampled) {
-        fputs("\nsampled streams:\n  id   name" "                            "
+        fputs("\nsampled streams:\n  id   name"
+              "                            "
               "samples    periods   chunks       lost\n",
               out);
         for (size_t i = 0; i < evp_trace_nstreams(t); i++) {

@@ -152,7 +152,7 @@ uint64_t evp_sample_ns(const struct evp_trace *t, uint64_t weight)
 struct agg {
     struct evp_trace *t;
     long stream;
-    int group; /* specialized opcodes folded into their base */
+    int group;                /* specialized opcodes folded into their base */
     uint32_t nfuncs, unknown; /* UNKNOWN: the "<unknown stack>" row */
     uint64_t *self, *incl;    /* by function id, UNKNOWN last */
     uint32_t *seen;           /* by function id: the last sample counted */
@@ -165,8 +165,8 @@ struct agg {
     size_t fcap;
 };
 
-static int agg_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
-                      uint64_t ns)
+static int agg_sample(void *ctx, uint32_t stream,
+                      const struct evp_sample_rec *s, uint64_t ns)
 {
     struct agg *a = ctx;
     (void)ns;
@@ -180,10 +180,12 @@ static int agg_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s
     a->phase[ph >= 0 && ph < 32 ? ph + 1 : 0] += w;
     int op = evp_sample_opcode(s->state);
     if (op >= 0 && a->group)
-        op = (int)evp_trace_opbase(a->t, (unsigned)op) & (int)EVP_SAMPLE_OP_MASK;
+        op =
+            (int)evp_trace_opbase(a->t, (unsigned)op) & (int)EVP_SAMPLE_OP_MASK;
     a->op[op >= 0 ? (unsigned)op : EVP_SAMPLE_OP_MASK] += w;
     int unknown;
-    size_t n = evp_sample_frames(a->t, s->stack, &a->frames, &a->fcap, &unknown);
+    size_t n =
+        evp_sample_frames(a->t, s->stack, &a->frames, &a->fcap, &unknown);
     if (++a->stamp == 0) {
         memset(a->seen, 0, ((size_t)a->unknown + 1) * sizeof *a->seen);
         a->stamp = 1;
@@ -191,8 +193,8 @@ static int agg_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s
     if (unknown && !n)
         a->self[a->unknown] += w;
     else if (n)
-        a->self[a->frames[n - 1] <= a->nfuncs ? a->frames[n - 1] : a->unknown] +=
-            w;
+        a->self[a->frames[n - 1] <= a->nfuncs ? a->frames[n - 1]
+                                              : a->unknown] += w;
     if (unknown) {
         a->incl[a->unknown] += w;
         a->seen[a->unknown] = a->stamp;
@@ -267,8 +269,8 @@ static int cmp_srow(const void *x, const void *y, void *arg)
 }
 
 /* "12.3%" and "[11.1, 13.6]" for K of N. */
-static void share_cells(uint64_t k, uint64_t n, char *sh, size_t shl,
-                        char *ci, size_t cil)
+static void share_cells(uint64_t k, uint64_t n, char *sh, size_t shl, char *ci,
+                        size_t cil)
 {
     double lo, hi;
     evp_wilson(k, n, &lo, &hi);
@@ -289,9 +291,9 @@ static void dashes_line(FILE *out, const int *w, size_t n)
 
 /* A table of ROWS: name, then per weight column (one, or two with
  * INCL) its share, interval and estimated time. */
-static void share_table(FILE *out, const struct evp_trace *t,
-                        const char *title, struct srow *rows, size_t n,
-                        uint64_t total, int incl, int unit)
+static void share_table(FILE *out, const struct evp_trace *t, const char *title,
+                        struct srow *rows, size_t n, uint64_t total, int incl,
+                        int unit)
 {
     int w = 26;
     uint64_t lo[2] = {UINT64_MAX, UINT64_MAX};
@@ -314,8 +316,10 @@ static void share_table(FILE *out, const struct evp_trace *t,
                 tw = len;
         }
     fprintf(out, "%s:\n\n", title);
-    const char *labels[7] = {"name", incl ? "self" : "share", "95% CI",
-                             "est. time", "inclusive", "95% CI", "est. time"};
+    const char *labels[7] = {"name",      incl ? "self" : "share",
+                             "95% CI",    "est. time",
+                             "inclusive", "95% CI",
+                             "est. time"};
     int widths[7] = {w + 1, 7, 12, tw, 9, 12, tw};
     size_t ncol = incl ? 7 : 4;
     for (size_t i = 0; i < ncol; i++) {
@@ -348,11 +352,10 @@ static void sampled_header(FILE *out, const struct evp_trace *t,
     char c1[32], c2[32], v[48], p[48];
     const char *clock = !strcmp(in->sample_clock, "cpu")    ? "CPU time"
                         : !strcmp(in->sample_clock, "wall") ? "wall clock"
-                        : *in->sample_clock ? in->sample_clock
+                        : *in->sample_clock                 ? in->sample_clock
                                             : "an unknown clock";
-    uint64_t period = in->sample_period_ns > 0
-                          ? (uint64_t)(in->sample_period_ns + 0.5)
-                          : 0;
+    uint64_t period =
+        in->sample_period_ns > 0 ? (uint64_t)(in->sample_period_ns + 0.5) : 0;
     int pu = evp_fmt_col_unit(unit, period);
     fprintf(out,
             "%-11s%s samples standing for %s timer periods, every %s %s of "
@@ -363,10 +366,12 @@ static void sampled_header(FILE *out, const struct evp_trace *t,
             in->sample_rate_hz);
     uint64_t est = evp_sample_ns(t, a->total);
     int eu = evp_fmt_col_unit(unit, est);
-    fprintf(out, "%-11s%s %s of %s (periods x period)\n", "est. time:",
-            evp_fmt_us(v, sizeof v, est, eu), evp_fmt_unit(eu), clock);
-    fprintf(out, "%-11s%s periods missed (counted in the weights), %s "
-                 "samples lost in full buffers\n",
+    fprintf(out, "%-11s%s %s of %s (periods x period)\n",
+            "est. time:", evp_fmt_us(v, sizeof v, est, eu), evp_fmt_unit(eu),
+            clock);
+    fprintf(out,
+            "%-11s%s periods missed (counted in the weights), %s "
+            "samples lost in full buffers\n",
             "missed:", evp_num_group(c1, sizeof c1, in->sample_missed),
             evp_num_group(c2, sizeof c2, in->samples_lost));
     fprintf(out,
@@ -413,8 +418,8 @@ static struct srow *func_rows(const struct evp_trace *t, const struct agg *a,
             snprintf(nm, sizeof nm, "%s", EVP_STACK_UNKNOWN_NAME);
         else
             evp_view_func_key(t, id, nm, sizeof nm);
-        r->cols = evp_view_func_cell(r->name, sizeof r->name, nm,
-                                     wide ? 0 : 70);
+        r->cols =
+            evp_view_func_cell(r->name, sizeof r->name, nm, wide ? 0 : 70);
         r->w = a->self[id];
         r->w2 = a->incl[id];
         r->order = id;
@@ -432,8 +437,9 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
         return rc;
     }
     enum evp_sort sort = o->sort;
-    fprintf(out, "reading from %s\n(showing results in 'summary' format, of "
-                 "a sampled trace)\n\n",
+    fprintf(out,
+            "reading from %s\n(showing results in 'summary' format, of "
+            "a sampled trace)\n\n",
             evp_trace_info(t)->path);
     evp_view_header(out, t, "", 11, 0, o->ns);
     sampled_header(out, t, &a, o->ns);
@@ -449,8 +455,8 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
         r->w = r->w2 = a.cat[c];
         r->order = (uint32_t)c;
     }
-    share_table(out, t, "where (state of the sampled thread)", rows, n,
-                a.total, 0, o->ns);
+    share_table(out, t, "where (state of the sampled thread)", rows, n, a.total,
+                0, o->ns);
     fputc('\n', out);
     if (a.total > a.phase[0]) {
         n = 0;
@@ -459,10 +465,9 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
             if (!a.phase[k])
                 continue;
             struct srow *r = &rows[n++];
-            r->cols = evp_esc_term_cell(r->name, sizeof r->name,
-                                        k ? evp_kind_name((unsigned)k - 1)
-                                          : "(none reported)",
-                                        70);
+            r->cols = evp_esc_term_cell(
+                r->name, sizeof r->name,
+                k ? evp_kind_name((unsigned)k - 1) : "(none reported)", 70);
             r->w = r->w2 = a.phase[k];
             r->order = (uint32_t)k;
         }
@@ -493,8 +498,9 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
     if (o->funcs) {
         fputc('\n', out);
         qsort_r(fr, nf, sizeof *fr, cmp_srow, &sort);
-        share_table(out, t, "functions (self: the leaf frame; inclusive: "
-                            "anywhere on the stack)",
+        share_table(out, t,
+                    "functions (self: the leaf frame; inclusive: "
+                    "anywhere on the stack)",
                     fr, nf, a.total, 1, o->ns);
         fprintf(out, " total: %zu functions\n", nf);
     }
@@ -562,7 +568,8 @@ static int cmp_dsrow(const void *x, const void *y, void *arg)
         if (c)
             return c;
     } else {
-        const uint64_t *wa = s->incl ? a->w2 : a->w, *wb = s->incl ? b->w2 : b->w;
+        const uint64_t *wa = s->incl ? a->w2 : a->w,
+                       *wb = s->incl ? b->w2 : b->w;
         double da = fabs(share_of(wa[1], s->total[1]) -
                          share_of(wa[0], s->total[0])),
                db = fabs(share_of(wb[1], s->total[1]) -
@@ -595,8 +602,8 @@ static void diff_table(FILE *out, const char *title, struct dsrow *r, size_t n,
         snprintf(a, sizeof a, "%.1f%%", 100 * p0);
         snprintf(b, sizeof b, "%.1f%%", 100 * p1);
         snprintf(c, sizeof c, "%+.1f pp %s", 100 * (p1 - p0), sig ? "*" : " ");
-        fprintf(out, " %s%*s %10s %10s %12s %+7.1f\n", r[i].name,
-                w - r[i].cols, "", a, b, c, z);
+        fprintf(out, " %s%*s %10s %10s %12s %+7.1f\n", r[i].name, w - r[i].cols,
+                "", a, b, c, z);
     }
     dashes_line(out, widths, 5);
     fputc('\n', out);
@@ -612,8 +619,9 @@ static void diff_run(FILE *out, const char *label, const struct evp_trace *t,
     fprintf(out, "%-11s%s\n", label, in->path);
     fprintf(out, "  python:   %s\n", in->executable);
     fprintf(out, "  argv:     %s\n", in->argv);
-    fprintf(out, "  sampled:  %s samples, %s timer periods of %s %s (%s "
-                 "clock)\n",
+    fprintf(out,
+            "  sampled:  %s samples, %s timer periods of %s %s (%s "
+            "clock)\n",
             evp_num_group(c1, sizeof c1, a->samples),
             evp_num_group(c2, sizeof c2, a->total),
             evp_fmt_us(p, sizeof p, period, pu), evp_fmt_unit(pu),
@@ -635,16 +643,16 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
         return rc;
     }
     uint64_t total[2] = {a[0].total, a[1].total};
-    fprintf(out, "reading from %s\nreading from %s\n(showing results in "
-                 "'diff' format, of two sampled traces)\n\n",
+    fprintf(out,
+            "reading from %s\nreading from %s\n(showing results in "
+            "'diff' format, of two sampled traces)\n\n",
             evp_trace_info(base)->path, evp_trace_info(new_)->path);
     diff_run(out, "base:", base, &a[0]);
     diff_run(out, "new:", new_, &a[1]);
-    fprintf(out,
-            "estimate:  shares of each run's timer periods; change in "
-            "percentage points (pp); * marks a change significant at 95%% "
-            "(two-proportion z-test on the periods, |z| > 1.96), which "
-            "covers the sampling error only, not the samplers' bias\n\n");
+    fprintf(out, "estimate:  shares of each run's timer periods; change in "
+                 "percentage points (pp); * marks a change significant at 95%% "
+                 "(two-proportion z-test on the periods, |z| > 1.96), which "
+                 "covers the sampling error only, not the samplers' bias\n\n");
 
     /* ops, matched by name (numbers change between versions) */
     for (int i = 0; i < 2 && !rc; i++)

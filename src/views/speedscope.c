@@ -268,7 +268,8 @@ static int ss_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *r,
         p->in_stream = 1;
     }
     int unknown;
-    size_t n = evp_sample_frames(s->t, r->stack, &p->frames, &p->fcap, &unknown);
+    size_t n =
+        evp_sample_frames(s->t, r->stack, &p->frames, &p->fcap, &unknown);
     uint32_t keys[3];
     size_t nk = 0;
     if (!n && !unknown) {
@@ -276,9 +277,10 @@ static int ss_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *r,
     } else {
         int ph = evp_sample_phase(r->state), op = evp_sample_opcode(r->state);
         if (s->o->phases)
-            keys[nk++] = ph >= 0 ? EVP_KEY_PHASE | (uint32_t)ph
-                                 : EVP_KEY_SCAT | (uint32_t)evp_sample_cat(
-                                                      r->state, r->stack);
+            keys[nk++] = ph >= 0
+                             ? EVP_KEY_PHASE | (uint32_t)ph
+                             : EVP_KEY_SCAT |
+                                   (uint32_t)evp_sample_cat(r->state, r->stack);
         if (s->o->ops && op >= 0)
             keys[nk++] = EVP_KEY_OP | (uint32_t)op;
     }
@@ -292,8 +294,8 @@ static int ss_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *r,
         sep = 1;
     }
     for (size_t i = 0; i < n + nk; i++) {
-        uint32_t f = frame_of(s, i < n ? p->frames[i] & EVP_KEY_VAL
-                                       : keys[i - n]);
+        uint32_t f =
+            frame_of(s, i < n ? p->frames[i] & EVP_KEY_VAL : keys[i - n]);
         if (f == UINT32_MAX)
             return -ENOMEM;
         fprintf(s->out, sep ? ",%" PRIu32 : "%" PRIu32, f);

@@ -740,14 +740,14 @@ static struct sample_walk walk_samples(struct evp_trace *t)
  * speedscope, diff against itself.  Returns the failures. */
 static int sampled_views(struct evp_trace *t)
 {
-    FILE *out = fopen(dmg_have_dev_null() ? "/dev/null" : dmg_path("sink"),
-                      "w");
+    FILE *out =
+        fopen(dmg_have_dev_null() ? "/dev/null" : dmg_path("sink"), "w");
     if (!out)
         return 1;
     int bad = 0;
     for (int k = 0; k < 4; k++) {
-        struct evp_folded_opts fo = {.ops = k == 1, .phases = k == 2,
-                                     .lines = k == 3, .stream = -1};
+        struct evp_folded_opts fo = {
+            .ops = k == 1, .phases = k == 2, .lines = k == 3, .stream = -1};
         bad += evp_view_folded(t, out, &fo) < 0;
     }
     struct evp_chrome_opts co = {.ops = 1, .phases = 1};
@@ -843,7 +843,8 @@ static void test_samples_cut_every_byte(void **state)
                          (unsigned long long)samples_before(d, &m, cut));
             struct sample_walk sw = walk_samples(t);
             assert_int_equal(sw.unknown, 0);
-            if (cut % 64 == 0 || dmg_chunk_at(&m, cut) != dmg_chunk_at(&m, cut - 1))
+            if (cut % 64 == 0 ||
+                dmg_chunk_at(&m, cut) != dmg_chunk_at(&m, cut - 1))
                 assert_int_equal(sampled_views(t), 0);
             evp_trace_close(t);
         }
@@ -855,8 +856,7 @@ static void test_samples_cut_every_byte(void **state)
 /* Every byte of the STACKS and SAMPLES chunks flipped: a warning naming
  * the chunk's byte, only that chunk lost; without the stack table every
  * sample's stack is unknown, and the views say "<unknown stack>". */
-static int folded_unknown(void *ctx, const char *stack, size_t len,
-                          uint64_t ns)
+static int folded_unknown(void *ctx, const char *stack, size_t len, uint64_t ns)
 {
     uint64_t *n = ctx;
     if (len >= strlen(EVP_STACK_UNKNOWN_NAME) &&
@@ -956,8 +956,8 @@ static void test_stacks_damaged_entries(void **state)
     k += evp_func_entry_put(buf + k, 2, "g", "m.py", 2);
     k += evp_func_entry_put(buf + k, 3, "h", "m.py", 3);
     put(f, EVP_CHUNK_FUNCS, buf, k);
-    static const uint32_t e[][3] = {{1, 0, 1}, {2, 1, 2}, {2, 0, 3},
-                                    {3, 9, 2}, {4, 5, 1}, {5, 4, 2},
+    static const uint32_t e[][3] = {{1, 0, 1},     {2, 1, 2}, {2, 0, 3},
+                                    {3, 9, 2},     {4, 5, 1}, {5, 4, 2},
                                     {999999, 0, 1}};
     k = evp_varint_put(buf, sizeof e / sizeof e[0]);
     for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)

@@ -40,13 +40,22 @@ static const struct cat cats[] = {
     {1, N_HOT, OP_BINARY_OP_ADD_INT, PH_OP, EVP_SAMPLE_IN_EVAL, 4, {200, 0}},
     {1, N_HOT, OP_BINARY_OP, PH_OP, EVP_SAMPLE_IN_EVAL, 4, {100, 100}},
     {1, N_HOT, OP_LOAD_FAST, PH_DISPATCH, EVP_SAMPLE_IN_EVAL, 8, {200, 200}},
-    {1, N_HOT, OP_CALL, PH_OP, EVP_SAMPLE_IN_EVAL | EVP_SAMPLE_C_CALL, 12,
+    {1,
+     N_HOT,
+     OP_CALL,
+     PH_OP,
+     EVP_SAMPLE_IN_EVAL | EVP_SAMPLE_C_CALL,
+     12,
      {100, 100}},
     {1, N_WORK, 0, 0, 0, 0, {50, 50}},
     {2, N_COLD, OP_BINARY_OP, PH_OP, EVP_SAMPLE_IN_EVAL, 4, {100, 300}},
     {2, N_COLD, OP_STORE_FAST, PH_OP, EVP_SAMPLE_IN_EVAL, 6, {100, 100}},
-    {2, N_COLD, OP_CALL, PH_OP,
-     EVP_SAMPLE_IN_EVAL | EVP_SAMPLE_C_CALL | EVP_SAMPLE_NO_GIL, 10,
+    {2,
+     N_COLD,
+     OP_CALL,
+     PH_OP,
+     EVP_SAMPLE_IN_EVAL | EVP_SAMPLE_C_CALL | EVP_SAMPLE_NO_GIL,
+     10,
      {100, 100}},
     {2, 0, 0, 0, EVP_SAMPLE_NO_FRAME, 0, {50, 50}},
 };
@@ -59,8 +68,7 @@ struct out {
     size_t zcap;
 };
 
-static int put_chunk(struct out *o, unsigned type, const uint8_t *p,
-                     size_t len)
+static int put_chunk(struct out *o, unsigned type, const uint8_t *p, size_t len)
 {
     unsigned flags = 0;
     if (o->zstd && len > 64) {
@@ -107,13 +115,13 @@ static size_t stream_samples(uint32_t stream, int variant,
         if (k->stream != stream)
             continue;
         while (left) {
-            unsigned w = left >= 7 && left == k->periods[variant] ? 5
+            unsigned w = left >= 7 && left == k->periods[variant]       ? 5
                          : left >= 2 && left == k->periods[variant] - 5 ? 2
                                                                         : 1;
             out[n++] = (struct evp_sample_rec){
-                0, k->stack, evp_sample_state(k->opcode ? k->opcode + 1 : 0,
-                                              k->phase ? k->phase + 1 : 0,
-                                              k->flags),
+                0, k->stack,
+                evp_sample_state(k->opcode ? k->opcode + 1 : 0,
+                                 k->phase ? k->phase + 1 : 0, k->flags),
                 k->unit, w};
             left -= w;
         }
@@ -153,8 +161,8 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
     k = 0;
     k += meta_put(buf + k, "producer", "synthetic");
     k += meta_put(buf + k, "executable", "/usr/bin/python3.12");
-    k += meta_put(buf + k, "argv", variant ? "python3.12 gen.py b"
-                                           : "python3.12 gen.py a");
+    k += meta_put(buf + k, "argv",
+                  variant ? "python3.12 gen.py b" : "python3.12 gen.py a");
     k += meta_put(buf + k, "python.version", "3.12.0");
     k += meta_put(buf + k, "pid", "4242");
     k += meta_put(buf + k, "clock", "monotonic");
@@ -182,8 +190,7 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
                {OP_CALL, OP_CALL, "CALL"}};
     k = evp_varint_put(buf, sizeof ops / sizeof ops[0]);
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        k += evp_opcode_entry_put(buf + k, ops[i].op, ops[i].base,
-                                  ops[i].name);
+        k += evp_opcode_entry_put(buf + k, ops[i].op, ops[i].base, ops[i].name);
     rc |= put_chunk(&o, EVP_CHUNK_OPCODES, buf, k);
 
     static const struct {

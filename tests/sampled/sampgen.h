@@ -30,8 +30,8 @@
 #include <stdint.h>
 
 struct sampgen_opts {
-    char variant;   /* 'a' (default) or 'b' */
-    int zstd;       /* compress chunks (level 3) */
+    char variant;     /* 'a' (default) or 'b' */
+    int zstd;         /* compress chunks (level 3) */
     size_t per_chunk; /* samples per SAMPLES chunk; 0: 64 */
 };
 
