@@ -179,6 +179,9 @@ EVP_HIDDEN int evp_samples_index(struct evp_trace *t, struct stream *s,
 /* After every chunk: the stack table resolved, the samples' chunks in
  * order (gaps warned), the sampled-trace info filled in. */
 EVP_HIDDEN void evp_samples_finish(struct evp_trace *t);
+/* Trace-clock ns of the latest stream's last sample (0: none), for a
+ * trace without an end record. */
+EVP_HIDDEN uint64_t evp_samples_last_ns(const struct evp_trace *t);
 EVP_HIDDEN int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode,
                                     const char *name, unsigned base);
 /* Load a built-in opcode table ("3.10" ...); -1 when unknown. */

@@ -1348,5 +1348,6 @@ uint64_t evp_trace_end_ns(const struct evp_trace *t)
         if (ns > end)
             end = ns;
     }
-    return end;
+    uint64_t last = evp_samples_last_ns(t);
+    return last > end ? last : end;
 }

@@ -293,3 +293,29 @@ int evp_trace_samples(struct evp_trace *t, evp_sample_cb cb, void *ctx)
     evp_inflater_free(&z);
     return rc;
 }
+
+uint64_t evp_samples_last_ns(const struct evp_trace *t)
+{
+    uint64_t end = 0;
+    struct evp_sample_rec buf[256];
+    for (size_t k = 0; k < t->nstreams; k++) {
+        const struct stream *s = &t->streams[k];
+        if (!s->nssegs)
+            continue;
+        const struct segment *seg = &s->ssegs[s->nssegs - 1];
+        struct evp_inflater z = {0};
+        const uint8_t *payload = evp_segment_payload(seg, &z);
+        uint64_t last = 0;
+        long n;
+        if (payload) {
+            struct evp_samples_cursor c;
+            evp_samples_cursor_init(&c, payload, seg->len, &seg->pf);
+            while ((n = evp_samples_decode(&c, buf, 256)) > 0)
+                last = buf[n - 1].ts;
+        }
+        evp_inflater_free(&z);
+        if (last && evp_trace_ticks_to_ns(t, last) > end)
+            end = evp_trace_ticks_to_ns(t, last);
+    }
+    return end;
+}

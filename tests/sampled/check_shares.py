@@ -156,6 +156,21 @@ r = run("diff", a, exact, status=1)
 check("sampled" in r.stderr and "\n" not in r.stderr.strip(),
       "diff of a sampled and an exact trace refused in one line")
 
+# cut mid-chunk: one warning line saying what was lost, the rest read,
+# the end taken from the last sample
+cut = os.path.join(TMP, "cut.evp")
+with open(a, "rb") as f, open(cut, "wb") as g:
+    g.write(f.read()[:6000])
+r = run("summary", cut)
+err = r.stderr.strip().splitlines()
+check(len(err) == 1 and "truncated" in err[0] and "samples of stream" in
+      err[0], f"a cut sampled trace: one warning naming the lost samples: "
+      f"{err}")
+check(re.search(r"sampled: +512 samples standing for 528 timer periods",
+                r.stdout) is not None, "a cut trace reads its whole chunks")
+check("elapsed:   528,001.0 µs" in r.stdout,
+      "without an end record the end is the last sample's")
+
 r = run("summary", a, b, status=1)
 check("sampled" in r.stderr and r.stdout == "",
       "summary of several sampled runs refused, nothing printed")
