@@ -378,24 +378,47 @@ static int parse_thread(struct scan *sc, const uint8_t *p, size_t len)
 /* An EVENTS chunk at OFFSET: its payload P (LEN bytes), decompressed from
  * the zstd frame ZDATA (ZLEN bytes in the file) when ZDATA is not NULL.
  * Only the frame is kept, decompressed again by each replay. */
+/* The segment of the EVENTS or SAMPLES payload P (LEN bytes) of the chunk
+ * at OFFSET, and its stream (NULL: a bad prefix, or out of memory). */
+static struct stream *segment_of(struct scan *sc, const uint8_t *p, size_t len,
+                                 uint64_t offset, const uint8_t *zdata,
+                                 size_t zlen, struct segment *seg)
+{
+    *seg = (struct segment){0};
+    if (evp_events_prefix_read(p, len, &seg->pf) < 0)
+        return NULL;
+    seg->payload = zdata ? NULL : p;
+    seg->len = len;
+    seg->zdata = zdata;
+    seg->zlen = zlen;
+    seg->offset = offset;
+    seg->chunk = sc->chunk;
+    return evp_trace_get_stream(sc->t, seg->pf.stream);
+}
+
 static int parse_events(struct scan *sc, const uint8_t *p, size_t len,
                         uint64_t offset, const uint8_t *zdata, size_t zlen)
 {
-    struct segment seg = {0};
-    if (evp_events_prefix_read(p, len, &seg.pf) < 0)
-        return -1;
-    seg.payload = zdata ? NULL : p;
-    seg.len = len;
-    seg.zdata = zdata;
-    seg.zlen = zlen;
-    seg.offset = offset;
-    seg.chunk = sc->chunk;
-    struct stream *s = evp_trace_get_stream(sc->t, seg.pf.stream);
+    struct segment seg;
+    struct stream *s = segment_of(sc, p, len, offset, zdata, zlen, &seg);
     if (!s || evp_stream_add_segment(s, &seg) < 0)
         return -1;
     s->pub.events += seg.pf.count;
     s->pub.dropped += seg.pf.dropped;
     s->pub.chunks++;
+    add_pair(sc, seg.pf.sync_ticks, seg.pf.sync_ns);
+    return 0;
+}
+
+/* A SAMPLES chunk: as an EVENTS one, its samples checked and counted
+ * (samples.c). */
+static int parse_samples(struct scan *sc, const uint8_t *p, size_t len,
+                         uint64_t offset, const uint8_t *zdata, size_t zlen)
+{
+    struct segment seg;
+    struct stream *s = segment_of(sc, p, len, offset, zdata, zlen, &seg);
+    if (!s || evp_samples_index(sc->t, s, &seg, p) < 0)
+        return -1;
     add_pair(sc, seg.pf.sync_ticks, seg.pf.sync_ns);
     return 0;
 }
@@ -529,6 +552,10 @@ static const char *chunk_type_name(unsigned type)
         return "events";
     case EVP_CHUNK_END:
         return "end record";
+    case EVP_CHUNK_STACKS:
+        return "stack table";
+    case EVP_CHUNK_SAMPLES:
+        return "samples";
     default:
         return "unknown";
     }
@@ -590,6 +617,12 @@ static void lost_events(const uint8_t *d, size_t size, size_t off, char *buf,
     if (size - off >= EVP_CHUNK_HEADER_SIZE + EVP_EVENTS_PREFIX_SIZE &&
         d[off + 4] == EVP_CHUNK_EVENTS && !(d[off + 5] & EVP_CHUNK_F_ZSTD))
         snprintf(buf, len, ", %u events of stream %u",
+                 evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE + 32),
+                 evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE));
+    else if (size - off >= EVP_CHUNK_HEADER_SIZE + EVP_EVENTS_PREFIX_SIZE &&
+             d[off + 4] == EVP_CHUNK_SAMPLES &&
+             !(d[off + 5] & EVP_CHUNK_F_ZSTD))
+        snprintf(buf, len, ", %u samples of stream %u",
                  evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE + 32),
                  evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE));
 }
@@ -690,6 +723,13 @@ static unsigned walk_chunks(struct scan *sc, size_t off)
                 break;
             case EVP_CHUNK_END:
                 rc = parse_end(sc, payload, plen, off);
+                break;
+            case EVP_CHUNK_STACKS:
+                rc = evp_stacks_parse(t, payload, plen, sc->chunk, off);
+                break;
+            case EVP_CHUNK_SAMPLES:
+                rc = parse_samples(sc, payload, plen, off, zdata,
+                                   zdata ? len - 4 : 0);
                 break;
             default:
                 /* A later minor version's chunk: skipped on purpose. */
@@ -1068,6 +1108,30 @@ static int cmp_seg(const void *a, const void *b)
     return (x->pf.seq > y->pf.seq) - (x->pf.seq < y->pf.seq);
 }
 
+void evp_segments_order(struct evp_trace *t, uint32_t stream,
+                        struct segment *segs, size_t n, const char *what,
+                        const char *records)
+{
+    if (!n)
+        return;
+    qsort(segs, n, sizeof *segs, cmp_seg);
+    uint32_t expect = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t seq = segs[k].pf.seq;
+        if (seq > expect)
+            evp_trace_warnf(t,
+                            "stream %u: %schunk%s %u%s%.0u missing "
+                            "(%s between them are lost)",
+                            stream, what, seq - expect > 1 ? "s" : "", expect,
+                            seq - expect > 1 ? "-" : "",
+                            seq - expect > 1 ? seq - 1 : 0, records);
+        else if (seq < expect)
+            evp_trace_warnf(t, "stream %u: %schunk %u appears twice", stream,
+                            what, seq);
+        expect = seq + 1;
+    }
+}
+
 void evp_trace_finish(struct evp_trace *t)
 {
     struct evp_trace_info *i = &t->info;
@@ -1081,24 +1145,9 @@ void evp_trace_finish(struct evp_trace *t)
     i->events = 0;
     for (size_t s = 0; s < t->nstreams; s++) {
         struct stream *st = &t->streams[s];
-        if (!t->info.text && st->nsegs) {
-            qsort(st->segs, st->nsegs, sizeof *st->segs, cmp_seg);
-            uint32_t expect = 0;
-            for (size_t k = 0; k < st->nsegs; k++) {
-                uint32_t seq = st->segs[k].pf.seq;
-                if (seq > expect)
-                    evp_trace_warnf(t,
-                                    "stream %u: chunk%s %u%s%.0u missing "
-                                    "(events between them are lost)",
-                                    st->pub.id, seq - expect > 1 ? "s" : "",
-                                    expect, seq - expect > 1 ? "-" : "",
-                                    seq - expect > 1 ? seq - 1 : 0);
-                else if (seq < expect)
-                    evp_trace_warnf(t, "stream %u: chunk %u appears twice",
-                                    st->pub.id, seq);
-                expect = seq + 1;
-            }
-        }
+        if (!t->info.text)
+            evp_segments_order(t, st->pub.id, st->segs, st->nsegs, "",
+                               "events");
         if (!st->name) {
             char nm[48];
             if (st->pub.tid)
@@ -1158,6 +1207,7 @@ void evp_trace_finish(struct evp_trace *t)
     for (unsigned k = 0; k < t->nops; k++)
         if (t->ops[k].name && t->ops[k].base == k)
             t->nbases++;
+    evp_samples_finish(t);
 }
 
 void evp_trace_close(struct evp_trace *t)
@@ -1171,8 +1221,12 @@ void evp_trace_close(struct evp_trace *t)
     evp_inflater_free(&t->open_z);
     evp_kv_free(&t->meta);
     free(t->funcs);
-    for (size_t i = 0; i < t->nstreams; i++)
+    for (size_t i = 0; i < t->nstreams; i++) {
         free(t->streams[i].segs);
+        free(t->streams[i].ssegs);
+    }
+    free(t->sraw);
+    free(t->stacks);
     free(t->streams);
     evp_itab_free(&t->stream_index);
     free(t->ops);
@@ -1305,5 +1359,6 @@ uint64_t evp_trace_end_ns(const struct evp_trace *t)
         if (ns > end)
             end = ns;
     }
-    return end;
+    uint64_t last = evp_samples_last_ns(t);
+    return last > end ? last : end;
 }
