@@ -202,10 +202,10 @@ void evp_rec_set_enabled(uint64_t kinds);
 #define EVP_SAMPLE_MAX_DEPTH 512u
 
 struct evp_rec_sample_config {
-    unsigned rate_hz;  /* samples per second and thread; 0: default */
-    int cpu_clock;     /* 1: each thread's CPU time; 0: wall clock */
-    int signo;         /* 0: SIGRTMIN + 4 */
-    uint32_t ring_kb;  /* per-thread ring size; 0: 2048 KiB */
+    unsigned rate_hz;   /* samples per second and thread; 0: default */
+    int cpu_clock;      /* 1: each thread's CPU time; 0: wall clock */
+    int signo;          /* 0: SIGRTMIN + 4 */
+    uint32_t ring_kb;   /* per-thread ring size; 0: 2048 KiB */
     unsigned max_depth; /* frames a sample walks; 0: EVP_SAMPLE_MAX_DEPTH */
     /* Called in the signal handler on the interrupted thread, with the
      * handler's ucontext_t and the periods this sample stands for; walks
@@ -264,11 +264,11 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
                        uint32_t weight, const uint32_t *keys, unsigned depth);
 
 struct evp_rec_sample_stats {
-    uint64_t samples;  /* stored into rings */
-    uint64_t dropped;  /* lost to full rings */
-    uint64_t missed;   /* timer overruns (periods folded into weights) */
-    uint64_t threads;  /* threads that started sampling */
-    uint64_t stacks;   /* stack nodes written */
+    uint64_t samples; /* stored into rings */
+    uint64_t dropped; /* lost to full rings */
+    uint64_t missed;  /* timer overruns (periods folded into weights) */
+    uint64_t threads; /* threads that started sampling */
+    uint64_t stacks;  /* stack nodes written */
 };
 void evp_rec_sample_get_stats(struct evp_rec_sample_stats *st);
 
