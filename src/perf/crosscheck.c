@@ -136,8 +136,8 @@ struct xc_samples {
     struct evp_xc_timeline *cur;
 };
 
-static int xc_sample(void *ctx, uint32_t stream,
-                     const struct evp_sample_rec *s, uint64_t ns)
+static int xc_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
+                     uint64_t ns)
 {
     struct xc_samples *b = ctx;
     struct evp_xc_trace *x = b->x;

@@ -332,7 +332,10 @@ static int parse_opcodes(struct scan *sc, const uint8_t *p, size_t len)
         if (evp_trace_set_opcode(sc->t, (unsigned)op, name, (unsigned)base) < 0)
             return -1;
     }
-    sc->t->ops_from_trace = 1;
+    /* An empty table names nothing: the trace keeps the built-in one, as
+     * its copy does (a writer leaves an empty table out). */
+    if (n)
+        sc->t->ops_from_trace = 1;
     return 0;
 }
 
