@@ -640,6 +640,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
         pthread_mutex_unlock(&G.mu);
         return rc;
     }
+    if (!G.used) /* the session's first sampler: its own figures */
+        G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started = 0;
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
     G.running = 1;
