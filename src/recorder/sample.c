@@ -142,6 +142,8 @@ static inline void bump(uint64_t *c, uint64_t by)
 static void ring_copy_in(struct ring *r, uint64_t at, const void *src,
                          size_t n)
 {
+    if (!n)
+        return; /* (SRC may be NULL then) */
     size_t off = (size_t)(at & (r->size - 1)), first = r->size - off;
     if (first > n)
         first = n;
@@ -308,7 +310,7 @@ static inline struct sthread *enter(void)
         return NULL;
     __atomic_store_n(&st->busy, st->busy + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&G.stopping, __ATOMIC_RELAXED) &&
+    if (!__atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE) &&
         __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE &&
         __atomic_load_n(&st->owner, __ATOMIC_RELAXED) == (void *)&sample_tls)
         return st;

@@ -109,7 +109,7 @@ static uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static volatile uint64_t sink;
+static __thread volatile uint64_t sink;
 
 /* Spend NS of this thread's CPU time. */
 static void burn(uint64_t ns)
@@ -352,7 +352,7 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
 
 /* ---- 2: malloc, free and fork while sampled ----------------------------- */
 
-static volatile int churn_stop;
+static int churn_stop; /* atomic */
 
 static void *churner(void *arg)
 {
@@ -360,7 +360,7 @@ static void *churner(void *arg)
     evp_rec_sample_thread_start(NULL);
     void *keep[64] = {0};
     unsigned i = 0;
-    while (!churn_stop) {
+    while (!__atomic_load_n(&churn_stop, __ATOMIC_RELAXED)) {
         phase = (int)(i & 1);
         unsigned j = (i * 2654435761u) % 64;
         free(keep[j]);
@@ -412,7 +412,7 @@ static void fork_case(const char *dir)
         sleep_ms(5);
     }
     CHECK(bad == 0, "%d children failed", bad);
-    churn_stop = 1;
+    __atomic_store_n(&churn_stop, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     CHECK(evp_rec_close() == 0, "close");
