@@ -491,6 +491,38 @@ static void test_lines_meta(void **state)
     sc_free(&t);
 }
 
+/* EVALPROF_ZSTD: STACKS and SAMPLES chunks compressed as EVENTS chunks
+ * are, and read back the same. */
+static void test_zstd_chunks(void **state)
+{
+    (void)state;
+    char path[128];
+    setenv("EVALPROF_ZSTD", "3", 1);
+    open_session("zstd.evp", path, sizeof path);
+    unsetenv("EVALPROF_ZSTD");
+    start_blocked(0);
+    key_funcs();
+    uint32_t keys[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (unsigned i = 0; i < 3000; i++)
+        assert_int_equal(evp_rec_sample_put(100 + 7 * i, 0, i % 50, 1,
+                                            keys + i % 8, 8 - i % 8),
+                         0);
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+    struct sc_trace t;
+    if (sc_read(path, &t) < 0)
+        fail_msg("%s", t.err);
+    assert_true(t.compressed >= 1); /* the samples (a small table stays raw) */
+    assert_int_equal(t.nsamples, 3000);
+    for (unsigned i = 0; i < 3000; i++) {
+        assert_int_equal(t.samples[i].s.ts, 100 + 7 * i);
+        assert_int_equal(t.samples[i].s.unit, i % 50);
+        assert_int_equal(sc_depth(&t, &t.samples[i]), 8 - i % 8);
+    }
+    sc_free(&t);
+}
+
 static void test_config_errors(void **state)
 {
     (void)state;
@@ -597,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_ring_fill_drop_wrap),
         cmocka_unit_test(test_ring_lost_func),
         cmocka_unit_test(test_lines_meta),
+        cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
     };
