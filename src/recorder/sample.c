@@ -19,6 +19,16 @@
  * total goes to the trace as sample.missed.  The signal is blocked while
  * its handler runs (sa_mask), so handlers of one thread never nest.
  *
+ * What the clocks give.  The wall clock's timer is a high-resolution one:
+ * it fires at the rate asked for.  A CPU-time timer is checked by the
+ * kernel at its scheduler tick (CONFIG_HZ: 250 Hz on Debian's kernels),
+ * so a thread gets at most HZ samples a second of its CPU time whatever
+ * the rate, each weighing the periods since the last (at 20 kHz and HZ
+ * 250, about 80): the estimated times stay right, but a share rests on
+ * fewer samples than the rate suggests, and when threads contend for the
+ * CPUs the kernel's overruns miss some periods (a bare timer_create
+ * program with 8 threads on 2 CPUs counted 233 to 299 ms of 300).
+ *
  * The handler calls the producer's on_sample, which walks the thread's
  * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
  * Those are async-signal-safe: no lock, no allocation, no system call;

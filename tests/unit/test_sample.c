@@ -491,6 +491,64 @@ static void test_lines_meta(void **state)
     sc_free(&t);
 }
 
+/* A thread that records events and samples has one stream, whichever
+ * it does first. */
+static void *samples_then_events(void *arg)
+{
+    uint32_t f = *(uint32_t *)arg, k = 1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 4);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (evp_rec_sample_thread_start("second") == 0 &&
+        evp_rec_sample_func(k, "s", 1, "", 0, 1, NULL, 0, 0) == 0 &&
+        evp_rec_sample_put(evp_rec_now(), 0, 0, 1, &k, 1) == 0) {
+        evp_rec_event(EVP_EV_ENTER, f);
+        evp_rec_event(EVP_EV_EXIT, f);
+    }
+    evp_rec_sample_thread_stop();
+    evp_rec_thread_detach();
+    return NULL;
+}
+
+static void test_one_stream(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("streams.evp", path, sizeof path);
+    uint32_t f = evp_rec_func("ev", "e.py", 1);
+    evp_rec_event(EVP_EV_ENTER, f); /* events first */
+    start_blocked(0);
+    uint32_t k = 1;
+    assert_int_equal(evp_rec_sample_func(k, "s", 1, "", 0, 1, NULL, 0, 0), 0);
+    assert_int_equal(evp_rec_sample_put(evp_rec_now(), 0, 0, 1, &k, 1), 0);
+    evp_rec_event(EVP_EV_EXIT, f);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, samples_then_events, &f), 0);
+    pthread_join(th, NULL);
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_int_equal(evp_trace_nstreams(tr), 2);
+    struct sc_trace t;
+    if (sc_read(path, &t) < 0)
+        fail_msg("%s", t.err);
+    assert_int_equal(t.nsamples, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const struct evp_stream *s = evp_trace_stream(tr, i);
+        assert_int_equal(s->events, 2); /* enter and exit */
+        size_t n = 0;
+        for (size_t j = 0; j < t.nsamples; j++)
+            n += t.samples[j].stream == s->id;
+        assert_int_equal(n, 1);
+    }
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
 /* EVALPROF_ZSTD: STACKS and SAMPLES chunks compressed as EVENTS chunks
  * are, and read back the same. */
 static void test_zstd_chunks(void **state)
@@ -629,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_ring_fill_drop_wrap),
         cmocka_unit_test(test_ring_lost_func),
         cmocka_unit_test(test_lines_meta),
+        cmocka_unit_test(test_one_stream),
         cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
