@@ -185,6 +185,19 @@ static void count_warn(void *ctx, const char *path, const char *msg)
     ++*(int *)ctx;
 }
 
+/* A session writing PATH, sampling at RATE on the CPU or wall clock. */
+static void open_sampled(const char *path, unsigned rate, int cpu_clock)
+{
+    struct evp_rec_config cfg = {.path = path,
+                                 .producer = EVP_PRODUCER_SYNTHETIC,
+                                 .can_emit = EVP_KINDS_CLASSIC,
+                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
+    CHECK(evp_rec_open(&cfg) == 0, "open");
+    struct evp_rec_sample_config sc = {
+        .rate_hz = rate, .cpu_clock = cpu_clock, .on_sample = on_sample};
+    CHECK(evp_rec_sampler_start(&sc) == 0, "sampler start");
+}
+
 /*
  * CPU_CLOCK 1: a sample per tick of the kernel's CPU-time accounting
  * (CONFIG_HZ, 250 here: every 4 ms of CPU), whatever the rate, its
@@ -205,14 +218,7 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
     memset(cpu_in, 0, sizeof cpu_in);
     memset(sampled_cpu, 0, sizeof sampled_cpu);
     const char *clock_name = cpu_clock ? "cpu" : "wall";
-    struct evp_rec_config cfg = {.path = path,
-                                 .producer = EVP_PRODUCER_SYNTHETIC,
-                                 .can_emit = EVP_KINDS_CLASSIC,
-                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
-    CHECK(evp_rec_open(&cfg) == 0, "open");
-    struct evp_rec_sample_config sc = {
-        .rate_hz = 20000, .cpu_clock = cpu_clock, .on_sample = on_sample};
-    CHECK(evp_rec_sampler_start(&sc) == 0, "sampler start");
+    open_sampled(path, 20000, cpu_clock);
     pthread_t th[NTHREADS];
     for (int i = 0; i < nthreads; i++)
         pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
@@ -379,14 +385,7 @@ static void fork_case(const char *dir)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/fork.evp", dir);
-    struct evp_rec_config cfg = {.path = path,
-                                 .producer = EVP_PRODUCER_SYNTHETIC,
-                                 .can_emit = EVP_KINDS_CLASSIC,
-                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
-    CHECK(evp_rec_open(&cfg) == 0, "open");
-    struct evp_rec_sample_config sc = {
-        .rate_hz = 4000, .cpu_clock = 0, .on_sample = on_sample};
-    CHECK(evp_rec_sampler_start(&sc) == 0, "sampler start");
+    open_sampled(path, 4000, 0);
     pthread_t th[2];
     for (int i = 0; i < 2; i++)
         pthread_create(&th[i], NULL, churner, NULL);

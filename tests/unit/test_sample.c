@@ -215,6 +215,15 @@ static void on_sample_count(void *uc, uint32_t weight)
     __atomic_add_fetch(&handler_calls, 1, __ATOMIC_RELAXED);
 }
 
+/* Block (HOW: SIG_BLOCK) or unblock the sampler's signal in this thread. */
+static void mask_signal(int how)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 4);
+    pthread_sigmask(how, &set, NULL);
+}
+
 /* Start sampling with a tiny RING_KB ring, the signal blocked in this
  * thread: the test stores its own samples. */
 static void start_blocked(unsigned ring_kb)
@@ -223,20 +232,14 @@ static void start_blocked(unsigned ring_kb)
                                        .cpu_clock = 1,
                                        .ring_kb = ring_kb,
                                        .on_sample = on_sample_count};
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGRTMIN + 4);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    mask_signal(SIG_BLOCK);
     assert_int_equal(evp_rec_sampler_start(&sc), 0);
     assert_int_equal(evp_rec_sample_thread_start("ring"), 0);
 }
 
 static void unblock(void)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGRTMIN + 4);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    mask_signal(SIG_UNBLOCK);
 }
 
 static uint32_t func_named(struct evp_trace *t, const char *name)
@@ -426,10 +429,7 @@ static void test_ring_lost_func(void **state)
 static void *second_thread(void *arg)
 {
     (void)arg;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGRTMIN + 4);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    mask_signal(SIG_BLOCK);
     assert_int_equal(evp_rec_sample_thread_start("second"), 0);
     uint32_t k = 77;
     assert_int_equal(evp_rec_sample_func(k, "f", 1, "lt.py", 5, 1, lt312,
@@ -496,10 +496,7 @@ static void test_lines_meta(void **state)
 static void *samples_then_events(void *arg)
 {
     uint32_t f = *(uint32_t *)arg, k = 1;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGRTMIN + 4);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    mask_signal(SIG_BLOCK);
     if (evp_rec_sample_thread_start("second") == 0 &&
         evp_rec_sample_func(k, "s", 1, "", 0, 1, NULL, 0, 0) == 0 &&
         evp_rec_sample_put(evp_rec_now(), 0, 0, 1, &k, 1) == 0) {
