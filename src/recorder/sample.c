@@ -244,7 +244,6 @@ struct sthread {
     int has_timer;
     uint32_t stream;
     /* writer side */
-    uint32_t seq;          /* next SAMPLES chunk number of the stream */
     uint64_t dropped_told; /* ring.dropped already in a chunk's prefix */
     uint64_t unbatched;    /* samples the writer had no memory for */
     struct evp_itab key_index;
@@ -293,6 +292,8 @@ static struct {
     size_t nfuncs, funcs_cap;
     struct evp_itab func_index;
     uint32_t unknown; /* the id of "<unknown>", 0 until needed */
+    uint32_t *seq_of; /* next SAMPLES chunk number, by stream */
+    size_t seq_cap;
     struct node *nodes;
     size_t nnodes, nodes_cap, nodes_written;
     struct evp_itab node_index;
@@ -506,25 +507,28 @@ int evp_rec_sample_thread_start(const char *name)
         munmap(buf, bytes);
         return -ENOTCONN;
     }
-    for (st = G.threads; st; st = st->next)
-        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
-            break;
-    if (!st) {
-        st = calloc(1, sizeof *st);
-        if (!st) {
-            pthread_mutex_unlock(&G.mu);
-            munmap(buf, bytes);
-            return -ENOMEM;
-        }
-        st->next = G.threads;
-        G.threads = st;
+    struct sthread **pp = &G.threads;
+    while (*pp && __atomic_load_n(&(*pp)->state, __ATOMIC_ACQUIRE) != ST_FREE)
+        pp = &(*pp)->next;
+    if ((st = *pp) != NULL) {
+        *pp = st->next;
+    } else if (!(st = calloc(1, sizeof *st))) {
+        pthread_mutex_unlock(&G.mu);
+        munmap(buf, bytes);
+        return -ENOMEM;
     }
+    /* At the tail: the list keeps the order threads started in, the
+     * order in which the rings of one stream (a thread that stopped and
+     * started again) are written. */
+    st->next = NULL;
+    for (pp = &G.threads; *pp; pp = &(*pp)->next)
+        ;
+    *pp = st;
     memset(&st->ring, 0, sizeof st->ring);
     st->ring.buf = buf;
     st->ring.size = bytes;
     st->tid = evp_rec_gettid_();
     st->stream = stream;
-    st->seq = 0;
     st->dropped_told = st->unbatched = 0;
     st->nkeys = st->nbatch = 0;
     evp_itab_clear(&st->key_index);
@@ -997,6 +1001,16 @@ static void queue_samples(struct sthread *st)
     uint64_t dropped = __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED) +
                        st->unbatched;
     size_t done = 0;
+    if (st->nbatch == 0 && dropped == st->dropped_told)
+        return;
+    size_t had = G.seq_cap;
+    if (evp_grow((void **)&G.seq_of, &G.seq_cap, (size_t)st->stream + 1,
+                 sizeof *G.seq_of, 64) < 0) {
+        st->unbatched += st->nbatch;
+        st->nbatch = 0;
+        return;
+    }
+    memset(G.seq_of + had, 0, (G.seq_cap - had) * sizeof *G.seq_of);
     while (done < st->nbatch || dropped != st->dropped_told) {
         size_t n = st->nbatch - done;
         if (n > CHUNK_SAMPLES)
@@ -1007,7 +1021,7 @@ static void queue_samples(struct sthread *st)
         struct evp_events_prefix pf = {0};
         uint64_t lost = dropped - st->dropped_told;
         pf.stream = st->stream;
-        pf.seq = st->seq;
+        pf.seq = G.seq_of[st->stream];
         pf.dropped = lost > UINT32_MAX ? UINT32_MAX : (uint32_t)lost;
         evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
         pf.base_ticks = pf.sync_ticks;
@@ -1015,7 +1029,7 @@ static void queue_samples(struct sthread *st)
             evp_samples_encode(G.out, &pf, st->batch + done, n, NULL);
         if (evp_rec_chunk_queue_locked_(EVP_CHUNK_SAMPLES, G.out, len, 1) < 0)
             break;
-        st->seq++;
+        G.seq_of[st->stream]++;
         st->dropped_told += pf.dropped;
         done += n;
     }
@@ -1034,6 +1048,8 @@ static void forget_tables(void)
     G.unknown = 0;
     G.nnodes = G.nodes_written = 0;
     evp_itab_clear(&G.node_index);
+    if (G.seq_of)
+        memset(G.seq_of, 0, G.seq_cap * sizeof *G.seq_of);
 }
 
 void evp_rec_sample_collect_(int final)
@@ -1096,6 +1112,8 @@ void evp_rec_sample_fork_child_(void)
     G.nodes = NULL;
     G.nnodes = G.nodes_cap = G.nodes_written = 0;
     G.node_index = (struct evp_itab)EVP_ITAB_INIT;
+    G.seq_of = NULL;
+    G.seq_cap = 0;
     G.scratch = G.out = NULL;
     G.scratch_cap = G.out_cap = 0;
     G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started = 0;

@@ -546,6 +546,55 @@ static void test_one_stream(void **state)
     sc_free(&t);
 }
 
+/* A thread that stops and starts again, and a sampler stopped and
+ * started again, go on in the same stream, its SAMPLES chunks numbered
+ * on and in time order, whether or not the writer came in between. */
+static void test_restart(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("restart.evp", path, sizeof path);
+    start_blocked(0);
+    uint32_t k = 1;
+    uint64_t ts = 1;
+    for (int round = 0; round < 6; round++) {
+        assert_int_equal(evp_rec_sample_func(k, "r", 1, "", 0, 1, NULL, 0, 0),
+                         0);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(evp_rec_sample_put(ts++, 0, 0, 1, &k, 1), 0);
+        if (round % 2)
+            assert_int_equal(evp_rec_flush(), 0);
+        if (round == 3) {
+            evp_rec_sampler_stop();
+            struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                               .cpu_clock = 1,
+                                               .ring_kb = 64,
+                                               .on_sample = on_sample_count};
+            assert_int_equal(evp_rec_sampler_start(&sc), 0);
+        } else {
+            evp_rec_sample_thread_stop();
+        }
+        assert_int_equal(evp_rec_sample_thread_start("again"), 0);
+    }
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_int_equal(warnings, 0);
+    assert_int_equal(evp_trace_nstreams(tr), 1);
+    evp_trace_close(tr);
+    struct sc_trace t;
+    if (sc_read(path, &t) < 0)
+        fail_msg("%s", t.err);
+    assert_true(t.seq_ok);
+    assert_int_equal(t.nsamples, 18);
+    for (size_t i = 0; i < t.nsamples; i++)
+        assert_int_equal(t.samples[i].s.ts, i + 1);
+    assert_int_equal(t.nnodes, 1);
+    sc_free(&t);
+}
+
 /* EVALPROF_ZSTD: STACKS and SAMPLES chunks compressed as EVENTS chunks
  * are, and read back the same. */
 static void test_zstd_chunks(void **state)
@@ -685,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_ring_lost_func),
         cmocka_unit_test(test_lines_meta),
         cmocka_unit_test(test_one_stream),
+        cmocka_unit_test(test_restart),
         cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
