@@ -63,7 +63,8 @@
  * previous SIG_DFL would otherwise kill the process with them.
  *
  * Writer.  The session's writer thread, every round (at most 50 ms apart
- * while sampling), drains each ring in order under the session lock:
+ * while sampling, 10 ms while a ring fills by a quarter from one round to
+ * the next), drains each ring in order under the session lock:
  * a FUNC record maps the thread's key to a global function id, functions
  * being one per (name, file, first line) across threads, registered as
  * evp_rec_func does (so they are in the FUNCS chunks) and given their
@@ -278,6 +279,7 @@ static struct {
     int stopping; /* handlers return at once (atomic) */
     uint64_t gen;
     int used; /* sampled in this session: sample.missed at close */
+    unsigned poll_ms; /* evp_rec_sample_poll_ms_ (atomic) */
     struct evp_rec_sample_config cfg;
     uint64_t period_ns;
     uint64_t ring_bytes;
@@ -662,7 +664,7 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
     G.running = 1;
     G.used = 1;
-    __atomic_store_n(&evp_rec_sampling_, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&G.poll_ms, 50, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&G.mu);
 
     char v[64];
@@ -713,7 +715,7 @@ void evp_rec_sampler_stop(void)
     sigaction(G.signo, &ign, NULL);
     sigaction(G.signo, &G.old, NULL);
     G.running = 0;
-    __atomic_store_n(&evp_rec_sampling_, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&G.poll_ms, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&G.mu);
 }
 
@@ -1060,9 +1062,17 @@ void evp_rec_sample_collect_(int final)
         pthread_mutex_unlock(&G.mu);
         return;
     }
-    for (struct sthread *st = G.threads; st; st = st->next)
-        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE)
-            drain(st);
+    int fast = 0;
+    for (struct sthread *st = G.threads; st; st = st->next) {
+        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
+            continue;
+        struct ring *r = &st->ring;
+        uint64_t held = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - r->tail;
+        fast |= r->buf && held * 4 >= r->size;
+        drain(st);
+    }
+    if (G.running)
+        __atomic_store_n(&G.poll_ms, fast ? 10 : 50, __ATOMIC_RELAXED);
     /* Functions, then the stacks that name them, then the samples. */
     evp_rec_funcs_queue_locked_();
     queue_stacks();
@@ -1095,6 +1105,11 @@ void evp_rec_sample_collect_(int final)
     pthread_mutex_unlock(&G.mu);
 }
 
+unsigned evp_rec_sample_poll_ms_(void)
+{
+    return __atomic_load_n(&G.poll_ms, __ATOMIC_RELAXED);
+}
+
 void evp_rec_sample_fork_child_(void)
 {
     pthread_mutex_init(&G.mu, NULL);
@@ -1103,7 +1118,7 @@ void evp_rec_sample_fork_child_(void)
         sigaction(G.signo, &G.old, NULL);
     G.running = 0;
     G.used = 0;
-    __atomic_store_n(&evp_rec_sampling_, 0, __ATOMIC_RELAXED);
+    G.poll_ms = 0;
     /* The parent's rings, threads and tables stay where they are. */
     G.threads = NULL;
     G.funcs = NULL;

@@ -33,6 +33,7 @@
 #include "evalprof/recorder.h"
 #include "evalprof/trace.h"
 #include "linetable.h"
+#include "session.h"
 
 /* ---- the location-table decoder ---------------------------------------- */
 
@@ -595,6 +596,36 @@ static void test_restart(void **state)
     sc_free(&t);
 }
 
+/* The writer drains every 50 ms while sampling, every 10 ms while a ring
+ * fills by a quarter from one round to the next. */
+static void test_writer_pace(void **state)
+{
+    (void)state;
+    char path[128];
+    assert_int_equal(evp_rec_sample_poll_ms_(), 0);
+    open_session("pace.evp", path, sizeof path);
+    start_blocked(4);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 50);
+    uint32_t k = 1;
+    assert_int_equal(evp_rec_sample_func(k, "p", 1, "", 0, 1, NULL, 0, 0), 0);
+    /* 40 x 32 bytes: 31% of 4 KiB (again, should the writer's own round
+     * have come in the middle) */
+    for (int tries = 0; tries < 5 && evp_rec_sample_poll_ms_() != 10;
+         tries++) {
+        for (int i = 0; i < 40; i++)
+            assert_int_equal(evp_rec_sample_put(1 + i, 0, 0, 1, &k, 1), 0);
+        assert_int_equal(evp_rec_flush(), 0);
+    }
+    assert_int_equal(evp_rec_sample_poll_ms_(), 10);
+    assert_int_equal(evp_rec_sample_put(100, 0, 0, 1, &k, 1), 0);
+    assert_int_equal(evp_rec_flush(), 0);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 50);
+    evp_rec_sampler_stop();
+    assert_int_equal(evp_rec_sample_poll_ms_(), 0);
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+}
+
 /* EVALPROF_ZSTD: STACKS and SAMPLES chunks compressed as EVENTS chunks
  * are, and read back the same. */
 static void test_zstd_chunks(void **state)
@@ -735,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_lines_meta),
         cmocka_unit_test(test_one_stream),
         cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_writer_pace),
         cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
