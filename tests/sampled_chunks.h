@@ -37,8 +37,8 @@ struct sc_trace {
     uint64_t file_bytes;
     size_t samples_chunks;
     size_t compressed; /* STACKS and SAMPLES chunks that were zstd */
-    int order_ok; /* parents before children, nodes before samples */
-    int seq_ok;   /* per-stream SAMPLES sequence numbers 0, 1, ... */
+    int order_ok;      /* parents before children, nodes before samples */
+    int seq_ok;        /* per-stream SAMPLES sequence numbers 0, 1, ... */
     uint32_t next_seq[256];
     char err[160];
 };
@@ -170,8 +170,7 @@ static int sc_read(const char *path, struct sc_trace *t)
             t->samples_bytes += EVP_CHUNK_HEADER_SIZE + len;
             t->samples_chunks++;
             if (sc_samples(t, p, len) < 0) {
-                snprintf(t->err, sizeof t->err, "bad SAMPLES at byte %zu",
-                         pos);
+                snprintf(t->err, sizeof t->err, "bad SAMPLES at byte %zu", pos);
                 rc = -1;
             }
         }

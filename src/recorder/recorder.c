@@ -263,8 +263,7 @@ static int write_chunk(unsigned type, const uint8_t *payload, size_t len);
 
 /* An events or samples chunk, zstd-compressed (u32 raw size, frame) when
  * asked for and the writer is keeping up, as it is written otherwise. */
-static int write_events_chunk(unsigned type, const uint8_t *payload,
-                              size_t len)
+static int write_events_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     if (!S.zstd_level || !S.z_now || !z_compress || S.error)
         return write_chunk(type, payload, len);

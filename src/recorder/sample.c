@@ -150,8 +150,7 @@ static inline void bump(uint64_t *c, uint64_t by)
     __atomic_store_n(c, *c + by, __ATOMIC_RELAXED);
 }
 
-static void ring_copy_in(struct ring *r, uint64_t at, const void *src,
-                         size_t n)
+static void ring_copy_in(struct ring *r, uint64_t at, const void *src, size_t n)
 {
     if (!n)
         return; /* (SRC may be NULL then) */
@@ -236,10 +235,10 @@ struct keyent {
 
 struct sthread {
     struct ring ring;
-    int state;          /* ST_* (atomic) */
-    unsigned busy;      /* handlers and puts in flight (the thread; atomic) */
-    void *owner;        /* the owning thread's &sample_tls (atomic) */
-    uint64_t gen;       /* the sampler it belongs to */
+    int state;     /* ST_* (atomic) */
+    unsigned busy; /* handlers and puts in flight (the thread; atomic) */
+    void *owner;   /* the owning thread's &sample_tls (atomic) */
+    uint64_t gen;  /* the sampler it belongs to */
     int tid;
     timer_t timer;
     int has_timer;
@@ -278,7 +277,7 @@ static struct {
     int running;  /* a sampler is installed */
     int stopping; /* handlers return at once (atomic) */
     uint64_t gen;
-    int used; /* sampled in this session: sample.missed at close */
+    int used;         /* sampled in this session: sample.missed at close */
     unsigned poll_ms; /* evp_rec_sample_poll_ms_ (atomic) */
     struct evp_rec_sample_config cfg;
     uint64_t period_ns;
@@ -442,7 +441,8 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
     return 0;
 }
 
-/* ---- threads -------------------------------------------------------------- */
+/* ---- threads --------------------------------------------------------------
+ */
 
 static void thread_exit_cb(void *p)
 {
@@ -543,7 +543,8 @@ int evp_rec_sample_thread_start(const char *name)
     sev.sigev_signo = G.signo;
     sev.sigev_value.sival_ptr = st;
     sev._sigev_un._tid = st->tid;
-    clockid_t clock = G.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+    clockid_t clock =
+        G.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
     if (timer_create(clock, &sev, &st->timer) != 0) {
         rc = -errno;
         st->ring.buf = NULL;
@@ -599,7 +600,8 @@ void evp_rec_sample_thread_stop(void)
     pthread_mutex_unlock(&G.mu);
 }
 
-/* ---- the sampler ------------------------------------------------------------ */
+/* ---- the sampler ------------------------------------------------------------
+ */
 
 static void signal_name(int signo, char *buf, size_t len)
 {
@@ -750,7 +752,8 @@ static int same_func(const void *ctx, uint32_t i)
     const struct func_key *k = ctx;
     const struct gfunc *f = &G.funcs[i];
     return f->line == k->line && f->namelen == k->namelen &&
-           f->filelen == k->filelen && memcmp(f->name, k->name, k->namelen) == 0 &&
+           f->filelen == k->filelen &&
+           memcmp(f->name, k->name, k->namelen) == 0 &&
            memcmp(f->file, k->file, k->filelen) == 0;
 }
 
@@ -821,8 +824,8 @@ static int same_key(const void *ctx, uint32_t i)
 static struct keyent *key_find(struct sthread *st, uint32_t key)
 {
     struct key_probe p = {st, key};
-    uint32_t i = evp_itab_find(&st->key_index, evp_itab_hash_u64(key),
-                               same_key, &p);
+    uint32_t i =
+        evp_itab_find(&st->key_index, evp_itab_hash_u64(key), same_key, &p);
     return i == EVP_ITAB_NONE ? NULL : &st->keys[i];
 }
 
@@ -857,8 +860,8 @@ static uint32_t node_get(uint32_t parent, uint32_t func)
     uint32_t i = evp_itab_find(&G.node_index, h, same_node, &n);
     if (i != EVP_ITAB_NONE)
         return i + 1;
-    if (evp_grow((void **)&G.nodes, &G.nodes_cap, G.nnodes + 1,
-                 sizeof *G.nodes, 1024) < 0 ||
+    if (evp_grow((void **)&G.nodes, &G.nodes_cap, G.nnodes + 1, sizeof *G.nodes,
+                 1024) < 0 ||
         evp_itab_put(&G.node_index, h, (uint32_t)G.nnodes) < 0)
         return 0;
     G.nodes[G.nnodes++] = n;
@@ -889,7 +892,8 @@ static void on_func_record(struct sthread *st, const uint8_t *b, uint32_t len,
     const uint8_t *table = (const uint8_t *)k.file + f[3];
     struct evp_rec_lines l = EVP_REC_LINES_INIT;
     g->has_lines = 1;
-    if (evp_rec_lt311_decode(table, f[4], (long)g->line, lines_range, &l) == 0) {
+    if (evp_rec_lt311_decode(table, f[4], (long)g->line, lines_range, &l) ==
+        0) {
         evp_rec_lines_end_locked_(&l, g->id);
     } else { /* a malformed table gives no lines */
         free(l.buf);
@@ -913,15 +917,14 @@ static void on_lost_record(struct sthread *st, const uint8_t *b, uint32_t len,
     }
 }
 
-static void on_sample_record(struct sthread *st, const uint8_t *b,
-                             uint32_t len, unsigned depth)
+static void on_sample_record(struct sthread *st, const uint8_t *b, uint32_t len,
+                             unsigned depth)
 {
     struct {
         uint64_t ts;
         uint32_t state, unit1, weight;
     } __attribute__((packed)) s;
-    if (len < HDR + SAMPLE_FIXED + 4u * depth ||
-        depth > EVP_SAMPLE_DEPTH_LIMIT)
+    if (len < HDR + SAMPLE_FIXED + 4u * depth || depth > EVP_SAMPLE_DEPTH_LIMIT)
         return;
     memcpy(&s, b + HDR, SAMPLE_FIXED);
     const uint8_t *keys = b + HDR + SAMPLE_FIXED;
@@ -1001,8 +1004,8 @@ static void queue_stacks(void)
  * chunks of its stream. */
 static void queue_samples(struct sthread *st)
 {
-    uint64_t dropped = __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED) +
-                       st->unbatched;
+    uint64_t dropped =
+        __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED) + st->unbatched;
     size_t done = 0;
     if (st->nbatch == 0 && dropped == st->dropped_told)
         return;
@@ -1028,8 +1031,7 @@ static void queue_samples(struct sthread *st)
         pf.dropped = lost > UINT32_MAX ? UINT32_MAX : (uint32_t)lost;
         evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
         pf.base_ticks = pf.sync_ticks;
-        size_t len =
-            evp_samples_encode(G.out, &pf, st->batch + done, n, NULL);
+        size_t len = evp_samples_encode(G.out, &pf, st->batch + done, n, NULL);
         if (evp_rec_chunk_queue_locked_(EVP_CHUNK_SAMPLES, G.out, len, 1) < 0)
             break;
         G.seq_of[st->stream]++;

@@ -22,8 +22,8 @@
 
 /* Register a function (evp_rec_func without taking the lock; any state
  * but CLOSED).  Returns its id or 0. */
-EVP_HIDDEN uint32_t evp_rec_func_locked_(const char *qualname,
-                                         const char *file, uint32_t line);
+EVP_HIDDEN uint32_t evp_rec_func_locked_(const char *qualname, const char *file,
+                                         uint32_t line);
 
 /* Record KEY=VALUE (evp_rec_meta without the lock): 0 or -ENOMEM. */
 EVP_HIDDEN int evp_rec_meta_locked_(const char *key, const char *value);
@@ -52,7 +52,6 @@ EVP_HIDDEN int evp_rec_stream_attach_(const char *name, uint32_t *stream);
 
 /* The kernel's id of the calling thread. */
 EVP_HIDDEN int evp_rec_gettid_(void);
-
 
 /* ---- provided by sample.c --------------------------------------------- */
 

@@ -66,16 +66,15 @@ static int passed, failed;
 enum { KEY_MAIN = 1, KEY_WORK, KEY_A, KEY_B, KEY_C, NKEYS };
 enum { PH_A, PH_B, PH_C };
 
-static const char *const key_name[NKEYS] = {NULL, "main", "work", "A", "B",
-                                            "C"};
+static const char *const key_name[NKEYS] = {NULL, "main", "work",
+                                            "A",  "B",    "C"};
 
 /* A's location table, built by hand: first line 10; units 0-3 line 10,
  * 4-5 line 12 (one-line form, +2), 6 no location, 7-14 line 9 (no-column
  * form, -3). */
-static const uint8_t a_table[] = {0x80 | 2 << 3 | 3, 0x12,
-                                  0x80 | 12 << 3 | 1, 4, 9,
-                                  0x80 | 15 << 3 | 0,
-                                  0x80 | 13 << 3 | 7, 0x07};
+static const uint8_t a_table[] = {
+    0x80 | 2 << 3 | 3,  0x12, 0x80 | 12 << 3 | 1, 4, 9, 0x80 | 15 << 3 | 0,
+    0x80 | 13 << 3 | 7, 0x07};
 #define A_LINES "0:10,4:12,6:0,7:9"
 
 static __thread volatile int phase;
@@ -93,12 +92,13 @@ static void on_sample(void *uc, uint32_t weight)
             continue;
         int a = k == KEY_A;
         if (evp_rec_sample_func(k, key_name[k], strlen(key_name[k]),
-                                "synthetic.py", 12, a ? 10 : k, a ? a_table : NULL,
-                                a ? sizeof a_table : 0,
+                                "synthetic.py", 12, a ? 10 : k,
+                                a ? a_table : NULL, a ? sizeof a_table : 0,
                                 a ? EVP_LT_CPYTHON311 : EVP_LT_NONE) == 0)
             keyed |= 1u << k;
     }
-    evp_rec_sample_put(evp_rec_now(), evp_sample_state(0, 0, EVP_SAMPLE_IN_EVAL),
+    evp_rec_sample_put(evp_rec_now(),
+                       evp_sample_state(0, 0, EVP_SAMPLE_IN_EVAL),
                        leaf == KEY_A ? 5 : 1, weight, keys, 3);
 }
 
@@ -128,7 +128,7 @@ static void sleep_ms(unsigned ms)
 }
 
 #define NTHREADS 8
-static int nthreads;      /* of this case */
+static int nthreads;       /* of this case */
 static uint64_t budget_ns; /* sampled CPU time per thread */
 
 static int start_rc[NTHREADS];
@@ -249,8 +249,8 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
     CHECK(t.seq_ok, "SAMPLES sequence numbers");
     CHECK(t.dropped == 0 && st.dropped == 0, "dropped %llu",
           (unsigned long long)t.dropped);
-    CHECK(t.nsamples == st.samples, "read %zu samples, stored %llu",
-          t.nsamples, (unsigned long long)st.samples);
+    CHECK(t.nsamples == st.samples, "read %zu samples, stored %llu", t.nsamples,
+          (unsigned long long)st.samples);
     CHECK(st.threads == (uint64_t)nthreads, "threads %llu",
           (unsigned long long)st.threads);
 
@@ -294,8 +294,8 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
          * then miss periods (a bare timer_create program with 8 threads
          * on 2 CPUs counted 233 to 299 ms of 300). */
         double est = (double)weight * 50000.0, cpu = (double)sampled_cpu[i];
-        CHECK(n > 0 && (!cpu_clock || (est > 0.25 * cpu &&
-                                       est < 1.1 * cpu + 20e6)),
+        CHECK(n > 0 &&
+                  (!cpu_clock || (est > 0.25 * cpu && est < 1.1 * cpu + 20e6)),
               "%s: %zu samples, weight %llu x 50 us against %.0f ms of CPU",
               name, n, (unsigned long long)weight, cpu / 1e6);
     }
@@ -328,8 +328,8 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
     if (!UNDER_TSAN)
         CHECK(got > truth - tol && got < truth + tol && truth > 72 &&
                   truth < 78,
-              "%s clock: A's share %.1f%%, its CPU time's %.1f%%",
-              clock_name, got, truth);
+              "%s clock: A's share %.1f%%, its CPU time's %.1f%%", clock_name,
+              got, truth);
     const char *missed = evp_trace_meta(tr, "sample.missed");
     CHECK(missed != NULL, "no sample.missed");
     CHECK(evp_trace_meta(tr, "sample.clock") &&

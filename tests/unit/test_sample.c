@@ -69,14 +69,15 @@ static void test_lt_forms(void **state)
 {
     (void)state;
     const uint8_t t[] = {
-        E(2, 3), 0x13,             /* short form: line 10, units 0-2 */
-        E(11, 2), 4, 10,           /* one-line form, +1: line 11 */
-        E(13, 1), 0x03,            /* no columns, svarint -1: line 10 */
-        E(14, 4), 0x58, 0x09,      /* long form, svarint +300: line 310 */
-        0x02, 0x05, 0x48, 0x03,    /* end line +2, column 4, end col 199 */
-        E(15, 1),                  /* no location */
-        E(0, 8), 0x00,             /* short: line 310 again, 8 units */
-        E(12, 1), 0, 0,            /* one-line +2: 312 */
+        E(2, 3),  0x13,              /* short form: line 10, units 0-2 */
+        E(11, 2), 4,           10,   /* one-line form, +1: line 11 */
+        E(13, 1), 0x03,              /* no columns, svarint -1: line 10 */
+        E(14, 4), 0x58,        0x09, /* long form, svarint +300: line 310 */
+        0x02,     0x05,        0x48,
+        0x03,                        /* end line +2, column 4, end col 199 */
+        E(15, 1),                    /* no location */
+        E(0, 8),  0x00,              /* short: line 310 again, 8 units */
+        E(12, 1), 0,           0,    /* one-line +2: 312 */
         E(13, 2), 0x40 | 0x3e, 0x3f, /* svarint 4094: +2047 */
     };
     /* each entry gives a range; the same line twice in a row is one */
@@ -106,8 +107,7 @@ static void test_lt_malformed(void **state)
     const uint8_t cut_long[] = {E(14, 1), 0x02, 0x00, 0x01};
     const uint8_t varint_runs_on[] = {E(13, 1), 0x41, E(0, 1), 0x00};
     const uint8_t col_top_bit[] = {E(10, 1), 0x81, 0x01};
-    uint8_t huge_line[8] = {E(13, 1), 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f,
-                            0x3f};
+    uint8_t huge_line[8] = {E(13, 1), 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x3f};
     assert_null(decode(no_top_bit, sizeof no_top_bit, 1));
     assert_null(decode(cut_short, sizeof cut_short, 1));
     assert_null(decode(cut_oneline, sizeof cut_oneline, 1));
@@ -151,13 +151,13 @@ static const uint8_t lt311[] = {
     0x61, 0xd8, 0x16, 0x17, 0xf1, 0x03, 0x01, 0x17, 0x18, 0xf1, 0x00, 0x01,
     0x0d, 0x19, 0x88, 0x45, 0x88, 0x45, 0xe0, 0x0b, 0x10, 0x80, 0x4c};
 static const uint8_t lt312[] = {
-    0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdc, 0x0d, 0x12, 0x90, 0x31,
-    0x8b, 0x58, 0xf2, 0x00, 0x05, 0x05, 0x19, 0x88, 0x01, 0xd8, 0x0b, 0x0c,
-    0x88, 0x71, 0x89, 0x35, 0x90, 0x41, 0x8a, 0x3a, 0xd8, 0x0c, 0x11, 0x90,
-    0x51, 0x98, 0x11, 0x91, 0x55, 0x89, 0x4e, 0x89, 0x45, 0xe0, 0x0c, 0x11,
-    0x90, 0x61, 0xd8, 0x16, 0x17, 0xf1, 0x03, 0x01, 0x17, 0x18, 0xf1, 0x00,
-    0x01, 0x0d, 0x19, 0x89, 0x45, 0xf0, 0x09, 0x05, 0x05, 0x19, 0xf0, 0x0c,
-    0x00, 0x0c, 0x11, 0x80, 0x4c};
+    0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdc, 0x0d, 0x12, 0x90,
+    0x31, 0x8b, 0x58, 0xf2, 0x00, 0x05, 0x05, 0x19, 0x88, 0x01, 0xd8,
+    0x0b, 0x0c, 0x88, 0x71, 0x89, 0x35, 0x90, 0x41, 0x8a, 0x3a, 0xd8,
+    0x0c, 0x11, 0x90, 0x51, 0x98, 0x11, 0x91, 0x55, 0x89, 0x4e, 0x89,
+    0x45, 0xe0, 0x0c, 0x11, 0x90, 0x61, 0xd8, 0x16, 0x17, 0xf1, 0x03,
+    0x01, 0x17, 0x18, 0xf1, 0x00, 0x01, 0x0d, 0x19, 0x89, 0x45, 0xf0,
+    0x09, 0x05, 0x05, 0x19, 0xf0, 0x0c, 0x00, 0x0c, 0x11, 0x80, 0x4c};
 static const uint8_t lt313[] = {
     0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdc, 0x0d, 0x12, 0x90, 0x31,
     0x8e, 0x58, 0x88, 0x01, 0xd8, 0x0b, 0x0c, 0x88, 0x71, 0x89, 0x35, 0x90,
@@ -610,8 +610,7 @@ static void test_writer_pace(void **state)
     assert_int_equal(evp_rec_sample_func(k, "p", 1, "", 0, 1, NULL, 0, 0), 0);
     /* 40 x 32 bytes: 31% of 4 KiB (again, should the writer's own round
      * have come in the middle) */
-    for (int tries = 0; tries < 5 && evp_rec_sample_poll_ms_() != 10;
-         tries++) {
+    for (int tries = 0; tries < 5 && evp_rec_sample_poll_ms_() != 10; tries++) {
         for (int i = 0; i < 40; i++)
             assert_int_equal(evp_rec_sample_put(1 + i, 0, 0, 1, &k, 1), 0);
         assert_int_equal(evp_rec_flush(), 0);
@@ -733,8 +732,8 @@ static void test_put_cost(void **state)
     uint32_t keys[30];
     for (uint32_t i = 0; i < 30; i++) {
         keys[i] = i + 1;
-        assert_int_equal(evp_rec_sample_func(i + 1, "frame", 5, "cost.py", 7,
-                                             i, NULL, 0, EVP_LT_NONE),
+        assert_int_equal(evp_rec_sample_func(i + 1, "frame", 5, "cost.py", 7, i,
+                                             NULL, 0, EVP_LT_NONE),
                          0);
     }
     enum { N = 8000 }; /* 8000 x 152 bytes fit a 2 MiB ring */
@@ -742,8 +741,8 @@ static void test_put_cost(void **state)
     for (int round = 0; round < 7; round++) {
         uint64_t t0 = mono();
         for (int i = 0; i < N; i++)
-            assert_int_equal(
-                evp_rec_sample_put((uint64_t)i, 0, 3, 1, keys, 30), 0);
+            assert_int_equal(evp_rec_sample_put((uint64_t)i, 0, 3, 1, keys, 30),
+                             0);
         double ns = (double)(mono() - t0) / N;
         best = ns < best ? ns : best;
         assert_int_equal(evp_rec_flush(), 0);
