@@ -924,7 +924,8 @@ static void on_sample_record(struct sthread *st, const uint8_t *b, uint32_t len,
         uint64_t ts;
         uint32_t state, unit1, weight;
     } __attribute__((packed)) s;
-    if (len < HDR + SAMPLE_FIXED + 4u * depth || depth > EVP_SAMPLE_DEPTH_LIMIT)
+    if (len < HDR + SAMPLE_FIXED + 4u * depth ||
+        depth > EVP_SAMPLE_DEPTH_LIMIT)
         return;
     memcpy(&s, b + HDR, SAMPLE_FIXED);
     const uint8_t *keys = b + HDR + SAMPLE_FIXED;
