@@ -625,6 +625,48 @@ static void test_writer_pace(void **state)
     unblock();
 }
 
+/* A producer's on_sample: one frame. */
+static void on_sample_put(void *uc, uint32_t weight)
+{
+    (void)uc;
+    uint32_t k = 1;
+    evp_rec_sample_put(evp_rec_now(), 0, 0, weight, &k, 1);
+}
+
+/* A thread that blocks the signal for 60 ms at 1 kHz of wall time gets
+ * one sample when it unblocks it, standing for the periods it missed;
+ * sample.missed counts them. */
+static void test_blocked_signal_weight(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("blocked.evp", path, sizeof path);
+    struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                       .on_sample = on_sample_put};
+    assert_int_equal(evp_rec_sampler_start(&sc), 0);
+    assert_int_equal(evp_rec_sample_thread_start("blocking"), 0);
+    assert_int_equal(evp_rec_sample_func(1, "b", 1, "", 0, 1, NULL, 0, 0), 0);
+    mask_signal(SIG_BLOCK);
+    struct timespec ts = {0, 60000000}, rem;
+    while (nanosleep(&ts, &rem) < 0)
+        ts = rem;
+    mask_signal(SIG_UNBLOCK); /* the pending signal is handled here */
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    struct sc_trace t;
+    if (sc_read(path, &t) < 0)
+        fail_msg("%s", t.err);
+    uint32_t most = 0;
+    for (size_t i = 0; i < t.nsamples; i++)
+        most = t.samples[i].s.weight > most ? t.samples[i].s.weight : most;
+    assert_true(most >= 40 && most <= 400); /* (a loaded machine oversleeps) */
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_true(atoi(evp_trace_meta(tr, "sample.missed")) >= 39);
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
 /* EVALPROF_ZSTD: STACKS and SAMPLES chunks compressed as EVENTS chunks
  * are, and read back the same. */
 static void test_zstd_chunks(void **state)
@@ -766,6 +808,7 @@ int main(void)
         cmocka_unit_test(test_one_stream),
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_writer_pace),
+        cmocka_unit_test(test_blocked_signal_weight),
         cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
