@@ -243,6 +243,20 @@ static void unblock(void)
     mask_signal(SIG_UNBLOCK);
 }
 
+/* Stop this thread's sampling, close the session, unblock the signal. */
+static void end_session(void)
+{
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+}
+
+static void read_samples(const char *path, struct sc_trace *t)
+{
+    if (sc_read(path, t) < 0)
+        fail_msg("%s", t->err);
+}
+
 static uint32_t func_named(struct evp_trace *t, const char *name)
 {
     uint32_t found = 0;
@@ -321,13 +335,10 @@ static void test_ring_fill_drop_wrap(void **state)
     evp_rec_sample_get_stats(&st);
     assert_int_equal(st.samples, stored);
     assert_int_equal(st.dropped, drops);
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
 
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     assert_true(t.order_ok);
     assert_true(t.seq_ok);
     assert_int_equal(t.nsamples, stored);
@@ -402,13 +413,10 @@ static void test_ring_lost_func(void **state)
         0);
     assert_int_equal(evp_rec_sample_put(1002, 0, 0, 1, &k1, 1), 0);
     stored += 3;
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
 
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     int warnings;
     struct evp_trace *tr = open_trace(path, &warnings);
     assert_int_equal(t.nsamples, stored);
@@ -463,9 +471,7 @@ static void test_lines_meta(void **state)
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, second_thread, NULL), 0);
     pthread_join(th, NULL);
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
 
     int warnings;
     struct evp_trace *tr = open_trace(path, &warnings);
@@ -480,8 +486,7 @@ static void test_lines_meta(void **state)
     assert_int_equal(evp_trace_nstreams(tr), 2);
     evp_trace_close(tr);
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     assert_int_equal(t.nsamples, 3);
     assert_int_equal(t.samples[2].s.unit, 38);
     assert_int_equal(t.samples[0].s.unit, 18);
@@ -524,16 +529,13 @@ static void test_one_stream(void **state)
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, samples_then_events, &f), 0);
     pthread_join(th, NULL);
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
 
     int warnings;
     struct evp_trace *tr = open_trace(path, &warnings);
     assert_int_equal(evp_trace_nstreams(tr), 2);
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     assert_int_equal(t.nsamples, 2);
     for (size_t i = 0; i < 2; i++) {
         const struct evp_stream *s = evp_trace_stream(tr, i);
@@ -577,17 +579,14 @@ static void test_restart(void **state)
         }
         assert_int_equal(evp_rec_sample_thread_start("again"), 0);
     }
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
     int warnings;
     struct evp_trace *tr = open_trace(path, &warnings);
     assert_int_equal(warnings, 0);
     assert_int_equal(evp_trace_nstreams(tr), 1);
     evp_trace_close(tr);
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     assert_true(t.seq_ok);
     assert_int_equal(t.nsamples, 18);
     for (size_t i = 0; i < t.nsamples; i++)
@@ -654,8 +653,7 @@ static void test_blocked_signal_weight(void **state)
     evp_rec_sample_thread_stop();
     assert_int_equal(evp_rec_close(), 0);
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     uint32_t most = 0;
     for (size_t i = 0; i < t.nsamples; i++)
         most = t.samples[i].s.weight > most ? t.samples[i].s.weight : most;
@@ -683,12 +681,9 @@ static void test_zstd_chunks(void **state)
         assert_int_equal(evp_rec_sample_put(100 + 7 * i, 0, i % 50, 1,
                                             keys + i % 8, 8 - i % 8),
                          0);
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     assert_true(t.compressed >= 1); /* the samples (a small table stays raw) */
     assert_int_equal(t.nsamples, 3000);
     for (unsigned i = 0; i < 3000; i++) {
@@ -791,9 +786,7 @@ static void test_put_cost(void **state)
     }
     printf("sample put, 30-frame stack: %.1f ns (best of 7 rounds of %d)\n",
            best, N);
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
 }
 
 int main(void)
