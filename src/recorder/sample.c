@@ -314,25 +314,28 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
  * when it has none (no sampler, stopping, another thread's struct).  The
  * count is raised before the stopping flag is read, and the stopper sets
  * the flag before it reads the counts: one of the two sees the other.
+ * The count is changed with atomic read-modify-writes: a thread whose
+ * pointer outlived its struct (stopped with the sampler, the struct then
+ * reused by another thread) may touch it for a moment outside a handler.
  */
 static inline struct sthread *enter(void)
 {
     struct sthread *st = sample_tls;
-    if (!st)
+    if (!st ||
+        __atomic_load_n(&st->owner, __ATOMIC_RELAXED) != (void *)&sample_tls)
         return NULL;
-    __atomic_store_n(&st->busy, st->busy + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE) &&
+    __atomic_add_fetch(&st->busy, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&G.stopping, __ATOMIC_SEQ_CST) &&
         __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE &&
         __atomic_load_n(&st->owner, __ATOMIC_RELAXED) == (void *)&sample_tls)
         return st;
-    __atomic_store_n(&st->busy, st->busy - 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&st->busy, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
 static inline void leave(struct sthread *st)
 {
-    __atomic_store_n(&st->busy, st->busy - 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&st->busy, 1, __ATOMIC_RELEASE);
 }
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
@@ -477,6 +480,7 @@ static void thread_release(struct sthread *st)
     evp_itab_clear(&st->key_index);
     st->nkeys = 0;
     st->nbatch = 0;
+    __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&st->state, ST_FREE, __ATOMIC_RELEASE);
 }
 
