@@ -287,7 +287,7 @@ static struct {
     struct sthread *threads;
     pthread_key_t exit_key;
     /* figures, of rings freed already */
-    uint64_t samples, dropped, missed, funcs_lost, threads_started;
+    uint64_t samples, dropped, missed, funcs_lost, threads_started, stacks;
     /* writer side */
     struct gfunc *funcs;
     size_t nfuncs, funcs_cap;
@@ -665,7 +665,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
         return rc;
     }
     if (!G.used) /* the session's first sampler: its own figures */
-        G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started = 0;
+        G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
+            G.stacks = 0;
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
     G.running = 1;
@@ -732,7 +733,7 @@ void evp_rec_sample_get_stats(struct evp_rec_sample_stats *s)
     s->dropped = G.dropped;
     s->missed = G.missed;
     s->threads = G.threads_started;
-    s->stacks = G.nodes_written;
+    s->stacks = G.stacks;
     for (struct sthread *st = G.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
             continue;
@@ -1001,8 +1002,10 @@ static void queue_stacks(void)
     for (size_t i = G.nodes_written; i < G.nnodes; i++)
         k += evp_stack_entry_put(G.out + k, (uint32_t)i + 1, G.nodes[i].parent,
                                  G.nodes[i].func);
-    if (evp_rec_chunk_queue_locked_(EVP_CHUNK_STACKS, G.out, k, 1) == 0)
+    if (evp_rec_chunk_queue_locked_(EVP_CHUNK_STACKS, G.out, k, 1) == 0) {
+        G.stacks += n;
         G.nodes_written = G.nnodes;
+    }
 }
 
 /* ST's batch, and the count of samples its ring dropped, as SAMPLES
@@ -1139,5 +1142,6 @@ void evp_rec_sample_fork_child_(void)
     G.seq_cap = 0;
     G.scratch = G.out = NULL;
     G.scratch_cap = G.out_cap = 0;
-    G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started = 0;
+    G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
+        G.stacks = 0;
 }

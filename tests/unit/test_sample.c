@@ -336,6 +336,12 @@ static void test_ring_fill_drop_wrap(void **state)
     assert_int_equal(st.samples, stored);
     assert_int_equal(st.dropped, drops);
     end_session();
+    /* the closed session's figures */
+    evp_rec_sample_get_stats(&st);
+    assert_int_equal(st.samples, stored);
+    assert_int_equal(st.dropped, drops);
+    assert_int_equal(st.stacks, 8);
+    assert_int_equal(st.threads, 1);
 
     struct sc_trace t;
     read_samples(path, &t);
