@@ -245,8 +245,10 @@ void evp_rec_sample_thread_stop(void);
  * this thread's later samples until it is keyed again.  NAME, FILE are
  * not NUL-terminated; LINETABLE (may be NULL) is the code's location table
  * in format LT_FORMAT (EVP_LT_*), decoded by the writer into the
- * function's lines.ID.  Returns 0 or -ENOSPC (ring full: the function and
- * the samples naming it until it is keyed again are lost, and counted).
+ * function's lines.ID.  Returns 0, -ENOSPC (ring full: the function
+ * record is lost, and counted in sample.funcs_lost; the samples naming
+ * KEY until it is keyed again are counted under the function
+ * "<unknown>"), -EINVAL for key 0, or -ENOTCONN (the thread has no ring).
  */
 #define EVP_LT_NONE 0
 #define EVP_LT_CPYTHON311 1 /* co_linetable of CPython 3.11-3.13 (PEP 657) */
