@@ -51,6 +51,7 @@
 #include "evalprof/format.h"
 #include "itab.h"
 #include "kv.h"
+#include "session.h"
 
 __thread struct evp_rec_thread *evp_rec_tls_
     __attribute__((tls_model("initial-exec")));
@@ -96,6 +97,7 @@ struct thread {
 /* A metadata, opcode, function or thread chunk waiting for the writer. */
 struct pending {
     unsigned type;
+    int compress; /* zstd when the session compresses EVENTS chunks */
     size_t len;
     struct pending *next;
     uint8_t payload[];
@@ -259,21 +261,21 @@ static int zstd_load(void)
 
 static int write_chunk(unsigned type, const uint8_t *payload, size_t len);
 
-/* An events chunk, zstd-compressed (u32 raw size, frame) when asked for
- * and the writer is keeping up, as it is written otherwise. */
-static int write_events_chunk(const uint8_t *payload, size_t len)
+/* An events or samples chunk, zstd-compressed (u32 raw size, frame) when
+ * asked for and the writer is keeping up, as it is written otherwise. */
+static int write_events_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     if (!S.zstd_level || !S.z_now || !z_compress || S.error)
-        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+        return write_chunk(type, payload, len);
     size_t bound = z_bound(len) + 4;
     if (evp_grow((void **)&S.z_buf, &S.z_cap, bound, 1, bound) < 0)
-        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+        return write_chunk(type, payload, len);
     size_t zn = z_compress(S.z_buf + 4, bound - 4, payload, len, S.zstd_level);
     if (z_is_error(zn) || zn + 4 >= len)
-        return write_chunk(EVP_CHUNK_EVENTS, payload, len);
+        return write_chunk(type, payload, len);
     evp_put_u32(S.z_buf, (uint32_t)len);
     S.z_flags = EVP_CHUNK_F_ZSTD;
-    int rc = write_chunk(EVP_CHUNK_EVENTS, S.z_buf, zn + 4);
+    int rc = write_chunk(type, S.z_buf, zn + 4);
     S.z_flags = 0;
     return rc;
 }
@@ -310,6 +312,7 @@ static struct pending *pending_new(unsigned type, size_t len)
     if (!p)
         return NULL;
     p->type = type;
+    p->compress = 0;
     p->len = len;
     p->next = NULL;
     return p;
@@ -372,6 +375,29 @@ static struct pending *funcs_chunk(size_t first, size_t last)
                                 S.funcs[i].line);
     p->len = k;
     return p;
+}
+
+void evp_rec_funcs_queue_locked_(void)
+{
+    if (S.nfuncs > S.funcs_queued) {
+        struct pending *f = funcs_chunk(S.funcs_queued, S.nfuncs);
+        if (f) {
+            pending_push(f);
+            S.funcs_queued = S.nfuncs;
+        }
+    }
+}
+
+int evp_rec_chunk_queue_locked_(unsigned type, const uint8_t *payload,
+                                size_t len, int compress)
+{
+    struct pending *p = pending_new(type, len);
+    if (!p)
+        return -ENOMEM;
+    memcpy(p->payload, payload, len);
+    p->compress = compress;
+    pending_push(p);
+    return 0;
 }
 
 static struct pending *thread_chunk(const struct thread *t, const char *name)
@@ -486,7 +512,7 @@ static void write_records(struct buffer *b, uint32_t upto)
     evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
     size_t len = evp_events_encode(S.encode_buf, &pf, b->recs + b->written, n,
                                    &S.backwards);
-    if (write_events_chunk(S.encode_buf, len) == 0) {
+    if (write_events_chunk(EVP_CHUNK_EVENTS, S.encode_buf, len) == 0) {
         t->seq++;
         t->dropped = 0;
         t->events += n;
@@ -610,14 +636,10 @@ static void writer_round(int force)
             t->drop_pending = 0;
         }
     }
-    if (S.nfuncs > S.funcs_queued) {
-        /* Before any events that may name them. */
-        struct pending *f = funcs_chunk(S.funcs_queued, S.nfuncs);
-        if (f) {
-            pending_push(f);
-            S.funcs_queued = S.nfuncs;
-        }
-    }
+    /* The rings' samples, their new functions and stacks, as chunks. */
+    evp_rec_sample_collect_(force);
+    /* Before any events that may name them. */
+    evp_rec_funcs_queue_locked_();
     struct pending *pend = S.pend_head;
     S.pend_head = S.pend_tail = NULL;
     size_t nsnap = 0, cap = 0;
@@ -650,15 +672,19 @@ static void writer_round(int force)
     pthread_spin_unlock(&S.q);
     pthread_mutex_unlock(&S.mu);
 
-    for (struct pending *p = pend; p; p = p->next)
-        write_chunk(p->type, p->payload, p->len);
-    pending_free_all(pend);
     size_t nq = 0;
     for (struct buffer *b = q; b; b = b->next)
         nq++;
     /* Compress only while the writer keeps up: a quarter of a ring
      * queued at most. */
     S.z_now = S.zstd_level && nq * 4 <= S.max_buffers;
+    for (struct pending *p = pend; p; p = p->next) {
+        if (p->compress)
+            write_events_chunk(p->type, p->payload, p->len);
+        else
+            write_chunk(p->type, p->payload, p->len);
+    }
+    pending_free_all(pend);
     /* Each buffer goes back as soon as it is written: a thread waiting
      * for room waits for one buffer, not for the whole round. */
     while (q) {
@@ -718,6 +744,11 @@ static void *writer_main(void *arg)
         else if (got * 16 < S.max_buffers && poll_ms < S.cfg.flush_ms)
             poll_ms =
                 poll_ms * 2 < S.cfg.flush_ms ? poll_ms * 2 : S.cfg.flush_ms;
+        /* Sampling: the rings are drained every 50 ms at least, every
+         * 10 ms while one fills by a quarter between two rounds. */
+        unsigned ring_ms = evp_rec_sample_poll_ms_();
+        if (ring_ms && poll_ms > ring_ms)
+            poll_ms = ring_ms;
     }
     pthread_mutex_unlock(&S.mu);
     return NULL;
@@ -796,6 +827,11 @@ static pid_t gettid_(void)
     return (pid_t)syscall(SYS_gettid);
 }
 
+int evp_rec_gettid_(void)
+{
+    return (int)gettid_();
+}
+
 static void thread_exit_cb(void *p)
 {
     struct thread *t = p;
@@ -808,8 +844,10 @@ static void thread_exit_cb(void *p)
 
 static void once_init(void);
 
-/* Attach the calling thread (caller holds S.mu; state is OPEN). */
-static int attach_locked(const char *name)
+/* Attach the calling thread (caller holds S.mu; state is OPEN), with a
+ * buffer unless STREAM_ONLY (a sampled thread: its first event takes
+ * one, in the same stream). */
+static int attach_thread(const char *name, int stream_only)
 {
     struct thread *t = (struct thread *)evp_rec_tls_;
     if (t && !t->live && t->nbuffers) {
@@ -834,10 +872,10 @@ static int attach_locked(const char *name)
         t->exited = 0;
         pthread_setspecific(thread_key, t);
     }
-    if (t->live && t->gen == S.gen && t->buf)
+    if (t->live && t->gen == S.gen && (t->buf || stream_only))
         return 0;
-    struct buffer *b = buffer_get(t);
-    if (!b)
+    struct buffer *b = stream_only ? NULL : buffer_get(t);
+    if (!b && !stream_only)
         return -ENOMEM;
     t->buf = b;
     if (t->live && t->gen == S.gen) {
@@ -862,10 +900,34 @@ static int attach_locked(const char *name)
     struct pending *p = thread_chunk(t, name);
     if (p)
         pending_push(p);
-    __atomic_store_n(&t->hot.end, b->recs + b->cap, __ATOMIC_RELAXED);
-    __atomic_store_n(&t->hot.pos, b->recs, __ATOMIC_RELEASE);
+    __atomic_store_n(&t->hot.end, b ? b->recs + b->cap : NULL,
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&t->hot.pos, b ? b->recs : NULL, __ATOMIC_RELEASE);
     evp_rec_tls_ = &t->hot;
     return 0;
+}
+
+static int attach_locked(const char *name)
+{
+    return attach_thread(name, 0);
+}
+
+int evp_rec_stream_attach_(const char *name, uint32_t *stream)
+{
+    pthread_once(&once, once_init);
+    pthread_mutex_lock(&S.mu);
+    struct thread *t = (struct thread *)evp_rec_tls_;
+    int known = t && t->live && t->gen == S.gen;
+    int rc = S.state == OPEN ? attach_thread(name, 1) : -ENOTCONN;
+    if (rc == 0) {
+        t = (struct thread *)evp_rec_tls_;
+        *stream = t->stream;
+        struct pending *p = known && name ? thread_chunk(t, name) : NULL;
+        if (p) /* renamed: a later THREAD chunk wins */
+            pending_push(p);
+    }
+    pthread_mutex_unlock(&S.mu);
+    return rc;
 }
 
 int evp_rec_thread_attach(const char *name)
@@ -888,8 +950,10 @@ int evp_rec_thread_attach(const char *name)
 static void detach_locked(struct thread *t)
 {
     struct buffer *b = t->buf;
-    if (!b)
+    if (!b) {
+        t->live = 0; /* a sampled thread's stream, or a lost buffer */
         return;
+    }
     struct evp_rec_record *pos = __atomic_load_n(&t->hot.pos, __ATOMIC_ACQUIRE);
     b->n = (uint32_t)(pos - b->recs);
     t->buf = NULL;
@@ -1060,21 +1124,26 @@ static int meta_remember(const char *key, const char *value)
     return evp_kv_set(&S.meta, key, value);
 }
 
+int evp_rec_meta_locked_(const char *key, const char *value)
+{
+    int rc = meta_remember(key, value);
+    char *kv[2] = {(char *)key, (char *)value};
+    struct pending *p = rc == 0 ? meta_chunk(kv, 2) : NULL;
+    if (p)
+        pending_push(p);
+    else if (rc == 0)
+        rc = -ENOMEM;
+    return rc;
+}
+
 int evp_rec_meta(const char *key, const char *value)
 {
     if (!key || !value || !*key)
         return -EINVAL;
     pthread_mutex_lock(&S.mu);
     int rc = -ENOTCONN;
-    if (S.state == OPEN || S.state == OPENING) {
-        rc = meta_remember(key, value);
-        char *kv[2] = {(char *)key, (char *)value};
-        struct pending *p = rc == 0 ? meta_chunk(kv, 2) : NULL;
-        if (p)
-            pending_push(p);
-        else if (rc == 0)
-            rc = -ENOMEM;
-    }
+    if (S.state == OPEN || S.state == OPENING)
+        rc = evp_rec_meta_locked_(key, value);
     pthread_mutex_unlock(&S.mu);
     return rc;
 }
@@ -1093,15 +1162,28 @@ void evp_rec_lines_add(struct evp_rec_lines *l, long unit, long line)
                                l->len ? "," : "", unit, line);
 }
 
-void evp_rec_lines_end(struct evp_rec_lines *l, uint32_t func)
+static void lines_end(struct evp_rec_lines *l, uint32_t func, int locked)
 {
     if (l->cap != (size_t)-1 && l->len) {
         char key[32];
         snprintf(key, sizeof key, "lines.%u", (unsigned)func);
-        evp_rec_meta(key, l->buf);
+        if (locked)
+            evp_rec_meta_locked_(key, l->buf);
+        else
+            evp_rec_meta(key, l->buf);
     }
     free(l->buf);
     *l = (struct evp_rec_lines)EVP_REC_LINES_INIT;
+}
+
+void evp_rec_lines_end(struct evp_rec_lines *l, uint32_t func)
+{
+    lines_end(l, func, 0);
+}
+
+void evp_rec_lines_end_locked_(struct evp_rec_lines *l, uint32_t func)
+{
+    lines_end(l, func, 1);
 }
 
 int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
@@ -1137,16 +1219,14 @@ int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
     return rc;
 }
 
-uint32_t evp_rec_func(const char *qualname, const char *file,
-                      uint32_t firstline)
+uint32_t evp_rec_func_locked_(const char *qualname, const char *file,
+                              uint32_t firstline)
 {
-    uint32_t id = 0;
-    pthread_mutex_lock(&S.mu);
-    if (S.state != OPEN && S.state != OPENING)
-        goto out;
+    if (S.state == CLOSED)
+        return 0;
     if (evp_grow((void **)&S.funcs, &S.funcs_cap, S.nfuncs + 1, sizeof *S.funcs,
                  256) < 0)
-        goto out;
+        return 0;
     struct func *f = &S.funcs[S.nfuncs];
     f->name = strdup(qualname ? qualname : "?");
     f->file = strdup(file ? file : "");
@@ -1154,11 +1234,19 @@ uint32_t evp_rec_func(const char *qualname, const char *file,
     if (!f->name || !f->file) {
         free(f->name);
         free(f->file);
-        goto out;
+        return 0;
     }
     S.nfuncs++;
-    id = (uint32_t)S.nfuncs;
-out:
+    return (uint32_t)S.nfuncs;
+}
+
+uint32_t evp_rec_func(const char *qualname, const char *file,
+                      uint32_t firstline)
+{
+    uint32_t id = 0;
+    pthread_mutex_lock(&S.mu);
+    if (S.state == OPEN || S.state == OPENING)
+        id = evp_rec_func_locked_(qualname, file, firstline);
     pthread_mutex_unlock(&S.mu);
     return id;
 }
@@ -1279,6 +1367,7 @@ static int start_file(const char *path, int deferred);
  */
 static void fork_child(void)
 {
+    evp_rec_sample_fork_child_();
     pthread_mutex_init(&S.mu, NULL);
     pthread_cond_init(&S.wake, NULL);
     pthread_cond_init(&S.room, NULL);
@@ -1823,6 +1912,9 @@ static void report_losses(int gone)
 
 int evp_rec_close(void)
 {
+    /* No more samples: the last round drains every ring. */
+    if (evp_rec_is_open())
+        evp_rec_sampler_stop();
     pthread_mutex_lock(&S.mu);
     if (S.state != OPEN) {
         pthread_mutex_unlock(&S.mu);

@@ -1,0 +1,1146 @@
+/*
+ * The sampled mode of the recorder (recorder.h "sampling", docs/FORMAT.md
+ * "Samples"): per-thread timers, the signal handler, per-thread rings,
+ * and the writer's half that turns the rings into STACKS and SAMPLES
+ * chunks.
+ *
+ * Timers.  Each sampled thread arms a timer of its own, timer_create()
+ * with SIGEV_THREAD_ID, on its CPU-time clock (CLOCK_THREAD_CPUTIME_ID:
+ * where its CPU time goes) or on CLOCK_MONOTONIC (wall time: waits
+ * included), so the signal interrupts exactly the thread it samples.  The
+ * first expiry is a pseudo-random fraction of the period, so that threads
+ * started together do not fire in lockstep.  The signal is a real-time
+ * one (SIGRTMIN + 4 by default): the program's own SIGPROF, SIGALRM and
+ * setitimer() stay its own, and a timer signal that cannot be delivered
+ * in time is not lost but counted: its overruns (si_overrun) become the
+ * weight of the sample that is delivered.  So a thread that blocks the
+ * signal for a while (a critical section under pthread_sigmask) gets one
+ * sample, when it unblocks, standing for every period it missed; the
+ * total goes to the trace as sample.missed.  The signal is blocked while
+ * its handler runs (sa_mask), so handlers of one thread never nest.
+ *
+ * What the clocks give.  The wall clock's timer is a high-resolution one:
+ * it fires at the rate asked for.  A CPU-time timer is checked by the
+ * kernel at its scheduler tick (CONFIG_HZ: 250 Hz on Debian's kernels),
+ * so a thread gets at most HZ samples a second of its CPU time whatever
+ * the rate, each weighing the periods since the last (at 20 kHz and HZ
+ * 250, about 80): the estimated times stay right, but a share rests on
+ * fewer samples than the rate suggests, and when threads contend for the
+ * CPUs the kernel's overruns miss some periods (a bare timer_create
+ * program with 8 threads on 2 CPUs counted 233 to 299 ms of 300).
+ *
+ * The handler calls the producer's on_sample, which walks the thread's
+ * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
+ * Those are async-signal-safe: no lock, no allocation, no system call;
+ * they only copy bytes into the thread's ring.
+ *
+ * Rings.  One per sampled thread, a power of two of bytes (2 MiB by
+ * default), single producer (the thread itself, in its handler) and
+ * single consumer (the writer): head and tail are byte counts that only
+ * grow, published with release stores and read with acquire loads.  A
+ * record is 8-byte aligned, an 8-byte header (length, type, a 16-bit
+ * field) and its body, which may wrap around the end of the ring.  A
+ * record that does not fit is dropped and counted: a sample in the
+ * ring's dropped count (it reaches the trace in the next SAMPLES chunk's
+ * prefix), a function record in funcs_lost, and the function's key is
+ * remembered (up to 16 of them, then "all of them"), so that a LOST
+ * record stored before the thread's next record tells the writer to
+ * forget what it knew of those keys: their samples are counted under the
+ * placeholder function "<unknown>" instead of under a function the key
+ * named before.
+ *
+ * Stopping.  Each thread's struct has a counter of handlers (and puts)
+ * in flight, raised before the sampler's stopping flag is read; the
+ * stopper raises the flag and then waits for every counter to fall to 0
+ * (the order of both sides is sequentially consistent), after which no
+ * handler touches a ring and the writer may free them.  A thread that
+ * stops itself needs no wait: it clears its own pointer to the ring, and
+ * only its own handler uses it.  Thread structs are never freed (a
+ * thread's pointer may outlive the sampler); a stopped thread's struct is
+ * reused once the writer has drained its ring.  At the sampler's stop the
+ * signal is set to SIG_IGN for a moment, which discards the timer
+ * signals still pending, before its previous disposition is restored: a
+ * previous SIG_DFL would otherwise kill the process with them.
+ *
+ * Writer.  The session's writer thread, every round (at most 50 ms apart
+ * while sampling, 10 ms while a ring fills by a quarter from one round to
+ * the next), drains each ring in order under the session lock:
+ * a FUNC record maps the thread's key to a global function id, functions
+ * being one per (name, file, first line) across threads, registered as
+ * evp_rec_func does (so they are in the FUNCS chunks) and given their
+ * lines.ID table from the record's line table, once; a SAMPLE record's
+ * keys are mapped to functions and its stack, root to leaf, interned in
+ * a prefix tree of (parent node, function) -> node, ids dense from 1.
+ * New nodes go in a STACKS chunk queued before the round's SAMPLES
+ * chunks, parents before children; each thread's samples go in a SAMPLES
+ * chunk of its stream, zstd-compressed as EVENTS chunks are.
+ *
+ * Memory.  The rings are fixed; the writer's tables grow only with
+ * distinct functions, keys and stacks, and its batch with what one ring
+ * holds.
+ *
+ * Fork.  A forked child has no timers (they are not inherited) and does
+ * not sample: it forgets the parent's rings and tables without freeing
+ * them (pages it shares copy-on-write with the parent and never touches,
+ * and that other threads of the parent may have been writing), restores
+ * the signal's previous disposition and starts again with no sampler.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "evalprof/format.h"
+#include "itab.h"
+#include "linetable.h"
+#include "session.h"
+
+#define DEFAULT_RING_KB 2048u
+#define MIN_RING_KB 4u
+#define MAX_RING_KB (1u << 20) /* 1 GiB */
+#define MAX_NAME 4096u         /* longer names and files are cut */
+#define MAX_LINETABLE (1u << 20)
+#define LOST_MAX 16
+#define CHUNK_SAMPLES 65536u /* samples per SAMPLES chunk at most */
+
+/* ---- the ring ----------------------------------------------------------- */
+
+enum rec_type { REC_SAMPLE = 1, REC_FUNC = 2, REC_LOST = 3 };
+
+/* Record header: u32 length (header included, a multiple of 8), u16
+ * type, u16 type-specific (SAMPLE: depth; FUNC: line table format; LOST:
+ * 1 when every key is lost). */
+#define HDR 8u
+/* SAMPLE body: u64 ts, u32 state, u32 unit1, u32 weight, u32 keys[depth]. */
+#define SAMPLE_FIXED 20u
+/* FUNC body: u32 key, firstline, namelen, filelen, ltlen; the bytes. */
+#define FUNC_FIXED 20u
+
+struct ring {
+    uint8_t *buf;
+    uint64_t size;       /* a power of two */
+    uint64_t head;       /* bytes ever stored (producer; release) */
+    uint64_t tail;       /* bytes ever consumed (writer; release) */
+    uint64_t samples;    /* samples stored (producer) */
+    uint64_t dropped;    /* samples lost to a full ring (producer) */
+    uint64_t funcs_lost; /* function records lost (producer) */
+    uint64_t missed;     /* timer overruns (handler) */
+    /* keys whose function record was lost, not yet told (producer) */
+    uint32_t lost[LOST_MAX];
+    unsigned nlost;
+    int lost_all;
+};
+
+static inline uint32_t pad8(size_t n)
+{
+    return (uint32_t)((n + 7) & ~(size_t)7);
+}
+
+/* Producer-only counters, read by the writer. */
+static inline void bump(uint64_t *c, uint64_t by)
+{
+    __atomic_store_n(c, *c + by, __ATOMIC_RELAXED);
+}
+
+static void ring_copy_in(struct ring *r, uint64_t at, const void *src, size_t n)
+{
+    if (!n)
+        return; /* (SRC may be NULL then) */
+    size_t off = (size_t)(at & (r->size - 1)), first = r->size - off;
+    if (first > n)
+        first = n;
+    memcpy(r->buf + off, src, first);
+    memcpy(r->buf, (const uint8_t *)src + first, n - first);
+}
+
+static void ring_copy_out(const struct ring *r, uint64_t at, void *dst,
+                          size_t n)
+{
+    size_t off = (size_t)(at & (r->size - 1)), first = r->size - off;
+    if (first > n)
+        first = n;
+    memcpy(dst, r->buf + off, first);
+    memcpy((uint8_t *)dst + first, r->buf, n - first);
+}
+
+/* Room for LEN bytes at *AT?  (Producer.) */
+static inline int ring_reserve(struct ring *r, uint32_t len, uint64_t *at)
+{
+    uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    if (len > r->size - (r->head - tail))
+        return 0;
+    *at = r->head;
+    return 1;
+}
+
+static inline void ring_header(struct ring *r, uint64_t at, uint32_t len,
+                               unsigned type, unsigned extra)
+{
+    uint8_t *h = r->buf + (at & (r->size - 1)); /* never wraps: aligned */
+    uint32_t w[2] = {len, (uint32_t)type | (uint32_t)extra << 16};
+    memcpy(h, w, sizeof w);
+}
+
+static inline void ring_commit(struct ring *r, uint64_t at, uint32_t len)
+{
+    __atomic_store_n(&r->head, at + len, __ATOMIC_RELEASE);
+}
+
+/* Tell the writer of the keys whose function record was lost: 1, or 0
+ * when even that does not fit (the record after it must be dropped). */
+static int ring_flush_lost(struct ring *r)
+{
+    if (!r->nlost && !r->lost_all)
+        return 1;
+    uint32_t n = r->lost_all ? 0 : r->nlost;
+    uint32_t len = pad8(HDR + 4u * n);
+    uint64_t at;
+    if (!ring_reserve(r, len, &at))
+        return 0;
+    ring_header(r, at, len, REC_LOST, r->lost_all ? 1 : 0);
+    ring_copy_in(r, at + HDR, r->lost, 4u * n);
+    ring_commit(r, at, len);
+    r->nlost = 0;
+    r->lost_all = 0;
+    return 1;
+}
+
+static void ring_lose_key(struct ring *r, uint32_t key)
+{
+    bump(&r->funcs_lost, 1);
+    for (unsigned i = 0; i < r->nlost; i++)
+        if (r->lost[i] == key)
+            return;
+    if (r->nlost < LOST_MAX)
+        r->lost[r->nlost++] = key;
+    else
+        r->lost_all = 1;
+}
+
+/* ---- per-thread state --------------------------------------------------- */
+
+enum { ST_FREE, ST_ACTIVE, ST_STOPPED };
+
+struct keyent {
+    uint32_t key, func; /* func 0: not known (lost) */
+};
+
+struct sthread {
+    struct ring ring;
+    int state;     /* ST_* (atomic) */
+    unsigned busy; /* handlers and puts in flight (the thread; atomic) */
+    void *owner;   /* the owning thread's &sample_tls (atomic) */
+    uint64_t gen;  /* the sampler it belongs to */
+    int tid;
+    timer_t timer;
+    int has_timer;
+    uint32_t stream;
+    /* writer side */
+    uint64_t dropped_told; /* ring.dropped already in a chunk's prefix */
+    uint64_t unbatched;    /* samples the writer had no memory for */
+    struct evp_itab key_index;
+    struct keyent *keys;
+    size_t nkeys, keys_cap;
+    struct evp_sample_rec *batch;
+    size_t nbatch, batch_cap;
+    struct sthread *next;
+};
+
+static __thread struct sthread *sample_tls
+    __attribute__((tls_model("initial-exec")));
+
+/* A function of the sampled stacks, one per (name, file, first line). */
+struct gfunc {
+    char *name, *file; /* NUL-terminated copies */
+    size_t namelen, filelen;
+    uint32_t line;
+    uint32_t id;   /* the session's function id */
+    int has_lines; /* lines.ID written (or its table was malformed) */
+};
+
+struct node {
+    uint32_t parent, func;
+};
+
+static struct {
+    /* The thread list and the sampler's start and stop; taken after the
+     * session lock when both are held. */
+    pthread_mutex_t mu;
+    int running;  /* a sampler is installed */
+    int stopping; /* handlers return at once (atomic) */
+    uint64_t gen;
+    int used;         /* sampled in this session: sample.missed at close */
+    unsigned poll_ms; /* evp_rec_sample_poll_ms_ (atomic) */
+    struct evp_rec_sample_config cfg;
+    uint64_t period_ns;
+    uint64_t ring_bytes;
+    int signo;
+    struct sigaction old;
+    struct sthread *threads;
+    pthread_key_t exit_key;
+    /* figures, of rings freed already */
+    uint64_t samples, dropped, missed, funcs_lost, threads_started, stacks;
+    /* writer side */
+    struct gfunc *funcs;
+    size_t nfuncs, funcs_cap;
+    struct evp_itab func_index;
+    uint32_t unknown; /* the id of "<unknown>", 0 until needed */
+    uint32_t *seq_of; /* next SAMPLES chunk number, by stream */
+    size_t seq_cap;
+    struct node *nodes;
+    size_t nnodes, nodes_cap, nodes_written;
+    struct evp_itab node_index;
+    uint8_t *scratch; /* one record, contiguous */
+    size_t scratch_cap;
+    uint8_t *out; /* a chunk being encoded */
+    size_t out_cap;
+    uint32_t path[EVP_SAMPLE_DEPTH_LIMIT];
+} G = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+/* ---- in the handler ------------------------------------------------------ */
+
+/*
+ * The calling thread's ring, counted as in use until leave(), or NULL
+ * when it has none (no sampler, stopping, another thread's struct).  The
+ * count is raised before the stopping flag is read, and the stopper sets
+ * the flag before it reads the counts: one of the two sees the other.
+ * The count is changed with atomic read-modify-writes: a thread whose
+ * pointer outlived its struct (stopped with the sampler, the struct then
+ * reused by another thread) may touch it for a moment outside a handler.
+ */
+static inline struct sthread *enter(void)
+{
+    struct sthread *st = sample_tls;
+    if (!st ||
+        __atomic_load_n(&st->owner, __ATOMIC_RELAXED) != (void *)&sample_tls)
+        return NULL;
+    __atomic_add_fetch(&st->busy, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&G.stopping, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE &&
+        __atomic_load_n(&st->owner, __ATOMIC_RELAXED) == (void *)&sample_tls)
+        return st;
+    __atomic_sub_fetch(&st->busy, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static inline void leave(struct sthread *st)
+{
+    __atomic_sub_fetch(&st->busy, 1, __ATOMIC_RELEASE);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    int saved = errno;
+    struct sthread *st = sample_tls;
+    /* Only this thread's own timer: a stray signal (another sender, a
+     * deleted timer's last one) is ignored. */
+    if (st && si && si->si_code == SI_TIMER && si->si_value.sival_ptr == st &&
+        (st = enter()) != NULL) {
+        uint32_t weight = 1;
+        if (si->si_overrun > 0) {
+            weight += (uint32_t)si->si_overrun;
+            bump(&st->ring.missed, (uint64_t)si->si_overrun);
+        }
+        G.cfg.on_sample(uc, weight);
+        leave(st);
+    }
+    errno = saved;
+}
+
+int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
+                        const char *file, size_t filelen, uint32_t firstline,
+                        const uint8_t *linetable, size_t ltlen,
+                        unsigned lt_format)
+{
+    if (!key)
+        return -EINVAL;
+    struct sthread *st = enter();
+    if (!st)
+        return -ENOTCONN;
+    struct ring *r = &st->ring;
+    if (!name)
+        namelen = 0;
+    if (!file)
+        filelen = 0;
+    if (namelen > MAX_NAME)
+        namelen = MAX_NAME;
+    if (filelen > MAX_NAME)
+        filelen = MAX_NAME;
+    if (!linetable || lt_format == EVP_LT_NONE || ltlen > MAX_LINETABLE)
+        ltlen = 0;
+    if (!ltlen)
+        lt_format = EVP_LT_NONE;
+    uint64_t at;
+    uint32_t len = pad8(HDR + FUNC_FIXED + namelen + filelen + ltlen);
+    int ok = ring_flush_lost(r);
+    if (ok && !ring_reserve(r, len, &at) && ltlen) {
+        /* The function without its lines rather than nothing. */
+        ltlen = 0;
+        lt_format = EVP_LT_NONE;
+        len = pad8(HDR + FUNC_FIXED + namelen + filelen);
+    }
+    if (!ok || !ring_reserve(r, len, &at)) {
+        ring_lose_key(r, key);
+        leave(st);
+        return -ENOSPC;
+    }
+    uint32_t f[5] = {key, firstline, (uint32_t)namelen, (uint32_t)filelen,
+                     (uint32_t)ltlen};
+    ring_header(r, at, len, REC_FUNC, lt_format);
+    uint64_t p = at + HDR;
+    ring_copy_in(r, p, f, sizeof f);
+    p += sizeof f;
+    ring_copy_in(r, p, name, namelen);
+    p += namelen;
+    ring_copy_in(r, p, file, filelen);
+    p += filelen;
+    ring_copy_in(r, p, linetable, ltlen);
+    ring_commit(r, at, len);
+    leave(st);
+    return 0;
+}
+
+int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
+                       uint32_t weight, const uint32_t *keys, unsigned depth)
+{
+    struct sthread *st = enter();
+    if (!st)
+        return -ENOTCONN;
+    struct ring *r = &st->ring;
+    if (depth > G.cfg.max_depth) {
+        depth = G.cfg.max_depth; /* keys are leaf first: the root is cut */
+        state |= EVP_SAMPLE_TRUNCATED;
+    }
+    if (!keys)
+        depth = 0;
+    uint32_t len = pad8(HDR + SAMPLE_FIXED + 4u * depth);
+    uint64_t at;
+    if (!ring_flush_lost(r) || !ring_reserve(r, len, &at)) {
+        bump(&r->dropped, 1);
+        leave(st);
+        return -ENOSPC;
+    }
+    struct {
+        uint64_t ts;
+        uint32_t state, unit1, weight;
+    } __attribute__((packed)) s = {ts, state, unit1, weight ? weight : 1};
+    ring_header(r, at, len, REC_SAMPLE, depth);
+    ring_copy_in(r, at + HDR, &s, SAMPLE_FIXED);
+    ring_copy_in(r, at + HDR + SAMPLE_FIXED, keys, 4u * depth);
+    ring_commit(r, at, len);
+    bump(&r->samples, 1);
+    leave(st);
+    return 0;
+}
+
+/* ---- threads --------------------------------------------------------------
+ */
+
+static void thread_exit_cb(void *p)
+{
+    (void)p;
+    evp_rec_sample_thread_stop();
+}
+
+static void key_init(void)
+{
+    pthread_key_create(&G.exit_key, thread_exit_cb);
+}
+
+/* A first expiry somewhere in the first period, different per thread. */
+static uint64_t first_expiry_ns(int tid)
+{
+    uint64_t h = evp_itab_hash_u64((uint64_t)tid ^ evp_clock_mono_ns());
+    uint64_t ns = h % G.period_ns;
+    return ns ? ns : 1;
+}
+
+/* Caller holds G.mu.  Frees what the writer side held for ST. */
+static void thread_release(struct sthread *st)
+{
+    struct ring *r = &st->ring;
+    G.samples += r->samples;
+    G.dropped += r->dropped;
+    G.missed += r->missed;
+    G.funcs_lost += r->funcs_lost;
+    if (r->buf)
+        munmap(r->buf, r->size);
+    memset(r, 0, sizeof *r);
+    evp_itab_clear(&st->key_index);
+    st->nkeys = 0;
+    st->nbatch = 0;
+    __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->state, ST_FREE, __ATOMIC_RELEASE);
+}
+
+int evp_rec_sample_thread_start(const char *name)
+{
+    pthread_once(&key_once, key_init);
+    pthread_mutex_lock(&G.mu);
+    struct sthread *st = sample_tls;
+    int rc = G.running ? 0 : -ENOTCONN;
+    if (rc == 0 && st && st->owner == (void *)&sample_tls &&
+        st->state == ST_ACTIVE && st->gen == G.gen)
+        rc = 1; /* started already */
+    uint64_t bytes = G.ring_bytes;
+    pthread_mutex_unlock(&G.mu);
+    if (rc)
+        return rc > 0 ? 0 : rc;
+
+    /* The stream first: the session lock comes before G.mu. */
+    uint32_t stream;
+    if ((rc = evp_rec_stream_attach_(name, &stream)) < 0)
+        return rc;
+    void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED)
+        return -ENOMEM;
+
+    pthread_mutex_lock(&G.mu);
+    if (!G.running || G.ring_bytes != bytes) {
+        pthread_mutex_unlock(&G.mu);
+        munmap(buf, bytes);
+        return -ENOTCONN;
+    }
+    struct sthread **pp = &G.threads;
+    while (*pp && __atomic_load_n(&(*pp)->state, __ATOMIC_ACQUIRE) != ST_FREE)
+        pp = &(*pp)->next;
+    if ((st = *pp) != NULL) {
+        *pp = st->next;
+    } else if (!(st = calloc(1, sizeof *st))) {
+        pthread_mutex_unlock(&G.mu);
+        munmap(buf, bytes);
+        return -ENOMEM;
+    }
+    /* At the tail: the list keeps the order threads started in, the
+     * order in which the rings of one stream (a thread that stopped and
+     * started again) are written. */
+    st->next = NULL;
+    for (pp = &G.threads; *pp; pp = &(*pp)->next)
+        ;
+    *pp = st;
+    memset(&st->ring, 0, sizeof st->ring);
+    st->ring.buf = buf;
+    st->ring.size = bytes;
+    st->tid = evp_rec_gettid_();
+    st->stream = stream;
+    st->dropped_told = st->unbatched = 0;
+    st->nkeys = st->nbatch = 0;
+    evp_itab_clear(&st->key_index);
+    st->gen = G.gen;
+    __atomic_store_n(&st->owner, (void *)&sample_tls, __ATOMIC_RELAXED);
+
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = G.signo;
+    sev.sigev_value.sival_ptr = st;
+    sev._sigev_un._tid = st->tid;
+    clockid_t clock =
+        G.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+    if (timer_create(clock, &sev, &st->timer) != 0) {
+        rc = -errno;
+        st->ring.buf = NULL;
+        __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&G.mu);
+        munmap(buf, bytes);
+        return rc;
+    }
+    st->has_timer = 1;
+    __atomic_store_n(&st->state, ST_ACTIVE, __ATOMIC_RELEASE);
+    __atomic_store_n(&sample_tls, st, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_setspecific(G.exit_key, st);
+    uint64_t first = first_expiry_ns(st->tid);
+    struct itimerspec its = {
+        .it_interval = {(time_t)(G.period_ns / 1000000000u),
+                        (long)(G.period_ns % 1000000000u)},
+        .it_value = {(time_t)(first / 1000000000u),
+                     (long)(first % 1000000000u)},
+    };
+    if (timer_settime(st->timer, 0, &its, NULL) != 0) {
+        rc = -errno;
+        __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
+        timer_delete(st->timer);
+        st->has_timer = 0;
+        __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&G.mu);
+        return rc;
+    }
+    G.threads_started++;
+    pthread_mutex_unlock(&G.mu);
+    return 0;
+}
+
+void evp_rec_sample_thread_stop(void)
+{
+    struct sthread *st = sample_tls;
+    if (!st)
+        return;
+    /* From here on this thread's handler leaves the ring alone. */
+    __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (pthread_getspecific(G.exit_key) == st)
+        pthread_setspecific(G.exit_key, NULL);
+    pthread_mutex_lock(&G.mu);
+    if (st->owner == (void *)&sample_tls &&
+        __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE) {
+        if (st->has_timer)
+            timer_delete(st->timer);
+        st->has_timer = 0;
+        __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&G.mu);
+}
+
+/* ---- the sampler ------------------------------------------------------------
+ */
+
+static void signal_name(int signo, char *buf, size_t len)
+{
+    if (signo >= SIGRTMIN && signo <= SIGRTMAX)
+        snprintf(buf, len, "SIGRTMIN+%d", signo - SIGRTMIN);
+    else if (sigabbrev_np(signo))
+        snprintf(buf, len, "SIG%s", sigabbrev_np(signo));
+    else
+        snprintf(buf, len, "%d", signo);
+}
+
+int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
+{
+    if (!cfg || !cfg->on_sample)
+        return -EINVAL;
+    struct evp_rec_sample_config c = *cfg;
+    if (!c.rate_hz)
+        c.rate_hz = EVP_SAMPLE_RATE_DEFAULT;
+    if (!c.signo)
+        c.signo = SIGRTMIN + 4;
+    if (!c.ring_kb)
+        c.ring_kb = DEFAULT_RING_KB;
+    if (!c.max_depth)
+        c.max_depth = EVP_SAMPLE_MAX_DEPTH;
+    if (c.rate_hz > EVP_SAMPLE_RATE_MAX || c.signo < 1 || c.signo > SIGRTMAX ||
+        c.signo == SIGKILL || c.signo == SIGSTOP || c.ring_kb > MAX_RING_KB ||
+        c.max_depth > EVP_SAMPLE_DEPTH_LIMIT)
+        return -EINVAL;
+    if (c.ring_kb < MIN_RING_KB)
+        c.ring_kb = MIN_RING_KB;
+    uint64_t bytes = 1024;
+    while (bytes < (uint64_t)c.ring_kb * 1024u)
+        bytes <<= 1;
+    c.ring_kb = (uint32_t)(bytes / 1024u);
+    if (!evp_rec_is_open())
+        return -ENOTCONN;
+    pthread_once(&key_once, key_init);
+
+    pthread_mutex_lock(&G.mu);
+    if (G.running) {
+        pthread_mutex_unlock(&G.mu);
+        return -EBUSY;
+    }
+    G.cfg = c;
+    G.signo = c.signo;
+    G.period_ns = 1000000000u / c.rate_hz;
+    G.ring_bytes = bytes;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, c.signo); /* handlers of a thread never nest */
+    if (sigaction(c.signo, &sa, &G.old) != 0) {
+        int rc = -errno;
+        pthread_mutex_unlock(&G.mu);
+        return rc;
+    }
+    if (!G.used) /* the session's first sampler: its own figures */
+        G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
+            G.stacks = 0;
+    G.gen++;
+    __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
+    G.running = 1;
+    G.used = 1;
+    __atomic_store_n(&G.poll_ms, 50, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&G.mu);
+
+    char v[64];
+    evp_rec_meta("sample.clock", c.cpu_clock ? "cpu" : "wall");
+    snprintf(v, sizeof v, "%u", c.rate_hz);
+    evp_rec_meta("sample.rate_hz", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)G.period_ns);
+    evp_rec_meta("sample.period_ns", v);
+    signal_name(c.signo, v, sizeof v);
+    evp_rec_meta("sample.signal", v);
+    evp_rec_meta("sample.sampler", "timer_create SIGEV_THREAD_ID");
+    snprintf(v, sizeof v, "%u", c.max_depth);
+    evp_rec_meta("sample.max_depth", v);
+    snprintf(v, sizeof v, "%u", c.ring_kb);
+    evp_rec_meta("sample.ring_kb", v);
+    return 0;
+}
+
+void evp_rec_sampler_stop(void)
+{
+    pthread_mutex_lock(&G.mu);
+    if (!G.running) {
+        pthread_mutex_unlock(&G.mu);
+        return;
+    }
+    __atomic_store_n(&G.stopping, 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (struct sthread *st = G.threads; st; st = st->next) {
+        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_ACTIVE)
+            continue;
+        if (st->has_timer)
+            timer_delete(st->timer);
+        st->has_timer = 0;
+    }
+    /* Handlers already past the flag finish their sample. */
+    for (struct sthread *st = G.threads; st; st = st->next) {
+        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_ACTIVE)
+            continue;
+        while (__atomic_load_n(&st->busy, __ATOMIC_ACQUIRE))
+            sched_yield();
+        __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
+    }
+    /* SIG_IGN discards the timer signals still pending, in every thread,
+     * before the old disposition (maybe SIG_DFL: terminate) is back. */
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(G.signo, &ign, NULL);
+    sigaction(G.signo, &G.old, NULL);
+    G.running = 0;
+    __atomic_store_n(&G.poll_ms, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&G.mu);
+}
+
+void evp_rec_sample_get_stats(struct evp_rec_sample_stats *s)
+{
+    pthread_mutex_lock(&G.mu);
+    s->samples = G.samples;
+    s->dropped = G.dropped;
+    s->missed = G.missed;
+    s->threads = G.threads_started;
+    s->stacks = G.stacks;
+    for (struct sthread *st = G.threads; st; st = st->next) {
+        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
+            continue;
+        s->samples += __atomic_load_n(&st->ring.samples, __ATOMIC_RELAXED);
+        s->dropped += __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED);
+        s->missed += __atomic_load_n(&st->ring.missed, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&G.mu);
+}
+
+/* ---- the writer's half --------------------------------------------------- */
+
+struct func_key {
+    const char *name, *file;
+    size_t namelen, filelen;
+    uint32_t line;
+};
+
+static int same_func(const void *ctx, uint32_t i)
+{
+    const struct func_key *k = ctx;
+    const struct gfunc *f = &G.funcs[i];
+    return f->line == k->line && f->namelen == k->namelen &&
+           f->filelen == k->filelen &&
+           memcmp(f->name, k->name, k->namelen) == 0 &&
+           memcmp(f->file, k->file, k->filelen) == 0;
+}
+
+static char *copy_str(const char *s, size_t n)
+{
+    char *c = malloc(n + 1);
+    if (c) {
+        memcpy(c, s, n);
+        c[n] = '\0';
+    }
+    return c;
+}
+
+/* The global function of (name, file, line), registered when new; NULL
+ * when out of memory. */
+static struct gfunc *func_get(const struct func_key *k)
+{
+    uint64_t h = evp_itab_hash_bytes(k->name, k->namelen) * 31 ^
+                 evp_itab_hash_bytes(k->file, k->filelen) ^
+                 evp_itab_hash_u64(k->line);
+    h = h ? h : 1;
+    uint32_t i = evp_itab_find(&G.func_index, h, same_func, k);
+    if (i != EVP_ITAB_NONE)
+        return &G.funcs[i];
+    if (evp_grow((void **)&G.funcs, &G.funcs_cap, G.nfuncs + 1, sizeof *G.funcs,
+                 64) < 0)
+        return NULL;
+    struct gfunc *f = &G.funcs[G.nfuncs];
+    memset(f, 0, sizeof *f);
+    f->name = copy_str(k->name, k->namelen);
+    f->file = copy_str(k->file, k->filelen);
+    f->namelen = k->namelen;
+    f->filelen = k->filelen;
+    f->line = k->line;
+    if (f->name && f->file)
+        f->id = evp_rec_func_locked_(f->name, f->file, f->line);
+    if (!f->id || evp_itab_put(&G.func_index, h, (uint32_t)G.nfuncs) < 0) {
+        free(f->name);
+        free(f->file);
+        return NULL;
+    }
+    G.nfuncs++;
+    return f;
+}
+
+/* The placeholder of a key whose function record was lost. */
+static uint32_t unknown_func(void)
+{
+    if (!G.unknown) {
+        struct func_key k = {"<unknown>", "", 9, 0, 0};
+        struct gfunc *f = func_get(&k);
+        G.unknown = f ? f->id : 0;
+    }
+    return G.unknown;
+}
+
+struct key_probe {
+    const struct sthread *st;
+    uint32_t key;
+};
+
+static int same_key(const void *ctx, uint32_t i)
+{
+    const struct key_probe *p = ctx;
+    return p->st->keys[i].key == p->key;
+}
+
+static struct keyent *key_find(struct sthread *st, uint32_t key)
+{
+    struct key_probe p = {st, key};
+    uint32_t i =
+        evp_itab_find(&st->key_index, evp_itab_hash_u64(key), same_key, &p);
+    return i == EVP_ITAB_NONE ? NULL : &st->keys[i];
+}
+
+static void key_set(struct sthread *st, uint32_t key, uint32_t func)
+{
+    struct keyent *e = key_find(st, key);
+    if (e) {
+        e->func = func;
+        return;
+    }
+    if (!func ||
+        evp_grow((void **)&st->keys, &st->keys_cap, st->nkeys + 1,
+                 sizeof *st->keys, 64) < 0 ||
+        evp_itab_put(&st->key_index, evp_itab_hash_u64(key),
+                     (uint32_t)st->nkeys) < 0)
+        return; /* unknown, as if lost */
+    st->keys[st->nkeys++] = (struct keyent){key, func};
+}
+
+static int same_node(const void *ctx, uint32_t i)
+{
+    const struct node *n = ctx;
+    return G.nodes[i].parent == n->parent && G.nodes[i].func == n->func;
+}
+
+/* The node of FUNC called from PARENT (0: the outermost), added when new;
+ * 0 when out of memory. */
+static uint32_t node_get(uint32_t parent, uint32_t func)
+{
+    struct node n = {parent, func};
+    uint64_t h = evp_itab_hash_u64((uint64_t)parent << 32 | func);
+    uint32_t i = evp_itab_find(&G.node_index, h, same_node, &n);
+    if (i != EVP_ITAB_NONE)
+        return i + 1;
+    if (evp_grow((void **)&G.nodes, &G.nodes_cap, G.nnodes + 1, sizeof *G.nodes,
+                 1024) < 0 ||
+        evp_itab_put(&G.node_index, h, (uint32_t)G.nnodes) < 0)
+        return 0;
+    G.nodes[G.nnodes++] = n;
+    return (uint32_t)G.nnodes;
+}
+
+static void lines_range(void *ctx, long unit, long line)
+{
+    evp_rec_lines_add(ctx, unit, line);
+}
+
+static void on_func_record(struct sthread *st, const uint8_t *b, uint32_t len,
+                           unsigned lt_format)
+{
+    uint32_t f[5];
+    if (len < HDR + FUNC_FIXED)
+        return;
+    memcpy(f, b + HDR, sizeof f);
+    uint64_t need = (uint64_t)HDR + FUNC_FIXED + f[2] + f[3] + f[4];
+    if (!f[0] || need > len)
+        return;
+    const char *name = (const char *)b + HDR + FUNC_FIXED;
+    struct func_key k = {name, name + f[2], f[2], f[3], f[1]};
+    struct gfunc *g = func_get(&k);
+    key_set(st, f[0], g ? g->id : 0);
+    if (!g || g->has_lines || lt_format != EVP_LT_CPYTHON311 || !f[4])
+        return;
+    const uint8_t *table = (const uint8_t *)k.file + f[3];
+    struct evp_rec_lines l = EVP_REC_LINES_INIT;
+    g->has_lines = 1;
+    if (evp_rec_lt311_decode(table, f[4], (long)g->line, lines_range, &l) ==
+        0) {
+        evp_rec_lines_end_locked_(&l, g->id);
+    } else { /* a malformed table gives no lines */
+        free(l.buf);
+    }
+}
+
+static void on_lost_record(struct sthread *st, const uint8_t *b, uint32_t len,
+                           unsigned all)
+{
+    if (all) {
+        for (size_t i = 0; i < st->nkeys; i++)
+            st->keys[i].func = 0;
+        return;
+    }
+    for (uint32_t off = HDR; off + 4 <= len; off += 4) {
+        uint32_t key;
+        memcpy(&key, b + off, 4);
+        struct keyent *e = key ? key_find(st, key) : NULL;
+        if (e)
+            e->func = 0;
+    }
+}
+
+static void on_sample_record(struct sthread *st, const uint8_t *b, uint32_t len,
+                             unsigned depth)
+{
+    struct {
+        uint64_t ts;
+        uint32_t state, unit1, weight;
+    } __attribute__((packed)) s;
+    if (len < HDR + SAMPLE_FIXED + 4u * depth || depth > EVP_SAMPLE_DEPTH_LIMIT)
+        return;
+    memcpy(&s, b + HDR, SAMPLE_FIXED);
+    const uint8_t *keys = b + HDR + SAMPLE_FIXED;
+    uint32_t node = 0;
+    /* Root to leaf: keys are stored leaf first. */
+    for (unsigned i = depth; i-- > 0;) {
+        uint32_t key;
+        memcpy(&key, keys + 4u * i, 4);
+        struct keyent *e = key_find(st, key);
+        uint32_t func = e && e->func ? e->func : unknown_func();
+        uint32_t n = func ? node_get(node, func) : 0;
+        if (!n)
+            break; /* out of memory: the stack ends here */
+        node = n;
+    }
+    if (evp_grow((void **)&st->batch, &st->batch_cap, st->nbatch + 1,
+                 sizeof *st->batch, 256) < 0) {
+        st->unbatched++; /* counted as dropped in the next chunk */
+        return;
+    }
+    st->batch[st->nbatch++] = (struct evp_sample_rec){
+        s.ts, node, s.state | (depth ? 0 : EVP_SAMPLE_NO_FRAME), s.unit1,
+        s.weight};
+}
+
+/* Read every record ST's ring holds, in order. */
+static void drain(struct sthread *st)
+{
+    struct ring *r = &st->ring;
+    if (!r->buf)
+        return;
+    uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+    uint64_t pos = r->tail;
+    while (pos < head) {
+        uint32_t h[2];
+        ring_copy_out(r, pos, h, sizeof h);
+        uint32_t len = h[0];
+        if (len < HDR || len % 8 || len > head - pos) {
+            pos = head; /* cannot happen: the ring is ours alone */
+            break;
+        }
+        if (evp_grow((void **)&G.scratch, &G.scratch_cap, len, 1, 4096) < 0) {
+            pos += len;
+            continue;
+        }
+        ring_copy_out(r, pos, G.scratch, len);
+        unsigned type = h[1] & 0xffff, extra = h[1] >> 16;
+        if (type == REC_SAMPLE)
+            on_sample_record(st, G.scratch, len, extra);
+        else if (type == REC_FUNC)
+            on_func_record(st, G.scratch, len, extra);
+        else if (type == REC_LOST)
+            on_lost_record(st, G.scratch, len, extra);
+        pos += len;
+    }
+    __atomic_store_n(&r->tail, pos, __ATOMIC_RELEASE);
+}
+
+/* The nodes made since the last STACKS chunk, as one. */
+static void queue_stacks(void)
+{
+    size_t n = G.nnodes - G.nodes_written;
+    if (!n)
+        return;
+    size_t bound = EVP_VARINT_MAX + n * 3 * EVP_VARINT_MAX;
+    if (evp_grow((void **)&G.out, &G.out_cap, bound, 1, bound) < 0)
+        return;
+    size_t k = evp_varint_put(G.out, n);
+    for (size_t i = G.nodes_written; i < G.nnodes; i++)
+        k += evp_stack_entry_put(G.out + k, (uint32_t)i + 1, G.nodes[i].parent,
+                                 G.nodes[i].func);
+    if (evp_rec_chunk_queue_locked_(EVP_CHUNK_STACKS, G.out, k, 1) == 0) {
+        G.stacks += n;
+        G.nodes_written = G.nnodes;
+    }
+}
+
+/* ST's batch, and the count of samples its ring dropped, as SAMPLES
+ * chunks of its stream. */
+static void queue_samples(struct sthread *st)
+{
+    uint64_t dropped =
+        __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED) + st->unbatched;
+    size_t done = 0;
+    if (st->nbatch == 0 && dropped == st->dropped_told)
+        return;
+    size_t had = G.seq_cap;
+    if (evp_grow((void **)&G.seq_of, &G.seq_cap, (size_t)st->stream + 1,
+                 sizeof *G.seq_of, 64) < 0) {
+        st->unbatched += st->nbatch;
+        st->nbatch = 0;
+        return;
+    }
+    memset(G.seq_of + had, 0, (G.seq_cap - had) * sizeof *G.seq_of);
+    while (done < st->nbatch || dropped != st->dropped_told) {
+        size_t n = st->nbatch - done;
+        if (n > CHUNK_SAMPLES)
+            n = CHUNK_SAMPLES;
+        size_t bound = evp_samples_bound(n);
+        if (evp_grow((void **)&G.out, &G.out_cap, bound, 1, bound) < 0)
+            break;
+        struct evp_events_prefix pf = {0};
+        uint64_t lost = dropped - st->dropped_told;
+        pf.stream = st->stream;
+        pf.seq = G.seq_of[st->stream];
+        pf.dropped = lost > UINT32_MAX ? UINT32_MAX : (uint32_t)lost;
+        evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
+        pf.base_ticks = pf.sync_ticks;
+        size_t len = evp_samples_encode(G.out, &pf, st->batch + done, n, NULL);
+        if (evp_rec_chunk_queue_locked_(EVP_CHUNK_SAMPLES, G.out, len, 1) < 0)
+            break;
+        G.seq_of[st->stream]++;
+        st->dropped_told += pf.dropped;
+        done += n;
+    }
+    st->nbatch = 0;
+}
+
+/* Forget the session's functions and stacks (a new file starts anew). */
+static void forget_tables(void)
+{
+    for (size_t i = 0; i < G.nfuncs; i++) {
+        free(G.funcs[i].name);
+        free(G.funcs[i].file);
+    }
+    G.nfuncs = 0;
+    evp_itab_clear(&G.func_index);
+    G.unknown = 0;
+    G.nnodes = G.nodes_written = 0;
+    evp_itab_clear(&G.node_index);
+    if (G.seq_of)
+        memset(G.seq_of, 0, G.seq_cap * sizeof *G.seq_of);
+}
+
+void evp_rec_sample_collect_(int final)
+{
+    pthread_mutex_lock(&G.mu);
+    if (!G.used) {
+        pthread_mutex_unlock(&G.mu);
+        return;
+    }
+    int fast = 0;
+    for (struct sthread *st = G.threads; st; st = st->next) {
+        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
+            continue;
+        struct ring *r = &st->ring;
+        uint64_t held = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - r->tail;
+        fast |= r->buf && held * 4 >= r->size;
+        drain(st);
+    }
+    if (G.running)
+        __atomic_store_n(&G.poll_ms, fast ? 10 : 50, __ATOMIC_RELAXED);
+    /* Functions, then the stacks that name them, then the samples. */
+    evp_rec_funcs_queue_locked_();
+    queue_stacks();
+    for (struct sthread *st = G.threads; st; st = st->next) {
+        int state = __atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
+        if (state == ST_FREE)
+            continue;
+        queue_samples(st);
+        if (state == ST_STOPPED)
+            thread_release(st);
+    }
+    if (final) {
+        uint64_t missed = G.missed, lost = G.funcs_lost;
+        for (struct sthread *st = G.threads; st; st = st->next) {
+            if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE) {
+                missed += st->ring.missed;
+                lost += st->ring.funcs_lost;
+            }
+        }
+        char v[32];
+        snprintf(v, sizeof v, "%llu", (unsigned long long)missed);
+        evp_rec_meta_locked_("sample.missed", v);
+        if (lost) {
+            snprintf(v, sizeof v, "%llu", (unsigned long long)lost);
+            evp_rec_meta_locked_("sample.funcs_lost", v);
+        }
+        forget_tables();
+        G.used = G.running; /* a sampler left running samples no more */
+    }
+    pthread_mutex_unlock(&G.mu);
+}
+
+unsigned evp_rec_sample_poll_ms_(void)
+{
+    return __atomic_load_n(&G.poll_ms, __ATOMIC_RELAXED);
+}
+
+void evp_rec_sample_fork_child_(void)
+{
+    pthread_mutex_init(&G.mu, NULL);
+    __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
+    if (G.running)
+        sigaction(G.signo, &G.old, NULL);
+    G.running = 0;
+    G.used = 0;
+    G.poll_ms = 0;
+    /* The parent's rings, threads and tables stay where they are. */
+    G.threads = NULL;
+    G.funcs = NULL;
+    G.nfuncs = G.funcs_cap = 0;
+    G.func_index = (struct evp_itab)EVP_ITAB_INIT;
+    G.unknown = 0;
+    G.nodes = NULL;
+    G.nnodes = G.nodes_cap = G.nodes_written = 0;
+    G.node_index = (struct evp_itab)EVP_ITAB_INIT;
+    G.seq_of = NULL;
+    G.seq_cap = 0;
+    G.scratch = G.out = NULL;
+    G.scratch_cap = G.out_cap = 0;
+    G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
+        G.stacks = 0;
+}

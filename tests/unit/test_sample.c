@@ -1,0 +1,816 @@
+/*
+ * Unit tests of the recorder's sampled mode (src/recorder/sample.c) and
+ * its location-table decoder (linetable.c): the decoder on tables built
+ * by hand from the format's description and on tables CPython 3.11, 3.12
+ * and 3.13 compiled; the ring filled until it drops, its drops counted
+ * exactly, wrapped around with records of every size; a function record
+ * lost to a full ring (its key's samples go to "<unknown>", not to the
+ * function the key named before); the lines.ID metadata of a sampled
+ * function; the configuration's errors; and the cost of one put.
+ *
+ * The samples here are stored by the test thread itself with the
+ * sampler's signal blocked, so that it is the ring's only producer, as
+ * its handler would be.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "scratch.h"
+
+#include "../sampled_chunks.h"
+#include "evalprof/recorder.h"
+#include "evalprof/trace.h"
+#include "linetable.h"
+#include "session.h"
+
+/* ---- the location-table decoder ---------------------------------------- */
+
+static void add_range(void *ctx, long unit, long line)
+{
+    evp_rec_lines_add(ctx, unit, line);
+}
+
+/* The lines.ID text of TABLE, or NULL when it is malformed. */
+static char *decode(const uint8_t *table, size_t n, long firstline)
+{
+    struct evp_rec_lines l = EVP_REC_LINES_INIT;
+    if (evp_rec_lt311_decode(table, n, firstline, add_range, &l) < 0) {
+        free(l.buf);
+        return NULL;
+    }
+    return l.buf ? l.buf : strdup("");
+}
+
+static void assert_decodes(const uint8_t *table, size_t n, long firstline,
+                           const char *want)
+{
+    char *got = decode(table, n, firstline);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* Entry first byte: 1, kind (4 bits), code units - 1 (3 bits). */
+#define E(kind, units) (uint8_t)(0x80 | (kind) << 3 | ((units)-1))
+
+static void test_lt_forms(void **state)
+{
+    (void)state;
+    const uint8_t t[] = {
+        E(2, 3),  0x13,              /* short form: line 10, units 0-2 */
+        E(11, 2), 4,           10,   /* one-line form, +1: line 11 */
+        E(13, 1), 0x03,              /* no columns, svarint -1: line 10 */
+        E(14, 4), 0x58,        0x09, /* long form, svarint +300: line 310 */
+        0x02,     0x05,        0x48,
+        0x03,                        /* end line +2, column 4, end col 199 */
+        E(15, 1),                    /* no location */
+        E(0, 8),  0x00,              /* short: line 310 again, 8 units */
+        E(12, 1), 0,           0,    /* one-line +2: 312 */
+        E(13, 2), 0x40 | 0x3e, 0x3f, /* svarint 4094: +2047 */
+    };
+    /* each entry gives a range; the same line twice in a row is one */
+    assert_decodes(t, sizeof t, 10,
+                   "0:10,3:11,5:10,6:310,10:0,11:310,19:312,20:2359");
+
+    /* every short form kind 0-9 keeps the line */
+    uint8_t s[20];
+    for (int k = 0; k < 10; k++) {
+        s[2 * k] = E(k, 1);
+        s[2 * k + 1] = (uint8_t)(k * 7 & 0x7f);
+    }
+    assert_decodes(s, sizeof s, 5, "0:5");
+    /* empty table: no ranges */
+    assert_decodes(s, 0, 5, "");
+    /* a line below 1 is a range without one */
+    const uint8_t neg[] = {E(13, 1), 0x07, E(13, 1), 0x08};
+    assert_decodes(neg, sizeof neg, 2, "0:0,1:3");
+}
+
+static void test_lt_malformed(void **state)
+{
+    (void)state;
+    const uint8_t no_top_bit[] = {0x12, 0x00};
+    const uint8_t cut_short[] = {E(2, 1)};
+    const uint8_t cut_oneline[] = {E(10, 1), 4};
+    const uint8_t cut_long[] = {E(14, 1), 0x02, 0x00, 0x01};
+    const uint8_t varint_runs_on[] = {E(13, 1), 0x41, E(0, 1), 0x00};
+    const uint8_t col_top_bit[] = {E(10, 1), 0x81, 0x01};
+    uint8_t huge_line[8] = {E(13, 1), 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x3f};
+    assert_null(decode(no_top_bit, sizeof no_top_bit, 1));
+    assert_null(decode(cut_short, sizeof cut_short, 1));
+    assert_null(decode(cut_oneline, sizeof cut_oneline, 1));
+    assert_null(decode(cut_long, sizeof cut_long, 1));
+    assert_null(decode(varint_runs_on, sizeof varint_runs_on, 1));
+    assert_null(decode(col_top_bit, sizeof col_top_bit, 1));
+    assert_null(decode(huge_line, sizeof huge_line, 1));
+    /* more code units than an op at event can name */
+    size_t n = (1u << 21) + 2;
+    uint8_t *big = malloc(n * 2);
+    assert_non_null(big);
+    for (size_t i = 0; i < n; i++) {
+        big[2 * i] = E(0, 8);
+        big[2 * i + 1] = 0;
+    }
+    assert_null(decode(big, n * 2, 1));
+    free(big);
+}
+
+/*
+ * co_linetable of one function as CPython compiled it, with what
+ * code.co_lines() says of it (merged: a range continuing the line before
+ * adds nothing):
+ *
+ *   def f(n):                       # line 1
+ *       total = 0
+ *       for i in range(n):
+ *           if i % 3 == 0:
+ *               total += i * 2
+ *           else:
+ *               total -= (i +
+ *                         1)
+ *       return total
+ */
+static const uint8_t lt311[] = {
+    0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdd, 0x0d, 0x12, 0x90, 0x31,
+    0x89, 0x58, 0x8c, 0x58, 0xf0, 0x00, 0x05, 0x05, 0x19, 0xf0, 0x00, 0x05,
+    0x05, 0x19, 0x88, 0x01, 0xd8, 0x0b, 0x0c, 0x88, 0x71, 0x89, 0x35, 0x90,
+    0x41, 0x8a, 0x3a, 0x88, 0x3a, 0xd8, 0x0c, 0x11, 0x90, 0x51, 0x98, 0x11,
+    0x91, 0x55, 0x89, 0x4e, 0x88, 0x45, 0x88, 0x45, 0xe0, 0x0c, 0x11, 0x90,
+    0x61, 0xd8, 0x16, 0x17, 0xf1, 0x03, 0x01, 0x17, 0x18, 0xf1, 0x00, 0x01,
+    0x0d, 0x19, 0x88, 0x45, 0x88, 0x45, 0xe0, 0x0b, 0x10, 0x80, 0x4c};
+static const uint8_t lt312[] = {
+    0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdc, 0x0d, 0x12, 0x90,
+    0x31, 0x8b, 0x58, 0xf2, 0x00, 0x05, 0x05, 0x19, 0x88, 0x01, 0xd8,
+    0x0b, 0x0c, 0x88, 0x71, 0x89, 0x35, 0x90, 0x41, 0x8a, 0x3a, 0xd8,
+    0x0c, 0x11, 0x90, 0x51, 0x98, 0x11, 0x91, 0x55, 0x89, 0x4e, 0x89,
+    0x45, 0xe0, 0x0c, 0x11, 0x90, 0x61, 0xd8, 0x16, 0x17, 0xf1, 0x03,
+    0x01, 0x17, 0x18, 0xf1, 0x00, 0x01, 0x0d, 0x19, 0x89, 0x45, 0xf0,
+    0x09, 0x05, 0x05, 0x19, 0xf0, 0x0c, 0x00, 0x0c, 0x11, 0x80, 0x4c};
+static const uint8_t lt313[] = {
+    0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdc, 0x0d, 0x12, 0x90, 0x31,
+    0x8e, 0x58, 0x88, 0x01, 0xd8, 0x0b, 0x0c, 0x88, 0x71, 0x89, 0x35, 0x90,
+    0x41, 0x8b, 0x3a, 0xd8, 0x0c, 0x11, 0x98, 0x11, 0x91, 0x55, 0x89, 0x4e,
+    0x8a, 0x45, 0xe0, 0x0c, 0x11, 0xd8, 0x16, 0x17, 0xf1, 0x03, 0x01, 0x17,
+    0x18, 0xf1, 0x00, 0x01, 0x0d, 0x19, 0x8a, 0x45, 0xf1, 0x09, 0x00, 0x0e,
+    0x16, 0xf0, 0x0c, 0x00, 0x0c, 0x11, 0x80, 0x4c};
+
+static void test_lt_cpython(void **state)
+{
+    (void)state;
+    assert_decodes(lt311, sizeof lt311, 1,
+                   "0:1,1:2,3:3,20:4,29:5,38:7,40:8,41:7,47:9");
+    assert_decodes(lt312, sizeof lt312, 1,
+                   "0:1,1:2,3:3,17:4,25:5,34:7,36:8,37:7,43:3,44:9");
+    assert_decodes(lt313, sizeof lt313, 1,
+                   "0:1,1:2,3:3,17:4,26:5,35:7,36:8,37:7,44:3,46:9");
+}
+
+/* ---- sessions ------------------------------------------------------------ */
+
+static void quiet_warn(void *ctx, const char *path, const char *msg)
+{
+    (void)path;
+    (void)msg;
+    ++*(int *)ctx;
+}
+
+static struct evp_trace *open_trace(const char *path, int *warnings)
+{
+    struct evp_open_opts o = {.warn = quiet_warn, .warn_ctx = warnings};
+    struct evp_trace *t = NULL;
+    char err[256];
+    *warnings = 0;
+    if (evp_trace_open(path, &o, &t, err, sizeof err) < 0)
+        fail_msg("open %s: %s", path, err);
+    return t;
+}
+
+static void open_session(const char *name, char *path, size_t len)
+{
+    scratch_path(path, len, name);
+    struct evp_rec_config cfg = {.path = path,
+                                 .producer = EVP_PRODUCER_SYNTHETIC,
+                                 .can_emit = EVP_KINDS_CLASSIC,
+                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
+    assert_int_equal(evp_rec_open(&cfg), 0);
+}
+
+static int handler_calls;
+
+static void on_sample_count(void *uc, uint32_t weight)
+{
+    (void)uc;
+    (void)weight;
+    __atomic_add_fetch(&handler_calls, 1, __ATOMIC_RELAXED);
+}
+
+/* Block (HOW: SIG_BLOCK) or unblock the sampler's signal in this thread. */
+static void mask_signal(int how)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 4);
+    pthread_sigmask(how, &set, NULL);
+}
+
+/* Start sampling with a tiny RING_KB ring, the signal blocked in this
+ * thread: the test stores its own samples. */
+static void start_blocked(unsigned ring_kb)
+{
+    struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                       .cpu_clock = 1,
+                                       .ring_kb = ring_kb,
+                                       .on_sample = on_sample_count};
+    mask_signal(SIG_BLOCK);
+    assert_int_equal(evp_rec_sampler_start(&sc), 0);
+    assert_int_equal(evp_rec_sample_thread_start("ring"), 0);
+}
+
+static void unblock(void)
+{
+    mask_signal(SIG_UNBLOCK);
+}
+
+/* Stop this thread's sampling, close the session, unblock the signal. */
+static void end_session(void)
+{
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+}
+
+static void read_samples(const char *path, struct sc_trace *t)
+{
+    if (sc_read(path, t) < 0)
+        fail_msg("%s", t->err);
+}
+
+static uint32_t func_named(struct evp_trace *t, const char *name)
+{
+    uint32_t found = 0;
+    for (uint32_t i = 1; i <= evp_trace_nfuncs(t); i++) {
+        if (strcmp(evp_trace_func(t, i)->name, name) == 0) {
+            assert_int_equal(found, 0); /* one function per name */
+            found = i;
+        }
+    }
+    return found;
+}
+
+static void key_funcs(void)
+{
+    const char *names[] = {"f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8"};
+    for (uint32_t k = 1; k <= 8; k++)
+        assert_int_equal(evp_rec_sample_func(k, names[k - 1], 2, "ring.py", 7,
+                                             k * 10, NULL, 0, EVP_LT_NONE),
+                         0);
+}
+
+/*
+ * A 4 KiB ring: filled until it drops (every drop counted once), drained
+ * by a flush, filled again with stacks of 1 to 8 frames so that records
+ * of every size straddle the ring's end; what is read back is exactly
+ * what was stored, in order, and the dropped counts add up.
+ */
+static void test_ring_fill_drop_wrap(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("ring.evp", path, sizeof path);
+    start_blocked(4);
+    key_funcs();
+    uint32_t keys[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint64_t ts = 1000, stored = 0, drops = 0;
+    uint64_t want_depth_sum = 0;
+    int full = 0;
+    /* fill: 8-frame samples (64 bytes) until the ring refuses one */
+    while (!full) {
+        int rc = evp_rec_sample_put(ts, 0, 7, 1, keys, 8);
+        if (rc == -ENOSPC) {
+            full = 1;
+            drops++;
+        } else {
+            assert_int_equal(rc, 0);
+            stored++;
+            want_depth_sum += 8;
+            ts += 10;
+        }
+    }
+    assert_true(stored >= 4096 / 64 - 8 && stored <= 4096 / 64);
+    for (int i = 0; i < 99; i++)
+        assert_int_equal(evp_rec_sample_put(ts, 0, 7, 1, keys, 8), -ENOSPC);
+    drops += 99;
+    /* a 1-frame sample may still fit in what is left, or not: count */
+    assert_int_equal(evp_rec_flush(), 0);
+    /* rounds of every size, each drained by a flush: wraps many times */
+    for (int round = 0; round < 40; round++) {
+        for (unsigned i = 0; i < 50; i++) {
+            unsigned depth = 1 + (i + (unsigned)round) % 8;
+            int rc = evp_rec_sample_put(ts, (uint32_t)round, i + 1, 1 + i % 3,
+                                        keys + 8 - depth, depth);
+            if (rc == 0) {
+                stored++;
+                want_depth_sum += depth;
+                ts += 10;
+            } else {
+                assert_int_equal(rc, -ENOSPC);
+                drops++;
+            }
+        }
+        assert_int_equal(evp_rec_flush(), 0);
+    }
+    struct evp_rec_sample_stats st;
+    evp_rec_sample_get_stats(&st);
+    assert_int_equal(st.samples, stored);
+    assert_int_equal(st.dropped, drops);
+    end_session();
+    /* the closed session's figures */
+    evp_rec_sample_get_stats(&st);
+    assert_int_equal(st.samples, stored);
+    assert_int_equal(st.dropped, drops);
+    assert_int_equal(st.stacks, 8);
+    assert_int_equal(st.threads, 1);
+
+    struct sc_trace t;
+    read_samples(path, &t);
+    assert_true(t.order_ok);
+    assert_true(t.seq_ok);
+    assert_int_equal(t.nsamples, stored);
+    assert_int_equal(t.dropped, drops);
+    uint64_t depth_sum = 0, prev = 0;
+    for (size_t i = 0; i < t.nsamples; i++) {
+        const struct sc_sample *s = &t.samples[i];
+        unsigned d = sc_depth(&t, s);
+        depth_sum += d;
+        assert_true(s->s.ts > prev); /* in order, none twice */
+        prev = s->s.ts;
+        assert_int_equal(s->s.state & EVP_SAMPLE_NO_FRAME, 0);
+    }
+    assert_int_equal(depth_sum, want_depth_sum);
+    /* the stacks are the suffixes of 1..8: 8 nodes, a single chain */
+    assert_int_equal(t.nnodes, 8);
+
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    for (size_t i = 0; i < t.nsamples; i++) {
+        /* keys + 8 - depth: the leaf is f(9 - depth), the root f8 */
+        const struct sc_sample *s = &t.samples[i];
+        unsigned d = sc_depth(&t, s);
+        char want[8];
+        snprintf(want, sizeof want, "f%u", 9 - d);
+        const struct evp_func *leaf = evp_trace_func(tr, sc_func_at(&t, s, 0));
+        assert_non_null(leaf);
+        assert_string_equal(leaf->name, want);
+        assert_string_equal(evp_trace_func(tr, sc_func_at(&t, s, d - 1))->name,
+                            "f8");
+    }
+    assert_string_equal(evp_trace_meta(tr, "sample.missed"), "0");
+    assert_string_equal(evp_trace_meta(tr, "sample.ring_kb"), "4");
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
+/*
+ * A key re-keyed to another function while the ring is full: the new
+ * function record is lost, and the key's next samples are "<unknown>",
+ * never the function it named before.
+ */
+static void test_ring_lost_func(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("lost.evp", path, sizeof path);
+    start_blocked(4);
+    uint32_t k1 = 1, k2 = 2;
+    assert_int_equal(
+        evp_rec_sample_func(1, "old", 3, "x.py", 4, 1, NULL, 0, EVP_LT_NONE),
+        0);
+    assert_int_equal(
+        evp_rec_sample_func(2, "other", 5, "x.py", 4, 9, NULL, 0, EVP_LT_NONE),
+        0);
+    assert_int_equal(evp_rec_sample_put(1, 0, 0, 1, &k1, 1), 0);
+    uint64_t ts = 2, stored = 1;
+    while (evp_rec_sample_put(ts, 0, 0, 1, &k2, 1) == 0) {
+        ts++;
+        stored++;
+    }
+    /* full: the re-keying is lost */
+    assert_int_equal(
+        evp_rec_sample_func(1, "new", 3, "x.py", 4, 5, NULL, 0, EVP_LT_NONE),
+        -ENOSPC);
+    assert_int_equal(evp_rec_flush(), 0);
+    assert_int_equal(evp_rec_sample_put(1000, 0, 0, 1, &k1, 1), 0);
+    assert_int_equal(evp_rec_sample_put(1001, 0, 0, 1, &k2, 1), 0);
+    /* keyed again: known again */
+    assert_int_equal(
+        evp_rec_sample_func(1, "new", 3, "x.py", 4, 5, NULL, 0, EVP_LT_NONE),
+        0);
+    assert_int_equal(evp_rec_sample_put(1002, 0, 0, 1, &k1, 1), 0);
+    stored += 3;
+    end_session();
+
+    struct sc_trace t;
+    read_samples(path, &t);
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_int_equal(t.nsamples, stored);
+    const char *want_last[3] = {"<unknown>", "other", "new"};
+    assert_string_equal(
+        evp_trace_func(tr, sc_func_at(&t, &t.samples[0], 0))->name, "old");
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(
+            evp_trace_func(tr, sc_func_at(&t, &t.samples[stored - 3 + i], 0))
+                ->name,
+            want_last[i]);
+    assert_string_equal(evp_trace_meta(tr, "sample.funcs_lost"), "1");
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
+/* A sampled function's line table becomes its lines.ID, once, and one
+ * function across threads and keys. */
+static void *second_thread(void *arg)
+{
+    (void)arg;
+    mask_signal(SIG_BLOCK);
+    assert_int_equal(evp_rec_sample_thread_start("second"), 0);
+    uint32_t k = 77;
+    assert_int_equal(evp_rec_sample_func(k, "f", 1, "lt.py", 5, 1, lt312,
+                                         sizeof lt312, EVP_LT_CPYTHON311),
+                     0);
+    assert_int_equal(evp_rec_sample_put(5, 0, 38, 1, &k, 1), 0);
+    evp_rec_sample_thread_stop();
+    return NULL;
+}
+
+static void test_lines_meta(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("lines.evp", path, sizeof path);
+    start_blocked(0);
+    uint32_t k = 3;
+    assert_int_equal(evp_rec_sample_func(k, "f", 1, "lt.py", 5, 1, lt312,
+                                         sizeof lt312, EVP_LT_CPYTHON311),
+                     0);
+    assert_int_equal(evp_rec_sample_put(4, 0, 18, 1, &k, 1), 0);
+    /* a malformed table of another function gives it no lines */
+    uint32_t k2 = 4;
+    const uint8_t bad[] = {0x12};
+    assert_int_equal(evp_rec_sample_func(k2, "g", 1, "lt.py", 5, 20, bad,
+                                         sizeof bad, EVP_LT_CPYTHON311),
+                     0);
+    assert_int_equal(evp_rec_sample_put(5, 0, 1, 1, &k2, 1), 0);
+    assert_int_equal(evp_rec_flush(), 0); /* this thread's chunk first */
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, second_thread, NULL), 0);
+    pthread_join(th, NULL);
+    end_session();
+
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    uint32_t f = func_named(tr, "f"), g = func_named(tr, "g");
+    assert_true(f && g);
+    char key[32];
+    snprintf(key, sizeof key, "lines.%u", f);
+    assert_string_equal(evp_trace_meta(tr, key),
+                        "0:1,1:2,3:3,17:4,25:5,34:7,36:8,37:7,43:3,44:9");
+    snprintf(key, sizeof key, "lines.%u", g);
+    assert_null(evp_trace_meta(tr, key));
+    assert_int_equal(evp_trace_nstreams(tr), 2);
+    evp_trace_close(tr);
+    struct sc_trace t;
+    read_samples(path, &t);
+    assert_int_equal(t.nsamples, 3);
+    assert_int_equal(t.samples[2].s.unit, 38);
+    assert_int_equal(t.samples[0].s.unit, 18);
+    assert_int_equal(t.nnodes, 2); /* f's node shared by both threads */
+    assert_int_equal(sc_func_at(&t, &t.samples[0], 0),
+                     sc_func_at(&t, &t.samples[2], 0));
+    assert_int_not_equal(t.samples[0].stream, t.samples[2].stream);
+    sc_free(&t);
+}
+
+/* A thread that records events and samples has one stream, whichever
+ * it does first. */
+static void *samples_then_events(void *arg)
+{
+    uint32_t f = *(uint32_t *)arg, k = 1;
+    mask_signal(SIG_BLOCK);
+    if (evp_rec_sample_thread_start("second") == 0 &&
+        evp_rec_sample_func(k, "s", 1, "", 0, 1, NULL, 0, 0) == 0 &&
+        evp_rec_sample_put(evp_rec_now(), 0, 0, 1, &k, 1) == 0) {
+        evp_rec_event(EVP_EV_ENTER, f);
+        evp_rec_event(EVP_EV_EXIT, f);
+    }
+    evp_rec_sample_thread_stop();
+    evp_rec_thread_detach();
+    return NULL;
+}
+
+static void test_one_stream(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("streams.evp", path, sizeof path);
+    uint32_t f = evp_rec_func("ev", "e.py", 1);
+    evp_rec_event(EVP_EV_ENTER, f); /* events first */
+    start_blocked(0);
+    uint32_t k = 1;
+    assert_int_equal(evp_rec_sample_func(k, "s", 1, "", 0, 1, NULL, 0, 0), 0);
+    assert_int_equal(evp_rec_sample_put(evp_rec_now(), 0, 0, 1, &k, 1), 0);
+    evp_rec_event(EVP_EV_EXIT, f);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, samples_then_events, &f), 0);
+    pthread_join(th, NULL);
+    end_session();
+
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_int_equal(evp_trace_nstreams(tr), 2);
+    struct sc_trace t;
+    read_samples(path, &t);
+    assert_int_equal(t.nsamples, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const struct evp_stream *s = evp_trace_stream(tr, i);
+        assert_int_equal(s->events, 2); /* enter and exit */
+        size_t n = 0;
+        for (size_t j = 0; j < t.nsamples; j++)
+            n += t.samples[j].stream == s->id;
+        assert_int_equal(n, 1);
+    }
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
+/* A thread that stops and starts again, and a sampler stopped and
+ * started again, go on in the same stream, its SAMPLES chunks numbered
+ * on and in time order, whether or not the writer came in between. */
+static void test_restart(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("restart.evp", path, sizeof path);
+    start_blocked(0);
+    uint32_t k = 1;
+    uint64_t ts = 1;
+    for (int round = 0; round < 6; round++) {
+        assert_int_equal(evp_rec_sample_func(k, "r", 1, "", 0, 1, NULL, 0, 0),
+                         0);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(evp_rec_sample_put(ts++, 0, 0, 1, &k, 1), 0);
+        if (round % 2)
+            assert_int_equal(evp_rec_flush(), 0);
+        if (round == 3) {
+            evp_rec_sampler_stop();
+            struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                               .cpu_clock = 1,
+                                               .ring_kb = 64,
+                                               .on_sample = on_sample_count};
+            assert_int_equal(evp_rec_sampler_start(&sc), 0);
+        } else {
+            evp_rec_sample_thread_stop();
+        }
+        assert_int_equal(evp_rec_sample_thread_start("again"), 0);
+    }
+    end_session();
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_int_equal(warnings, 0);
+    assert_int_equal(evp_trace_nstreams(tr), 1);
+    evp_trace_close(tr);
+    struct sc_trace t;
+    read_samples(path, &t);
+    assert_true(t.seq_ok);
+    assert_int_equal(t.nsamples, 18);
+    for (size_t i = 0; i < t.nsamples; i++)
+        assert_int_equal(t.samples[i].s.ts, i + 1);
+    assert_int_equal(t.nnodes, 1);
+    sc_free(&t);
+}
+
+/* The writer drains every 50 ms while sampling, every 10 ms while a ring
+ * fills by a quarter from one round to the next. */
+static void test_writer_pace(void **state)
+{
+    (void)state;
+    char path[128];
+    assert_int_equal(evp_rec_sample_poll_ms_(), 0);
+    open_session("pace.evp", path, sizeof path);
+    start_blocked(4);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 50);
+    uint32_t k = 1;
+    assert_int_equal(evp_rec_sample_func(k, "p", 1, "", 0, 1, NULL, 0, 0), 0);
+    /* 40 x 32 bytes: 31% of 4 KiB (again, should the writer's own round
+     * have come in the middle) */
+    for (int tries = 0; tries < 5 && evp_rec_sample_poll_ms_() != 10; tries++) {
+        for (int i = 0; i < 40; i++)
+            assert_int_equal(evp_rec_sample_put(1 + i, 0, 0, 1, &k, 1), 0);
+        assert_int_equal(evp_rec_flush(), 0);
+    }
+    assert_int_equal(evp_rec_sample_poll_ms_(), 10);
+    assert_int_equal(evp_rec_sample_put(100, 0, 0, 1, &k, 1), 0);
+    assert_int_equal(evp_rec_flush(), 0);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 50);
+    evp_rec_sampler_stop();
+    assert_int_equal(evp_rec_sample_poll_ms_(), 0);
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+}
+
+/* A producer's on_sample: one frame. */
+static void on_sample_put(void *uc, uint32_t weight)
+{
+    (void)uc;
+    uint32_t k = 1;
+    evp_rec_sample_put(evp_rec_now(), 0, 0, weight, &k, 1);
+}
+
+/* A thread that blocks the signal for 60 ms at 1 kHz of wall time gets
+ * one sample when it unblocks it, standing for the periods it missed;
+ * sample.missed counts them. */
+static void test_blocked_signal_weight(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("blocked.evp", path, sizeof path);
+    struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                       .on_sample = on_sample_put};
+    assert_int_equal(evp_rec_sampler_start(&sc), 0);
+    assert_int_equal(evp_rec_sample_thread_start("blocking"), 0);
+    assert_int_equal(evp_rec_sample_func(1, "b", 1, "", 0, 1, NULL, 0, 0), 0);
+    mask_signal(SIG_BLOCK);
+    struct timespec ts = {0, 60000000}, rem;
+    while (nanosleep(&ts, &rem) < 0)
+        ts = rem;
+    mask_signal(SIG_UNBLOCK); /* the pending signal is handled here */
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    struct sc_trace t;
+    read_samples(path, &t);
+    uint32_t most = 0;
+    for (size_t i = 0; i < t.nsamples; i++)
+        most = t.samples[i].s.weight > most ? t.samples[i].s.weight : most;
+    assert_true(most >= 40 && most <= 400); /* (a loaded machine oversleeps) */
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_true(atoi(evp_trace_meta(tr, "sample.missed")) >= 39);
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
+/* EVALPROF_ZSTD: STACKS and SAMPLES chunks compressed as EVENTS chunks
+ * are, and read back the same. */
+static void test_zstd_chunks(void **state)
+{
+    (void)state;
+    char path[128];
+    setenv("EVALPROF_ZSTD", "3", 1);
+    open_session("zstd.evp", path, sizeof path);
+    unsetenv("EVALPROF_ZSTD");
+    start_blocked(0);
+    key_funcs();
+    uint32_t keys[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (unsigned i = 0; i < 3000; i++)
+        assert_int_equal(evp_rec_sample_put(100 + 7 * i, 0, i % 50, 1,
+                                            keys + i % 8, 8 - i % 8),
+                         0);
+    end_session();
+    struct sc_trace t;
+    read_samples(path, &t);
+    assert_true(t.compressed >= 1); /* the samples (a small table stays raw) */
+    assert_int_equal(t.nsamples, 3000);
+    for (unsigned i = 0; i < 3000; i++) {
+        assert_int_equal(t.samples[i].s.ts, 100 + 7 * i);
+        assert_int_equal(t.samples[i].s.unit, i % 50);
+        assert_int_equal(sc_depth(&t, &t.samples[i]), 8 - i % 8);
+    }
+    sc_free(&t);
+}
+
+static void test_config_errors(void **state)
+{
+    (void)state;
+    struct evp_rec_sample_config sc = {.on_sample = on_sample_count};
+    assert_int_equal(evp_rec_sampler_start(&sc), -ENOTCONN);
+    assert_int_equal(evp_rec_sample_thread_start(NULL), -ENOTCONN);
+    uint32_t k = 1;
+    assert_int_equal(evp_rec_sample_put(1, 0, 0, 1, &k, 1), -ENOTCONN);
+    char path[128];
+    open_session("config.evp", path, sizeof path);
+    struct evp_rec_sample_config bad = sc;
+    bad.on_sample = NULL;
+    assert_int_equal(evp_rec_sampler_start(&bad), -EINVAL);
+    bad = sc;
+    bad.rate_hz = EVP_SAMPLE_RATE_MAX + 1;
+    assert_int_equal(evp_rec_sampler_start(&bad), -EINVAL);
+    bad = sc;
+    bad.signo = SIGKILL;
+    assert_int_equal(evp_rec_sampler_start(&bad), -EINVAL);
+    bad = sc;
+    bad.max_depth = EVP_SAMPLE_DEPTH_LIMIT + 1;
+    assert_int_equal(evp_rec_sampler_start(&bad), -EINVAL);
+    assert_int_equal(evp_rec_sampler_start(NULL), -EINVAL);
+    assert_int_equal(evp_rec_sample_thread_start(NULL), -ENOTCONN);
+
+    struct sigaction before, after;
+    sigaction(SIGRTMIN + 4, NULL, &before);
+    sc.rate_hz = 250;
+    assert_int_equal(evp_rec_sampler_start(&sc), 0);
+    assert_int_equal(evp_rec_sampler_start(&sc), -EBUSY);
+    assert_int_equal(evp_rec_sample_thread_start("main"), 0);
+    assert_int_equal(evp_rec_sample_thread_start("main"), 0); /* no-op */
+    assert_int_equal(evp_rec_sample_func(0, "z", 1, "", 0, 0, NULL, 0, 0),
+                     -EINVAL);
+    evp_rec_sampler_stop();
+    /* stopped: the thread's ring takes nothing, the disposition is back */
+    assert_int_equal(evp_rec_sample_put(1, 0, 0, 1, &k, 1), -ENOTCONN);
+    sigaction(SIGRTMIN + 4, NULL, &after);
+    assert_ptr_equal((void *)after.sa_handler, (void *)before.sa_handler);
+    evp_rec_sampler_stop(); /* twice: nothing */
+    assert_int_equal(evp_rec_close(), 0);
+
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_string_equal(evp_trace_meta(tr, "sample.rate_hz"), "250");
+    assert_string_equal(evp_trace_meta(tr, "sample.period_ns"), "4000000");
+    assert_string_equal(evp_trace_meta(tr, "sample.clock"), "wall");
+    assert_string_equal(evp_trace_meta(tr, "sample.signal"), "SIGRTMIN+4");
+    assert_string_equal(evp_trace_meta(tr, "sample.sampler"),
+                        "timer_create SIGEV_THREAD_ID");
+    assert_string_equal(evp_trace_meta(tr, "sample.max_depth"), "512");
+    assert_string_equal(evp_trace_meta(tr, "sample.ring_kb"), "2048");
+    assert_non_null(evp_trace_meta(tr, "sample.missed"));
+    assert_int_equal(evp_trace_nstreams(tr), 1);
+    evp_trace_close(tr);
+}
+
+static uint64_t mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* What a put of a 30-frame stack costs, as the handler pays it (printed,
+ * never checked: a figure, not a pass or fail). */
+static void test_put_cost(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("cost.evp", path, sizeof path);
+    start_blocked(0);
+    uint32_t keys[30];
+    for (uint32_t i = 0; i < 30; i++) {
+        keys[i] = i + 1;
+        assert_int_equal(evp_rec_sample_func(i + 1, "frame", 5, "cost.py", 7, i,
+                                             NULL, 0, EVP_LT_NONE),
+                         0);
+    }
+    enum { N = 8000 }; /* 8000 x 152 bytes fit a 2 MiB ring */
+    double best = 1e9;
+    for (int round = 0; round < 7; round++) {
+        uint64_t t0 = mono();
+        for (int i = 0; i < N; i++)
+            assert_int_equal(evp_rec_sample_put((uint64_t)i, 0, 3, 1, keys, 30),
+                             0);
+        double ns = (double)(mono() - t0) / N;
+        best = ns < best ? ns : best;
+        assert_int_equal(evp_rec_flush(), 0);
+    }
+    printf("sample put, 30-frame stack: %.1f ns (best of 7 rounds of %d)\n",
+           best, N);
+    end_session();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lt_forms),
+        cmocka_unit_test(test_lt_malformed),
+        cmocka_unit_test(test_lt_cpython),
+        cmocka_unit_test(test_ring_fill_drop_wrap),
+        cmocka_unit_test(test_ring_lost_func),
+        cmocka_unit_test(test_lines_meta),
+        cmocka_unit_test(test_one_stream),
+        cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_writer_pace),
+        cmocka_unit_test(test_blocked_signal_weight),
+        cmocka_unit_test(test_zstd_chunks),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_put_cost),
+    };
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
+}
