@@ -20,14 +20,19 @@
  * its handler runs (sa_mask), so handlers of one thread never nest.
  *
  * What the clocks give.  The wall clock's timer is a high-resolution one:
- * it fires at the rate asked for.  A CPU-time timer is checked by the
- * kernel at its scheduler tick (CONFIG_HZ: 250 Hz on Debian's kernels),
- * so a thread gets at most HZ samples a second of its CPU time whatever
- * the rate, each weighing the periods since the last (at 20 kHz and HZ
- * 250, about 80): the estimated times stay right, but a share rests on
- * fewer samples than the rate suggests, and when threads contend for the
- * CPUs the kernel's overruns miss some periods (a bare timer_create
- * program with 8 threads on 2 CPUs counted 233 to 299 ms of 300).
+ * it fires at the rate asked for.  A CPU-time POSIX timer is checked by
+ * the kernel at its scheduler tick (CONFIG_HZ: 250 Hz on Debian's
+ * kernels), so a thread would get at most HZ samples a second of its CPU
+ * time whatever the rate, each weighing the periods since the last (at
+ * 20 kHz and HZ 250, about 80), and when threads contend for the CPUs the
+ * kernel's overruns miss some periods (a bare timer_create program with 8
+ * threads on 2 CPUs counted 233 to 299 ms of 300).  So the CPU clock is
+ * a perf task-clock event of each thread where the kernel allows one
+ * (perf_open below: an hrtimer on the thread's CPU time, at the rate
+ * asked for; each signal re-arms it, and its weight is the thread's CPU
+ * time in periods less those sampled before, so a blocked signal's
+ * periods are still counted), and the POSIX CPU-time timer only where
+ * perf events are refused (sample.sampler says which).
  *
  * The handler calls the producer's on_sample, which walks the thread's
  * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
@@ -93,7 +98,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -242,6 +251,8 @@ struct sthread {
     int tid;
     timer_t timer;
     int has_timer;
+    int perf_fd;           /* CPU clock through perf: its event, or -1 */
+    uint64_t periods_told; /* the perf event's periods already sampled */
     uint32_t stream;
     /* writer side */
     uint64_t dropped_told; /* ring.dropped already in a chunk's prefix */
@@ -283,6 +294,7 @@ static struct {
     uint64_t period_ns;
     uint64_t ring_bytes;
     int signo;
+    int use_perf; /* CPU clock through perf_event_open */
     struct sigaction old;
     struct sthread *threads;
     pthread_key_t exit_key;
@@ -306,6 +318,70 @@ static struct {
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+/* ---- the thread's clock -------------------------------------------------- */
+
+/*
+ * The CPU clock through perf_event_open: a task-clock software event of
+ * the calling thread, overflowing every period of its CPU time (an
+ * hrtimer: the rate asked for, where a CPU-time POSIX timer gets the
+ * kernel's tick), its overflow signalling the thread itself (F_SETSIG,
+ * F_SETOWN_EX to the thread).  Returns the event or -1 (perf events
+ * refused: kernel.perf_event_paranoid, a seccomp filter), with user and
+ * kernel time first, then user time only.
+ */
+static int perf_open(int signo, uint64_t period_ns)
+{
+    struct perf_event_attr a;
+    for (int user_only = 0; user_only < 2; user_only++) {
+        memset(&a, 0, sizeof a);
+        a.type = PERF_TYPE_SOFTWARE;
+        a.size = sizeof a;
+        a.config = PERF_COUNT_SW_TASK_CLOCK;
+        a.sample_period = period_ns;
+        a.disabled = 1;
+        a.wakeup_events = 1;
+        a.exclude_kernel = (unsigned)user_only;
+        a.exclude_hv = 1;
+        int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
+                              PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct f_owner_ex o = {F_OWNER_TID, evp_rec_gettid_()};
+        if (fcntl(fd, F_SETFL, O_ASYNC) == 0 &&
+            fcntl(fd, F_SETSIG, signo) == 0 && fcntl(fd, F_SETOWN_EX, &o) == 0)
+            return fd;
+        close(fd);
+    }
+    return -1;
+}
+
+/* Can this process sample CPU time through perf?  EVALPROF_SAMPLE_TIMER
+ * =posix says no (the POSIX CPU-time timer instead). */
+static int perf_usable(int signo, uint64_t period_ns)
+{
+    const char *e = getenv("EVALPROF_SAMPLE_TIMER");
+    if (e && strcmp(e, "posix") == 0)
+        return 0;
+    int fd = perf_open(signo, period_ns);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+/* Stop the thread's timer or perf event (the sampler's lock held). */
+static void clock_stop(struct sthread *st)
+{
+    if (st->has_timer)
+        timer_delete(st->timer);
+    st->has_timer = 0;
+    if (st->perf_fd >= 0) {
+        ioctl(st->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+        close(st->perf_fd);
+    }
+    st->perf_fd = -1;
+}
 
 /* ---- in the handler ------------------------------------------------------ */
 
@@ -338,20 +414,45 @@ static inline void leave(struct sthread *st)
     __atomic_sub_fetch(&st->busy, 1, __ATOMIC_RELEASE);
 }
 
+/* The periods a perf task-clock signal stands for: the thread's CPU time
+ * so far, in periods, less those sampled before (at least one); then the
+ * event is armed for one more overflow.  read() and ioctl() are
+ * async-signal-safe. */
+static uint32_t perf_weight(struct sthread *st)
+{
+    uint64_t count = 0;
+    uint32_t weight = 1;
+    if (read(st->perf_fd, &count, sizeof count) == (ssize_t)sizeof count) {
+        uint64_t periods = count / G.period_ns;
+        if (periods > st->periods_told + 1) {
+            uint64_t w = periods - st->periods_told;
+            weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+        }
+    }
+    st->periods_told += weight;
+    ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+    return weight;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     int saved = errno;
     struct sthread *st = sample_tls;
-    /* Only this thread's own timer: a stray signal (another sender, a
-     * deleted timer's last one) is ignored. */
-    if (st && si && si->si_code == SI_TIMER && si->si_value.sival_ptr == st &&
-        (st = enter()) != NULL) {
+    /* Only this thread's own timer or perf event: a stray signal (another
+     * sender, a deleted timer's last one) is ignored. */
+    int timer =
+        st && si && si->si_code == SI_TIMER && si->si_value.sival_ptr == st;
+    int perf = st && si && st->perf_fd >= 0 && si->si_fd == st->perf_fd &&
+               (si->si_code == POLL_IN || si->si_code == POLL_HUP);
+    if ((timer || perf) && (st = enter()) != NULL) {
         uint32_t weight = 1;
-        if (si->si_overrun > 0) {
+        if (perf)
+            weight = perf_weight(st);
+        else if (si->si_overrun > 0)
             weight += (uint32_t)si->si_overrun;
-            bump(&st->ring.missed, (uint64_t)si->si_overrun);
-        }
+        if (weight > 1)
+            bump(&st->ring.missed, weight - 1u);
         G.cfg.on_sample(uc, weight);
         leave(st);
     }
@@ -541,6 +642,28 @@ int evp_rec_sample_thread_start(const char *name)
     st->gen = G.gen;
     __atomic_store_n(&st->owner, (void *)&sample_tls, __ATOMIC_RELAXED);
 
+    st->perf_fd = -1;
+    st->periods_told = 0;
+    if (G.use_perf) {
+        st->perf_fd = perf_open(G.signo, G.period_ns);
+        if (st->perf_fd < 0) {
+            rc = -EPERM;
+            st->ring.buf = NULL;
+            __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&G.mu);
+            munmap(buf, bytes);
+            return rc;
+        }
+        __atomic_store_n(&st->state, ST_ACTIVE, __ATOMIC_RELEASE);
+        __atomic_store_n(&sample_tls, st, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        pthread_setspecific(G.exit_key, st);
+        ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
+        ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+        G.threads_started++;
+        pthread_mutex_unlock(&G.mu);
+        return 0;
+    }
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
@@ -596,9 +719,7 @@ void evp_rec_sample_thread_stop(void)
     pthread_mutex_lock(&G.mu);
     if (st->owner == (void *)&sample_tls &&
         __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE) {
-        if (st->has_timer)
-            timer_delete(st->timer);
-        st->has_timer = 0;
+        clock_stop(st);
         __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&G.mu);
@@ -652,6 +773,7 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.cfg = c;
     G.signo = c.signo;
     G.period_ns = 1000000000u / c.rate_hz;
+    G.use_perf = c.cpu_clock && perf_usable(c.signo, G.period_ns);
     G.ring_bytes = bytes;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -682,7 +804,10 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     evp_rec_meta("sample.period_ns", v);
     signal_name(c.signo, v, sizeof v);
     evp_rec_meta("sample.signal", v);
-    evp_rec_meta("sample.sampler", "timer_create SIGEV_THREAD_ID");
+    evp_rec_meta("sample.sampler",
+                 G.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
+                              "thread"
+                            : "timer_create SIGEV_THREAD_ID");
     snprintf(v, sizeof v, "%u", c.max_depth);
     evp_rec_meta("sample.max_depth", v);
     snprintf(v, sizeof v, "%u", c.ring_kb);
@@ -702,9 +827,7 @@ void evp_rec_sampler_stop(void)
     for (struct sthread *st = G.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_ACTIVE)
             continue;
-        if (st->has_timer)
-            timer_delete(st->timer);
-        st->has_timer = 0;
+        clock_stop(st);
     }
     /* Handlers already past the flag finish their sample. */
     for (struct sthread *st = G.threads; st; st = st->next) {
@@ -1125,6 +1248,12 @@ void evp_rec_sample_fork_child_(void)
     __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
     if (G.running)
         sigaction(G.signo, &G.old, NULL);
+    /* The parent's perf events: their descriptors, not the events, are
+     * the child's (they signal the parent's threads). */
+    for (struct sthread *st = G.threads; st; st = st->next)
+        if (__atomic_load_n(&st->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
+            st->perf_fd >= 0)
+            close(st->perf_fd);
     G.running = 0;
     G.used = 0;
     G.poll_ms = 0;

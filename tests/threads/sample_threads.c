@@ -199,10 +199,13 @@ static void open_sampled(const char *path, unsigned rate, int cpu_clock)
 }
 
 /*
- * CPU_CLOCK 1: a sample per tick of the kernel's CPU-time accounting
+ * CPU_CLOCK 1: through a perf task-clock event, samples at the rate
+ * asked for, the shares within 3 points; with EVALPROF_SAMPLE_TIMER=posix
+ * (perf refused), a sample per tick of the kernel's CPU-time accounting
  * (CONFIG_HZ, 250 here: every 4 ms of CPU), whatever the rate, its
  * overruns in its weight: few samples, the shares checked loosely (a
- * gross misattribution) and the weights against each thread's CPU time.
+ * gross misattribution).  Both: the weights against each thread's CPU
+ * time.
  * CPU_CLOCK 0: the wall clock's high-resolution timer really fires at 20
  * kHz: the share of the samples taken while A ran is A's share of the
  * CPU time within 3 points.
@@ -324,7 +327,21 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
     /* ThreadSanitizer delivers signals late, at its own points: the
      * shares are not the program's there. */
     double nshare = na + nb ? 100.0 * (double)na / (double)(na + nb) : 0;
-    double tol = cpu_clock ? 12 : 3, got = cpu_clock ? share : nshare;
+    /* The CPU clock through perf fires at the rate (shares within 3
+     * points, and at least a quarter of the samples the rate asks for);
+     * the POSIX CPU-time timer at the kernel's tick (loosely). */
+    const char *sampler = evp_trace_meta(tr, "sample.sampler");
+    int perf = sampler && strstr(sampler, "perf_event_open") != NULL;
+    CHECK(!cpu_clock || perf == !getenv("EVALPROF_SAMPLE_TIMER"),
+          "sample.sampler %s", sampler ? sampler : "(none)");
+    double all_cpu = 0;
+    for (int i = 0; i < nthreads; i++)
+        all_cpu += (double)sampled_cpu[i];
+    if (cpu_clock && perf && !UNDER_TSAN)
+        CHECK((double)t.nsamples > 0.25 * 20000.0 * all_cpu / 1e9,
+              "perf CPU clock: %zu samples for %.0f ms of CPU at 20 kHz",
+              t.nsamples, all_cpu / 1e6);
+    double tol = cpu_clock && !perf ? 12 : 3, got = cpu_clock ? share : nshare;
     if (!UNDER_TSAN)
         CHECK(got > truth - tol && got < truth + tol && truth > 72 &&
                   truth < 78,
@@ -434,6 +451,10 @@ int main(void)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     threads_case(dir, 1, NTHREADS, 300000000u);
+    /* the CPU clock where perf events are refused: POSIX timers */
+    setenv("EVALPROF_SAMPLE_TIMER", "posix", 1);
+    threads_case(dir, 1, NTHREADS, 300000000u);
+    unsetenv("EVALPROF_SAMPLE_TIMER");
     threads_case(dir, 0, 2, 200000000u);
     fork_case(dir);
     char cmd[128];
