@@ -30,9 +30,9 @@
  * a perf task-clock event of each thread where the kernel allows one
  * (perf_open below: an hrtimer on the thread's CPU time, at the rate
  * asked for; each signal re-arms it, and its weight is the thread's CPU
- * time in periods less those sampled before, so a blocked signal's
- * periods are still counted), and the POSIX CPU-time timer only where
- * perf events are refused (sample.sampler says which).
+ * time, CLOCK_THREAD_CPUTIME_ID, in periods less those sampled before, so
+ * a blocked signal's periods are still counted), and the POSIX CPU-time timer
+ * only where perf events are refused (sample.sampler says which).
  *
  * The handler calls the producer's on_sample, which walks the thread's
  * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
@@ -253,6 +253,7 @@ struct sthread {
     int has_timer;
     int perf_fd;           /* CPU clock through perf: its event, or -1 */
     uint64_t periods_told; /* the perf event's periods already sampled */
+    uint64_t cpu_base;     /* the thread's CPU ns when it started */
     uint32_t stream;
     /* writer side */
     uint64_t dropped_told; /* ring.dropped already in a chunk's prefix */
@@ -415,15 +416,19 @@ static inline void leave(struct sthread *st)
 }
 
 /* The periods a perf task-clock signal stands for: the thread's CPU time
- * so far, in periods, less those sampled before (at least one); then the
- * event is armed for one more overflow.  read() and ioctl() are
- * async-signal-safe. */
+ * since it started sampling (CLOCK_THREAD_CPUTIME_ID: the event's own
+ * count stops while it waits to be re-armed, a blocked signal's time
+ * would be lost), in periods, less those sampled before (at least one);
+ * then the event is armed for one more overflow.  clock_gettime() and
+ * ioctl() are async-signal-safe. */
 static uint32_t perf_weight(struct sthread *st)
 {
-    uint64_t count = 0;
+    struct timespec ts;
     uint32_t weight = 1;
-    if (read(st->perf_fd, &count, sizeof count) == (ssize_t)sizeof count) {
-        uint64_t periods = count / G.period_ns;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+        uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        uint64_t periods =
+            ns > st->cpu_base ? (ns - st->cpu_base) / G.period_ns : 0;
         if (periods > st->periods_told + 1) {
             uint64_t w = periods - st->periods_told;
             weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
@@ -658,6 +663,11 @@ int evp_rec_sample_thread_start(const char *name)
         __atomic_store_n(&sample_tls, st, __ATOMIC_RELAXED);
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         pthread_setspecific(G.exit_key, st);
+        struct timespec now;
+        st->cpu_base =
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0
+                ? (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec
+                : 0;
         ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
         ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
         G.threads_started++;

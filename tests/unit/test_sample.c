@@ -638,23 +638,37 @@ static void on_sample_put(void *uc, uint32_t weight)
     evp_rec_sample_put(evp_rec_now(), 0, 0, weight, &k, 1);
 }
 
-/* A thread that blocks the signal for 60 ms at 1 kHz of wall time gets
- * one sample when it unblocks it, standing for the periods it missed;
- * sample.missed counts them. */
-static void test_blocked_signal_weight(void **state)
+/* A thread that blocks the signal for 60 ms at 1 kHz, of wall time
+ * (asleep) or of CPU time (spinning: the CPU clock's perf event, or its
+ * timer), gets one sample when it unblocks it, standing for the periods
+ * it missed; sample.missed counts them. */
+static uint64_t thread_cpu_ns(void)
 {
-    (void)state;
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void blocked_signal_weight(int cpu_clock)
+{
     char path[128];
-    open_session("blocked.evp", path, sizeof path);
-    struct evp_rec_sample_config sc = {.rate_hz = 1000,
-                                       .on_sample = on_sample_put};
+    open_session(cpu_clock ? "blocked-cpu.evp" : "blocked.evp", path,
+                 sizeof path);
+    struct evp_rec_sample_config sc = {
+        .rate_hz = 1000, .cpu_clock = cpu_clock, .on_sample = on_sample_put};
     assert_int_equal(evp_rec_sampler_start(&sc), 0);
     assert_int_equal(evp_rec_sample_thread_start("blocking"), 0);
     assert_int_equal(evp_rec_sample_func(1, "b", 1, "", 0, 1, NULL, 0, 0), 0);
     mask_signal(SIG_BLOCK);
-    struct timespec ts = {0, 60000000}, rem;
-    while (nanosleep(&ts, &rem) < 0)
-        ts = rem;
+    if (cpu_clock) {
+        uint64_t t0 = thread_cpu_ns();
+        while (thread_cpu_ns() - t0 < 60000000u)
+            ;
+    } else {
+        struct timespec ts = {0, 60000000}, rem;
+        while (nanosleep(&ts, &rem) < 0)
+            ts = rem;
+    }
     mask_signal(SIG_UNBLOCK); /* the pending signal is handled here */
     evp_rec_sample_thread_stop();
     assert_int_equal(evp_rec_close(), 0);
@@ -669,6 +683,18 @@ static void test_blocked_signal_weight(void **state)
     assert_true(atoi(evp_trace_meta(tr, "sample.missed")) >= 39);
     evp_trace_close(tr);
     sc_free(&t);
+}
+
+static void test_blocked_signal_weight(void **state)
+{
+    (void)state;
+    blocked_signal_weight(0);
+}
+
+static void test_blocked_signal_weight_cpu(void **state)
+{
+    (void)state;
+    blocked_signal_weight(1);
 }
 
 /* EVALPROF_ZSTD: STACKS and SAMPLES chunks compressed as EVENTS chunks
@@ -808,6 +834,7 @@ int main(void)
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_writer_pace),
         cmocka_unit_test(test_blocked_signal_weight),
+        cmocka_unit_test(test_blocked_signal_weight_cpu),
         cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
