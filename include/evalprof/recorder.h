@@ -199,14 +199,16 @@ void evp_rec_set_enabled(uint64_t kinds);
  */
 #define EVP_SAMPLE_RATE_DEFAULT 4000u
 #define EVP_SAMPLE_RATE_MAX 100000u
-#define EVP_SAMPLE_MAX_DEPTH 512u
+#define EVP_SAMPLE_MAX_DEPTH 512u   /* the default max_depth */
+#define EVP_SAMPLE_DEPTH_LIMIT 4096u /* the largest max_depth accepted */
 
 struct evp_rec_sample_config {
     unsigned rate_hz;  /* samples per second and thread; 0: default */
     int cpu_clock;     /* 1: each thread's CPU time; 0: wall clock */
     int signo;         /* 0: SIGRTMIN + 4 */
     uint32_t ring_kb;  /* per-thread ring size; 0: 2048 KiB */
-    unsigned max_depth; /* frames a sample walks; 0: EVP_SAMPLE_MAX_DEPTH */
+    unsigned max_depth; /* frames a sample walks, at most
+                          EVP_SAMPLE_DEPTH_LIMIT; 0: EVP_SAMPLE_MAX_DEPTH */
     /* Called in the signal handler on the interrupted thread, with the
      * handler's ucontext_t and the periods this sample stands for; walks
      * the frames and calls evp_rec_sample_put (and evp_rec_sample_func for

@@ -288,7 +288,7 @@ static struct {
     size_t scratch_cap;
     uint8_t *out; /* a chunk being encoded */
     size_t out_cap;
-    uint32_t path[EVP_SAMPLE_MAX_DEPTH];
+    uint32_t path[EVP_SAMPLE_DEPTH_LIMIT];
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -608,7 +608,7 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
         c.max_depth = EVP_SAMPLE_MAX_DEPTH;
     if (c.rate_hz > EVP_SAMPLE_RATE_MAX || c.signo < 1 || c.signo > SIGRTMAX ||
         c.signo == SIGKILL || c.signo == SIGSTOP || c.ring_kb > MAX_RING_KB ||
-        c.max_depth > EVP_SAMPLE_MAX_DEPTH)
+        c.max_depth > EVP_SAMPLE_DEPTH_LIMIT)
         return -EINVAL;
     if (c.ring_kb < MIN_RING_KB)
         c.ring_kb = MIN_RING_KB;
@@ -900,7 +900,8 @@ static void on_sample_record(struct sthread *st, const uint8_t *b,
         uint64_t ts;
         uint32_t state, unit1, weight;
     } __attribute__((packed)) s;
-    if (len < HDR + SAMPLE_FIXED + 4u * depth || depth > EVP_SAMPLE_MAX_DEPTH)
+    if (len < HDR + SAMPLE_FIXED + 4u * depth ||
+        depth > EVP_SAMPLE_DEPTH_LIMIT)
         return;
     memcpy(&s, b + HDR, SAMPLE_FIXED);
     const uint8_t *keys = b + HDR + SAMPLE_FIXED;

@@ -511,7 +511,7 @@ static void test_config_errors(void **state)
     bad.signo = SIGKILL;
     assert_int_equal(evp_rec_sampler_start(&bad), -EINVAL);
     bad = sc;
-    bad.max_depth = EVP_SAMPLE_MAX_DEPTH + 1;
+    bad.max_depth = EVP_SAMPLE_DEPTH_LIMIT + 1;
     assert_int_equal(evp_rec_sampler_start(&bad), -EINVAL);
     assert_int_equal(evp_rec_sampler_start(NULL), -EINVAL);
     assert_int_equal(evp_rec_sample_thread_start(NULL), -ENOTCONN);
