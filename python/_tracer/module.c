@@ -36,9 +36,8 @@ __thread struct evp_tls evp_tls __attribute__((tls_model("initial-exec")));
 
 /* ---- threads ------------------------------------------------------------ */
 
-/* The calling thread's threading.Thread name into BUF; 1 if found. */
-static int
-python_thread_name(char *buf, size_t n)
+int
+evp_python_thread_name(char *buf, size_t n)
 {
     int found = 0;
     PyObject *et, *ev, *tb;
@@ -83,7 +82,7 @@ attach_named(struct evp_tls *tl)
 {
     char name[256];
     tl->name_tries++;
-    if (python_thread_name(name, sizeof name)) {
+    if (evp_python_thread_name(name, sizeof name)) {
         tl->named = 1;
         evp_rec_thread_attach(name);
     }
@@ -164,6 +163,7 @@ add_opcodes(PyObject *seq)
         k++;
     }
     evp_rec_opcodes(d, (size_t)k);
+    evp_sample_call_ops(d, (size_t)k);
     PyMem_Free(d);
     Py_DECREF(fast);
     return 0;
@@ -225,15 +225,18 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"path",          "ops",     "threads",
                              "follow_fork",   "opcodes", "meta",
                              "buffer_events", "quiet",   "ignore_prefix",
-                             "lines",         NULL};
+                             "lines",         "sample",  "rate",
+                             "cpu_clock",     "max_depth", NULL};
     const char *path, *ignore = NULL;
     int ops = 1, threads = 1, follow_fork = 1, quiet = 0, lines = 0;
-    unsigned int buffer_events = 0;
+    int sample = 0, cpu_clock = 1;
+    unsigned int buffer_events = 0, rate = 0, max_depth = 0;
     PyObject *opcodes = NULL, *meta = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|pppOOIpzp", kwlist, &path,
-                                     &ops, &threads, &follow_fork, &opcodes,
-                                     &meta, &buffer_events, &quiet, &ignore,
-                                     &lines))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|pppOOIpzppIpI", kwlist,
+                                     &path, &ops, &threads, &follow_fork,
+                                     &opcodes, &meta, &buffer_events, &quiet,
+                                     &ignore, &lines, &sample, &rate,
+                                     &cpu_clock, &max_depth))
         return NULL;
     if (evp_S.active) {
         PyErr_SetString(PyExc_RuntimeError, "evalprof is already tracing");
@@ -245,8 +248,11 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     struct evp_rec_config cfg = {
         .path = path,
         .producer = EVP_PRODUCER_EXTENSION,
-        .can_emit =
-            can_emit(ops) | (ops && lines ? EVP_KIND_BIT(EVP_EV_OP_AT) : 0),
+        /* a sampled session emits no events (0 would mean all kinds) */
+        .can_emit = sample ? EVP_KIND_BIT(EVP_EV_RECORDER)
+                           : can_emit(ops) |
+                                 (ops && lines ? EVP_KIND_BIT(EVP_EV_OP_AT)
+                                               : 0),
         .flags = (follow_fork ? EVP_REC_FOLLOW_FORK : 0) |
                  (quiet ? EVP_REC_QUIET : 0),
         .buffer_events = buffer_events,
@@ -280,18 +286,22 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     evp_rec_meta("mode", "B");
     evp_rec_meta("tracer.built_for", PY_VERSION);
 #if EVP_PY311
-    evp_rec_meta("tracer.hooks",
-                 ops ? "PEP 523 frame hook; PyEval_SetTrace (PyTrace_OPCODE, "
-                       "PyTrace_EXCEPTION); PyEval_SetProfile (C calls)"
-                     : "PEP 523 frame hook; PyEval_SetProfile (C calls)");
+    const char *hooks =
+        ops ? "PEP 523 frame hook; PyEval_SetTrace (PyTrace_OPCODE, "
+              "PyTrace_EXCEPTION); PyEval_SetProfile (C calls)"
+            : "PEP 523 frame hook; PyEval_SetProfile (C calls)";
 #else
-    evp_rec_meta(
-        "tracer.hooks",
+    const char *hooks =
         ops ? "PEP 523 frame hook; sys.monitoring (INSTRUCTION, CALL, "
               "C_RETURN, C_RAISE, RAISE, RERAISE)"
             : "PEP 523 frame hook; sys.monitoring (CALL, C_RETURN, "
-              "C_RAISE, RAISE, RERAISE)");
+              "C_RAISE, RAISE, RERAISE)";
 #endif
+    if (sample)
+        hooks = "none: a per-thread timer signal, the thread's frames read "
+                "in its handler";
+    evp_rec_meta("tracer.hooks", hooks);
+    evp_rec_meta("recording", sample ? "sample" : "exact");
 
     free(evp_S.ignore_prefix);
     evp_S.ignore_prefix = ignore && *ignore ? strdup(ignore) : NULL;
@@ -301,8 +311,18 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     evp_S.lines = ops && lines;
     evp_S.all_threads = threads;
     evp_S.untraced = 0;
+    evp_S.sample = sample;
     evp_S.id++;
     evp_S.active = 1;
+
+    if (sample) {
+        /* no hook at all: the threads are sampled */
+        if (evp_sample_start(rate, cpu_clock, max_depth, threads) < 0) {
+            evp_S.active = 0;
+            goto fail_open;
+        }
+        Py_RETURN_NONE;
+    }
 
     /* The starting thread is always traced. */
     struct evp_tls *tl = &evp_tls;
@@ -353,8 +373,13 @@ tracer_stop(PyObject *self, PyObject *unused)
         PyErr_SetString(PyExc_RuntimeError, "evalprof is not tracing");
         return NULL;
     }
-    remove_hooks();
-    evp_rec_event(EVP_EV_FINI, 0);
+    if (evp_S.sample) {
+        evp_sample_stop();
+    }
+    else {
+        remove_hooks();
+        evp_rec_event(EVP_EV_FINI, 0);
+    }
     evp_S.active = 0;
     if (!evp_S.all_threads) {
         char n[24];
@@ -363,6 +388,18 @@ tracer_stop(PyObject *self, PyObject *unused)
     }
     int rc = evp_rec_close();
     PyObject *stats = stats_dict(rc);
+    if (stats != NULL && evp_S.sample) {
+        struct evp_rec_sample_stats ss;
+        evp_rec_sample_get_stats(&ss);
+        PyObject *d = Py_BuildValue(
+            "{sKsKsKsK}", "samples", (unsigned long long)ss.samples,
+            "dropped", (unsigned long long)ss.dropped, "missed",
+            (unsigned long long)ss.missed, "threads",
+            (unsigned long long)ss.threads);
+        if (d == NULL || PyDict_SetItemString(stats, "sampling", d) < 0)
+            Py_CLEAR(stats);
+        Py_XDECREF(d);
+    }
     if (stats != NULL && !evp_S.all_threads) {
         PyObject *n = PyLong_FromUnsignedLong(evp_S.untraced);
         if (n == NULL ||
@@ -452,6 +489,10 @@ PyMethodDef evp_module_methods[] = {
     {"fork_resume", tracer_fork_resume, METH_NOARGS,
      "fork_resume()\n\nAn after-fork hook of the parent: start the writer "
      "again when the\nmain thread next runs Python code."},
+    {"sample_thread", evp_sample_thread_py, METH_O,
+     "sample_thread(name)\n\nSample the calling thread from now on, its "
+     "stream named NAME\n(sampled sessions; threads started through "
+     "threading do it first\nthing)."},
     {"thread_name", tracer_thread_name, METH_O,
      "thread_name(name)\n\nName the calling thread's stream in the trace."},
     {NULL, NULL, 0, NULL},
@@ -463,7 +504,10 @@ static void
 tracer_free(void *m)
 {
     if (evp_S.active) {
-        remove_hooks();
+        if (evp_S.sample)
+            evp_sample_stop();
+        else
+            remove_hooks();
         evp_S.active = 0;
         evp_rec_close();
     }
