@@ -2,7 +2,8 @@
  * evalprof._tracer: the module the evalprof package drives.
  *
  *   start(path, ops=True, threads=True, follow_fork=True, opcodes=(),
- *         meta=None, buffer_events=0, quiet=False, ignore_prefix=None)
+ *         meta=None, buffer_events=0, quiet=False, ignore_prefix=None,
+ *         lines=False, sample=False, rate=0, cpu_clock=True, max_depth=0)
  *   stop() -> dict of figures (events, dropped, bytes, chunks, error,
  *             end_error, path: the file written, PATH or PATH.<pid>)
  *   active() -> bool
@@ -13,7 +14,10 @@
  * package computed, emits init, then installs the hooks: the op, exception
  * and C call hooks of this version (legacy.c or monitor.c) and the PEP 523
  * frame hook (evalhook.c).  stop() removes them, emits fini and closes the
- * trace.  Python code normally goes through evalprof.start()/stop(),
+ * trace.  With sample=True (rate, cpu_clock, max_depth) no hook is
+ * installed: sample.c samples the threads instead, and stop() adds the
+ * sampling figures ("sampling": samples, dropped, missed, threads).
+ * Python code normally goes through evalprof.start()/stop(),
  * which add the metadata, the exit handler and fork handling.
  *
  * Threads: each thread sets itself up on its first event of a session
@@ -381,7 +385,7 @@ tracer_stop(PyObject *self, PyObject *unused)
         evp_rec_event(EVP_EV_FINI, 0);
     }
     evp_S.active = 0;
-    if (!evp_S.all_threads) {
+    if (!evp_S.all_threads && !evp_S.sample) {
         char n[24];
         snprintf(n, sizeof n, "%lu", evp_S.untraced);
         evp_rec_meta("threads.untraced", n);
@@ -400,7 +404,7 @@ tracer_stop(PyObject *self, PyObject *unused)
             Py_CLEAR(stats);
         Py_XDECREF(d);
     }
-    if (stats != NULL && !evp_S.all_threads) {
+    if (stats != NULL && !evp_S.all_threads && !evp_S.sample) {
         PyObject *n = PyLong_FromUnsignedLong(evp_S.untraced);
         if (n == NULL ||
             PyDict_SetItemString(stats, "untraced_threads", n) < 0)
@@ -416,15 +420,31 @@ tracer_active(PyObject *self, PyObject *unused)
     return PyBool_FromLong(evp_S.active && evp_rec_is_open());
 }
 
+/* ARG's UTF-8, or NULL with an exception naming FUNC. */
+static const char *
+str_arg(PyObject *arg, const char *func)
+{
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (s == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "%s() needs a str", func);
+    return s;
+}
+
+static PyObject *
+tracer_sample_thread(PyObject *self, PyObject *arg)
+{
+    const char *name = str_arg(arg, "sample_thread");
+    if (name == NULL || evp_sample_thread(name) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 tracer_thread_name(PyObject *self, PyObject *arg)
 {
-    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-    if (name == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "thread_name() needs a str");
+    const char *name = str_arg(arg, "thread_name");
+    if (name == NULL)
         return NULL;
-    }
     if (evp_S.active && evp_tls.on) {
         evp_tls.named = 1;
         evp_rec_thread_attach(name);
@@ -468,7 +488,9 @@ PyMethodDef evp_module_methods[] = {
     {"start", (PyCFunction)(void (*)(void))tracer_start,
      METH_VARARGS | METH_KEYWORDS,
      "start(path, ops=True, threads=True, follow_fork=True, opcodes=(),\n"
-     "      meta=None, buffer_events=0, quiet=False, ignore_prefix=None)\n\n"
+     "      meta=None, buffer_events=0, quiet=False, ignore_prefix=None,\n"
+     "      lines=False, sample=False, rate=0, cpu_clock=True, max_depth=0)"
+     "\n\n"
      "Open the trace PATH and start tracing.  Code from files whose name\n"
      "starts with IGNORE_PREFIX is not traced.  Raises OSError when PATH\n"
      "cannot be created, RuntimeError when already tracing."},
@@ -489,7 +511,7 @@ PyMethodDef evp_module_methods[] = {
     {"fork_resume", tracer_fork_resume, METH_NOARGS,
      "fork_resume()\n\nAn after-fork hook of the parent: start the writer "
      "again when the\nmain thread next runs Python code."},
-    {"sample_thread", evp_sample_thread_py, METH_O,
+    {"sample_thread", tracer_sample_thread, METH_O,
      "sample_thread(name)\n\nSample the calling thread from now on, its "
      "stream named NAME\n(sampled sessions; threads started through "
      "threading do it first\nthing)."},

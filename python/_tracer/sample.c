@@ -739,7 +739,6 @@ evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
                  int all_threads)
 {
     find_eval_function();
-    guard_install();
     session_depth = max_depth ? max_depth : EVP_SAMPLE_MAX_DEPTH;
     struct evp_rec_sample_config cfg = {
         .rate_hz = rate_hz,
@@ -760,6 +759,7 @@ evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
             PyErr_SetFromErrno(PyExc_OSError);
         return -1;
     }
+    guard_install();
     char n[32];
     snprintf(n, sizeof n, "%d", n_eval_range);
     evp_rec_meta("sample.eval_ranges", n);
@@ -796,18 +796,8 @@ evp_sample_stop(void)
     walk_faults = 0;
 }
 
-/* sample_thread(name): the calling thread starts sampling (the package's
- * threading wrapper calls it first thing in a new thread). */
-PyObject *
-evp_sample_thread_py(PyObject *self, PyObject *arg)
+int
+evp_sample_thread(const char *name)
 {
-    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-    if (name == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "sample_thread() needs a str");
-        return NULL;
-    }
-    if (thread_begin(PyThreadState_Get(), name) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return thread_begin(PyThreadState_Get(), name);
 }

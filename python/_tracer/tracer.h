@@ -240,8 +240,10 @@ int evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
 void evp_sample_stop(void);
 /* Which executed opcodes are call instructions, from the opcode table. */
 void evp_sample_call_ops(const struct evp_opcode_desc *d, size_t n);
-/* _tracer.sample_thread(name) */
-PyObject *evp_sample_thread_py(PyObject *self, PyObject *arg);
+/* The calling thread starts sampling, its stream named NAME (the
+ * package's threading wrapper calls it first thing in a new thread).
+ * Returns 0 (also when not sampling) or -1 with an exception. */
+int evp_sample_thread(const char *name);
 
 /* The calling thread's threading.Thread name into BUF; 1 if found
  * (module.c). */

@@ -1466,34 +1466,32 @@ class Sampled(Case):
         self.assertRegex(out, r"(?m)^warnings:\s+none$")
         return out
 
+    def info_section(self, trace, header):
+        """The indented lines of info's section HEADER."""
+        lines = self.info(trace).splitlines()
+        start = lines.index(header) + 1
+        for line in lines[start:]:
+            if not line.startswith("  "):
+                break
+            yield line
+
     def meta(self, trace):
         """The trace's metadata, as info lists it."""
-        out, inside = {}, False
-        for line in self.info(trace).splitlines():
-            if line.startswith("metadata:"):
-                inside = True
-            elif inside and not line.startswith("  "):
-                break
-            elif inside:
-                key, _, value = line.strip().partition(" ")
-                out[key] = value.strip()
+        out = {}
+        for line in self.info_section(trace, "metadata:"):
+            key, _, value = line.strip().partition(" ")
+            out[key] = value.strip()
         return out
 
     def streams(self, trace):
         """{name: (id, samples, periods)} of info's sampled streams."""
-        out, inside = {}, False
-        for line in self.info(trace).splitlines():
-            if line.startswith("sampled streams:"):
-                inside = True
-            elif inside and not line.strip():
-                break
-            elif inside:
-                m = re.match(r"^\s+(\d+)\s+(\S+)\s+([\d,]+)\s+([\d,]+)",
-                             line)
-                if m:
-                    out[m.group(2)] = (int(m.group(1)),
-                                       int(m.group(3).replace(",", "")),
-                                       int(m.group(4).replace(",", "")))
+        out = {}
+        for line in self.info_section(trace, "sampled streams:"):
+            m = re.match(r"^\s+(\d+)\s+(\S+)\s+([\d,]+)\s+([\d,]+)", line)
+            if m:
+                out[m.group(2)] = (int(m.group(1)),
+                                   int(m.group(3).replace(",", "")),
+                                   int(m.group(4).replace(",", "")))
         return out
 
     def check_hot(self, trace, script):
@@ -1505,7 +1503,7 @@ class Sampled(Case):
         self.assertEqual(max(ops, key=ops.get), "BINARY_OP", ops)
         with open(script) as f:
             hot_line = [i for i, text in enumerate(f, 1)
-                        if "x = x * 3 % 1000003" in text][0]
+                        if "x = x * 3 % 1000003 * 7" in text][0]
         lines = self.summary(trace, "--lines").splitlines()
         head = [i for i, l in enumerate(lines) if l.startswith(" file:line")]
         self.assertTrue(head, "\n".join(lines))

@@ -1,6 +1,7 @@
-"""Sampled mode: one hot function whose hot line is a multiply-modulo
-(BINARY_OP dominates), one cold function that does little.  Prints the
-result so that the run can be checked against an untraced one."""
+"""Sampled mode: one hot function whose hot line is a chain of
+multiplications and modulos (four BINARY_OPs a store: BINARY_OP
+dominates), one cold function that does little.  Prints the result so
+that the run can be checked against an untraced one."""
 import sys
 
 
@@ -11,7 +12,7 @@ def cold(n):
 def hot(n):
     x = 1
     for _ in range(n):
-        x = x * 3 % 1000003
+        x = x * 3 % 1000003 * 7 % 1000003
     return x
 
 
