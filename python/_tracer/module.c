@@ -226,21 +226,19 @@ remove_hooks(void)
 static PyObject *
 tracer_start(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"path",          "ops",     "threads",
-                             "follow_fork",   "opcodes", "meta",
-                             "buffer_events", "quiet",   "ignore_prefix",
-                             "lines",         "sample",  "rate",
-                             "cpu_clock",     "max_depth", NULL};
+    static char *kwlist[] = {
+        "path",   "ops",           "threads",   "follow_fork",   "opcodes",
+        "meta",   "buffer_events", "quiet",     "ignore_prefix", "lines",
+        "sample", "rate",          "cpu_clock", "max_depth",     NULL};
     const char *path, *ignore = NULL;
     int ops = 1, threads = 1, follow_fork = 1, quiet = 0, lines = 0;
     int sample = 0, cpu_clock = 1;
     unsigned int buffer_events = 0, rate = 0, max_depth = 0;
     PyObject *opcodes = NULL, *meta = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|pppOOIpzppIpI", kwlist,
-                                     &path, &ops, &threads, &follow_fork,
-                                     &opcodes, &meta, &buffer_events, &quiet,
-                                     &ignore, &lines, &sample, &rate,
-                                     &cpu_clock, &max_depth))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "s|pppOOIpzppIpI", kwlist, &path, &ops, &threads,
+            &follow_fork, &opcodes, &meta, &buffer_events, &quiet, &ignore,
+            &lines, &sample, &rate, &cpu_clock, &max_depth))
         return NULL;
     if (evp_S.active) {
         PyErr_SetString(PyExc_RuntimeError, "evalprof is already tracing");
@@ -253,10 +251,10 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
         .path = path,
         .producer = EVP_PRODUCER_EXTENSION,
         /* a sampled session emits no events (0 would mean all kinds) */
-        .can_emit = sample ? EVP_KIND_BIT(EVP_EV_RECORDER)
-                           : can_emit(ops) |
-                                 (ops && lines ? EVP_KIND_BIT(EVP_EV_OP_AT)
-                                               : 0),
+        .can_emit = sample
+                        ? EVP_KIND_BIT(EVP_EV_RECORDER)
+                        : can_emit(ops) |
+                              (ops && lines ? EVP_KIND_BIT(EVP_EV_OP_AT) : 0),
         .flags = (follow_fork ? EVP_REC_FOLLOW_FORK : 0) |
                  (quiet ? EVP_REC_QUIET : 0),
         .buffer_events = buffer_events,
@@ -395,11 +393,11 @@ tracer_stop(PyObject *self, PyObject *unused)
     if (stats != NULL && evp_S.sample) {
         struct evp_rec_sample_stats ss;
         evp_rec_sample_get_stats(&ss);
-        PyObject *d = Py_BuildValue(
-            "{sKsKsKsK}", "samples", (unsigned long long)ss.samples,
-            "dropped", (unsigned long long)ss.dropped, "missed",
-            (unsigned long long)ss.missed, "threads",
-            (unsigned long long)ss.threads);
+        PyObject *d = Py_BuildValue("{sKsKsKsK}", "samples",
+                                    (unsigned long long)ss.samples, "dropped",
+                                    (unsigned long long)ss.dropped, "missed",
+                                    (unsigned long long)ss.missed, "threads",
+                                    (unsigned long long)ss.threads);
         if (d == NULL || PyDict_SetItemString(stats, "sampling", d) < 0)
             Py_CLEAR(stats);
         Py_XDECREF(d);

@@ -81,7 +81,8 @@ extern int _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func,
 /* gilstate.c */
 int evp_sample_gil_held(PyThreadState *ts);
 
-/* ---- per-thread state ---------------------------------------------------- */
+/* ---- per-thread state ----------------------------------------------------
+ */
 
 #define SLOT_BITS 12
 #define NSLOTS (1u << SLOT_BITS)
@@ -90,7 +91,7 @@ int evp_sample_gil_held(PyThreadState *ts);
 #define NAME_MAX_BYTES 1024
 
 struct code_slot {
-    PyCodeObject *co; /* NULL: empty */
+    PyCodeObject *co;              /* NULL: empty */
     PyObject *qualname, *filename; /* the validation tuple, with firstline */
     int firstline;
     uint32_t key;   /* the thread's key of this code */
@@ -109,7 +110,7 @@ struct sample_thread {
      * across the fault guard's jump) */
     uint32_t flags, unit1;
     unsigned op1;
-    uint32_t keys[];  /* max_depth */
+    uint32_t keys[]; /* max_depth */
 };
 
 static __thread struct sample_thread *sample_tls
@@ -139,7 +140,8 @@ static int n_eval_range = -1; /* -1: not looked for yet */
 #define CAPSULE_NAME "evalprof._tracer.sample_thread"
 #define DICT_KEY "evalprof.sample_thread"
 
-/* ---- strings, as faulthandler reads them --------------------------------- */
+/* ---- strings, as faulthandler reads them ---------------------------------
+ */
 
 /* Append code point CP to BUF as UTF-8; returns the new length. */
 static size_t
@@ -223,7 +225,8 @@ other:
     return unknown;
 }
 
-/* ---- the code table ------------------------------------------------------ */
+/* ---- the code table ------------------------------------------------------
+ */
 
 static inline uint32_t
 code_hash(PyCodeObject *co)
@@ -290,7 +293,8 @@ code_slot(struct sample_thread *st, PyCodeObject *co)
     return s;
 }
 
-/* ---- the handler --------------------------------------------------------- */
+/* ---- the handler ---------------------------------------------------------
+ */
 
 static inline struct _PyInterpreterFrame *
 current_frame(PyThreadState *ts)
@@ -422,8 +426,8 @@ on_sample(void *ucontext, uint32_t weight)
     }
     walk_guard = &jb;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    int depth = walk(st, pc != 0 && !in_eval, &st->flags, &st->op1,
-                     &st->unit1);
+    int depth =
+        walk(st, pc != 0 && !in_eval, &st->flags, &st->op1, &st->unit1);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     walk_guard = NULL;
     if (depth < 0)
@@ -434,7 +438,8 @@ on_sample(void *ucontext, uint32_t weight)
                        st->unit1, weight, st->keys, (unsigned)depth);
 }
 
-/* ---- the fault guard ----------------------------------------------------- */
+/* ---- the fault guard -----------------------------------------------------
+ */
 
 static void
 on_fault(int sig, siginfo_t *si, void *uc)
@@ -492,13 +497,14 @@ guard_remove(void)
     guard_installed = 0;
 }
 
-/* ---- where the eval function is ------------------------------------------ */
+/* ---- where the eval function is ------------------------------------------
+ */
 
 static void
 add_range(uintptr_t lo, uintptr_t hi)
 {
-    if (hi > lo && n_eval_range < (int)(sizeof eval_range /
-                                        sizeof eval_range[0])) {
+    if (hi > lo &&
+        n_eval_range < (int)(sizeof eval_range / sizeof eval_range[0])) {
         eval_range[n_eval_range].lo = lo;
         eval_range[n_eval_range].hi = hi;
         n_eval_range++;
@@ -570,8 +576,8 @@ find_eval_function(void)
     void *fn = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    if (fn == NULL ||
-        !dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) || sym == NULL)
+    if (fn == NULL || !dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) ||
+        sym == NULL)
         return;
     add_range((uintptr_t)fn, (uintptr_t)fn + sym->st_size);
     const char *path = info.dli_fname;
@@ -580,7 +586,8 @@ find_eval_function(void)
     add_split_parts(path, (uintptr_t)info.dli_fbase);
 }
 
-/* ---- threads ------------------------------------------------------------- */
+/* ---- threads -------------------------------------------------------------
+ */
 
 static void
 thread_capsule_free(PyObject *cap)
@@ -711,7 +718,8 @@ other_threads(int on)
     }
 }
 
-/* ---- the session --------------------------------------------------------- */
+/* ---- the session ---------------------------------------------------------
+ */
 
 /* Which executed opcodes are calls: those whose base is named CALL... or
  * PRECALL (3.11), from the table of (opcode, base, name). */
@@ -763,8 +771,7 @@ evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
     char n[32];
     snprintf(n, sizeof n, "%d", n_eval_range);
     evp_rec_meta("sample.eval_ranges", n);
-    __atomic_store_n(&evp_sample_session, ++session_counter,
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(&evp_sample_session, ++session_counter, __ATOMIC_RELAXED);
     PyThreadState *ts = PyThreadState_Get();
     char name[256];
     if (thread_begin(ts, evp_python_thread_name(name, sizeof name)

@@ -230,7 +230,8 @@ void evp_monitor_remove(void);
  * under it. */
 PyObject *evp_run_main(PyObject *self, PyObject *args, PyObject *kw);
 
-/* ---- the sampled mode (sample.c) ------------------------------------------ */
+/* ---- the sampled mode (sample.c) ------------------------------------------
+ */
 
 /* Start sampling the calling thread and, with ALL_THREADS, every other
  * thread (those running now at their next call, later ones as they

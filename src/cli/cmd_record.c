@@ -526,7 +526,9 @@ int cmd_record(int argc, char **argv)
             rate = optarg;
             break;
         case 'd': /* --max-depth N */
-            if (count_option("max-depth", optarg, 4096) /* EVP_SAMPLE_DEPTH_LIMIT */ < 0)
+            if (count_option("max-depth", optarg,
+                             4096) /* EVP_SAMPLE_DEPTH_LIMIT */
+                < 0)
                 return 2;
             depth = optarg;
             break;
@@ -551,8 +553,9 @@ int cmd_record(int argc, char **argv)
         return 2;
     }
     if (!sample && (rate || clock || depth)) {
-        evp_cli_error("record: --%s needs --sample",
-                      rate ? "rate" : clock ? "clock" : "max-depth");
+        evp_cli_error("record: --%s needs --sample", rate    ? "rate"
+                                                     : clock ? "clock"
+                                                             : "max-depth");
         return 2;
     }
     const char *python = argv[optind];
