@@ -1495,6 +1495,11 @@ class Sampled(Case):
         return out
 
     def check_hot(self, trace, script):
+        # a single busy thread: it holds the GIL, and the eval function
+        # (found, with its .cold part) runs part of the time
+        where = table(self.summary(trace), "where")
+        self.assertLess(where["no GIL"], 5.0, where)
+        self.assertGreater(where["in the eval loop"], 5.0, where)
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
         self.assertGreater(funcs["hot"], 70.0, funcs)
@@ -1563,6 +1568,22 @@ class Sampled(Case):
                       and f != "work_%d" % i and funcs[f] > 0]
             self.assertEqual(others, [], name)
 
+    def test_states(self):
+        # a sleeping thread has no GIL; a loop around sum() is in a C
+        # call with the GIL (its leaf instruction a call)
+        script = prog("sample_states.py")
+        p, trace = self.sampled([script], opts=["--clock", "wall"])
+        self.assertEqual(p.stdout, self.plain([script]).stdout)
+        streams = self.streams(trace)
+        sleeper = table(self.summary(trace, "--stream",
+                                     str(streams["sleeper"][0])), "where")
+        self.assertGreater(sleeper["no GIL"], 95.0, sleeper)
+        main = str(streams["MainThread"][0])
+        where = table(self.summary(trace, "--stream", main), "where")
+        self.assertGreater(where["C call (GIL held)"], 50.0, where)
+        funcs = func_shares(self.summary(trace, "--funcs", "--stream", main))
+        self.assertGreater(funcs.get("in_c", 0.0), 50.0, funcs)
+
     def test_program_signals(self):
         # evalprof's timer signal is a real-time one: the program's
         # SIGPROF (setitimer ITIMER_PROF) and SIGALRM handlers count as
@@ -1617,7 +1638,8 @@ class Sampled(Case):
             self.assertIn(name, streams, sorted(streams))
             funcs = func_shares(self.summary(
                 trace, "--funcs", "--stream", str(streams[name][0])))
-            self.assertEqual(max(funcs, key=funcs.get), func, (name, funcs))
+            # (beside the waits in threading: joins, the GIL)
+            self.assertGreater(funcs.get(func, 0.0), 20.0, (name, funcs))
 
     def test_api_bad_settings(self):
         code = ("import evalprof\n"
