@@ -36,7 +36,9 @@ program (the first argument that is not one of the options above):
   -c code [args]     run code given as a string, as `python -c`
   - [args]           read the program from standard input, as `python -`
 
-Read the trace with `evalprof summary FILE`, `evalprof tree FILE`."""
+Read the trace with `evalprof summary FILE`, `evalprof tree FILE`; a
+sampled one (--sample) with `evalprof summary --funcs FILE`, `summary
+--lines`, `export --format folded`, `flamegraph`."""
 
 
 class _Parser(argparse.ArgumentParser):
