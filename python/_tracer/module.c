@@ -303,7 +303,8 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
         hooks = "none: a per-thread timer signal, the thread's frames read "
                 "in its handler";
     evp_rec_meta("tracer.hooks", hooks);
-    evp_rec_meta("recording", sample ? "sample" : "exact");
+    if (sample)
+        evp_rec_meta("evalprof.mode", "sample"); /* as mode A says it */
 
     free(evp_S.ignore_prefix);
     evp_S.ignore_prefix = ignore && *ignore ? strdup(ignore) : NULL;

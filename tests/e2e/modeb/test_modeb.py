@@ -1524,7 +1524,7 @@ class Sampled(Case):
         p, trace = self.sampled([script, "20"], opts=["--clock", "wall"])
         self.assertEqual(p.stdout, plain.stdout)
         t = self.meta(trace)
-        self.assertEqual(t.get("recording"), "sample")
+        self.assertEqual(t.get("evalprof.mode"), "sample")
         self.assertEqual(t.get("sample.clock"), "wall")
         self.assertIn("none", t.get("tracer.hooks", ""))
         self.check_hot(trace, script)
@@ -1665,7 +1665,7 @@ class Sampled(Case):
                            cwd=self.tmp, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         t = self.meta(trace)
-        self.assertEqual(t.get("recording"), "sample")
+        self.assertEqual(t.get("evalprof.mode"), "sample")
         self.assertEqual(t.get("sample.rate_hz"), "5000")
         self.check_hot(trace, script)
 
