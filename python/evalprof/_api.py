@@ -475,7 +475,7 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
     zstd: write event chunks zstd-compressed (True: level 1, or a level)
         whenever the writer keeps up.
     sample: record samples instead of events: no hook is installed; a
-        timer interrupts each thread RATE times a second (default 4000, at
+        timer interrupts each thread RATE times a second (default 1000, at
         most 100000) of its CPU time (clock "cpu", the default) or of
         real time ("wall"), and the thread's stack, executed instruction
         and state are written (docs/FORMAT.md "Samples").  Stacks deeper

@@ -71,7 +71,7 @@ def _parser(prog):
                         "written (a few percent of overhead)")
     p.add_argument("--rate", metavar="HZ", type=_positive(int),
                    help="with --sample: samples per second and thread "
-                        "(default 4000, at most 100000)")
+                        "(default 1000, at most 100000)")
     p.add_argument("--clock", choices=("cpu", "wall"),
                    help="with --sample: the timer counts each thread's CPU "
                         "time (cpu, the default) or real time (wall, so "

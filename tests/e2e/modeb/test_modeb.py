@@ -1534,7 +1534,7 @@ class Sampled(Case):
         p, trace = self.sampled([script, "40"])
         t = self.meta(trace)
         self.assertEqual(t.get("sample.clock"), "cpu")
-        self.assertEqual(t.get("sample.rate_hz"), "4000")
+        self.assertEqual(t.get("sample.rate_hz"), "1000")
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
 
