@@ -1596,7 +1596,8 @@ class Sampled(Case):
         self.assertEqual(self.plain([script]).stdout, want)
         p, trace = self.sampled([script])
         self.assertEqual(p.stdout, want)
-        p, trace = self.sampled([script], opts=["--clock", "wall"])
+        p, trace = self.sampled([script], opts=["--clock", "wall",
+                                                "--rate", "4000"])
         self.assertEqual(p.stdout, want)
         streams = self.streams(trace)
         sid, samples, periods = streams["blocked"]
