@@ -232,6 +232,19 @@ static int trace_cat_at(const struct evp_xc_trace *x, long tid, uint64_t t)
     return tl->cat[lo];
 }
 
+/* True when the trace has a stream of thread TID, or knows no thread's
+ * id at all (a text trace). */
+static int xc_has_tid(const struct evp_xc_trace *x, long tid)
+{
+    int known = 0;
+    for (size_t i = 0; i < x->ntl; i++) {
+        if (x->tl[i].tid && (long)x->tl[i].tid == tid)
+            return 1;
+        known |= x->tl[i].tid != 0;
+    }
+    return !known;
+}
+
 void evp_xc_add(struct evp_xc_perf *p, const struct evp_xc_trace *x,
                 const struct evp_perf_sample *s)
 {
@@ -245,6 +258,12 @@ void evp_xc_add(struct evp_xc_perf *p, const struct evp_xc_trace *x,
     }
     if (s->has_time && s->time_ns > x->end_ns) {
         p->after++;
+        return;
+    }
+    /* A thread the trace has no stream of (evalprof's writer, a thread
+     * left untraced) is not what its shares describe. */
+    if (s->tid > 0 && !xc_has_tid(x, s->tid)) {
+        p->other_threads++;
         return;
     }
     enum evp_xc_cat c = evp_xc_classify(s);
@@ -293,6 +312,9 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
     if (p->other)
         fprintf(out, ", %s from other processes",
                 evp_perf_count(a, sizeof a, p->other));
+    if (p->other_threads)
+        fprintf(out, ", %s from threads the trace has no stream of",
+                evp_perf_count(a, sizeof a, p->other_threads));
     fprintf(out, ")\n  trace: %.3f ms of %s, window %.3f ms\n",
             (double)x->total / 1e6,
             x->sampled ? "samples (weights times the period: an estimate)"

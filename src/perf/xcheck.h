@@ -36,6 +36,7 @@ struct evp_xc_perf {
     uint64_t n[EVP_XC__COUNT];
     uint64_t total;                /* samples counted */
     uint64_t before, after, other; /* left out */
+    uint64_t other_threads;        /* of threads the trace has not */
     uint64_t located;              /* samples found in a timeline */
     uint64_t match[EVP_XC__COUNT][EVP_XC__COUNT]; /* [perf][trace] */
 };
