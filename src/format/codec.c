@@ -83,6 +83,18 @@ void evp_file_header(uint8_t out[EVP_FILE_HEADER_SIZE])
 /* Largest time delta an event header can carry (the code takes 4 bits). */
 #define DELTA_MAX (UINT64_C(1) << 59)
 
+/* The 40-byte prefix of an EVENTS or SAMPLES payload. */
+static void prefix_put(uint8_t *out, const struct evp_events_prefix *pf)
+{
+    evp_put_u32(out, pf->stream);
+    evp_put_u32(out + 4, pf->seq);
+    evp_put_u64(out + 8, pf->base_ticks);
+    evp_put_u64(out + 16, pf->sync_ticks);
+    evp_put_u64(out + 24, pf->sync_ns);
+    evp_put_u32(out + 32, pf->count);
+    evp_put_u32(out + 36, pf->dropped);
+}
+
 size_t evp_events_encode(uint8_t *out, struct evp_events_prefix *pf,
                          const struct evp_rec_record *recs, size_t n,
                          uint64_t *backwards)
@@ -140,13 +152,7 @@ size_t evp_events_encode(uint8_t *out, struct evp_events_prefix *pf,
             p += evp_varint_put(p, r->arg);
         }
     }
-    evp_put_u32(out, pf->stream);
-    evp_put_u32(out + 4, pf->seq);
-    evp_put_u64(out + 8, pf->base_ticks);
-    evp_put_u64(out + 16, pf->sync_ticks);
-    evp_put_u64(out + 24, pf->sync_ns);
-    evp_put_u32(out + 32, pf->count);
-    evp_put_u32(out + 36, pf->dropped);
+    prefix_put(out, pf);
     return (size_t)(p - out);
 }
 
@@ -232,13 +238,7 @@ size_t evp_samples_encode(uint8_t *out, struct evp_events_prefix *pf,
         p += evp_varint_put(p, s[i].unit);
         p += evp_varint_put(p, s[i].weight ? s[i].weight - 1 : 0);
     }
-    evp_put_u32(out, pf->stream);
-    evp_put_u32(out + 4, pf->seq);
-    evp_put_u64(out + 8, pf->base_ticks);
-    evp_put_u64(out + 16, pf->sync_ticks);
-    evp_put_u64(out + 24, pf->sync_ns);
-    evp_put_u32(out + 32, pf->count);
-    evp_put_u32(out + 36, pf->dropped);
+    prefix_put(out, pf);
     return (size_t)(p - out);
 }
 

@@ -606,8 +606,8 @@ int evp_rec_sample_thread_start(const char *name)
 
     /* The stream first: the session lock comes before G.mu. */
     uint32_t stream;
-    if ((rc = evp_rec_stream_attach_(name, &stream)) < 0)
-        return rc;
+    if ((rc = evp_rec_stream_attach_(name, &stream)) != 0)
+        return rc < 0 ? rc : -EINVAL;
     void *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED)
@@ -650,19 +650,34 @@ int evp_rec_sample_thread_start(const char *name)
     st->perf_fd = -1;
     st->periods_told = 0;
     if (G.use_perf) {
-        st->perf_fd = perf_open(G.signo, G.period_ns);
-        if (st->perf_fd < 0) {
+        if ((st->perf_fd = perf_open(G.signo, G.period_ns)) < 0)
             rc = -EPERM;
-            st->ring.buf = NULL;
-            __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
-            pthread_mutex_unlock(&G.mu);
-            munmap(buf, bytes);
-            return rc;
-        }
-        __atomic_store_n(&st->state, ST_ACTIVE, __ATOMIC_RELEASE);
-        __atomic_store_n(&sample_tls, st, __ATOMIC_RELAXED);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        pthread_setspecific(G.exit_key, st);
+    } else {
+        struct sigevent sev;
+        memset(&sev, 0, sizeof sev);
+        sev.sigev_notify = SIGEV_THREAD_ID;
+        sev.sigev_signo = G.signo;
+        sev.sigev_value.sival_ptr = st;
+        sev._sigev_un._tid = st->tid;
+        clockid_t clock =
+            G.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+        if (timer_create(clock, &sev, &st->timer) != 0)
+            rc = -errno;
+        else
+            st->has_timer = 1;
+    }
+    if (rc) {
+        st->ring.buf = NULL;
+        __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&G.mu);
+        munmap(buf, bytes);
+        return rc;
+    }
+    __atomic_store_n(&st->state, ST_ACTIVE, __ATOMIC_RELEASE);
+    __atomic_store_n(&sample_tls, st, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    pthread_setspecific(G.exit_key, st);
+    if (G.use_perf) {
         struct timespec now;
         st->cpu_base =
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0
@@ -674,27 +689,6 @@ int evp_rec_sample_thread_start(const char *name)
         pthread_mutex_unlock(&G.mu);
         return 0;
     }
-    struct sigevent sev;
-    memset(&sev, 0, sizeof sev);
-    sev.sigev_notify = SIGEV_THREAD_ID;
-    sev.sigev_signo = G.signo;
-    sev.sigev_value.sival_ptr = st;
-    sev._sigev_un._tid = st->tid;
-    clockid_t clock =
-        G.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
-    if (timer_create(clock, &sev, &st->timer) != 0) {
-        rc = -errno;
-        st->ring.buf = NULL;
-        __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&G.mu);
-        munmap(buf, bytes);
-        return rc;
-    }
-    st->has_timer = 1;
-    __atomic_store_n(&st->state, ST_ACTIVE, __ATOMIC_RELEASE);
-    __atomic_store_n(&sample_tls, st, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    pthread_setspecific(G.exit_key, st);
     uint64_t first = first_expiry_ns(st->tid);
     struct itimerspec its = {
         .it_interval = {(time_t)(G.period_ns / 1000000000u),
