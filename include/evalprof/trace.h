@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "evalprof/events.h"
+#include "evalprof/format.h"
 
 struct evp_trace;
 
@@ -38,6 +39,11 @@ struct evp_stream {
     uint64_t events;  /* events in the readable chunks */
     uint64_t dropped; /* events the recorder reported lost */
     uint32_t chunks;  /* readable chunks (segments) */
+    /* a sampled trace's (docs/FORMAT.md "Samples"): */
+    uint64_t samples;       /* samples in the readable SAMPLES chunks */
+    uint64_t sample_weight; /* their weights' sum (timer periods) */
+    uint64_t samples_lost;  /* samples the recorder reported lost */
+    uint32_t sample_chunks; /* readable SAMPLES chunks */
 };
 
 /* Metadata every view may print; strings are "" when unknown. */
@@ -66,6 +72,15 @@ struct evp_trace_info {
     uint64_t dropped;          /* events lost, per the recorder */
     uint64_t events;           /* events readable */
     const char *opcode_source; /* "trace", "builtin 3.10", ... */
+    /* sampled traces (docs/FORMAT.md "Samples"); zero when not sampled */
+    int sampled;              /* the trace holds samples */
+    const char *sample_clock; /* "cpu", "wall", "" when unknown */
+    double sample_rate_hz;    /* sample.rate_hz, 0 when unknown */
+    double sample_period_ns;  /* sample.period_ns (else 1e9 / rate), 0 */
+    uint64_t samples;         /* samples readable, all streams */
+    uint64_t sample_weight;   /* their weights' sum */
+    uint64_t samples_lost;    /* lost in full rings, per the chunks */
+    uint64_t sample_missed;   /* sample.missed: periods not delivered */
 };
 
 /* Options for evp_trace_open; zero-initialise for defaults. */
@@ -135,6 +150,46 @@ double evp_trace_kind_cost_ns(const struct evp_trace *t, unsigned kind);
 
 /* Convert trace clock ticks to trace-clock nanoseconds. */
 uint64_t evp_trace_ticks_to_ns(const struct evp_trace *t, uint64_t ticks);
+
+/* ---- samples --------------------------------------------------------- */
+
+/* Samples readable in all streams (a trace without SAMPLES chunks: 0). */
+uint64_t evp_trace_nsamples(const struct evp_trace *t);
+
+/*
+ * The stack table of a sampled trace: node ids 1..evp_trace_nstacks(),
+ * each a frame (its function) and the node of its caller (0: the
+ * outermost frame).  A node whose entry was damaged or missing is NULL;
+ * a node whose caller's entry is missing (or whose callers loop, which
+ * only damage makes) has parent EVP_STACK_UNKNOWN, and views show the
+ * frames above it under "<unknown stack>".  depth counts the frames from
+ * the outermost one (1) to the node.
+ */
+#define EVP_STACK_UNKNOWN UINT32_MAX
+#define EVP_STACK_UNKNOWN_NAME "<unknown stack>"
+struct evp_stack_node {
+    uint32_t parent; /* caller's node, 0 outermost, EVP_STACK_UNKNOWN */
+    uint32_t func;   /* function id (evp_trace_func; may name none) */
+    uint32_t depth;  /* frames from the outermost known one, from 1 */
+};
+uint32_t evp_trace_nstacks(const struct evp_trace *t);
+const struct evp_stack_node *evp_trace_stack(const struct evp_trace *t,
+                                             uint32_t id);
+
+/*
+ * Call CB for every sample of T: stream by stream (in id order), each
+ * stream's chunks in sequence order, samples in time order.  STREAM is
+ * the stream id, S the sample as recorded (S->stack may name a node
+ * evp_trace_stack does not know: damage; 0 is "no Python frame"), NS its
+ * time on the trace clock (evp_trace_ticks_to_ns).  Samples stay encoded
+ * in the file until this walk (compressed chunks are decompressed one at
+ * a time, the mapping's pages given back behind it).  CB returns 0 to go
+ * on, anything else to stop; that value is returned.  Returns 0 when all
+ * samples were seen, -ENOMEM when memory ran out.
+ */
+typedef int (*evp_sample_cb)(void *ctx, uint32_t stream,
+                             const struct evp_sample_rec *s, uint64_t ns);
+int evp_trace_samples(struct evp_trace *t, evp_sample_cb cb, void *ctx);
 
 /* ---- writers ---------------------------------------------------------- */
 

@@ -74,8 +74,15 @@ int cmd_diff(int argc, char **argv)
     struct evp_trace *b =
         a ? evp_cli_open_trace(argv[optind + 1], co.python) : NULL;
     int rc = EVP_CLI_REPORTED;
-    if (b) {
-        rc = evp_view_diff(a, b, f, &o);
+    int sampled = b ? evp_sampled_only(a) + evp_sampled_only(b) : 0;
+    if (sampled == 1) {
+        evp_cli_error("diff: %s is a sampled trace and %s is not: a sampled "
+                      "trace is compared with another sampled trace",
+                      evp_sampled_only(a) ? argv[optind] : argv[optind + 1],
+                      evp_sampled_only(a) ? argv[optind + 1] : argv[optind]);
+    } else if (b) {
+        rc = sampled ? evp_view_diff_sampled(a, b, f, &o)
+                     : evp_view_diff(a, b, f, &o);
         if (rc < 0 && rc != -EIO) {
             evp_cli_error("diff: out of memory");
             rc = EVP_CLI_REPORTED;

@@ -101,6 +101,13 @@ static int export_timeline(struct evp_trace *t, const struct export_opts *o,
     if (evp_cli_filter_resolve(cmd, t, &fo, &fo.f.stream) < 0)
         return 2;
     int filtered = evp_filter_active(&fo.f);
+    if (filtered && evp_sampled_only(t) &&
+        (fo.f.from_ns || fo.f.to_ns || fo.f.func || fo.f.max_depth)) {
+        evp_cli_error("%s: --from, --to, --func and --max-depth apply to "
+                      "traces of events; a sampled trace takes --thread only",
+                      cmd);
+        return 2;
+    }
     if (filtered)
         co.filter = &fo.f;
     /* bytes an event on average, measured on the demo's trace (one in
@@ -292,6 +299,16 @@ int cmd_export(int argc, char **argv)
     struct evp_trace *t = evp_cli_open_trace(in, python);
     if (!t)
         return 1;
+    /* a sampled trace's samples go to the stack views; the others are
+     * views of events (or would write a trace without its samples) */
+    if (formats[i].fn != export_folded && formats[i].fn != export_speedscope) {
+        char cmd[48];
+        snprintf(cmd, sizeof cmd, "export --format %s", fmt);
+        if (evp_cli_refuse_sampled(cmd, t)) {
+            evp_trace_close(t);
+            return 1;
+        }
+    }
     int rc = formats[i].fn(t, &o);
     evp_trace_close(t);
     return evp_cli_finish(rc);

@@ -50,11 +50,14 @@ static int feed_line(void *ctx, const char *stack, size_t len, uint64_t ns)
  * text in memory: deep stacks make it far larger than the tree). */
 static int trace_to_flame(const char *path, const char *python, int ops,
                           int phases, int lines, size_t max_depth,
-                          struct evp_flame *fl, struct evp_flame_stats *st)
+                          struct evp_flame *fl, struct evp_flame_stats *st,
+                          uint64_t *samples)
 {
     struct evp_trace *t = evp_cli_open_trace(path, python);
     if (!t)
         return -1;
+    /* a sampled trace's widths are estimates: the subtitle says so */
+    *samples = evp_sampled_only(t) ? evp_trace_nsamples(t) : 0;
     struct evp_folded_opts fo = {.ops = ops,
                                  .phases = phases,
                                  .lines = lines,
@@ -82,6 +85,7 @@ struct input {
     size_t len;
     int mapped, is_trace;
     struct evp_flame_stats st;
+    uint64_t samples; /* a sampled trace's samples, 0: not sampled */
 };
 
 /* Merge IN (a trace or folded stacks) into FL: 0, or the exit status
@@ -116,7 +120,7 @@ static int load(struct input *in, const struct load_opts *lo,
             return 2;
         }
         if (trace_to_flame(path, lo->python, lo->ops, lo->phases, lo->lines,
-                           lo->max_depth, fl, &st) < 0)
+                           lo->max_depth, fl, &st, &in->samples) < 0)
             return 1;
     } else {
         if (lo->ops || lo->phases || lo->lines || lo->depth_given)
@@ -197,8 +201,8 @@ int cmd_flamegraph(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     struct evp_flame_opts fo = {.min_width = -1};
     const char *out = "-", *python = NULL, *input = NULL;
-    int ops = 0, phases = 0, lines = 0, depth_given = 0, diff = 0, negate = 0,
-        c;
+    int subtitle_given = 0, ops = 0, phases = 0, lines = 0, depth_given = 0,
+        diff = 0, negate = 0, c;
     long v, max_depth = EVP_FOLDED_DEFAULT_DEPTH;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -211,6 +215,7 @@ int cmd_flamegraph(int argc, char **argv)
             break;
         case 's':
             fo.subtitle = optarg;
+            subtitle_given = 1;
             break;
         case 'i':
             fo.icicle = 1;
@@ -358,6 +363,23 @@ int cmd_flamegraph(int argc, char **argv)
     }
     for (int i = 0; i < 1 + diff; i++)
         warn_input(&ins[i]);
+    char est[160];
+    if ((!fo.subtitle || (diff && !subtitle_given)) &&
+        (ins[0].samples || ins[1].samples)) {
+        char n0[32], n1[32];
+        evp_num_group(n0, sizeof n0, ins[0].samples);
+        evp_num_group(n1, sizeof n1, ins[1].samples);
+        if (diff)
+            snprintf(est, sizeof est,
+                     "%s; times estimated from %s and %s samples", fo.subtitle,
+                     n0, n1);
+        else
+            snprintf(est, sizeof est,
+                     "times estimated from %s samples (timer periods x "
+                     "period)",
+                     n0);
+        fo.subtitle = est;
+    }
     if (!fo.countname)
         fo.countname = ins[0].is_trace || ins[1].is_trace ? "ns" : NULL;
 

@@ -81,7 +81,10 @@ int cmd_report(int argc, char **argv)
         o.compensate = co.compensate != 0;
     }
     int rc = EVP_CLI_REPORTED;
-    if (t[0] && (n == 1 || t[1]))
+    int sampled = 0;
+    for (int i = 0; i < 2 && !sampled; i++)
+        sampled = t[i] && evp_cli_refuse_sampled("report", t[i]);
+    if (!sampled && t[0] && (n == 1 || t[1]))
         rc = evp_view_report(t[0], t[1], f, &o);
     status = evp_cli_report_close(&of, rc);
     for (int i = 0; i < 2; i++)

@@ -26,6 +26,14 @@ static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
     for (; opened < n; opened++)
         if (!(t[opened] = evp_cli_open_common("summary", paths[opened], co)))
             goto done;
+    for (size_t i = 0; i < n; i++)
+        if (evp_sampled_only(t[i])) {
+            evp_cli_error("summary: %s is a sampled trace: several runs are "
+                          "summarised from their events; summarise a "
+                          "sampled trace alone",
+                          paths[i]);
+            goto done;
+        }
     const char *v0 = evp_trace_info(t[0])->python_version;
     for (size_t i = 1; i < n; i++) {
         const char *vi = evp_trace_info(t[i])->python_version;

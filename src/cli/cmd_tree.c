@@ -80,6 +80,11 @@ int cmd_tree(int argc, char **argv)
     struct evp_trace *t = evp_cli_open_common("tree", argv[optind], &co);
     if (!t)
         return evp_cli_report_close(&of, EVP_CLI_REPORTED);
+    if (evp_cli_refuse_sampled("tree", t)) {
+        evp_trace_close(t);
+        evp_cli_report_close(&of, EVP_CLI_REPORTED);
+        return 1;
+    }
     o.compensate = co.compensate;
     o.stream = co.stream;
     o.ns = evp_cli_unit(&co, EVP_UNIT_US);

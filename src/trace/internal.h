@@ -40,6 +40,15 @@ struct stream {
     char *name;
     struct segment *segs;
     size_t nsegs, cap;
+    /* SAMPLES payloads, as segs (pf.count: the samples that decode) */
+    struct segment *ssegs;
+    size_t nssegs, scap;
+};
+
+/* A STACKS entry as read, resolved into the stack table once every
+ * chunk is read (samples.c). */
+struct stack_entry {
+    uint32_t id, parent, func;
 };
 
 struct opcode_entry {
@@ -79,6 +88,13 @@ struct evp_trace {
     struct stream *streams; /* sorted by id once the trace is open */
     size_t nstreams, streams_cap;
     struct evp_itab stream_index; /* stream id -> index in streams */
+
+    /* stack table of a sampled trace: entries as read, then nodes
+     * 1..nstacks (stacks[0] unused; func 0 and depth 0: no entry) */
+    struct stack_entry *sraw;
+    size_t nsraw, sraw_cap;
+    struct evp_stack_node *stacks;
+    uint32_t nstacks;
 
     /* opcode table */
     struct opcode_entry *ops;
@@ -147,6 +163,25 @@ EVP_HIDDEN const uint8_t *evp_segment_payload(const struct segment *seg,
  * replay has passed them (evp_trace_release). */
 EVP_HIDDEN void evp_segment_release(struct evp_trace *t,
                                     const struct segment *seg);
+/* Stack ids are dense too: one beyond every entry read plus this is
+ * damage. */
+#define MAX_STACK_AHEAD 65536u
+/* A STACKS payload (samples.c): its entries kept for the table, a
+ * damaged entry warned about (chunk CHUNK at byte OFF) and refused.
+ * Returns 0, or -1 when the payload does not parse at all. */
+EVP_HIDDEN int evp_stacks_parse(struct evp_trace *t, const uint8_t *p,
+                                size_t len, uint32_t chunk, uint64_t off);
+/* Check SEG's samples (PAYLOAD, decompressed) in the index pass: the
+ * count cut to the ones that decode (a warning names the damage), the
+ * stream's totals counted.  Returns 0 (damage included). */
+EVP_HIDDEN int evp_samples_index(struct evp_trace *t, struct stream *s,
+                                 struct segment *seg, const uint8_t *payload);
+/* After every chunk: the stack table resolved, the samples' chunks in
+ * order (gaps warned), the sampled-trace info filled in. */
+EVP_HIDDEN void evp_samples_finish(struct evp_trace *t);
+/* Trace-clock ns of the latest stream's last sample (0: none), for a
+ * trace without an end record. */
+EVP_HIDDEN uint64_t evp_samples_last_ns(const struct evp_trace *t);
 EVP_HIDDEN int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode,
                                     const char *name, unsigned base);
 /* Load a built-in opcode table ("3.10" ...); -1 when unknown. */

@@ -400,6 +400,27 @@ static int parse_events(struct scan *sc, const uint8_t *p, size_t len,
     return 0;
 }
 
+/* A SAMPLES chunk: as an EVENTS one, its samples checked and counted
+ * (samples.c). */
+static int parse_samples(struct scan *sc, const uint8_t *p, size_t len,
+                         uint64_t offset, const uint8_t *zdata, size_t zlen)
+{
+    struct segment seg = {0};
+    if (evp_events_prefix_read(p, len, &seg.pf) < 0)
+        return -1;
+    seg.payload = zdata ? NULL : p;
+    seg.len = len;
+    seg.zdata = zdata;
+    seg.zlen = zlen;
+    seg.offset = offset;
+    seg.chunk = sc->chunk;
+    struct stream *s = evp_trace_get_stream(sc->t, seg.pf.stream);
+    if (!s || evp_samples_index(sc->t, s, &seg, p) < 0)
+        return -1;
+    add_pair(sc, seg.pf.sync_ticks, seg.pf.sync_ns);
+    return 0;
+}
+
 /* END: u64 end ticks, end ns, end wall ns, events written, events
  * dropped, timestamps that went backwards, varint n, n x (varint stream,
  * varint events, varint dropped). */
@@ -529,6 +550,10 @@ static const char *chunk_type_name(unsigned type)
         return "events";
     case EVP_CHUNK_END:
         return "end record";
+    case EVP_CHUNK_STACKS:
+        return "stack table";
+    case EVP_CHUNK_SAMPLES:
+        return "samples";
     default:
         return "unknown";
     }
@@ -590,6 +615,12 @@ static void lost_events(const uint8_t *d, size_t size, size_t off, char *buf,
     if (size - off >= EVP_CHUNK_HEADER_SIZE + EVP_EVENTS_PREFIX_SIZE &&
         d[off + 4] == EVP_CHUNK_EVENTS && !(d[off + 5] & EVP_CHUNK_F_ZSTD))
         snprintf(buf, len, ", %u events of stream %u",
+                 evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE + 32),
+                 evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE));
+    else if (size - off >= EVP_CHUNK_HEADER_SIZE + EVP_EVENTS_PREFIX_SIZE &&
+             d[off + 4] == EVP_CHUNK_SAMPLES &&
+             !(d[off + 5] & EVP_CHUNK_F_ZSTD))
+        snprintf(buf, len, ", %u samples of stream %u",
                  evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE + 32),
                  evp_get_u32(d + off + EVP_CHUNK_HEADER_SIZE));
 }
@@ -690,6 +721,13 @@ static unsigned walk_chunks(struct scan *sc, size_t off)
                 break;
             case EVP_CHUNK_END:
                 rc = parse_end(sc, payload, plen, off);
+                break;
+            case EVP_CHUNK_STACKS:
+                rc = evp_stacks_parse(t, payload, plen, sc->chunk, off);
+                break;
+            case EVP_CHUNK_SAMPLES:
+                rc = parse_samples(sc, payload, plen, off, zdata,
+                                   zdata ? len - 4 : 0);
                 break;
             default:
                 /* A later minor version's chunk: skipped on purpose. */
@@ -1158,6 +1196,7 @@ void evp_trace_finish(struct evp_trace *t)
     for (unsigned k = 0; k < t->nops; k++)
         if (t->ops[k].name && t->ops[k].base == k)
             t->nbases++;
+    evp_samples_finish(t);
 }
 
 void evp_trace_close(struct evp_trace *t)
@@ -1171,8 +1210,12 @@ void evp_trace_close(struct evp_trace *t)
     evp_inflater_free(&t->open_z);
     evp_kv_free(&t->meta);
     free(t->funcs);
-    for (size_t i = 0; i < t->nstreams; i++)
+    for (size_t i = 0; i < t->nstreams; i++) {
         free(t->streams[i].segs);
+        free(t->streams[i].ssegs);
+    }
+    free(t->sraw);
+    free(t->stacks);
     free(t->streams);
     evp_itab_free(&t->stream_index);
     free(t->ops);
@@ -1305,5 +1348,6 @@ uint64_t evp_trace_end_ns(const struct evp_trace *t)
         if (ns > end)
             end = ns;
     }
-    return end;
+    uint64_t last = evp_samples_last_ns(t);
+    return last > end ? last : end;
 }

@@ -53,9 +53,11 @@
 #define K_FUNC 0x00000000u
 #define K_PHASE EVP_KEY_PHASE
 #define K_OP EVP_KEY_OP
-#define K_STREAM 0x30000000u /* | stream index: stream root */
-#define K_DEEP 0x40000000u   /* | frames: "[N deeper frames]" */
-#define K_LINE 0x50000000u   /* | index in lk: "file:line" */
+#define K_STREAM 0x30000000u      /* | stream index: stream root */
+#define K_DEEP 0x40000000u        /* | frames: "[N deeper frames]" */
+#define K_LINE 0x50000000u        /* | index in lk: "file:line" */
+#define K_UNKNOWN EVP_KEY_UNKNOWN /* a sampled stack cut by damage */
+#define K_SCAT EVP_KEY_SCAT       /* | enum evp_sample_cat: "[C call]" */
 #define K_TAG EVP_KEY_TAG
 #define K_VAL EVP_KEY_VAL
 
@@ -94,6 +96,13 @@ struct folded {
     } * lk;
     size_t nlk, lkcap;
     struct evp_itab lkindex;
+    /* a sampled trace: nodes count timer periods, SCALE ns each; the
+     * stream being folded and the frames of the sample */
+    double scale;
+    uint32_t sstream;
+    int in_sstream;
+    uint32_t *frames;
+    size_t fcap;
 };
 
 struct node_probe {
@@ -272,6 +281,68 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
     return 0;
 }
 
+/* A sample of a sampled trace: its stack from the stream's root, then
+ * the leaves --phases, --lines and --ops ask for, as on_events does for
+ * an event's time; the node counts its weight. */
+static int fold_sample(void *ctx, uint32_t stream,
+                       const struct evp_sample_rec *s, uint64_t ns)
+{
+    struct folded *f = ctx;
+    (void)ns;
+    if (!evp_sample_stream_kept(f->t, f->o->stream, stream))
+        return 0;
+    if (!f->in_sstream || stream != f->sstream) {
+        size_t n = evp_trace_nstreams(f->t);
+        const struct evp_stream *st = NULL;
+        for (size_t i = 0; i < n && !st; i++)
+            if (evp_trace_stream(f->t, i)->id == stream)
+                st = evp_trace_stream(f->t, i);
+        if (!st || begin_stream(f, st))
+            return -ENOMEM;
+        f->sstream = stream;
+        f->in_sstream = 1;
+    }
+    int unknown;
+    size_t n =
+        evp_sample_frames(f->t, s->stack, &f->frames, &f->fcap, &unknown);
+    size_t d = 0;
+    f->cur = f->base;
+    if (unknown) {
+        f->cur = node_of(f, f->cur, K_UNKNOWN);
+        if (f->cur == UINT32_MAX)
+            return -ENOMEM;
+        d++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (enter_frame(f, d++, f->frames[i]))
+            return -ENOMEM;
+    uint32_t at = f->cur;
+    if (!d) {
+        at = node_of(f, at, K_PHASE | EVP_EV_RUNTIME_OTHER);
+    } else if (!f->max_depth || d <= f->max_depth) {
+        int ph = evp_sample_phase(s->state), op = evp_sample_opcode(s->state);
+        if (f->o->phases)
+            at = node_of(f, at,
+                         ph >= 0 ? K_PHASE | (uint32_t)ph
+                                 : K_SCAT | (uint32_t)evp_sample_cat(s->state,
+                                                                     s->stack));
+        uint32_t line =
+            n && f->lines && at != UINT32_MAX
+                ? evp_lines_line(f->lines, f->frames[n - 1], s->unit)
+                : 0;
+        if (line) {
+            uint32_t k = line_key(f, f->frames[n - 1], line);
+            at = k == UINT32_MAX ? k : node_of(f, at, k);
+        }
+        if (op >= 0 && f->o->ops && at != UINT32_MAX)
+            at = node_of(f, at, K_OP | (uint32_t)op);
+    }
+    if (at == UINT32_MAX)
+        return -ENOMEM;
+    f->nodes[at].ns += s->weight;
+    return 0;
+}
+
 /* ---- names -------------------------------------------------------------- */
 
 /*
@@ -325,6 +396,14 @@ static size_t key_name(const struct folded *f, uint32_t k, char *buf)
     case K_DEEP:
         n = (size_t)snprintf(tmp, sizeof tmp, "[%u deeper frame%s]", k & K_VAL,
                              (k & K_VAL) == 1 ? "" : "s");
+        break;
+    case K_UNKNOWN:
+        s = EVP_STACK_UNKNOWN_NAME;
+        n = strlen(s);
+        break;
+    case K_SCAT:
+        s = evp_sample_cat_leaf((int)(k & K_VAL));
+        n = strlen(s);
         break;
     case K_LINE: {
         const struct lkey *l = &f->lk[k & K_VAL];
@@ -610,6 +689,8 @@ static int walk_tree(struct walk *w)
             uint64_t ns = 0;
             for (size_t g = it.first; g < it.end; g++)
                 ns += w->f->nodes[w->ids[g]].ns;
+            if (w->f->scale > 0) /* timer periods: their est. time */
+                ns = (uint64_t)((double)ns * w->f->scale + 0.5);
             rc = w->fn(w->ctx, w->path, w->path_len, ns);
         }
     }
@@ -687,7 +768,14 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
     struct evp_replay_opts ro = {.compensate = o->compensate,
                                  .stream = o->stream};
     struct evp_replay_ops ops = {begin_stream, on_events, NULL};
-    rc = evp_replay(t, &ro, &ops, &f);
+    if (evp_sampled_only(t)) {
+        f.scale = evp_trace_info(t)->sample_period_ns;
+        if (!(f.scale > 0))
+            f.scale = 1; /* no period recorded: the periods themselves */
+        rc = evp_trace_samples(t, fold_sample, &f);
+    } else {
+        rc = evp_replay(t, &ro, &ops, &f);
+    }
     if (rc < 0 && rc != -ENOMEM) {
         fprintf(stderr, "evalprof: %s: trace could not be replayed\n",
                 evp_trace_info(t)->path);
@@ -710,6 +798,7 @@ done:
     if (rc == -ENOMEM)
         fprintf(stderr, "evalprof: folded: out of memory\n");
     free(f.nodes);
+    free(f.frames);
     evp_itab_free(&f.index);
     free(f.deep);
     free(f.lk);

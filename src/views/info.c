@@ -119,6 +119,25 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     fprintf(out, "events:      %s in %zu stream%s\n",
             evp_num_group(a, sizeof a, in->events), evp_trace_nstreams(t),
             evp_trace_nstreams(t) == 1 ? "" : "s");
+    if (in->sampled) {
+        char b[32], c[32], d[32];
+        uint32_t defined = 0;
+        for (uint32_t id = 1; id <= evp_trace_nstacks(t); id++)
+            defined += evp_trace_stack(t, id) != NULL;
+        fprintf(
+            out,
+            "sampled:     %s samples (%s timer periods) in %s stack "
+            "nodes; %s clock, %.0f Hz, %s ns a period\n",
+            evp_num_group(a, sizeof a, in->samples),
+            evp_num_group(b, sizeof b, in->sample_weight),
+            evp_num_group(c, sizeof c, defined),
+            *in->sample_clock ? in->sample_clock : "unknown",
+            in->sample_rate_hz,
+            evp_num_group(d, sizeof d, (uint64_t)(in->sample_period_ns + 0.5)));
+        fprintf(out, "             %s samples lost, %s periods missed\n",
+                evp_num_group(a, sizeof a, in->samples_lost),
+                evp_num_group(b, sizeof b, in->sample_missed));
+    }
     if (!in->dropped)
         fputs("dropped:     none\n", out);
     if ((v = evp_trace_meta(t, "kinds.enabled")))
@@ -142,6 +161,23 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     int rc = evp_replay(t, &ro, &ops, &acc);
     free(acc.count);
     free(acc.seen);
+    if (in->sampled) {
+        fputs("\nsampled streams:\n  id   name"
+              "                            "
+              "samples    periods   chunks       lost\n",
+              out);
+        for (size_t i = 0; i < evp_trace_nstreams(t); i++) {
+            const struct evp_stream *s = evp_trace_stream(t, i);
+            char b[32], c[32], d[32];
+            fprintf(out, "  %-4u ", s->id);
+            size_t w = evp_esc_term(out, s->name, strlen(s->name), 24);
+            fprintf(out, "%*s %14s %10s %8u %10s\n", w < 24 ? (int)(24 - w) : 0,
+                    "", evp_num_group(b, sizeof b, s->samples),
+                    evp_num_group(c, sizeof c, s->sample_weight),
+                    s->sample_chunks,
+                    evp_num_group(d, sizeof d, s->samples_lost));
+        }
+    }
     if (st.unmatched || st.unclosed)
         fprintf(out,
                 "  (%" PRIu64 " unmatched exits, %" PRIu64

@@ -130,6 +130,8 @@ struct lop {
 };
 
 struct lacc {
+    struct evp_trace *t;
+    long stream;
     struct evp_lines *lines;
     struct evp_itab tab;
     struct lop *v;
@@ -150,32 +152,57 @@ static int same_lop(const void *ctx, uint32_t id)
     return r->func == k->func && r->line == k->line && r->op == k->op;
 }
 
+/* COUNT ops (or timer periods) of OP taking TOTAL ns at unit AT (+ 1) of
+ * FUNC, into their line's row. */
+static int lop_add(struct lacc *a, uint32_t func, uint32_t at, uint16_t op,
+                   uint64_t count, uint64_t total)
+{
+    struct lkey k = {a, func, evp_lines_line(a->lines, func, at), op};
+    uint64_t h =
+        evp_itab_hash_u64(((uint64_t)k.func << 32 | k.line) * 0x10001u + k.op);
+    uint32_t id = evp_itab_find(&a->tab, h, same_lop, &k);
+    if (id == EVP_ITAB_NONE) {
+        if (evp_grow((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v, 256) <
+                0 ||
+            evp_itab_put(&a->tab, h, (uint32_t)a->n) < 0) {
+            a->oom = 1;
+            return -ENOMEM;
+        }
+        id = (uint32_t)a->n++;
+        a->v[id] = (struct lop){k.func, k.line, k.op, 0, 0};
+    }
+    a->v[id].count += count;
+    a->v[id].total += total;
+    return 0;
+}
+
 static int lines_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct lacc *a = ctx;
     for (size_t i = 0; i < n; i++) {
         const struct evp_event *e = &ev[i];
-        if (e->kind != EVP_EV_OP || !e->unit)
-            continue;
-        struct lkey k = {a, e->func, evp_lines_line(a->lines, e->func, e->unit),
-                         e->aux};
-        uint64_t h = evp_itab_hash_u64(
-            ((uint64_t)k.func << 32 | k.line) * 0x10001u + k.op);
-        uint32_t id = evp_itab_find(&a->tab, h, same_lop, &k);
-        if (id == EVP_ITAB_NONE) {
-            if (evp_grow((void **)&a->v, &a->cap, a->n + 1, sizeof *a->v, 256) <
-                    0 ||
-                evp_itab_put(&a->tab, h, (uint32_t)a->n) < 0) {
-                a->oom = 1;
-                return -ENOMEM;
-            }
-            id = (uint32_t)a->n++;
-            a->v[id] = (struct lop){k.func, k.line, k.op, 0, 0};
-        }
-        a->v[id].count++;
-        a->v[id].total += e->elapsed;
+        if (e->kind == EVP_EV_OP && e->unit &&
+            lop_add(a, e->func, e->unit, e->aux, 1, e->elapsed) < 0)
+            return -ENOMEM;
     }
     return 0;
+}
+
+/* A sample of a sampled trace: its leaf frame's line, its weight in
+ * periods and their estimated time (the samples with no unit or no
+ * opcode have no line: they are left out, as ops without offsets are). */
+static int lines_sample(void *ctx, uint32_t stream,
+                        const struct evp_sample_rec *s, uint64_t ns)
+{
+    struct lacc *a = ctx;
+    (void)ns;
+    const struct evp_stack_node *nd = evp_trace_stack(a->t, s->stack);
+    int op = evp_sample_opcode(s->state);
+    if (!evp_sample_stream_kept(a->t, a->stream, stream) || !nd || !s->unit ||
+        op < 0)
+        return 0;
+    return lop_add(a, nd->func, s->unit, (uint16_t)op, s->weight,
+                   evp_sample_ns(a->t, s->weight));
 }
 
 static int cmp_lop(const void *x, const void *y)
@@ -210,7 +237,7 @@ static int cmp_lrow(const void *x, const void *y)
 
 static void print_rows(FILE *out, const struct evp_trace *t,
                        const struct lacc *a, const struct lrow *rows,
-                       size_t nrows, uint64_t grand, int unit)
+                       size_t nrows, uint64_t grand, int unit, int sampled)
 {
     uint64_t lo = UINT64_MAX;
     for (size_t i = 0; i < nrows && i < LINES_SHOWN; i++)
@@ -218,10 +245,16 @@ static void print_rows(FILE *out, const struct evp_trace *t,
     unit = evp_fmt_col_unit(unit, lo);
     char head[32];
     snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
-    fprintf(out, "lines (hottest first, by time in their ops):\n\n");
+    if (sampled)
+        fprintf(out, "lines (hottest first, by the estimated time of the "
+                     "samples whose leaf frame was on them; periods: the "
+                     "timer periods they stand for):\n\n");
+    else
+        fprintf(out, "lines (hottest first, by time in their ops):\n\n");
     /* (the µs heading is a byte wider than it shows) */
     fprintf(out, " %-40s %-28s %*s %6s %12s  %s\n", "file:line", "function",
-            unit == EVP_UNIT_US ? 13 : 12, head, "%", "count", "top ops");
+            unit == EVP_UNIT_US ? 13 : 12, head, "%",
+            sampled ? "periods" : "count", "top ops");
     for (size_t i = 0; i < nrows && i < LINES_SHOWN; i++) {
         const struct lrow *r = &rows[i];
         const struct lop *o = &a->v[r->first];
@@ -258,24 +291,39 @@ static void print_rows(FILE *out, const struct evp_trace *t,
     fprintf(out, " total: %zu lines\n", nrows);
 }
 
+/* Some function of T has a line table (a sampled trace's samples carry
+ * their leaf's code unit; the table maps it). */
+static int lines_recorded(const struct evp_trace *t)
+{
+    size_t n = evp_trace_meta_count(t);
+    for (size_t i = 0; i < n; i++) {
+        const char *k, *v;
+        if (evp_trace_meta_at(t, i, &k, &v) == 0 && !strncmp(k, "lines.", 6))
+            return 1;
+    }
+    return 0;
+}
+
 int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
                          long stream, int unit)
 {
-    if (!evp_lines_present(t)) {
+    int sampled = evp_sampled_only(t);
+    if (sampled ? !lines_recorded(t) : !evp_lines_present(t)) {
         fprintf(stderr,
                 "evalprof: summary --lines: %s has no instruction "
                 "offsets (record it with --lines)\n",
                 evp_trace_info(t)->path);
         return -EINVAL;
     }
-    struct lacc a = {.lines = evp_lines_open(t)};
+    struct lacc a = {.t = t, .stream = stream, .lines = evp_lines_open(t)};
     struct lrow *rows = NULL;
     int rc = a.lines ? 0 : -ENOMEM;
     if (!rc) {
         struct evp_replay_opts ro = {.compensate = compensate,
                                      .stream = stream};
         struct evp_replay_ops ops = {.events = lines_events};
-        rc = evp_replay(t, &ro, &ops, &a);
+        rc = sampled ? evp_trace_samples(t, lines_sample, &a)
+                     : evp_replay(t, &ro, &ops, &a);
     }
     if (!rc && a.n)
         rc = (rows = calloc(a.n, sizeof *rows)) ? 0 : -ENOMEM;
@@ -294,7 +342,7 @@ int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
             grand += a.v[i].total;
         }
         qsort(rows, nrows, sizeof *rows, cmp_lrow);
-        print_rows(out, t, &a, rows, nrows, grand, unit);
+        print_rows(out, t, &a, rows, nrows, grand, unit, sampled);
     }
     if (rc == -ENOMEM || a.oom)
         fprintf(stderr, "evalprof: out of memory\n");

@@ -26,6 +26,13 @@
  * Filtered (--from/--to, --func, --max-depth, --thread), the frames open
  * where the window starts open at its start and those open where it ends
  * close there.
+ *
+ * A sampled trace (samples, no events) is written as speedscope's
+ * "sampled" profiles instead, one per thread: each sample its stack as a
+ * list of frame indexes, outermost first (with --ops and --phases its
+ * opcode and phase as leaves, as the folded view has them), weighted by
+ * its estimated time, weight x sample.period_ns, in nanoseconds.  Only
+ * --thread filters them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -207,11 +214,123 @@ static int ss_end(void *ctx, const struct evp_stream *st)
     return ferror(s->out) ? -EIO : 0;
 }
 
+/* ---- a sampled trace: one "sampled" profile per stream ---------------- */
+
+/* The profile being written: its stream, and the samples' weights (in
+ * ns), written after the samples' stacks. */
+struct ss_sampled {
+    struct speedscope *s;
+    long stream;
+    int in_stream;
+    uint32_t cur;
+    uint64_t *weights;
+    size_t nw, wcap;
+    uint32_t *frames;
+    size_t fcap;
+};
+
+static int ss_sampled_end(struct ss_sampled *p)
+{
+    struct speedscope *s = p->s;
+    uint64_t total = 0;
+    fputs("],\n\"weights\":[", s->out);
+    for (size_t i = 0; i < p->nw; i++) {
+        fprintf(s->out, "%s%" PRIu64, i ? "," : "", p->weights[i]);
+        total += p->weights[i];
+    }
+    fprintf(s->out, "],\"startValue\":0,\"endValue\":%" PRIu64 "}", total);
+    p->nw = 0;
+    p->in_stream = 0;
+    return ferror(s->out) ? -EIO : 0;
+}
+
+static int ss_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *r,
+                     uint64_t ns)
+{
+    struct ss_sampled *p = ctx;
+    struct speedscope *s = p->s;
+    (void)ns;
+    if (!evp_sample_stream_kept(s->t, p->stream, stream))
+        return 0;
+    if (p->in_stream && stream != p->cur && ss_sampled_end(p))
+        return -EIO;
+    if (!p->in_stream) {
+        const struct evp_stream *st = NULL;
+        for (size_t i = 0; i < evp_trace_nstreams(s->t) && !st; i++)
+            if (evp_trace_stream(s->t, i)->id == stream)
+                st = evp_trace_stream(s->t, i);
+        fputs(s->first_profile ? "\n" : ",\n", s->out);
+        s->first_profile = 0;
+        fputs("{\"type\":\"sampled\",\"name\":", s->out);
+        evp_json_string(s->out, st ? st->name : "thread");
+        fputs(",\"unit\":\"nanoseconds\",\n\"samples\":[", s->out);
+        p->cur = stream;
+        p->in_stream = 1;
+    }
+    int unknown;
+    size_t n =
+        evp_sample_frames(s->t, r->stack, &p->frames, &p->fcap, &unknown);
+    uint32_t keys[3];
+    size_t nk = 0;
+    if (!n && !unknown) {
+        keys[nk++] = EVP_KEY_PHASE | EVP_EV_RUNTIME_OTHER;
+    } else {
+        int ph = evp_sample_phase(r->state), op = evp_sample_opcode(r->state);
+        if (s->o->phases)
+            keys[nk++] = ph >= 0
+                             ? EVP_KEY_PHASE | (uint32_t)ph
+                             : EVP_KEY_SCAT |
+                                   (uint32_t)evp_sample_cat(r->state, r->stack);
+        if (s->o->ops && op >= 0)
+            keys[nk++] = EVP_KEY_OP | (uint32_t)op;
+    }
+    fputs(p->nw ? ",[" : "[", s->out);
+    int sep = 0;
+    if (unknown) {
+        uint32_t f = frame_of(s, EVP_KEY_UNKNOWN);
+        if (f == UINT32_MAX)
+            return -ENOMEM;
+        fprintf(s->out, "%" PRIu32, f);
+        sep = 1;
+    }
+    for (size_t i = 0; i < n + nk; i++) {
+        uint32_t f =
+            frame_of(s, i < n ? p->frames[i] & EVP_KEY_VAL : keys[i - n]);
+        if (f == UINT32_MAX)
+            return -ENOMEM;
+        fprintf(s->out, sep ? ",%" PRIu32 : "%" PRIu32, f);
+        sep = 1;
+    }
+    putc(']', s->out);
+    if (evp_grow((void **)&p->weights, &p->wcap, p->nw + 1, sizeof *p->weights,
+                 1024))
+        return -ENOMEM;
+    p->weights[p->nw++] = evp_sample_ns(s->t, r->weight);
+    return ferror(s->out) ? -EIO : 0;
+}
+
+static int ss_sampled(struct speedscope *s, long stream)
+{
+    struct ss_sampled p = {.s = s, .stream = stream};
+    int rc = evp_trace_samples(s->t, ss_sample, &p);
+    if (!rc && p.in_stream)
+        rc = ss_sampled_end(&p);
+    free(p.weights);
+    free(p.frames);
+    return rc;
+}
+
 static void write_frame(struct speedscope *s, uint32_t key)
 {
     char buf[64];
     fputs("{\"name\":", s->out);
     switch (key & EVP_KEY_TAG) {
+    case EVP_KEY_UNKNOWN:
+        evp_json_string(s->out, EVP_STACK_UNKNOWN_NAME);
+        break;
+    case EVP_KEY_SCAT:
+        evp_json_string(s->out, evp_sample_cat_leaf((int)(key & EVP_KEY_VAL)));
+        break;
     case EVP_KEY_OP:
     case EVP_KEY_PHASE: {
         char name[272]; /* "op:" and an opcode name from the trace */
@@ -258,7 +377,8 @@ int evp_view_speedscope(struct evp_trace *t, FILE *out,
     struct evp_replay_opts ro = {.compensate = o->compensate,
                                  .stream = s.filtered ? o->filter->stream : -1,
                                  .frames = &s.open};
-    int rc = evp_replay(t, &ro, &ops, &s);
+    int rc = evp_sampled_only(t) ? ss_sampled(&s, ro.stream)
+                                 : evp_replay(t, &ro, &ops, &s);
     evp_filter_close(&s.fr);
     fputs("\n],\n\"shared\":{\"frames\":[", out);
     for (size_t f = 0; f < s.nframes; f++) {

@@ -514,6 +514,8 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
 {
     if (o->lines)
         return evp_view_lines_table(t, out, o->compensate, o->stream, o->ns);
+    if (evp_sampled_only(t))
+        return evp_view_summary_sampled(t, out, o);
     struct evp_stats a;
     struct row *rows = calloc(NKEYS, sizeof *rows);
     int rc = rows ? evp_stats_compute(t, &a, o->compensate, o->stream, o->funcs)

@@ -258,8 +258,10 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
 /* ---- frame keys of the flame and timeline views (format.c) --------- */
 
 /* A frame is a function id, or a leaf tagged with what it stands for. */
-#define EVP_KEY_PHASE 0x10000000u /* | kind: "[loop fast]" */
-#define EVP_KEY_OP 0x20000000u    /* | opcode: "op:LOAD_FAST" */
+#define EVP_KEY_PHASE 0x10000000u   /* | kind: "[loop fast]" */
+#define EVP_KEY_OP 0x20000000u      /* | opcode: "op:LOAD_FAST" */
+#define EVP_KEY_UNKNOWN 0x60000000u /* "<unknown stack>" (sampled) */
+#define EVP_KEY_SCAT 0x70000000u    /* | enum evp_sample_cat: "[C call]" */
 #define EVP_KEY_TAG 0xf0000000u
 #define EVP_KEY_VAL 0x0fffffffu
 /* The recorder's own time, in every view a frame of this name (replay.h) */
@@ -444,5 +446,64 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
                     const struct evp_profile_opts *o);
 int evp_view_callgrind(struct evp_trace *t, FILE *out,
                        const struct evp_profile_opts *o);
+
+/* ---- sampled traces (sampled.c) ---------------------------------------
+ *
+ * A trace with samples and no events is shown from its samples: shares
+ * of the timer periods with 95% confidence intervals (Wilson score) and
+ * estimated times, weight x sample.period_ns.
+ */
+
+/* T holds samples and no events: the views read its samples. */
+int evp_sampled_only(const struct evp_trace *t);
+
+/* What a sampled thread was doing, one category a sample: without the
+ * GIL, in a C call, in the eval loop, on no Python frame, else in the
+ * runtime with a frame. */
+enum evp_sample_cat {
+    EVP_SCAT_EVAL,
+    EVP_SCAT_C_CALL,
+    EVP_SCAT_NO_GIL,
+    EVP_SCAT_OTHER,
+    EVP_SCAT_NO_FRAME,
+    EVP_SCAT__COUNT
+};
+int evp_sample_cat(uint32_t state, uint32_t stack);
+const char *evp_sample_cat_name(int cat); /* the summary's row */
+const char *evp_sample_cat_leaf(int cat); /* a stack leaf, "[C call]" */
+
+/* The function ids of the stack whose leaf is node LEAF, outermost
+ * first, into *BUF (grown as needed, *CAP entries; the caller frees it);
+ * returns how many.  *UNKNOWN is set when the stack is cut by damage (a
+ * missing caller, an unknown node): it then starts at "<unknown stack>".
+ * LEAF 0 (no Python frame) has no frames. */
+size_t evp_sample_frames(const struct evp_trace *t, uint32_t leaf,
+                         uint32_t **buf, size_t *cap, int *unknown);
+
+/* Whether samples of stream id STREAM are kept by a view of stream
+ * INDEX only (evp_replay_opts.stream: an index, -1 for all). */
+int evp_sample_stream_kept(const struct evp_trace *t, long index,
+                           uint32_t stream);
+
+/* The estimated time of WEIGHT timer periods, in ns. */
+uint64_t evp_sample_ns(const struct evp_trace *t, uint64_t weight);
+
+/* The 95% Wilson score interval of K successes in N trials. */
+void evp_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
+
+/* Two-proportion z-test of K1/N1 against K2/N2: *Z, and whether the
+ * difference is significant at 95% (|z| > 1.96). */
+int evp_two_prop_z(uint64_t k1, uint64_t n1, uint64_t k2, uint64_t n2,
+                   double *z);
+
+/* `diff` of two sampled traces: per opcode and function (self, and with
+ * o->funcs inclusive) each run's share, the change in points and whether
+ * it is significant at 95% (evp_two_prop_z).  0 or a negative errno. */
+int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
+                          FILE *out, const struct evp_diff_opts *o);
+
+/* `summary` of a sampled trace (o->lines: evp_view_lines_table). */
+int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
+                             const struct evp_summary_opts *o);
 
 #endif

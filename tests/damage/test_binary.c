@@ -26,6 +26,7 @@
  * writers (output thrown away), so the whole read path sees the damage.  The
  * suite runs under AddressSanitizer and UBSan in CI.
  */
+#define _GNU_SOURCE /* memmem */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,8 +38,10 @@
 
 #include <cmocka.h>
 
+#include "../sampled/sampgen.h"
 #include "dmg.h"
 #include "evalprof/format.h"
+#include "views.h"
 
 static uint8_t *intact; /* the recorded trace */
 static size_t intact_size;
@@ -704,6 +707,302 @@ static void test_not_traces(void **state)
     free(d);
 }
 
+/* ---- sampled traces (tests/sampled/sampgen.h) --------------------------- */
+
+/* Samples of the trace at T, walked: their count and weights, and how
+ * many name a stack node the table does not know. */
+struct sample_walk {
+    const struct evp_trace *t;
+    uint64_t n, weight, unknown;
+};
+
+static int walk_sample(void *ctx, uint32_t stream,
+                       const struct evp_sample_rec *s, uint64_t ns)
+{
+    struct sample_walk *w = ctx;
+    (void)stream;
+    (void)ns;
+    w->n++;
+    w->weight += s->weight;
+    w->unknown += s->stack && !evp_trace_stack(w->t, s->stack);
+    return 0;
+}
+
+static struct sample_walk walk_samples(struct evp_trace *t)
+{
+    struct sample_walk w = {t, 0, 0, 0};
+    assert_int_equal(evp_trace_samples(t, walk_sample, &w), 0);
+    assert_int_equal(w.n, evp_trace_nsamples(t));
+    return w;
+}
+
+/* The sampled views, output thrown away: folded with each leaf, lines,
+ * speedscope, diff against itself.  Returns the failures. */
+static int sampled_views(struct evp_trace *t)
+{
+    FILE *out =
+        fopen(dmg_have_dev_null() ? "/dev/null" : dmg_path("sink"), "w");
+    if (!out)
+        return 1;
+    int bad = 0;
+    for (int k = 0; k < 4; k++) {
+        struct evp_folded_opts fo = {
+            .ops = k == 1, .phases = k == 2, .lines = k == 3, .stream = -1};
+        bad += evp_view_folded(t, out, &fo) < 0;
+    }
+    struct evp_chrome_opts co = {.ops = 1, .phases = 1};
+    bad += evp_view_speedscope(t, out, &co) < 0;
+    struct evp_diff_opts d = {.funcs = 1};
+    bad += evp_view_diff_sampled(t, t, out, &d) < 0;
+    if (evp_trace_meta(t, "lines.3"))
+        bad += evp_view_lines_table(t, out, 0, -1, EVP_UNIT_AUTO) < 0;
+    fclose(out);
+    return bad + dmg_views(t);
+}
+
+/* Samples in the SAMPLES chunks of D wholly before byte CUT. */
+static uint64_t samples_before(const uint8_t *d, const struct dmg_map *m,
+                               size_t cut)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->c[i].type == EVP_CHUNK_SAMPLES &&
+            m->c[i].off + m->c[i].size <= cut)
+            n += evp_get_u32(d + m->c[i].off + EVP_CHUNK_HEADER_SIZE + 32);
+    return n;
+}
+
+static void test_samples_intact(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("sampled.evp");
+    assert_int_equal(sampgen_write(path, NULL), 0);
+    struct evp_trace *t;
+    struct dmg_warn w = {0};
+    char err[512];
+    assert_int_equal(dmg_open(path, 0, &t, err, sizeof err, &w), 0);
+    assert_int_equal(w.n, 0);
+    const struct evp_trace_info *in = evp_trace_info(t);
+    assert_true(in->sampled);
+    assert_int_equal(in->samples, 955);
+    assert_int_equal(in->sample_weight, 1000);
+    assert_int_equal(in->sample_missed, 3);
+    assert_true(in->sample_period_ns == 1e6 && in->sample_rate_hz == 1000);
+    assert_string_equal(in->sample_clock, "cpu");
+    assert_int_equal(evp_trace_nstacks(t), 4);
+    const struct evp_stack_node *hot = evp_trace_stack(t, 3);
+    assert_non_null(hot);
+    assert_int_equal(hot->parent, 2);
+    assert_int_equal(hot->func, 3);
+    assert_int_equal(hot->depth, 3);
+    assert_null(evp_trace_stack(t, 5));
+    assert_int_equal(evp_trace_stream(t, 0)->samples, 625);
+    assert_int_equal(evp_trace_stream(t, 1)->sample_weight, 350);
+    struct sample_walk sw = walk_samples(t);
+    assert_int_equal(sw.weight, 1000);
+    assert_int_equal(sw.unknown, 0);
+    assert_int_equal(sampled_views(t), 0);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+}
+
+/* Cut at every byte, uncompressed and compressed: a one-line error when
+ * no chunk is whole, else every sample of the whole SAMPLES chunks. */
+static void test_samples_cut_every_byte(void **state)
+{
+    (void)state;
+    for (int z = 0; z < 2; z++) {
+        const char *src = dmg_path("sampled-src.evp");
+        struct sampgen_opts so = {'a', z, 48};
+        assert_int_equal(sampgen_write(src, &so), 0);
+        uint8_t *d;
+        long size = dmg_read(src, &d);
+        assert_true(size > 0);
+        struct dmg_map m;
+        assert_int_equal(dmg_map_chunks(d, (size_t)size, &m), 0);
+        const char *path = dmg_path("sampled-cut.evp");
+        struct dmg_warn w = {0};
+        char err[512];
+        for (size_t cut = 0; cut < (size_t)size; cut++) {
+            assert_int_equal(dmg_write(path, d, cut), 0);
+            struct evp_trace *t = NULL;
+            int rc = dmg_open(path, 0, &t, err, sizeof err, &w);
+            if (cut < m.c[0].off + m.c[0].size) {
+                if (rc >= 0)
+                    fail_msg("cut at %zu: opened with no whole chunk", cut);
+                check_one_line(err);
+                continue;
+            }
+            if (rc < 0)
+                fail_msg("cut at %zu: open failed: %s", cut, err);
+            for (size_t i = 0; i < w.n; i++)
+                assert_null(strchr(w.msg[i], '\n'));
+            if (!z && evp_trace_nsamples(t) != samples_before(d, &m, cut))
+                fail_msg("cut at %zu: %llu samples, expected %llu", cut,
+                         (unsigned long long)evp_trace_nsamples(t),
+                         (unsigned long long)samples_before(d, &m, cut));
+            struct sample_walk sw = walk_samples(t);
+            assert_int_equal(sw.unknown, 0);
+            if (cut % 64 == 0 ||
+                dmg_chunk_at(&m, cut) != dmg_chunk_at(&m, cut - 1))
+                assert_int_equal(sampled_views(t), 0);
+            evp_trace_close(t);
+        }
+        dmg_warn_free(&w);
+        free(d);
+    }
+}
+
+/* Every byte of the STACKS and SAMPLES chunks flipped: a warning naming
+ * the chunk's byte, only that chunk lost; without the stack table every
+ * sample's stack is unknown, and the views say "<unknown stack>". */
+static int folded_unknown(void *ctx, const char *stack, size_t len, uint64_t ns)
+{
+    uint64_t *n = ctx;
+    if (len >= strlen(EVP_STACK_UNKNOWN_NAME) &&
+        memmem(stack, len, EVP_STACK_UNKNOWN_NAME,
+               strlen(EVP_STACK_UNKNOWN_NAME)))
+        *n += ns;
+    return 0;
+}
+
+static void test_samples_flip(void **state)
+{
+    (void)state;
+    const char *src = dmg_path("sampled-src.evp");
+    assert_int_equal(sampgen_write(src, NULL), 0);
+    uint8_t *d;
+    long size = dmg_read(src, &d);
+    assert_true(size > 0);
+    struct dmg_map m;
+    assert_int_equal(dmg_map_chunks(d, (size_t)size, &m), 0);
+    const char *path = dmg_path("sampled-flip.evp");
+    struct dmg_warn w = {0};
+    char err[512];
+    size_t tested = 0;
+    for (size_t k = 0; k < m.n; k++) {
+        const struct dmg_chunk *c = &m.c[k];
+        if (c->type != EVP_CHUNK_STACKS && c->type != EVP_CHUNK_SAMPLES)
+            continue;
+        /* the first SAMPLES chunks wholly, the others sparsely */
+        size_t step = c->type == EVP_CHUNK_STACKS || tested < 2 ? 1 : 37;
+        uint32_t count =
+            c->type == EVP_CHUNK_SAMPLES
+                ? evp_get_u32(d + c->off + EVP_CHUNK_HEADER_SIZE + 32)
+                : 0;
+        tested++;
+        for (size_t b = c->off; b < c->off + c->size; b += step) {
+            d[b] ^= 0xff;
+            assert_int_equal(dmg_write(path, d, (size_t)size), 0);
+            d[b] ^= 0xff;
+            struct evp_trace *t;
+            if (dmg_open(path, 0, &t, err, sizeof err, &w) < 0)
+                fail_msg("flip at %zu: open failed: %s", b, err);
+            if (!dmg_warned(&w, dmg_fmt("byte %zu", c->off)))
+                fail_msg("flip at %zu: no warning names byte %zu", b, c->off);
+            for (size_t i = 0; i < w.n; i++)
+                assert_null(strchr(w.msg[i], '\n'));
+            struct sample_walk sw = walk_samples(t);
+            if (c->type == EVP_CHUNK_SAMPLES) {
+                assert_int_equal(sw.n, 955 - count);
+                assert_int_equal(sw.unknown, 0);
+            } else {
+                assert_int_equal(sw.n, 955);
+                /* all but the frameless (50 periods in 45 samples) */
+                assert_int_equal(sw.unknown, 955 - 45);
+                uint64_t ns = 0;
+                struct evp_folded_opts fo = {.stream = -1};
+                assert_int_equal(
+                    evp_view_folded_each(t, &fo, folded_unknown, &ns), 0);
+                assert_int_equal(ns, (uint64_t)950 * 1000000);
+            }
+            if (b % 16 == 0)
+                assert_int_equal(sampled_views(t), 0);
+            evp_trace_close(t);
+        }
+    }
+    dmg_warn_free(&w);
+    free(d);
+}
+
+/* One chunk of TYPE with payload P into F. */
+static void put(FILE *f, unsigned type, const uint8_t *p, size_t len)
+{
+    uint8_t h[EVP_CHUNK_HEADER_SIZE];
+    evp_chunk_header(h, type, 0, p, (uint32_t)len);
+    assert_int_equal(fwrite(h, 1, sizeof h, f), sizeof h);
+    assert_int_equal(fwrite(p, 1, len, f), len);
+}
+
+/* A stack table damaged entry by entry (a duplicate, a missing caller, a
+ * loop, an id far out of range) and samples naming a node never defined:
+ * each a warning, the first definition kept, the cut stacks under
+ * "<unknown stack>", nothing lost. */
+static void test_stacks_damaged_entries(void **state)
+{
+    (void)state;
+    const char *path = dmg_path("stacks.evp");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint8_t buf[1024];
+    size_t k;
+    evp_file_header(buf);
+    assert_int_equal(fwrite(buf, 1, EVP_FILE_HEADER_SIZE, f),
+                     EVP_FILE_HEADER_SIZE);
+    static const char meta[] = "clock\0monotonic\0sample.period_ns\0001000\0";
+    put(f, EVP_CHUNK_META, (const uint8_t *)meta, sizeof meta - 1);
+    k = evp_varint_put(buf, 3);
+    k += evp_func_entry_put(buf + k, 1, "f", "m.py", 1);
+    k += evp_func_entry_put(buf + k, 2, "g", "m.py", 2);
+    k += evp_func_entry_put(buf + k, 3, "h", "m.py", 3);
+    put(f, EVP_CHUNK_FUNCS, buf, k);
+    static const uint32_t e[][3] = {{1, 0, 1},     {2, 1, 2}, {2, 0, 3},
+                                    {3, 9, 2},     {4, 5, 1}, {5, 4, 2},
+                                    {999999, 0, 1}};
+    k = evp_varint_put(buf, sizeof e / sizeof e[0]);
+    for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
+        k += evp_stack_entry_put(buf + k, e[i][0], e[i][1], e[i][2]);
+    put(f, EVP_CHUNK_STACKS, buf, k);
+    struct evp_sample_rec s[] = {{10, 2, EVP_SAMPLE_IN_EVAL, 0, 1},
+                                 {20, 3, EVP_SAMPLE_IN_EVAL, 0, 2},
+                                 {30, 4, EVP_SAMPLE_IN_EVAL, 0, 3},
+                                 {40, 7, EVP_SAMPLE_IN_EVAL, 0, 4},
+                                 {50, 0, EVP_SAMPLE_NO_FRAME, 0, 5}};
+    struct evp_events_prefix pf = {.stream = 0};
+    uint8_t enc[512];
+    k = evp_samples_encode(enc, &pf, s, 5, NULL);
+    put(f, EVP_CHUNK_SAMPLES, enc, k);
+    assert_int_equal(fclose(f), 0);
+
+    struct evp_trace *t;
+    struct dmg_warn w = {0};
+    char err[512];
+    assert_int_equal(dmg_open(path, 0, &t, err, sizeof err, &w), 0);
+    assert_true(dmg_warned(&w, "already defined (the first for node 2)"));
+    assert_true(dmg_warned(&w, "entries refused"));
+    assert_true(dmg_warned(&w, "missing or damaged"));
+    for (size_t i = 0; i < w.n; i++)
+        assert_null(strchr(w.msg[i], '\n'));
+    assert_int_equal(evp_trace_stack(t, 2)->func, 2); /* the first kept */
+    assert_int_equal(evp_trace_stack(t, 2)->depth, 2);
+    assert_int_equal(evp_trace_stack(t, 3)->parent, EVP_STACK_UNKNOWN);
+    assert_true(evp_trace_stack(t, 4)->parent == EVP_STACK_UNKNOWN ||
+                evp_trace_stack(t, 5)->parent == EVP_STACK_UNKNOWN);
+    assert_null(evp_trace_stack(t, 7));
+    struct sample_walk sw = walk_samples(t);
+    assert_int_equal(sw.n, 5);
+    assert_int_equal(sw.weight, 15);
+    assert_int_equal(sw.unknown, 1);
+    /* stacks 3, 4 (cut) and 7 (unknown): 2 + 3 + 4 periods of 1 µs */
+    uint64_t ns = 0;
+    struct evp_folded_opts fo = {.stream = -1};
+    assert_int_equal(evp_view_folded_each(t, &fo, folded_unknown, &ns), 0);
+    assert_int_equal(ns, 9000);
+    assert_int_equal(sampled_views(t), 0);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -715,6 +1014,10 @@ int main(void)
         cmocka_unit_test(test_zstd_damage),
         cmocka_unit_test(test_zstd_changed_after_open),
         cmocka_unit_test(test_not_traces),
+        cmocka_unit_test(test_samples_intact),
+        cmocka_unit_test(test_samples_cut_every_byte),
+        cmocka_unit_test(test_samples_flip),
+        cmocka_unit_test(test_stacks_damaged_entries),
     };
     return cmocka_run_group_tests_name("damage-binary", tests, setup, teardown);
 }

@@ -294,6 +294,16 @@ void fuzz_views(struct evp_trace *t, unsigned pick)
     if (!(pick >> 12 & 3))
         FUZZ_CHECK(evp_view_summary(t, out, &so) == 0, "summary view");
     FUZZ_CHECK(evp_view_info(t, out) == 0, "info view");
+    if (evp_sampled_only(t)) {
+        /* a sampled trace's own views: speedscope's sampled profiles and
+         * the diff of shares (against itself) */
+        struct evp_chrome_opts co = {.ops = (int)(pick >> 13 & 1),
+                                     .phases = (int)(pick >> 14 & 1)};
+        FUZZ_CHECK(evp_view_speedscope(t, out, &co) == 0, "speedscope view");
+        struct evp_diff_opts dop = {.funcs = 1};
+        FUZZ_CHECK(evp_view_diff_sampled(t, t, out, &dop) == 0,
+                   "sampled diff view");
+    }
     FUZZ_CHECK(fclose(out) == 0, "closing the sink");
 
     /* Folded stacks, and (for some inputs) the flame graph drawn from

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The shares evalprof prints for a sampled trace are the generator's.
+
+    check_shares.py EVALPROF MKSAMPLED TMPDIR
+
+mksampled writes traces whose shares are known (sampgen.h spells them
+out; they are restated here, not read from evalprof).  This checks
+summary's state, phase, opcode and function tables (shares, their 95%
+Wilson intervals computed here, estimated times), --group-specialized,
+--stream, --lines, that a compressed copy reads the same, the refusals
+of tree, chrome and a mixed diff (one line, exit 1), and diff's changes
+and significance marks between variants A and B.
+"""
+import math
+import os
+import re
+import subprocess
+import sys
+
+EVP, MK, TMP = sys.argv[1:4]
+os.makedirs(TMP, exist_ok=True)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args, status=0):
+    r = subprocess.run([EVP, *args], capture_output=True, text=True)
+    if r.returncode != status:
+        sys.exit(f"FAIL: evalprof {' '.join(args)}: exit {r.returncode}, "
+                 f"expected {status}: {r.stderr.strip()}")
+    return r
+
+
+def make(name, *flags):
+    path = os.path.join(TMP, name)
+    subprocess.run([MK, *flags, path], check=True)
+    return path
+
+
+def wilson(k, n):
+    z = 1.959963984540054
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0, mid - half), min(1, mid + half)
+
+
+ROW = re.compile(r"^ (.+?)\s+(\d+\.\d)%\s+(\d+\.\d)-(\d+\.\d)%\s+([\d,]+) ns"
+                 r"(?:\s+(\d+\.\d)%\s+(\d+\.\d)-(\d+\.\d)%\s+([\d,]+) ns)?$")
+
+
+def tables(out):
+    """{table title: {row name: (share %, lo %, hi %, ns[, incl...])}}"""
+    got, title = {}, None
+    for line in out.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":") \
+                and not line.startswith("-"):
+            title = line[:-1].split(" (")[0]
+            got[title] = {}
+            continue
+        m = ROW.match(line)
+        if m and title:
+            v = [float(m[2]), float(m[3]), float(m[4]),
+                 int(m[5].replace(",", ""))]
+            if m[6]:
+                v += [float(m[6]), float(m[7]), float(m[8]),
+                      int(m[9].replace(",", ""))]
+            got[title][m[1]] = v
+    return got
+
+
+def expect(tab, name, periods, total=1000, period_ns=1000000, col=0):
+    row = tab.get(name)
+    check(row is not None, f"row {name!r} present")
+    if row is None:
+        return
+    share, lo, hi, ns = row[col:col + 4]
+    check(abs(share - 100 * periods / total) < 0.05,
+          f"{name}: share {share}% == {100 * periods / total}%")
+    wlo, whi = wilson(periods, total)
+    check(abs(lo - 100 * wlo) < 0.051 and abs(hi - 100 * whi) < 0.051,
+          f"{name}: interval {lo}-{hi}% == Wilson "
+          f"{100 * wlo:.2f}-{100 * whi:.2f}%")
+    check(ns == periods * period_ns, f"{name}: est. {ns} ns == "
+          f"{periods * period_ns} ns")
+
+
+a = make("a.evp")
+b = make("b.evp", "-b")
+az = make("az.evp", "-z", "-n", "17")
+
+out = run("summary", "--funcs", "--ns", a).stdout
+t = tables(out)
+check("sampled trace" in out and "estimate:" in out and "Wilson" in out,
+      "header says sampled, estimate: line names the interval")
+check(re.search(r"sampled: +955 samples standing for 1,000 timer periods",
+                out) is not None, "sampled: line counts samples and periods")
+check("3 periods missed" in out, "missed periods shown")
+where = t.get("where", {})
+for name, w in [("in the eval loop", 700), ("C call (GIL held)", 100),
+                ("no GIL", 100), ("runtime other (frame)", 50),
+                ("no Python frame", 50)]:
+    expect(where, name, w)
+for name, w in [("op", 700), ("dispatch", 200), ("(none reported)", 100)]:
+    expect(t.get("loop phases", {}), name, w)
+ops = t.get("ops", {})
+for name, w in [("BINARY_OP", 200), ("BINARY_OP_ADD_INT", 200),
+                ("LOAD_FAST", 200), ("CALL", 200), ("STORE_FAST", 100),
+                ("(no opcode)", 100)]:
+    expect(ops, name, w)
+funcs = t.get("functions", {})
+for name, s, i in [("hot (gen.py:10)", 600, 600),
+                   ("cold (gen.py:20)", 300, 300),
+                   ("work (gen.py:5)", 50, 950), ("main (gen.py:1)", 0, 950)]:
+    expect(funcs, name, s)
+    expect(funcs, name, i, col=4)
+
+g = tables(run("summary", "--group-specialized", "--ns", a).stdout)
+expect(g.get("ops", {}), "BINARY_OP", 400)
+check("BINARY_OP_ADD_INT" not in g.get("ops", {}),
+      "--group-specialized folds BINARY_OP_ADD_INT")
+
+# --stream 1: the worker alone, 350 periods
+w = tables(run("summary", "--funcs", "--ns", "--stream", "1", a).stdout)
+expect(w.get("functions", {}), "cold (gen.py:20)", 300, total=350)
+expect(w.get("where", {}), "no Python frame", 50, total=350)
+
+lines = run("summary", "--lines", a).stdout
+for where_, ms, per in [("gen.py:11", "300.0", 300), ("gen.py:21", "200.0",
+                                                      200),
+                        ("gen.py:13", "100.0", 100)]:
+    check(re.search(rf"^ {re.escape(where_)}\s.*\s{ms}\s.*\s{per}\s",
+                    lines, re.M) is not None, f"--lines row {where_}")
+
+check(run("summary", "--funcs", az).stdout.replace(az, a) ==
+      run("summary", "--funcs", a).stdout,
+      "compressed, smaller chunks: the same summary")
+
+for args, needle in [(["tree", a], "no events to show a tree of"),
+                     (["export", "--format", "chrome", "-o",
+                       os.path.join(TMP, "x.json"), a], "as a timeline")]:
+    r = run(*args, status=1)
+    err = r.stderr.strip()
+    check(needle in err and "\n" not in err and "summary" in err,
+          f"{args[0]} refuses in one line naming the other views: {err!r}")
+
+exact = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                     "golden", "funcs-nesting", "nesting.trace")
+r = run("diff", a, exact, status=1)
+check("sampled" in r.stderr and "\n" not in r.stderr.strip(),
+      "diff of a sampled and an exact trace refused in one line")
+
+# cut mid-chunk: one warning line saying what was lost, the rest read,
+# the end taken from the last sample
+cut = os.path.join(TMP, "cut.evp")
+with open(a, "rb") as f, open(cut, "wb") as g:
+    g.write(f.read()[:6000])
+r = run("summary", cut)
+err = r.stderr.strip().splitlines()
+check(len(err) == 1 and "truncated" in err[0] and "samples of stream" in
+      err[0], f"a cut sampled trace: one warning naming the lost samples: "
+      f"{err}")
+check(re.search(r"sampled: +512 samples standing for 528 timer periods",
+                r.stdout) is not None, "a cut trace reads its whole chunks")
+check("elapsed:   528,001.0 µs" in r.stdout,
+      "without an end record the end is the last sample's")
+
+r = run("summary", a, b, status=1)
+check("sampled" in r.stderr and r.stdout == "",
+      "summary of several sampled runs refused, nothing printed")
+
+d = run("diff", "--funcs", a, b).stdout
+row = re.compile(r"^ (.+?)\s+(\d+\.\d)%\s+(\d+\.\d)%\s+([+-]\d+\.\d) pp "
+                 r"([* ])\s+([+-]\d+\.\d)$")
+seen = {}
+part = None
+for line in d.splitlines():
+    if line.endswith(":") and not line.startswith(" "):
+        part = line.split(" (")[0].rstrip(":") + \
+            (" incl" if "inclusive" in line else "")
+    m = row.match(line)
+    if m:
+        seen[(part, m[1])] = (float(m[2]), float(m[3]), float(m[4]),
+                              m[5] == "*")
+for key, want in [(("ops", "BINARY_OP_ADD_INT"), (20.0, 0.0, -20.0, True)),
+                  (("ops", "BINARY_OP"), (20.0, 40.0, 20.0, True)),
+                  (("ops", "LOAD_FAST"), (20.0, 20.0, 0.0, False)),
+                  (("functions", "hot (gen.py:10)"), (60.0, 40.0, -20.0, True)),
+                  (("functions", "cold (gen.py:20)"), (30.0, 50.0, 20.0, True)),
+                  (("functions", "work (gen.py:5)"), (5.0, 5.0, 0.0, False)),
+                  (("functions incl", "main (gen.py:1)"),
+                   (95.0, 95.0, 0.0, False))]:
+    check(seen.get(key) == want, f"diff {key}: {seen.get(key)} == {want}")
+check("two-proportion z-test" in d, "diff explains its * mark")
+
+if failures:
+    sys.exit(f"{len(failures)} checks failed")
+print("all shares as generated")
