@@ -19,6 +19,13 @@
  *   EVALPROF_LINES=1 or -X evalprof_lines
  *                                        ops carry their offset (op at)
  *                                        and functions their line table
+ *   EVALPROF_MODE=sample or -X evalprof_mode=sample
+ *                                        sample the threads' stacks and
+ *                                        states instead of recording
+ *                                        events (EVALPROF_SAMPLE_RATE,
+ *                                        EVALPROF_SAMPLE_CLOCK, and
+ *                                        EVALPROF_COUNTS=1 for exact
+ *                                        instruction counts)
  *
  * A process whose FILE is already being written by another live process
  * (a child started with the same environment) writes FILE.<pid> instead,
@@ -52,12 +59,15 @@
 #endif
 
 #include "pycore_code.h" // _PyCode_InitAddressRange
+#include "pycore_frame.h" // _PyInterpreterFrame, for the sampler's walk
 #include "pycore_initconfig.h"
 #include "pycore_pystate.h" // _PyInterpreterState_GET()
 #include "pycore_evalprof.h"
+#include "evalprof/format.h" // evp_sample_state
 #include "evalprof/recorder.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -109,6 +119,7 @@ static struct {
     int lines;           /* ops are recorded as op at, with line tables */
     uint8_t *lines_done; /* per function id: its line table was written */
     uint32_t lines_cap;
+    int sample;          /* sample mode: the sampler runs */
 } evp;
 
 /* One line on stderr: "evalprof: ...". */
@@ -306,6 +317,483 @@ evp_add_meta(void)
     evp_rec_meta("evalprof.events", evp.events);
 }
 
+/* ---- sampled mode -------------------------------------------------------- */
+
+/*
+ * EVALPROF_MODE=sample (docs/EVENTS.md "Sampled mode"): the recorder's
+ * sampler interrupts every thread that runs Python code at a fixed rate
+ * and evp_on_sample, in its signal handler on that thread, takes one
+ * sample: the thread's state word (what the sampled copy of the eval
+ * function last stored: the phase and the opcode), its frames (walked as
+ * faulthandler walks them, through a per-thread cache of code objects
+ * that keys each function once), the leaf's code unit.  Everything it
+ * does is async-signal-safe: memory reads and the recorder's
+ * evp_rec_sample_* calls.
+ */
+
+__thread struct _evp_sample_tls _PyEvalprof_Sample
+    __attribute__((tls_model("initial-exec")));
+int _PyEvalprof_Sampling;
+int _PyEvalprof_Counting;
+
+/* Code objects a thread's samples have keyed: direct-mapped by address.
+ * A slot's key is its index + 1; a code object freed and another one
+ * allocated at its address is told apart by its name, file and first
+ * line, and keyed again. */
+#define EVP_CODE_SLOTS 2048
+#define EVP_CODE_HASH_BITS 11
+
+struct evp_code_slot {
+    const PyCodeObject *code;
+    const PyObject *qualname, *filename;
+    int firstline;
+};
+
+struct evp_walker {
+    struct evp_code_slot slots[EVP_CODE_SLOTS];
+    uint32_t keys[EVP_SAMPLE_MAX_DEPTH];
+    uint64_t *counts;              /* the thread's _PyEvalprof_Sample.counts */
+    struct evp_walker *prev, *next; /* the threads being sampled */
+};
+
+static struct {
+    pthread_mutex_t lock;      /* walkers and done */
+    struct evp_walker *walkers;
+    uint64_t done[256];        /* counts of the threads that ended */
+    pthread_key_t key;         /* a thread that exits unregisters */
+    int key_made;
+    unsigned max_depth;
+    volatile sig_atomic_t walks_off; /* a thread state was freed under us */
+} evs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint32_t
+evp_code_hash(const void *code)
+{
+    return (uint32_t)(((uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull >>
+                      (64 - EVP_CODE_HASH_BITS));
+}
+
+/* String O as UTF-8 without calling Python: an ASCII string's own bytes,
+ * else encoded into BUF (CAP bytes; cut at a character). */
+static const char *
+evp_str_utf8(const PyObject *o, char *buf, size_t cap, size_t *len)
+{
+    PyObject *s = (PyObject *)o;
+    *len = 0;
+    if (s == NULL || Py_TYPE(s) != &PyUnicode_Type) {
+        return "";
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (PyUnicode_IS_COMPACT_ASCII(s)) {
+        *len = (size_t)n;
+        return (const char *)PyUnicode_DATA(s);
+    }
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    size_t k = 0;
+    for (Py_ssize_t i = 0; i < n && data != NULL; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (k + 4 > cap) {
+            break;
+        }
+        if (c < 0x80) {
+            buf[k++] = (char)c;
+        }
+        else if (c < 0x800) {
+            buf[k++] = (char)(0xc0 | c >> 6);
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        }
+        else if (c < 0x10000) {
+            buf[k++] = (char)(0xe0 | c >> 12);
+            buf[k++] = (char)(0x80 | (c >> 6 & 0x3f));
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        }
+        else {
+            buf[k++] = (char)(0xf0 | c >> 18);
+            buf[k++] = (char)(0x80 | (c >> 12 & 0x3f));
+            buf[k++] = (char)(0x80 | (c >> 6 & 0x3f));
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        }
+    }
+    *len = k;
+    return buf;
+}
+
+/* The key of code object CO in this thread's samples, keyed (its name,
+ * file, first line and location table handed to the recorder) the first
+ * time.  A function the recorder could not take (its ring full) is keyed
+ * again by the next sample that meets it. */
+static uint32_t
+evp_code_key(struct evp_walker *w, const PyCodeObject *co)
+{
+    uint32_t h = evp_code_hash(co);
+    struct evp_code_slot *slot = &w->slots[h];
+    if (slot->code == co && slot->qualname == co->co_qualname &&
+        slot->filename == co->co_filename &&
+        slot->firstline == co->co_firstlineno) {
+        return h + 1;
+    }
+    char nbuf[512], fbuf[1024];
+    size_t nlen, flen, ltlen = 0;
+    const char *name = evp_str_utf8(co->co_qualname, nbuf, sizeof nbuf, &nlen);
+    const char *file = evp_str_utf8(co->co_filename, fbuf, sizeof fbuf, &flen);
+    const uint8_t *lt = NULL;
+    PyObject *table = co->co_linetable;
+    if (table != NULL && Py_TYPE(table) == &PyBytes_Type) {
+        lt = (const uint8_t *)PyBytes_AS_STRING(table);
+        ltlen = (size_t)PyBytes_GET_SIZE(table);
+    }
+    int line = co->co_firstlineno > 0 ? co->co_firstlineno : 0;
+    slot->code = NULL;
+    if (evp_rec_sample_func(h + 1, name, nlen, file, flen, (uint32_t)line, lt,
+                            ltlen, lt ? EVP_LT_CPYTHON311 : EVP_LT_NONE) == 0) {
+        slot->qualname = co->co_qualname;
+        slot->filename = co->co_filename;
+        slot->firstline = co->co_firstlineno;
+        slot->code = co;
+    }
+    return h + 1;
+}
+
+/* The frame a thread runs now, and its code object (NULL: a frame the
+ * walk skips: the C stack's entry frames). */
+static _PyInterpreterFrame *
+evp_top_frame(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return ts->current_frame;
+#else
+    return ts->cframe != NULL ? ts->cframe->current_frame : NULL;
+#endif
+}
+
+static const PyCodeObject *
+evp_frame_code(const _PyInterpreterFrame *f)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    if (f->owner == FRAME_OWNED_BY_CSTACK) {
+        return NULL;
+    }
+    const PyObject *co = f->f_executable;
+#else
+    const PyObject *co = (const PyObject *)f->f_code;
+#endif
+    return co != NULL && Py_TYPE(co) == &PyCode_Type
+               ? (const PyCodeObject *)co
+               : NULL;
+}
+
+/* The code unit FRAME (of CO) executes, + 1; 0 when out of range. */
+static uint32_t
+evp_frame_unit1(const _PyInterpreterFrame *f, const PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    const _Py_CODEUNIT *at = f->instr_ptr;
+#else
+    const _Py_CODEUNIT *at = f->prev_instr;
+#endif
+    ptrdiff_t unit = at - _PyCode_CODE((PyCodeObject *)co);
+    return unit >= 0 && unit < Py_SIZE(co) ? (uint32_t)unit + 1 : 0;
+}
+
+/* TS holds the GIL (is attached to the interpreter). */
+static int
+evp_holds_gil(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return ts->state == _Py_THREAD_ATTACHED;
+#else
+    return _PyRuntimeState_GetThreadState(&_PyRuntime) == ts;
+#endif
+}
+
+/* The sampler's callback, in its signal handler on the sampled thread. */
+static void
+evp_on_sample(void *ucontext, uint32_t weight)
+{
+    struct _evp_sample_tls *s = &_PyEvalprof_Sample;
+    uint32_t word = s->state.word;
+    PyThreadState *ts = s->tstate;
+    struct evp_walker *w = s->walker;
+    uint32_t flags = 0, unit1 = 0, none[1];
+    unsigned depth = 0;
+    (void)ucontext;
+
+    if (ts != NULL && w != NULL && !evs.walks_off) {
+        if (!evp_holds_gil(ts)) {
+            flags |= EVP_SAMPLE_NO_GIL;
+        }
+        for (_PyInterpreterFrame *f = evp_top_frame(ts); f != NULL;
+             f = f->previous) {
+            const PyCodeObject *co = evp_frame_code(f);
+            if (co == NULL) {
+                continue;
+            }
+            if (depth == evs.max_depth) {
+                flags |= EVP_SAMPLE_TRUNCATED;
+                break;
+            }
+            if (depth == 0) {
+                unit1 = evp_frame_unit1(f, co);
+            }
+            w->keys[depth++] = evp_code_key(w, co);
+        }
+    }
+    if (depth == 0) {
+        flags |= EVP_SAMPLE_NO_FRAME;
+    }
+    evp_rec_sample_put(evp_rec_now(),
+                       evp_sample_state(word & 0xffff, word >> 16, flags),
+                       unit1, weight, w != NULL ? w->keys : none, depth);
+}
+
+/* Fold W's counts into the ended threads' and take it off the list
+ * (evs.lock held). */
+static void
+evp_walker_retire(struct evp_walker *w)
+{
+    for (int i = 0; i < 256; i++) {
+        evs.done[i] += w->counts[i];
+        w->counts[i] = 0;
+    }
+    if (w->prev != NULL) {
+        w->prev->next = w->next;
+    }
+    else if (evs.walkers == w) {
+        evs.walkers = w->next;
+    }
+    if (w->next != NULL) {
+        w->next->prev = w->prev;
+    }
+    w->prev = w->next = NULL;
+}
+
+/* This thread stops being sampled: its timer, its walker, its counts. */
+static void
+evp_sample_thread_end(void)
+{
+    struct _evp_sample_tls *s = &_PyEvalprof_Sample;
+    struct evp_walker *w = s->walker;
+    /* The handler runs on this thread: once these are cleared, no sample
+     * walks with them. */
+    s->tstate = NULL;
+    s->walker = NULL;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    s->started = 0;
+    if (w == NULL) {
+        return;
+    }
+    evp_rec_sample_thread_stop();
+    pthread_mutex_lock(&evs.lock);
+    evp_walker_retire(w);
+    pthread_mutex_unlock(&evs.lock);
+    if (evs.key_made) {
+        pthread_setspecific(evs.key, NULL);
+    }
+    free(w);
+}
+
+/* A thread that exits without clearing its thread state. */
+static void
+evp_walker_exit(void *arg)
+{
+    (void)arg;
+    evp_sample_thread_end();
+}
+
+void
+_PyEvalprof_SampleThread(PyThreadState *tstate)
+{
+    struct _evp_sample_tls *s = &_PyEvalprof_Sample;
+    if (s->started) {
+        if (s->walker != NULL) {
+            s->tstate = tstate; /* another thread state of this thread */
+        }
+        return;
+    }
+    s->started = 1;
+    if (!_PyEvalprof_Sampling) {
+        return;
+    }
+    struct evp_walker *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        return;
+    }
+    w->counts = s->counts;
+    pthread_mutex_lock(&evs.lock);
+    w->next = evs.walkers;
+    if (w->next != NULL) {
+        w->next->prev = w;
+    }
+    evs.walkers = w;
+    pthread_mutex_unlock(&evs.lock);
+    if (evs.key_made) {
+        pthread_setspecific(evs.key, w);
+    }
+    s->walker = w;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    s->tstate = tstate;
+    evp_rec_sample_thread_start(_Py_IsMainThread() ? "main" : NULL);
+}
+
+void
+_PyEvalprof_ThreadClear(PyThreadState *tstate)
+{
+    if (!evp.sample) {
+        return;
+    }
+    if (_PyEvalprof_Sample.tstate == tstate) {
+        evp_sample_thread_end();
+    }
+    else if (tstate->thread_id != 0 &&
+             tstate->thread_id != PyThread_get_thread_ident()) {
+        evs.walks_off = 1;
+    }
+}
+
+/* Stop sampling (the frames still running in the sampled copy go on
+ * storing their state) and write the instruction counts: the metadata
+ * counts.op.NAME, summed over every thread. */
+static void
+evp_sample_finish(void)
+{
+    static int finished;
+    if (!evp.sample || finished) {
+        return;
+    }
+    finished = 1;
+    _PyEvalprof_Sampling = 0;
+    evp_rec_sampler_stop();
+    if (!_PyEvalprof_Counting) {
+        return;
+    }
+    uint64_t total[256];
+    pthread_mutex_lock(&evs.lock);
+    memcpy(total, evs.done, sizeof total);
+    for (struct evp_walker *w = evs.walkers; w != NULL; w = w->next) {
+        for (int i = 0; i < 256; i++) {
+            total[i] += w->counts[i];
+        }
+    }
+    pthread_mutex_unlock(&evs.lock);
+    if (_PyEvalprof_Sample.walker == NULL) {
+        /* this thread's state was cleared: what it ran since */
+        for (int i = 0; i < 256; i++) {
+            total[i] += _PyEvalprof_Sample.counts[i];
+        }
+    }
+    for (int i = 0; i < 256; i++) {
+        const char *name = _PyOpcode_OpName[i];
+        if (total[i] == 0 || name == NULL || name[0] == '\0') {
+            continue;
+        }
+        char key[96], val[32];
+        snprintf(key, sizeof key, "counts.op.%s", name);
+        snprintf(val, sizeof val, "%llu", (unsigned long long)total[i]);
+        evp_rec_meta(key, val);
+    }
+}
+
+/* A forked child has this thread only; it samples again (when its
+ * session goes on) from its next call of the eval function. */
+static void
+evp_sample_after_fork(void)
+{
+    pthread_mutex_init(&evs.lock, NULL);
+    struct evp_walker *mine = _PyEvalprof_Sample.walker;
+    for (struct evp_walker *w = evs.walkers, *next; w != NULL; w = next) {
+        next = w->next;
+        if (w != mine) {
+            w->prev = w->next = NULL; /* another thread's: gone */
+        }
+    }
+    evs.walkers = mine;
+    if (mine != NULL) {
+        mine->prev = mine->next = NULL;
+    }
+    _PyEvalprof_Sample.tstate = NULL;
+    _PyEvalprof_Sample.started = 0;
+    if (!evp_rec_is_open()) {
+        _PyEvalprof_Sampling = 0;
+    }
+}
+
+/* A positive decimal no larger than MAX in TEXT, or 0. */
+static unsigned
+evp_parse_uint(const char *text, unsigned max)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (errno || end == text || *end != '\0' || text[0] == '-' || v == 0 ||
+        v > max) {
+        return 0;
+    }
+    return (unsigned)v;
+}
+
+/* Sample mode's settings from the environment into CFG; -1 after saying
+ * what is wrong. */
+static int
+evp_sample_config(struct evp_rec_sample_config *cfg)
+{
+    const char *rate = getenv("EVALPROF_SAMPLE_RATE");
+    const char *clock = getenv("EVALPROF_SAMPLE_CLOCK");
+    memset(cfg, 0, sizeof *cfg);
+    if (rate != NULL && *rate != '\0' &&
+        (cfg->rate_hz = evp_parse_uint(rate, EVP_SAMPLE_RATE_MAX)) == 0) {
+        evp_say("EVALPROF_SAMPLE_RATE: '%s' is not a rate from 1 to %u (Hz); "
+                "tracing is off",
+                rate, EVP_SAMPLE_RATE_MAX);
+        return -1;
+    }
+    if (clock != NULL && *clock != '\0' && strcmp(clock, "wall") != 0) {
+        if (strcmp(clock, "cpu") != 0) {
+            evp_say("EVALPROF_SAMPLE_CLOCK: unknown clock '%s' (wall or cpu); "
+                    "tracing is off",
+                    clock);
+            return -1;
+        }
+        cfg->cpu_clock = 1;
+    }
+    cfg->on_sample = evp_on_sample;
+    return 0;
+}
+
+/* Start the sampler in the open session; -1 (the session closed) after
+ * saying why it could not. */
+static int
+evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
+{
+#if !defined(_Py_TIER2)
+    int rc = evp_rec_sampler_start(cfg);
+    if (rc < 0) {
+        evp_say("cannot start sampling: %s; tracing is off", strerror(-rc));
+        evp_rec_close();
+        return -1;
+    }
+    evs.max_depth = cfg->max_depth ? cfg->max_depth : EVP_SAMPLE_MAX_DEPTH;
+    if (evs.max_depth > EVP_SAMPLE_MAX_DEPTH) {
+        evs.max_depth = EVP_SAMPLE_MAX_DEPTH;
+    }
+    evs.key_made = pthread_key_create(&evs.key, evp_walker_exit) == 0;
+    evp_rec_meta("evalprof.mode", "sample");
+    evp_rec_meta("evalprof.counts", counts ? "on" : "off");
+    evp.sample = 1;
+    _PyEvalprof_Counting = counts;
+    _PyEvalprof_Sampling = 1;
+    return 0;
+#else
+    (void)cfg;
+    (void)counts;
+    evp_say("sample mode needs the sampled copy of the eval function, which "
+            "an interpreter built with tier 2 (or the JIT) lacks; tracing is "
+            "off");
+    evp_rec_close();
+    return -1;
+#endif
+}
+
 /*
  * In a forked child: the recorder either stopped (the default) or goes on
  * into PATH.<pid> (EVALPROF_FORK=follow; its own fork handler ran first).
@@ -315,6 +803,9 @@ evp_after_fork_child(void)
 {
     if (!evp.active) {
         return;
+    }
+    if (evp.sample) {
+        evp_sample_after_fork();
     }
     if (!evp_rec_is_open()) {
         evp.active = 0;
@@ -330,7 +821,7 @@ evp_after_fork_child(void)
 }
 
 /* LINES (EVALPROF_LINES, -X evalprof_lines[=V]) asks for lines: set and
- * neither empty nor "0". */
+ * neither empty nor "0".  EVALPROF_COUNTS reads the same way. */
 static int
 evp_lines_wanted(const char *lines)
 {
@@ -339,21 +830,43 @@ evp_lines_wanted(const char *lines)
 
 /*
  * Start tracing into PATH with the event list EVENTS (NULL: all), ops
- * with their offsets if LINES.
+ * with their offsets if LINES; or, MODE "sample", sampling (the events
+ * are then init and fini only, and EVENTS and LINES do not apply).
  */
 static void
-evp_start(const char *path, const char *events, int lines)
+evp_start(const char *path, const char *events, int lines, const char *mode)
 {
     uint64_t kinds;
+    int sample = 0;
+    struct evp_rec_sample_config scfg;
 
     if (path[0] == '\0') {
         return;
     }
-    if (events == NULL || events[0] == '\0') {
-        events = "all";
+    if (mode != NULL && *mode != '\0' && strcmp(mode, "exact") != 0) {
+        if (strcmp(mode, "sample") != 0) {
+            evp_say("EVALPROF_MODE: unknown mode '%s' (exact or sample); "
+                    "tracing is off",
+                    mode);
+            return;
+        }
+        if (evp_sample_config(&scfg) < 0) {
+            return;
+        }
+        sample = 1;
+        events = "sample";
+        lines = 0;
     }
-    if (evp_parse_events(events, &kinds) < 0) {
-        return;
+    if (sample) {
+        kinds = EVP_ALWAYS;
+    }
+    else {
+        if (events == NULL || events[0] == '\0') {
+            events = "all";
+        }
+        if (evp_parse_events(events, &kinds) < 0) {
+            return;
+        }
     }
     /* With lines, every op is an op at (the hooks test op first). */
     lines = lines && (kinds & EVP_KIND_BIT(EVP_EV_OP));
@@ -394,9 +907,20 @@ evp_start(const char *path, const char *events, int lines)
     evp.active = 1;
     evp_add_meta();
     evp_register_opcodes();
+    if (sample &&
+        evp_sample_start(&scfg, evp_lines_wanted(getenv("EVALPROF_COUNTS"))) <
+            0) {
+        evp.active = 0;
+        return;
+    }
     pthread_atfork(NULL, NULL, evp_after_fork_child);
-    evp_rec_thread_attach("main");
-    evp_rec_event(EVP_EV_INIT, 0);
+    if (!sample) {
+        /* A sampled trace holds samples only (docs/FORMAT.md "Samples"):
+         * no init and fini events.  The mask keeps their bits, so that
+         * the untraced copy hands calls on (to the sampled one). */
+        evp_rec_thread_attach("main");
+        evp_rec_event(EVP_EV_INIT, 0);
+    }
 }
 
 /* The value of option -X NAME=VALUE in an option word, or NULL. */
@@ -417,7 +941,7 @@ evp_xoption(const char *opt, const char *name)
  */
 static void
 evp_scan_argv(int argc, char **argv, const char **path, const char **events,
-              const char **lines)
+              const char **lines, const char **mode)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -452,6 +976,9 @@ evp_scan_argv(int argc, char **argv, const char **path, const char **events,
                     else if ((v = evp_xoption(val, "evalprof_lines"))) {
                         *lines = v;
                     }
+                    else if ((v = evp_xoption(val, "evalprof_mode"))) {
+                        *mode = v;
+                    }
                     else if (strcmp(val, "evalprof_lines") == 0) {
                         *lines = "1";
                     }
@@ -470,7 +997,7 @@ void
 _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
                          char *const *bytes_argv, wchar_t *const *wchar_argv)
 {
-    const char *path = NULL, *events = NULL, *lines = NULL;
+    const char *path = NULL, *events = NULL, *lines = NULL, *mode = NULL;
     char **argv = NULL;
     int n = argc > INT_MAX ? INT_MAX : (int)argc;
 
@@ -495,7 +1022,7 @@ _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
         }
     }
     if (argv != NULL) {
-        evp_scan_argv(n, argv, &path, &events, &lines);
+        evp_scan_argv(n, argv, &path, &events, &lines, &mode);
     }
     if (path == NULL) {
         path = getenv("EVALPROF");
@@ -506,8 +1033,11 @@ _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
     if (lines == NULL) {
         lines = getenv("EVALPROF_LINES");
     }
+    if (mode == NULL) {
+        mode = getenv("EVALPROF_MODE");
+    }
     if (path != NULL) {
-        evp_start(path, events, evp_lines_wanted(lines));
+        evp_start(path, events, evp_lines_wanted(lines), mode);
     }
     if (argv != NULL && !use_bytes_argv) {
         for (int i = 0; i < n; i++) {
@@ -527,7 +1057,8 @@ _PyEvalprof_InitFromEnv(void)
     const char *path = getenv("EVALPROF");
     if (path != NULL) {
         evp_start(path, getenv("EVALPROF_EVENTS"),
-                  evp_lines_wanted(getenv("EVALPROF_LINES")));
+                  evp_lines_wanted(getenv("EVALPROF_LINES")),
+                  getenv("EVALPROF_MODE"));
     }
 }
 
@@ -644,11 +1175,12 @@ _PyEvalprof_InitSys(PyObject *sysdict)
     PyObject *info;
 
     if (evp.active && evp_rec_is_open() && evp.pid == getpid()) {
-        info = Py_BuildValue("{s:s, s:s, s:K, s:l, s:s, s:O}", "path",
-                             evp.path, "events", evp.events, "kinds",
-                             (unsigned long long)evp.kinds, "pid",
-                             (long)evp.pid, "hooks", EVP_HOOKS_VERSION,
-                             "lines", evp.lines ? Py_True : Py_False);
+        info = Py_BuildValue(
+            "{s:s, s:s, s:K, s:l, s:s, s:O, s:s}", "path", evp.path, "events",
+            evp.events, "kinds", (unsigned long long)evp.kinds, "pid",
+            (long)evp.pid, "hooks", EVP_HOOKS_VERSION, "lines",
+            evp.lines ? Py_True : Py_False, "mode",
+            evp.sample ? "sample" : "exact");
         if (info == NULL) {
             return -1;
         }
@@ -909,7 +1441,10 @@ _PyEvalprof_Fini(void)
         return;
     }
     if (evp_rec_is_open()) {
-        evp_rec_event(EVP_EV_FINI, 0);
+        evp_sample_finish();
+        if (!evp.sample) {
+            evp_rec_event(EVP_EV_FINI, 0);
+        }
         evp_close_and_report();
     }
     evp.active = 0;
@@ -922,6 +1457,7 @@ _PyEvalprof_Exit(void)
      * threads recorded since the last flush would be lost.  No fini
      * event, since the interpreter is not finalised. */
     if (evp.active && evp_rec_is_open()) {
+        evp_sample_finish();
         evp_close_and_report();
     }
 }
