@@ -66,13 +66,19 @@
 #include "evalprof/format.h" // evp_sample_state
 #include "evalprof/recorder.h"
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define EVP_HOOKS_VERSION "1"
@@ -507,6 +513,132 @@ evp_holds_gil(PyThreadState *ts)
 #endif
 }
 
+/*
+ * Where the sampled copy's machine code lies (its hot and cold parts),
+ * for the samples' in-eval flag: read once, at the sampler's start, from
+ * the symbol table of the file this code was loaded from.  An interpreter
+ * whose symbols were stripped gives none, and no sample says it was in
+ * the eval function.
+ */
+#define EVP_EVAL_RANGES 4
+static struct {
+    uintptr_t lo, hi;
+} evp_eval_code[EVP_EVAL_RANGES];
+static int evp_eval_nranges;
+
+static void
+evp_find_eval_code(void)
+{
+#if defined(__ELF__) && UINTPTR_MAX == UINT64_MAX
+    Dl_info info;
+    if (!dladdr((void *)_PyEvalprof_SampleThread, &info)) {
+        return;
+    }
+    const char *file = "/proc/self/exe";
+    if (info.dli_fname != NULL && info.dli_fname[0] == '/' &&
+        strstr(info.dli_fname, ".so") != NULL) {
+        file = info.dli_fname;
+    }
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        return;
+    }
+    if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
+        close(fd);
+        return;
+    }
+    size_t size = (size_t)st.st_size;
+    const uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        return;
+    }
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
+    uintptr_t base = eh->e_type == ET_DYN ? (uintptr_t)info.dli_fbase : 0;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size) {
+        munmap((void *)map, size);
+        return;
+    }
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) {
+            continue;
+        }
+        const Elf64_Shdr *strs = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset + sh[i].sh_size > size ||
+            strs->sh_offset + strs->sh_size > size) {
+            continue;
+        }
+        const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh[i].sh_offset);
+        size_t n = sh[i].sh_size / sizeof *sym;
+        const char *names = (const char *)map + strs->sh_offset;
+        static const char want[] = "evp_eval_frame_sampled";
+        for (size_t k = 0; k < n && evp_eval_nranges < EVP_EVAL_RANGES; k++) {
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
+                sym[k].st_name + sizeof want > strs->sh_size ||
+                strncmp(names + sym[k].st_name, want, sizeof want - 1) != 0) {
+                continue;
+            }
+            char next = names[sym[k].st_name + sizeof want - 1];
+            if (next != '\0' && next != '.') {
+                continue;
+            }
+            evp_eval_code[evp_eval_nranges].lo = base + sym[k].st_value;
+            evp_eval_code[evp_eval_nranges].hi =
+                base + sym[k].st_value + sym[k].st_size;
+            evp_eval_nranges++;
+        }
+    }
+    munmap((void *)map, size);
+#endif
+}
+
+/* Opcodes that call (CALL and its specializations, CALL_FUNCTION_EX,
+ * CALL_KW, CALL_INTRINSIC_*, 3.11's PRECALL_* that make the call
+ * themselves, their instrumented forms): a sample outside
+ * the eval function's code while one of them executes is in its callee. */
+static uint8_t evp_calls[256];
+
+static void
+evp_find_calls(void)
+{
+    for (int i = 0; i < 256; i++) {
+        const char *name = _PyOpcode_OpName[i];
+        if (name != NULL && strncmp(name, "INSTRUMENTED_", 13) == 0) {
+            name += 13;
+        }
+        evp_calls[i] = name != NULL && (strncmp(name, "CALL", 4) == 0 ||
+                                        strncmp(name, "PRECALL", 7) == 0);
+    }
+}
+
+/* The interrupted thread was running the sampled copy's own code. */
+static int
+evp_in_eval(const void *ucontext)
+{
+#if defined(__x86_64__)
+    uintptr_t pc =
+        (uintptr_t)((const ucontext_t *)ucontext)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    uintptr_t pc = (uintptr_t)((const ucontext_t *)ucontext)->uc_mcontext.pc;
+#else
+    uintptr_t pc = 0;
+#endif
+    if (ucontext == NULL) {
+        return 0;
+    }
+    for (int i = 0; i < evp_eval_nranges; i++) {
+        if (pc >= evp_eval_code[i].lo && pc < evp_eval_code[i].hi) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The sampler's callback, in its signal handler on the sampled thread. */
 static void
 evp_on_sample(void *ucontext, uint32_t weight)
@@ -517,8 +649,14 @@ evp_on_sample(void *ucontext, uint32_t weight)
     struct evp_walker *w = s->walker;
     uint32_t flags = 0, unit1 = 0, none[1];
     unsigned depth = 0;
-    (void)ucontext;
-
+    unsigned op1 = word & 0xffff, phase1 = word >> 16;
+    if (evp_in_eval(ucontext)) {
+        flags |= EVP_SAMPLE_IN_EVAL;
+    }
+    else if (phase1 == EVP_EV_OP + 1 && op1 >= 1 && op1 <= 256 &&
+             evp_calls[op1 - 1]) {
+        flags |= EVP_SAMPLE_C_CALL;
+    }
     if (ts != NULL && w != NULL && !evs.walks_off) {
         if (!evp_holds_gil(ts)) {
             flags |= EVP_SAMPLE_NO_GIL;
@@ -543,7 +681,7 @@ evp_on_sample(void *ucontext, uint32_t weight)
         flags |= EVP_SAMPLE_NO_FRAME;
     }
     evp_rec_sample_put(evp_rec_now(),
-                       evp_sample_state(word & 0xffff, word >> 16, flags),
+                       evp_sample_state(op1, phase1, flags),
                        unit1, weight, w != NULL ? w->keys : none, depth);
 }
 
@@ -777,6 +915,8 @@ evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
         evs.max_depth = EVP_SAMPLE_MAX_DEPTH;
     }
     evs.key_made = pthread_key_create(&evs.key, evp_walker_exit) == 0;
+    evp_find_eval_code();
+    evp_find_calls();
     evp_rec_meta("evalprof.mode", "sample");
     evp_rec_meta("evalprof.counts", counts ? "on" : "off");
     evp.sample = 1;

@@ -41,6 +41,21 @@ case ",$phases" in
         esac ;;
 *) fail "no op phase among '$phases'" ;;
 esac
+# where: the hot loop's samples are partly in the eval function's own
+# code; a loop around sum() spends its time in the C callee of a CALL
+share() { # share ROW FILE: the percentage of row ROW of the "where" table
+    awk -v r="$1" '/^where/ { f = 1 } f && index($0, " " r " ") == 1 {
+        n = split(r, w, " "); v = $(n + 1); sub("%", "", v); print v; exit }' "$2"
+}
+ineval=$(share "in the eval loop" "$T/s.sum")
+EVALPROF="$T/cc.evp" EVALPROF_MODE=sample "$PY" -S -c '
+for i in range(300):
+    sum(range(20000))'
+"$EVALPROF_CLI" summary "$T/cc.evp" > "$T/cc.sum" 2>&1
+ccall=$(share "C call (GIL held)" "$T/cc.sum")
+awk -v a="${ineval:-0}" -v b="${ccall:-0}" 'BEGIN { exit !(a > 5 && b > 50) }' &&
+    ok "flags: hot loop ${ineval}% in the eval loop, sum() loop ${ccall}% in a C call" ||
+    fail "flags: hot loop '${ineval}'% in the eval loop, sum() loop '${ccall}'% in a C call"
 top=$(sed -n '/^ops:/,$p' "$T/s.sum" | awk '/^ [A-Z]/ { print $1; exit }')
 [ "$top" = BINARY_OP ] && ok "top instruction: BINARY_OP" || fail "top instruction: '$top'"
 out=$(EVALPROF="$T/m.evp" "$PY" -X evalprof_mode=sample -c 'import sys; print(sys._evalprof["mode"])')
