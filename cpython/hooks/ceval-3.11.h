@@ -88,6 +88,9 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
                : 0;
 }
 
+/* The thread's top frame, for the sampled copy's prologue. */
+#define EVP_TOP_FRAME(tstate) ((tstate)->cframe->current_frame)
+
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
 
 /*
@@ -124,6 +127,7 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
             } \
             evp_c_frame = NULL; \
         } \
+        EVP_SAMPLE_RELEASE(); \
         EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
     } while (0)
 
@@ -230,6 +234,7 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
             evp_frame_leave(frame, &evp_popped, &evp_pop_fid); \
         } \
         EVP_SAMPLE_LEAVE(EVP_EV_LOOP_EXITING); \
+        EVP_SAMPLE_RELEASE(); \
     } while (0)
 
 /* Just before the eval function returns to C: the pending exit, then
@@ -250,6 +255,7 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
             evp_pop_done(&evp_popped, evp_pop_fid); \
         } \
         EVP_SAMPLE_RESUMED(-1); \
+        EVP_SAMPLE_RELEASE(); \
     } while (0)
 
 /* ---- redefined macros of ceval.c ------------------------------------ */

@@ -108,6 +108,9 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
                : 0;
 }
 
+/* The thread's top frame, for the sampled copy's prologue. */
+#define EVP_TOP_FRAME(tstate) ((tstate)->current_frame)
+
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
 
 /*
@@ -140,12 +143,17 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
             } \
             evp_c_frame = NULL; \
         } \
+        EVP_SAMPLE_RELEASE(); \
         EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
     } while (0)
 
 /* resume_frame, error:, exception_unwind: evalprof_ceval_common.h */
 
-#define EVP_HOOK_EXIT_UNWIND() EVP_HOOK_EMIT(EVP_EV_LOOP_EXITING)
+#define EVP_HOOK_EXIT_UNWIND() \
+    do { \
+        EVP_HOOK_EMIT(EVP_EV_LOOP_EXITING); \
+        EVP_SAMPLE_RELEASE(); \
+    } while (0)
 
 /* exit_unwind after the frame was popped: its exit, and runtime other
  * when the eval function is about to return NULL to C. */

@@ -197,6 +197,32 @@ evp_pop_done(int *popped, uint32_t fid)
     *popped = 0;
 }
 
+/*
+ * The prologue of the eval function links the new frame in (3.11:
+ * tstate->cframe, its current_frame and the frame's previous; 3.13:
+ * the entry frame, the frame's previous, tstate->current_frame) with
+ * plain stores the compiler may order as it likes: a sample taken in
+ * between would follow a half-written link.  The sampled copy holds the
+ * walk at the top frame before the push (EVP_TOP_FRAME, the version's
+ * header) until the frame is in (start_frame, or the error paths the
+ * prologue takes: exit_unwind, error/resume_with_error).  The signal
+ * fences keep the compiler from moving the prologue's stores across.
+ */
+#define EVP_SAMPLE_HOLD(tstate) \
+    do { \
+        _PyEvalprof_Sample.held_top = (void *)EVP_TOP_FRAME(tstate); \
+        _PyEvalprof_Sample.held = 1; \
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); \
+    } while (0)
+
+#define EVP_SAMPLE_RELEASE() \
+    do { \
+        if (EVP_COPY_SAMPLED) { \
+            __atomic_signal_fence(__ATOMIC_SEQ_CST); \
+            _PyEvalprof_Sample.held = 0; \
+        } \
+    } while (0)
+
 /* ---- hooks both versions place alike -------------------------------- */
 
 /*
@@ -224,6 +250,7 @@ evp_pop_done(int *popped, uint32_t fid)
             if (EVP_UNLIKELY(_PyEvalprof_Sample.tstate != tstate)) { \
                 _PyEvalprof_SampleThread(tstate); \
             } \
+            EVP_SAMPLE_HOLD(tstate); \
             EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
         } \
     } while (0)
@@ -274,7 +301,11 @@ evp_pop_done(int *popped, uint32_t fid)
         } \
     } while (0)
 
-#define EVP_HOOK_ERROR() EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR)
+#define EVP_HOOK_ERROR() \
+    do { \
+        EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR); \
+        EVP_SAMPLE_RELEASE(); \
+    } while (0)
 #define EVP_HOOK_EXCEPTION_UNWIND() EVP_HOOK_EMIT(EVP_EV_LOOP_EXCEPTION)
 
 /* ---- the traced copy's dispatch table ------------------------------- */

@@ -78,6 +78,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -359,6 +361,7 @@ struct evp_walker {
     struct evp_code_slot slots[EVP_CODE_SLOTS];
     uint32_t keys[EVP_SAMPLE_MAX_DEPTH];
     uint64_t *counts;              /* the thread's _PyEvalprof_Sample.counts */
+    uintptr_t stack_lo, stack_hi;  /* the thread's C stack (entry frames) */
     struct evp_walker *prev, *next; /* the threads being sampled */
 };
 
@@ -484,9 +487,8 @@ evp_frame_code(const _PyInterpreterFrame *f)
 #else
     const PyObject *co = (const PyObject *)f->f_code;
 #endif
-    return co != NULL && Py_TYPE(co) == &PyCode_Type
-               ? (const PyCodeObject *)co
-               : NULL;
+    return co != NULL && ((uintptr_t)co & 7) == 0 ? (const PyCodeObject *)co
+                                                 : NULL;
 }
 
 /* The code unit FRAME (of CO) executes, + 1; 0 when out of range. */
@@ -500,6 +502,93 @@ evp_frame_unit1(const _PyInterpreterFrame *f, const PyCodeObject *co)
 #endif
     ptrdiff_t unit = at - _PyCode_CODE((PyCodeObject *)co);
     return unit >= 0 && unit < Py_SIZE(co) ? (uint32_t)unit + 1 : 0;
+}
+
+/*
+ * Frames are linked and initialised with plain stores the compiler may
+ * reorder (a pushed frame's `previous`, its code, the thread's top), so a
+ * sample may find a link half-written: the walk reads through memory it
+ * has checked.  A frame pointer is taken when the frame lies in the live
+ * part of the thread's data stack (where every function frame is);
+ * anything else (a generator's frame, 3.13's entry frames on the C
+ * stack, or garbage) is copied with process_vm_readv(2) on this process,
+ * which fails instead of faulting, and a generator's frame must sit in a
+ * generator, coroutine or async generator.  The leaf's code object is
+ * checked the same way; the deeper frames' are theirs for their life.
+ */
+static pid_t evp_self_pid;
+
+static int
+evp_safe_read(void *dst, const void *src, size_t n)
+{
+    struct iovec local = {dst, n}, remote = {(void *)src, n};
+    return syscall(SYS_process_vm_readv, evp_self_pid, &local, 1UL, &remote,
+                   1UL, 0UL) == (long)n;
+}
+
+static int
+evp_in_datastack(PyThreadState *ts, const void *p, size_t n)
+{
+    const char *q = p;
+    _PyStackChunk *c = ts->datastack_chunk;
+    const char *lo, *hi = (const char *)ts->datastack_top;
+    for (int i = 0; c != NULL && i < 256; i++) {
+        lo = (const char *)&c->data[0];
+        if (q >= lo && q + n <= hi && hi <= (const char *)c + c->size) {
+            return 1;
+        }
+        c = c->previous;
+        if (c != NULL) {
+            hi = (const char *)&c->data[0] + c->top * sizeof(PyObject *);
+        }
+    }
+    return 0;
+}
+
+/* The frame at F, read safely into BUF when it is not plainly in the data
+ * stack or on the thread's C stack (3.13's entry frames); NULL when it
+ * cannot be read, is no frame, or when the sample has made *READS safe
+ * reads already (a deep stack of generators must not make the handler
+ * outlast the timer's period). */
+#define EVP_SAFE_READS 24
+
+static const _PyInterpreterFrame *
+evp_checked_frame(PyThreadState *ts, const struct evp_walker *w,
+                  const _PyInterpreterFrame *f, _PyInterpreterFrame *buf,
+                  int *reads)
+{
+    uintptr_t a = (uintptr_t)f;
+    if ((a & 7) != 0) {
+        return NULL;
+    }
+    if (evp_in_datastack(ts, f, sizeof *f)) {
+        return f;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (a >= w->stack_lo && a + sizeof *f <= w->stack_hi) {
+        return f->owner == FRAME_OWNED_BY_CSTACK ? f : NULL;
+    }
+#endif
+    if (++*reads > EVP_SAFE_READS || !evp_safe_read(buf, f, sizeof *buf)) {
+        return NULL;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (buf->owner == FRAME_OWNED_BY_CSTACK) {
+        return buf;
+    }
+#endif
+    if (buf->owner != FRAME_OWNED_BY_GENERATOR) {
+        return NULL;
+    }
+    PyTypeObject *type;
+    const PyObject *gen =
+        (const PyObject *)((const char *)f - offsetof(PyGenObject, gi_iframe));
+    if (!evp_safe_read(&type, &gen->ob_type, sizeof type) ||
+        (type != &PyGen_Type && type != &PyCoro_Type &&
+         type != &PyAsyncGen_Type)) {
+        return NULL;
+    }
+    return buf;
 }
 
 /* TS holds the GIL (is attached to the interpreter). */
@@ -661,10 +750,30 @@ evp_on_sample(void *ucontext, uint32_t weight)
         if (!evp_holds_gil(ts)) {
             flags |= EVP_SAMPLE_NO_GIL;
         }
-        for (_PyInterpreterFrame *f = evp_top_frame(ts); f != NULL;
-             f = f->previous) {
+        const _PyInterpreterFrame *next =
+            s->held ? (const _PyInterpreterFrame *)s->held_top
+                    : evp_top_frame(ts);
+        _PyInterpreterFrame buf;
+        int reads = 0;
+        for (int hops = 0; next != NULL; hops++) {
+            const _PyInterpreterFrame *f =
+                evp_checked_frame(ts, w, next, &buf, &reads);
+            if (f == NULL || hops > 4 * (int)EVP_SAMPLE_MAX_DEPTH) {
+                flags |= EVP_SAMPLE_TRUNCATED; /* a link not (yet) valid */
+                break;
+            }
+            next = f->previous;
             const PyCodeObject *co = evp_frame_code(f);
+            PyTypeObject *type;
             if (co == NULL) {
+                continue;
+            }
+            if (depth == 0 ? !evp_safe_read(&type, &((PyObject *)co)->ob_type,
+                                            sizeof type)
+                           : (type = Py_TYPE(co), 0)) {
+                continue;
+            }
+            if (type != &PyCode_Type) {
                 continue;
             }
             if (depth == evs.max_depth) {
@@ -706,7 +815,8 @@ evp_walker_retire(struct evp_walker *w)
     w->prev = w->next = NULL;
 }
 
-/* This thread stops being sampled: its timer, its walker, its counts. */
+/* This thread, which exits, stops being sampled: its timer, its walker,
+ * its counts. */
 static void
 evp_sample_thread_end(void)
 {
@@ -731,7 +841,7 @@ evp_sample_thread_end(void)
     free(w);
 }
 
-/* A thread that exits without clearing its thread state. */
+/* A thread that exits (its key's destructor: thread-locals still valid). */
 static void
 evp_walker_exit(void *arg)
 {
@@ -758,6 +868,16 @@ _PyEvalprof_SampleThread(PyThreadState *tstate)
         return;
     }
     w->counts = s->counts;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *addr;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            w->stack_lo = (uintptr_t)addr;
+            w->stack_hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
     pthread_mutex_lock(&evs.lock);
     w->next = evs.walkers;
     if (w->next != NULL) {
@@ -780,8 +900,12 @@ _PyEvalprof_ThreadClear(PyThreadState *tstate)
     if (!evp.sample) {
         return;
     }
+    /* The thread's own: no more walks from it.  The thread stays
+     * sampled, in the same stream, from the next thread state it runs (a
+     * subinterpreter's, the main one's again) until it exits
+     * (evp_walker_exit): the recorder gives a thread one stream. */
     if (_PyEvalprof_Sample.tstate == tstate) {
-        evp_sample_thread_end();
+        _PyEvalprof_Sample.tstate = NULL;
     }
     else if (tstate->thread_id != 0 &&
              tstate->thread_id != PyThread_get_thread_ident()) {
@@ -814,12 +938,6 @@ evp_sample_finish(void)
         }
     }
     pthread_mutex_unlock(&evs.lock);
-    if (_PyEvalprof_Sample.walker == NULL) {
-        /* this thread's state was cleared: what it ran since */
-        for (int i = 0; i < 256; i++) {
-            total[i] += _PyEvalprof_Sample.counts[i];
-        }
-    }
     for (int i = 0; i < 256; i++) {
         const char *name = _PyOpcode_OpName[i];
         if (total[i] == 0 || name == NULL || name[0] == '\0') {
@@ -838,6 +956,7 @@ static void
 evp_sample_after_fork(void)
 {
     pthread_mutex_init(&evs.lock, NULL);
+    evp_self_pid = getpid();
     struct evp_walker *mine = _PyEvalprof_Sample.walker;
     for (struct evp_walker *w = evs.walkers, *next; w != NULL; w = next) {
         next = w->next;
@@ -916,6 +1035,7 @@ evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
     }
     evs.key_made = pthread_key_create(&evs.key, evp_walker_exit) == 0;
     evp_find_eval_code();
+    evp_self_pid = getpid();
     evp_find_calls();
     evp_rec_meta("evalprof.mode", "sample");
     evp_rec_meta("evalprof.counts", counts ? "on" : "off");

@@ -124,6 +124,11 @@ struct _evp_sample_tls {
         uint16_t half[2];
     } state;
     PyThreadState *tstate; /* the thread state the frames are walked from */
+    /* Set while the sampled copy's prologue pushes a frame (the frame
+     * links are being written, in any order the compiler chose): samples
+     * walk from held_top, the top frame before the push. */
+    volatile int held;
+    void *volatile held_top;
     void *walker;          /* the thread's code cache (evalprof.c) */
     int started;           /* the thread asked for its timer */
     uint64_t counts[256];
@@ -140,10 +145,11 @@ extern int _PyEvalprof_Counting;
  * walked from TSTATE from now on, and the first time its timer starts. */
 extern void _PyEvalprof_SampleThread(PyThreadState *tstate);
 
-/* PyThreadState_Clear(TSTATE) calls this first: a thread that ends stops
- * being sampled and hands its counts over; a thread state cleared by
- * another thread (finalisation deleting daemon threads) ends the frame
- * walks of every thread, which could otherwise read freed frames. */
+/* PyThreadState_Clear(TSTATE) calls this first: the thread's frames are
+ * no longer walked from TSTATE (the thread itself stops being sampled and
+ * hands its counts over when it exits); a thread state cleared by another
+ * thread (finalisation deleting daemon threads) ends the frame walks of
+ * every thread, which could otherwise read freed frames. */
 extern void _PyEvalprof_ThreadClear(PyThreadState *tstate);
 
 #endif /* !Py_INTERNAL_EVALPROF_H */
