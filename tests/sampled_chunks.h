@@ -3,7 +3,8 @@
  * format's codec (docs/FORMAT.md "Samples"): the stack table and every
  * sample with its stream, and whether the file keeps the order the format
  * asks for (a node's parent before it, a node before the first sample
- * that uses it, SAMPLES sequence numbers from 0 per stream).  For the
+ * that uses it, SAMPLES sequence numbers from 0 per stream), zstd
+ * chunks inflated.  For the
  * recorder's sampling tests, which check the bytes the recorder wrote.
  */
 #ifndef EVP_TEST_SAMPLED_CHUNKS_H
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zstd.h>
 
 #include "evalprof/format.h"
 
@@ -33,8 +36,9 @@ struct sc_trace {
     uint64_t stacks_bytes;  /* STACKS chunks, headers included */
     uint64_t file_bytes;
     size_t samples_chunks;
-    int order_ok; /* parents before children, nodes before samples */
-    int seq_ok;   /* per-stream SAMPLES sequence numbers 0, 1, ... */
+    size_t compressed; /* STACKS and SAMPLES chunks that were zstd */
+    int order_ok;      /* parents before children, nodes before samples */
+    int seq_ok;        /* per-stream SAMPLES sequence numbers 0, 1, ... */
     uint32_t next_seq[256];
     char err[160];
 };
@@ -139,12 +143,24 @@ static int sc_read(const char *path, struct sc_trace *t)
         }
         const uint8_t *p = h + EVP_CHUNK_HEADER_SIZE;
         unsigned type = h[4];
+        uint8_t *raw = NULL;
         if ((type == EVP_CHUNK_STACKS || type == EVP_CHUNK_SAMPLES) &&
             (h[5] & EVP_CHUNK_F_ZSTD)) {
-            snprintf(t->err, sizeof t->err, "compressed chunk at byte %zu",
-                     pos);
-            rc = -1;
-        } else if (type == EVP_CHUNK_STACKS) {
+            uint32_t rawlen = len >= 4 ? evp_get_u32(p) : 0;
+            raw = malloc(rawlen ? rawlen : 1);
+            if (!raw || len < 4 ||
+                ZSTD_decompress(raw, rawlen, p + 4, len - 4) != rawlen) {
+                snprintf(t->err, sizeof t->err, "bad zstd chunk at byte %zu",
+                         pos);
+                free(raw);
+                rc = -1;
+                break;
+            }
+            t->compressed++;
+            p = raw;
+            len = rawlen;
+        }
+        if (type == EVP_CHUNK_STACKS) {
             t->stacks_bytes += EVP_CHUNK_HEADER_SIZE + len;
             if (sc_stacks(t, p, len) < 0) {
                 snprintf(t->err, sizeof t->err, "bad STACKS at byte %zu", pos);
@@ -154,12 +170,12 @@ static int sc_read(const char *path, struct sc_trace *t)
             t->samples_bytes += EVP_CHUNK_HEADER_SIZE + len;
             t->samples_chunks++;
             if (sc_samples(t, p, len) < 0) {
-                snprintf(t->err, sizeof t->err, "bad SAMPLES at byte %zu",
-                         pos);
+                snprintf(t->err, sizeof t->err, "bad SAMPLES at byte %zu", pos);
                 rc = -1;
             }
         }
-        pos += EVP_CHUNK_HEADER_SIZE + len;
+        pos += EVP_CHUNK_HEADER_SIZE + evp_get_u32(h + 8);
+        free(raw);
     }
     free(b);
     return rc;

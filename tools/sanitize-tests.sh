@@ -5,8 +5,8 @@
 #   build-asan  AddressSanitizer + UndefinedBehaviorSanitizer, whole tree;
 #               suites unit, golden, damage, fuzz-corpus, threads, and the
 #               flame graphs' and perf's (flame, golden-flame, perf)
-#   build-tsan  ThreadSanitizer; only the recorder's concurrency test
-#               (suite threads)
+#   build-tsan  ThreadSanitizer; only the recorder's concurrency tests
+#               (suite threads: events and samples)
 #   build-fuzz  each libFuzzer target (clang) for FUZZ_SECONDS (20) from a
 #               copy of its corpus, which keeps what it learns
 #               (tests/fuzz/run.sh); skipped, saying why, without clang's
@@ -187,7 +187,7 @@ for s in $which; do
         fi
         run build-tsan -Db_sanitize=thread -Dbuildtype=debug \
             -Dpython_ext=disabled -- tests/threads/recorder_threads \
-            tests/threads/replay_threads -- \
+            tests/threads/replay_threads tests/threads/sample_threads -- \
             --suite threads
         ;;
     fuzz)

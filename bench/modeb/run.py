@@ -10,6 +10,9 @@ file of BENCH_JSON_MB megabytes, default 20), runs in one session and interleave
     untraced      python script
     --no-ops      evalprof: frames, C calls, exceptions
     ops           evalprof: every instruction as well
+    sampled       evalprof --sample: no hook at all, a sample of each
+                  thread's stack, line and opcode at the default rate
+                  (1 kHz of CPU time)
     cProfile      python -m cProfile -o /dev/null script
     py-settrace   a pure-Python sys.settrace tracer with opcode events
     mon. floor    (3.12+) sys.monitoring INSTRUCTION events to a C
@@ -29,7 +32,8 @@ evalprof runs the trace size in bytes per second of traced run and per
 event.  The targets are judged on both (wall time is what a user waits;
 on a busy machine CPU time is the steadier figure).  The
 targets (--no-ops no slower than cProfile; ops at most 4x untraced on
-3.12 and 3.13, and within 1.3x of the sys.monitoring floor) are printed
+3.12 and 3.13, and within 1.3x of the sys.monitoring floor; sampled at
+most 1.05x untraced, its trace at most 1 MB a second) are printed
 beside the figures; nothing fails on time.  The ops line carries the floor
 measured in the same session and the ratio to it, wall and CPU (3.11 has
 no sys.monitoring: its floor is shown as n/a).
@@ -232,6 +236,8 @@ def bench(tag, exe, build, workloads, reps, tmp):
             ("--no-ops", [exe, "-m", "evalprof", "--no-ops", "-o", trace]
              + script, tenv),
             ("ops", [exe, "-m", "evalprof", "-o", trace] + script, tenv),
+            ("sampled", [exe, "-m", "evalprof", "--sample", "-o",
+                         trace + ".sampled"] + script, tenv),
             ("cProfile", [exe, "-m", "cProfile", "-o", os.devnull] + script,
              env),
         ]
@@ -261,10 +267,11 @@ def bench(tag, exe, build, workloads, reps, tmp):
                 dt, cpu, err = run(cmd, e)
                 times[name].append(dt)
                 cpus[name].append(cpu)
-                m = re.search(r"\(([\d,]+) events", err)
-                if m and os.path.exists(trace):
+                m = re.search(r"\(([\d,]+) (?:events|samples)", err)
+                out = trace + ".sampled" if name == "sampled" else trace
+                if m and os.path.exists(out):
                     sizes.setdefault(name, []).append(
-                        (os.path.getsize(trace),
+                        (os.path.getsize(out),
                          int(m.group(1).replace(",", "")), dt))
         base = statistics.median(times["untraced"])
         cbase = statistics.median(cpus["untraced"])
@@ -283,15 +290,17 @@ def bench(tag, exe, build, workloads, reps, tmp):
                 b = statistics.median(s[0] for s in sizes[name])
                 ev = statistics.median(s[1] for s in sizes[name])
                 wall = statistics.median(s[2] for s in sizes[name])
-                extra = "%s, %s events: %s/s of traced run, %.2f B/event" % (
-                    fmt_bytes(b), format(int(ev), ","), fmt_bytes(b / wall),
-                    b / ev if ev else 0.0)
+                what = "samples" if name == "sampled" else "events"
+                extra = "%s, %s %s: %s/s of traced run, %.2f B/%s" % (
+                    fmt_bytes(b), format(int(ev), ","), what,
+                    fmt_bytes(b / wall), b / ev if ev else 0.0, what[:-1])
             if name == "ops":
                 extra = floor_note(times, cpus) + extra
             print("    %-12s %8.3fs %7.2fx %8.3fs %7.2fx   %s"
                   % (name, m, m / base, c, c / cbase, extra))
         cmed = {name: statistics.median(cpus[name]) for name in cpus}
-        compensation(exe, build, script, trace, base, env)
+        if "ops" in med:
+            compensation(exe, build, script, trace, base, env)
 
         def verdict(ok):
             return "met" if ok else "NOT met"
@@ -303,7 +312,19 @@ def bench(tag, exe, build, workloads, reps, tmp):
                      med["--no-ops"] / base, med["cProfile"] / base,
                      verdict(cmed["--no-ops"] <= cmed["cProfile"]),
                      cmed["--no-ops"] / cbase, cmed["cProfile"] / cbase))
-        if not tag.startswith("3.11"):
+        if "sampled" in med:
+            print("    target sampled <= 1.05x untraced: wall %s (%.3fx), "
+                  "cpu %s (%.3fx)"
+                  % (verdict(med["sampled"] <= 1.05 * base),
+                     med["sampled"] / base,
+                     verdict(cmed["sampled"] <= 1.05 * cbase),
+                     cmed["sampled"] / cbase))
+            if "sampled" in sizes:
+                b = statistics.median(s[0] / s[2] for s in sizes["sampled"])
+                print("    target sampled trace <= 1 MB a second: %s (%s/s)"
+                      % (verdict(b <= 1e6), fmt_bytes(b)))
+        if not tag.startswith("3.11") and "ops" in med and \
+                "mon. floor" in med:
             print("    target ops <= 4x untraced: wall %s (%.2fx), cpu %s "
                   "(%.2fx); the sys.monitoring floor alone: %.2fx wall, "
                   "%.2fx cpu"

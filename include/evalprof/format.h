@@ -313,8 +313,7 @@ static inline int evp_sample_opcode(uint32_t state)
 /* Phase event kind, or -1 when the sample names none. */
 static inline int evp_sample_phase(uint32_t state)
 {
-    return (int)((state & EVP_SAMPLE_PHASE_MASK) >> EVP_SAMPLE_PHASE_SHIFT) -
-           1;
+    return (int)((state & EVP_SAMPLE_PHASE_MASK) >> EVP_SAMPLE_PHASE_SHIFT) - 1;
 }
 
 /* One sample, as the writer encodes it and the reader decodes it. */
@@ -350,10 +349,10 @@ size_t evp_samples_encode(uint8_t *out, struct evp_events_prefix *prefix,
 /* Cursor over a SAMPLES body (after evp_events_prefix_read). */
 struct evp_samples_cursor {
     const uint8_t *p, *end;
-    uint64_t ts;      /* time of the last sample decoded */
-    uint32_t stack;   /* its stack, for the stack-id deltas */
-    uint32_t left;    /* samples still to decode per the prefix */
-    int bad;          /* malformed input met; next decode returns -1 */
+    uint64_t ts;    /* time of the last sample decoded */
+    uint32_t stack; /* its stack, for the stack-id deltas */
+    uint32_t left;  /* samples still to decode per the prefix */
+    int bad;        /* malformed input met; next decode returns -1 */
 };
 
 void evp_samples_cursor_init(struct evp_samples_cursor *c,

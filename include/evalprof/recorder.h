@@ -197,16 +197,23 @@ void evp_rec_set_enabled(uint64_t kinds);
  * The signal is a real-time one (SIGRTMIN + 4 unless cfg->signo), so
  * that a program's own SIGPROF, setitimer() and SIGALRM are untouched.
  */
-#define EVP_SAMPLE_RATE_DEFAULT 4000u
+/* The default rate: one signal costs this kind of machine (a VM) 25-75
+ * µs, timer interrupt and delivery, whoever handles it, so 4 kHz cost
+ * the demo 1.2-1.3x and 1 kHz about 1.03-1.05x (bench/modeb "sampled");
+ * a 10 s run still gives 10,000 samples a thread, a share's 95%
+ * interval within a point. */
+#define EVP_SAMPLE_RATE_DEFAULT 1000u
 #define EVP_SAMPLE_RATE_MAX 100000u
-#define EVP_SAMPLE_MAX_DEPTH 512u
+#define EVP_SAMPLE_MAX_DEPTH 512u    /* the default max_depth */
+#define EVP_SAMPLE_DEPTH_LIMIT 4096u /* the largest max_depth accepted */
 
 struct evp_rec_sample_config {
-    unsigned rate_hz;  /* samples per second and thread; 0: default */
-    int cpu_clock;     /* 1: each thread's CPU time; 0: wall clock */
-    int signo;         /* 0: SIGRTMIN + 4 */
-    uint32_t ring_kb;  /* per-thread ring size; 0: 2048 KiB */
-    unsigned max_depth; /* frames a sample walks; 0: EVP_SAMPLE_MAX_DEPTH */
+    unsigned rate_hz;   /* samples per second and thread; 0: default */
+    int cpu_clock;      /* 1: each thread's CPU time; 0: wall clock */
+    int signo;          /* 0: SIGRTMIN + 4 */
+    uint32_t ring_kb;   /* per-thread ring size; 0: 2048 KiB */
+    unsigned max_depth; /* frames a sample walks, at most
+                          EVP_SAMPLE_DEPTH_LIMIT; 0: EVP_SAMPLE_MAX_DEPTH */
     /* Called in the signal handler on the interrupted thread, with the
      * handler's ucontext_t and the periods this sample stands for; walks
      * the frames and calls evp_rec_sample_put (and evp_rec_sample_func for
@@ -243,8 +250,10 @@ void evp_rec_sample_thread_stop(void);
  * this thread's later samples until it is keyed again.  NAME, FILE are
  * not NUL-terminated; LINETABLE (may be NULL) is the code's location table
  * in format LT_FORMAT (EVP_LT_*), decoded by the writer into the
- * function's lines.ID.  Returns 0 or -ENOSPC (ring full: the function and
- * the samples naming it until it is keyed again are lost, and counted).
+ * function's lines.ID.  Returns 0, -ENOSPC (ring full: the function
+ * record is lost, and counted in sample.funcs_lost; the samples naming
+ * KEY until it is keyed again are counted under the function
+ * "<unknown>"), -EINVAL for key 0, or -ENOTCONN (the thread has no ring).
  */
 #define EVP_LT_NONE 0
 #define EVP_LT_CPYTHON311 1 /* co_linetable of CPython 3.11-3.13 (PEP 657) */
@@ -264,11 +273,11 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
                        uint32_t weight, const uint32_t *keys, unsigned depth);
 
 struct evp_rec_sample_stats {
-    uint64_t samples;  /* stored into rings */
-    uint64_t dropped;  /* lost to full rings */
-    uint64_t missed;   /* timer overruns (periods folded into weights) */
-    uint64_t threads;  /* threads that started sampling */
-    uint64_t stacks;   /* stack nodes written */
+    uint64_t samples; /* stored into rings */
+    uint64_t dropped; /* lost to full rings */
+    uint64_t missed;  /* timer overruns (periods folded into weights) */
+    uint64_t threads; /* threads that started sampling */
+    uint64_t stacks;  /* stack nodes written */
 };
 void evp_rec_sample_get_stats(struct evp_rec_sample_stats *st);
 

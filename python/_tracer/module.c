@@ -2,7 +2,8 @@
  * evalprof._tracer: the module the evalprof package drives.
  *
  *   start(path, ops=True, threads=True, follow_fork=True, opcodes=(),
- *         meta=None, buffer_events=0, quiet=False, ignore_prefix=None)
+ *         meta=None, buffer_events=0, quiet=False, ignore_prefix=None,
+ *         lines=False, sample=False, rate=0, cpu_clock=True, max_depth=0)
  *   stop() -> dict of figures (events, dropped, bytes, chunks, error,
  *             end_error, path: the file written, PATH or PATH.<pid>)
  *   active() -> bool
@@ -13,7 +14,10 @@
  * package computed, emits init, then installs the hooks: the op, exception
  * and C call hooks of this version (legacy.c or monitor.c) and the PEP 523
  * frame hook (evalhook.c).  stop() removes them, emits fini and closes the
- * trace.  Python code normally goes through evalprof.start()/stop(),
+ * trace.  With sample=True (rate, cpu_clock, max_depth) no hook is
+ * installed: sample.c samples the threads instead, and stop() adds the
+ * sampling figures ("sampling": samples, dropped, missed, threads).
+ * Python code normally goes through evalprof.start()/stop(),
  * which add the metadata, the exit handler and fork handling.
  *
  * Threads: each thread sets itself up on its first event of a session
@@ -36,9 +40,8 @@ __thread struct evp_tls evp_tls __attribute__((tls_model("initial-exec")));
 
 /* ---- threads ------------------------------------------------------------ */
 
-/* The calling thread's threading.Thread name into BUF; 1 if found. */
-static int
-python_thread_name(char *buf, size_t n)
+int
+evp_python_thread_name(char *buf, size_t n)
 {
     int found = 0;
     PyObject *et, *ev, *tb;
@@ -83,7 +86,7 @@ attach_named(struct evp_tls *tl)
 {
     char name[256];
     tl->name_tries++;
-    if (python_thread_name(name, sizeof name)) {
+    if (evp_python_thread_name(name, sizeof name)) {
         tl->named = 1;
         evp_rec_thread_attach(name);
     }
@@ -164,6 +167,7 @@ add_opcodes(PyObject *seq)
         k++;
     }
     evp_rec_opcodes(d, (size_t)k);
+    evp_sample_call_ops(d, (size_t)k);
     PyMem_Free(d);
     Py_DECREF(fast);
     return 0;
@@ -222,18 +226,19 @@ remove_hooks(void)
 static PyObject *
 tracer_start(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"path",          "ops",     "threads",
-                             "follow_fork",   "opcodes", "meta",
-                             "buffer_events", "quiet",   "ignore_prefix",
-                             "lines",         NULL};
+    static char *kwlist[] = {
+        "path",   "ops",           "threads",   "follow_fork",   "opcodes",
+        "meta",   "buffer_events", "quiet",     "ignore_prefix", "lines",
+        "sample", "rate",          "cpu_clock", "max_depth",     NULL};
     const char *path, *ignore = NULL;
     int ops = 1, threads = 1, follow_fork = 1, quiet = 0, lines = 0;
-    unsigned int buffer_events = 0;
+    int sample = 0, cpu_clock = 1;
+    unsigned int buffer_events = 0, rate = 0, max_depth = 0;
     PyObject *opcodes = NULL, *meta = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|pppOOIpzp", kwlist, &path,
-                                     &ops, &threads, &follow_fork, &opcodes,
-                                     &meta, &buffer_events, &quiet, &ignore,
-                                     &lines))
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "s|pppOOIpzppIpI", kwlist, &path, &ops, &threads,
+            &follow_fork, &opcodes, &meta, &buffer_events, &quiet, &ignore,
+            &lines, &sample, &rate, &cpu_clock, &max_depth))
         return NULL;
     if (evp_S.active) {
         PyErr_SetString(PyExc_RuntimeError, "evalprof is already tracing");
@@ -245,8 +250,11 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     struct evp_rec_config cfg = {
         .path = path,
         .producer = EVP_PRODUCER_EXTENSION,
-        .can_emit =
-            can_emit(ops) | (ops && lines ? EVP_KIND_BIT(EVP_EV_OP_AT) : 0),
+        /* a sampled session emits no events (0 would mean all kinds) */
+        .can_emit = sample
+                        ? EVP_KIND_BIT(EVP_EV_RECORDER)
+                        : can_emit(ops) |
+                              (ops && lines ? EVP_KIND_BIT(EVP_EV_OP_AT) : 0),
         .flags = (follow_fork ? EVP_REC_FOLLOW_FORK : 0) |
                  (quiet ? EVP_REC_QUIET : 0),
         .buffer_events = buffer_events,
@@ -280,18 +288,23 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     evp_rec_meta("mode", "B");
     evp_rec_meta("tracer.built_for", PY_VERSION);
 #if EVP_PY311
-    evp_rec_meta("tracer.hooks",
-                 ops ? "PEP 523 frame hook; PyEval_SetTrace (PyTrace_OPCODE, "
-                       "PyTrace_EXCEPTION); PyEval_SetProfile (C calls)"
-                     : "PEP 523 frame hook; PyEval_SetProfile (C calls)");
+    const char *hooks =
+        ops ? "PEP 523 frame hook; PyEval_SetTrace (PyTrace_OPCODE, "
+              "PyTrace_EXCEPTION); PyEval_SetProfile (C calls)"
+            : "PEP 523 frame hook; PyEval_SetProfile (C calls)";
 #else
-    evp_rec_meta(
-        "tracer.hooks",
+    const char *hooks =
         ops ? "PEP 523 frame hook; sys.monitoring (INSTRUCTION, CALL, "
               "C_RETURN, C_RAISE, RAISE, RERAISE)"
             : "PEP 523 frame hook; sys.monitoring (CALL, C_RETURN, "
-              "C_RAISE, RAISE, RERAISE)");
+              "C_RAISE, RAISE, RERAISE)";
 #endif
+    if (sample)
+        hooks = "none: a per-thread timer signal, the thread's frames read "
+                "in its handler";
+    evp_rec_meta("tracer.hooks", hooks);
+    if (sample)
+        evp_rec_meta("evalprof.mode", "sample"); /* as mode A says it */
 
     free(evp_S.ignore_prefix);
     evp_S.ignore_prefix = ignore && *ignore ? strdup(ignore) : NULL;
@@ -301,8 +314,18 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     evp_S.lines = ops && lines;
     evp_S.all_threads = threads;
     evp_S.untraced = 0;
+    evp_S.sample = sample;
     evp_S.id++;
     evp_S.active = 1;
+
+    if (sample) {
+        /* no hook at all: the threads are sampled */
+        if (evp_sample_start(rate, cpu_clock, max_depth, threads) < 0) {
+            evp_S.active = 0;
+            goto fail_open;
+        }
+        Py_RETURN_NONE;
+    }
 
     /* The starting thread is always traced. */
     struct evp_tls *tl = &evp_tls;
@@ -353,17 +376,34 @@ tracer_stop(PyObject *self, PyObject *unused)
         PyErr_SetString(PyExc_RuntimeError, "evalprof is not tracing");
         return NULL;
     }
-    remove_hooks();
-    evp_rec_event(EVP_EV_FINI, 0);
+    if (evp_S.sample) {
+        evp_sample_stop();
+    }
+    else {
+        remove_hooks();
+        evp_rec_event(EVP_EV_FINI, 0);
+    }
     evp_S.active = 0;
-    if (!evp_S.all_threads) {
+    if (!evp_S.all_threads && !evp_S.sample) {
         char n[24];
         snprintf(n, sizeof n, "%lu", evp_S.untraced);
         evp_rec_meta("threads.untraced", n);
     }
     int rc = evp_rec_close();
     PyObject *stats = stats_dict(rc);
-    if (stats != NULL && !evp_S.all_threads) {
+    if (stats != NULL && evp_S.sample) {
+        struct evp_rec_sample_stats ss;
+        evp_rec_sample_get_stats(&ss);
+        PyObject *d = Py_BuildValue("{sKsKsKsK}", "samples",
+                                    (unsigned long long)ss.samples, "dropped",
+                                    (unsigned long long)ss.dropped, "missed",
+                                    (unsigned long long)ss.missed, "threads",
+                                    (unsigned long long)ss.threads);
+        if (d == NULL || PyDict_SetItemString(stats, "sampling", d) < 0)
+            Py_CLEAR(stats);
+        Py_XDECREF(d);
+    }
+    if (stats != NULL && !evp_S.all_threads && !evp_S.sample) {
         PyObject *n = PyLong_FromUnsignedLong(evp_S.untraced);
         if (n == NULL ||
             PyDict_SetItemString(stats, "untraced_threads", n) < 0)
@@ -379,15 +419,31 @@ tracer_active(PyObject *self, PyObject *unused)
     return PyBool_FromLong(evp_S.active && evp_rec_is_open());
 }
 
+/* ARG's UTF-8, or NULL with an exception naming FUNC. */
+static const char *
+str_arg(PyObject *arg, const char *func)
+{
+    const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (s == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "%s() needs a str", func);
+    return s;
+}
+
+static PyObject *
+tracer_sample_thread(PyObject *self, PyObject *arg)
+{
+    const char *name = str_arg(arg, "sample_thread");
+    if (name == NULL || evp_sample_thread(name) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 tracer_thread_name(PyObject *self, PyObject *arg)
 {
-    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-    if (name == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "thread_name() needs a str");
+    const char *name = str_arg(arg, "thread_name");
+    if (name == NULL)
         return NULL;
-    }
     if (evp_S.active && evp_tls.on) {
         evp_tls.named = 1;
         evp_rec_thread_attach(name);
@@ -431,7 +487,9 @@ PyMethodDef evp_module_methods[] = {
     {"start", (PyCFunction)(void (*)(void))tracer_start,
      METH_VARARGS | METH_KEYWORDS,
      "start(path, ops=True, threads=True, follow_fork=True, opcodes=(),\n"
-     "      meta=None, buffer_events=0, quiet=False, ignore_prefix=None)\n\n"
+     "      meta=None, buffer_events=0, quiet=False, ignore_prefix=None,\n"
+     "      lines=False, sample=False, rate=0, cpu_clock=True, max_depth=0)"
+     "\n\n"
      "Open the trace PATH and start tracing.  Code from files whose name\n"
      "starts with IGNORE_PREFIX is not traced.  Raises OSError when PATH\n"
      "cannot be created, RuntimeError when already tracing."},
@@ -452,6 +510,10 @@ PyMethodDef evp_module_methods[] = {
     {"fork_resume", tracer_fork_resume, METH_NOARGS,
      "fork_resume()\n\nAn after-fork hook of the parent: start the writer "
      "again when the\nmain thread next runs Python code."},
+    {"sample_thread", tracer_sample_thread, METH_O,
+     "sample_thread(name)\n\nSample the calling thread from now on, its "
+     "stream named NAME\n(sampled sessions; threads started through "
+     "threading do it first\nthing)."},
     {"thread_name", tracer_thread_name, METH_O,
      "thread_name(name)\n\nName the calling thread's stream in the trace."},
     {NULL, NULL, 0, NULL},
@@ -463,7 +525,10 @@ static void
 tracer_free(void *m)
 {
     if (evp_S.active) {
-        remove_hooks();
+        if (evp_S.sample)
+            evp_sample_stop();
+        else
+            remove_hooks();
         evp_S.active = 0;
         evp_rec_close();
     }

@@ -16,7 +16,10 @@
  *               co_extra and a small hash table, and per-code opcode tables;
  *   module.c    the Python-facing module: start(), stop() and friends;
  *   runmain.c   run_main(): the program's __main__, run as the interpreter
- *               runs it, without evalprof's frames under it.
+ *               runs it, without evalprof's frames under it;
+ *   sample.c    the sampled mode: no hook, a timer signal per thread whose
+ *               handler reads the thread's frames (gilstate.c: whether a
+ *               thread holds the GIL, from the interpreter's internals).
  *
  * Everything here runs with the GIL held (free-threaded builds are
  * refused), so the shared state needs no locks of its own; the recorder
@@ -61,6 +64,7 @@ struct evp_session {
     int lines;       /* op events carry their offset (op at) */
     int all_threads; /* trace every thread, not only the starter */
     int active;      /* between start() and stop() */
+    int sample;      /* a sampled session (sample.c): no hooks */
     PyInterpreterState *interp;
     _PyFrameEvalFunction inner; /* the eval function we wrap */
     Py_ssize_t extra_index;     /* co_extra slot (once per process) */
@@ -225,6 +229,26 @@ void evp_monitor_remove(void);
 /* runmain.c: run_main(), the program's __main__ without evalprof's frames
  * under it. */
 PyObject *evp_run_main(PyObject *self, PyObject *args, PyObject *kw);
+
+/* ---- the sampled mode (sample.c) ------------------------------------------
+ */
+
+/* Start sampling the calling thread and, with ALL_THREADS, every other
+ * thread (those running now at their next call, later ones as they
+ * start through threading).  Returns 0 or -1 with an exception. */
+int evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
+                     int all_threads);
+void evp_sample_stop(void);
+/* Which executed opcodes are call instructions, from the opcode table. */
+void evp_sample_call_ops(const struct evp_opcode_desc *d, size_t n);
+/* The calling thread starts sampling, its stream named NAME (the
+ * package's threading wrapper calls it first thing in a new thread).
+ * Returns 0 (also when not sampling) or -1 with an exception. */
+int evp_sample_thread(const char *name);
+
+/* The calling thread's threading.Thread name into BUF; 1 if found
+ * (module.c). */
+int evp_python_thread_name(char *buf, size_t n);
 
 /* ---- frames, across versions -------------------------------------------- */
 

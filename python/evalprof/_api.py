@@ -158,7 +158,7 @@ def _roots(extra):
     return roots
 
 
-def _metadata(ops, threads, extra, can_emit):
+def _metadata(ops, threads, extra, can_emit, sample=False):
     impl = sys.implementation
     meta = {
         "python.version": platform.python_version(),
@@ -174,6 +174,11 @@ def _metadata(ops, threads, extra, can_emit):
         + ("" if ops else ", op (--no-ops)")
         + " (the instrumented interpreter, mode A, records the loop phases)",
     }
+    if sample:
+        meta["ops"] = "sampled"
+        meta["ops.form"] = ("executed instructions, specialized forms "
+                            "included: the interpreter runs as untraced "
+                            "(the opcode table maps each to its base)")
     meta.update(_roots(extra))
     for key, value in (extra or {}).items():
         meta[str(key)] = str(value)
@@ -437,7 +442,7 @@ def _recorder_env(buffers, buffer_size, on_overflow, max_size, duration):
 def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
           quiet=True, meta=None, calibrate=True, lines=False, buffers=None,
           buffer_size=None, on_overflow=None, max_size=None, duration=None,
-          zstd=False):
+          zstd=False, sample=False, rate=None, clock="cpu", max_depth=None):
     """Start tracing into PATH (an ``.evp`` file, created or truncated).
 
     ops: record every instruction executed (op events); False records
@@ -469,12 +474,28 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
         program runs on, and the trace's recorder.stopped says which.
     zstd: write event chunks zstd-compressed (True: level 1, or a level)
         whenever the writer keeps up.
+    sample: record samples instead of events: no hook is installed; a
+        timer interrupts each thread RATE times a second (default 1000, at
+        most 100000) of its CPU time (clock "cpu", the default) or of
+        real time ("wall"), and the thread's stack, executed instruction
+        and state are written (docs/FORMAT.md "Samples").  Stacks deeper
+        than max_depth frames (default 512) lose their outermost frames.
+        ops, lines and calibrate do not apply.
 
     Raises OSError when PATH cannot be created (nothing is traced then),
     RuntimeError when a trace is already being recorded, and
     TracerUnavailable when the extension is missing for this interpreter.
     """
     tracer = _tracer_module()
+    if sample:
+        if clock not in ("cpu", "wall"):
+            raise ValueError("clock must be 'cpu' or 'wall', not %r"
+                             % (clock,))
+        for name, value in (("rate", rate), ("max_depth", max_depth)):
+            if value is not None and (isinstance(value, bool) or not
+                                      isinstance(value, int) or value <= 0):
+                raise ValueError("%s must be a positive int, not %r"
+                                 % (name, value))
     _recorder_env(buffers, buffer_size, on_overflow, max_size, duration)
     if zstd:
         os.environ["EVALPROF_ZSTD"] = "1" if zstd is True else str(int(zstd))
@@ -491,8 +512,8 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
                                     after_in_parent=tracer.fork_resume,
                                     after_in_child=_after_fork_in_child)
             _state["hooks_set"] = True
-        costs, problem = (_event_costs(tracer, ops, lines) if calibrate
-                          else ({}, None))
+        costs, problem = (_event_costs(tracer, ops, lines)
+                          if calibrate and not sample else ({}, None))
         if problem is not None:
             # Not fatal: the reports compensate by the recorder's own cost.
             problem = " ".join(problem.split())[:300]
@@ -500,11 +521,19 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
                              "times are compensated by the recorder's own "
                              "cost only\n" % problem)
             costs = {"event_cost.calibration": "failed: " + problem}
+        extra = {}
+        if sample:
+            extra = dict(sample=True, rate=rate or 0,
+                         cpu_clock=clock == "cpu", max_depth=max_depth or 0)
         tracer.start(path, ops=bool(ops), threads=bool(threads),
                      follow_fork=bool(follow_fork), opcodes=_opcode_table(),
                      meta=dict(_metadata(ops, threads, meta,
-                                         tracer.can_emit), **costs),
-                     ignore_prefix=_package_dir(), lines=bool(lines))
+                                         tracer.can_emit, sample), **costs),
+                     ignore_prefix=_package_dir(),
+                     lines=bool(lines) and not sample, **extra)
+        if sample and threads:
+            _wrap_thread_start(tracer)
+        _state["sample"] = bool(sample)
         _state["path"] = path
         _state["quiet"] = quiet
         _state["started"] = time.monotonic()
@@ -516,15 +545,45 @@ def stop():
 
     Returns a dict of figures: events, dropped, bytes, chunks,
     event_cost_ns, error (an errno, 0 when every write succeeded), path,
-    and with threads=False untraced_threads (how many other threads ran
-    Python code untraced).
+    with threads=False untraced_threads (how many other threads ran
+    Python code untraced), and for a sampled session "sampling": a dict
+    of samples, dropped (lost to full rings), missed (timer overruns,
+    folded into weights) and threads.
     Raises RuntimeError when not tracing.
     """
     with _lock:
         return _stop_locked()
 
 
+def _wrap_thread_start(tracer):
+    """Sampled sessions: a thread started through threading registers for
+    sampling first thing (once per thread), from threading's own
+    Thread._bootstrap_inner wrapped.  This wrapper's frame is evalprof's,
+    left out of the samples' stacks."""
+    original = threading.Thread._bootstrap_inner
+    if getattr(original, "_evalprof_original", None) is not None:
+        return
+
+    def _bootstrap_inner(self):
+        try:
+            tracer.sample_thread(self.name)
+        except Exception:
+            pass  # this thread goes unsampled; the program runs on
+        return original(self)
+
+    _bootstrap_inner._evalprof_original = original
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+
+
+def _unwrap_thread_start():
+    current = threading.Thread._bootstrap_inner
+    original = getattr(current, "_evalprof_original", None)
+    if original is not None:
+        threading.Thread._bootstrap_inner = original
+
+
 def _stop_locked():
+    _unwrap_thread_start()
     stats = _tracer_module().stop()
     stats["path"] = stats.get("path") or _current_path(_state["path"])
     if not _state["quiet"]:
@@ -552,14 +611,20 @@ def _report(stats):
         human = "%.1f MB" % (size / 1e6)
     else:
         human = "%.1f kB" % (size / 1e3)
-    line = "evalprof: wrote %s (%s events, %s" % (
-        stats.get("path"), format(stats.get("events", 0), ","), human)
+    sampling = stats.get("sampling")
+    if sampling is not None:
+        what = "%s samples" % format(sampling.get("samples", 0), ",")
+    else:
+        what = "%s events" % format(stats.get("events", 0), ",")
+    line = "evalprof: wrote %s (%s, %s" % (stats.get("path"), what, human)
     secs = time.monotonic() - _state.get("started", time.monotonic())
     if secs > 0:
         line += ", %.1f MB/s" % (size / 1e6 / secs)
     line += ")"
     if stats.get("dropped"):
         line += ", %s events lost" % format(stats["dropped"], ",")
+    if sampling is not None and sampling.get("dropped"):
+        line += ", %s samples lost" % format(sampling["dropped"], ",")
     if stats.get("error"):
         line += ", write error: %s" % os.strerror(stats["error"])
     try:

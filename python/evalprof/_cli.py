@@ -24,7 +24,8 @@ import sys
 
 DESCRIPTION = """\
 Run a Python program under evalprof and write a .evp trace of its
-evaluation loop: frames, instructions, C calls, exceptions.  The program
+evaluation loop: frames, instructions, C calls, exceptions; or, with
+--sample, samples of each thread's stack and instruction.  The program
 runs as it would without evalprof (same sys.argv, sys.path[0], __main__,
 tracebacks, stack depth and exit status)."""
 
@@ -35,7 +36,9 @@ program (the first argument that is not one of the options above):
   -c code [args]     run code given as a string, as `python -c`
   - [args]           read the program from standard input, as `python -`
 
-Read the trace with `evalprof summary FILE`, `evalprof tree FILE`."""
+Read the trace with `evalprof summary FILE`, `evalprof tree FILE`; a
+sampled one (--sample) with `evalprof summary --funcs FILE`, `summary
+--lines`, `export --format folded`, `flamegraph`."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +64,21 @@ def _parser(prog):
     p.add_argument("--lines", action="store_true",
                    help="op events carry their instruction's offset, so "
                         "that summary --lines can say which line is hot")
+    p.add_argument("--sample", action="store_true",
+                   help="record samples instead of events: no hook, a "
+                        "timer interrupts each thread --rate times a "
+                        "second and its stack, instruction and state are "
+                        "written (a few percent of overhead)")
+    p.add_argument("--rate", metavar="HZ", type=_positive(int),
+                   help="with --sample: samples per second and thread "
+                        "(default 1000, at most 100000)")
+    p.add_argument("--clock", choices=("cpu", "wall"),
+                   help="with --sample: the timer counts each thread's CPU "
+                        "time (cpu, the default) or real time (wall, so "
+                        "that waits show too)")
+    p.add_argument("--max-depth", metavar="N", type=_positive(int),
+                   help="with --sample: frames a sample walks (default "
+                        "512, at most 4096); deeper stacks lose their outermost frames")
     p.add_argument("--main-thread-only", dest="threads",
                    action="store_false",
                    help="trace the main thread only (default: every "
@@ -156,7 +174,8 @@ def _attached(argv):
     while i < len(out):
         a = out[i]
         if a in ("-o", "--output", "--buffers", "--buffer-size",
-                 "--on-overflow", "--max-size", "--duration"):
+                 "--on-overflow", "--max-size", "--duration", "--rate",
+                 "--clock", "--max-depth"):
             i += 2
             continue
         if a == "--" or not a.startswith("-") or a == "-":
@@ -303,6 +322,16 @@ def main(argv=None, prog="python -m evalprof"):
     parser = _parser(prog)
     opts = parser.parse_args(_attached(argv))
     kind, target, args = _program(parser, opts)
+    if not opts.sample:
+        for opt, value in (("--rate", opts.rate), ("--clock", opts.clock),
+                           ("--max-depth", opts.max_depth)):
+            if value is not None:
+                parser.error("%s needs --sample" % opt)
+    if opts.rate is not None and opts.rate > 100000:
+        parser.error("--rate %d: at most 100000 samples a second"
+                     % opts.rate)
+    if opts.max_depth is not None and opts.max_depth > 4096:
+        parser.error("--max-depth %d: at most 4096" % opts.max_depth)
 
     import evalprof
     from evalprof import _api
@@ -352,7 +381,9 @@ def main(argv=None, prog="python -m evalprof"):
                        buffer_size=opts.buffer_size,
                        on_overflow=opts.on_overflow,
                        max_size=opts.max_size, duration=opts.duration,
-                       zstd=opts.zstd,
+                       zstd=opts.zstd, sample=opts.sample,
+                       rate=opts.rate, clock=opts.clock or "cpu",
+                       max_depth=opts.max_depth,
                        meta=meta)
     except OSError as e:
         sys.stderr.write("evalprof: cannot write trace %s: %s\n"

@@ -301,7 +301,8 @@ int cmd_export(int argc, char **argv)
         return 1;
     /* a sampled trace's samples go to the stack views; the others are
      * views of events (or would write a trace without its samples) */
-    if (formats[i].fn != export_folded && formats[i].fn != export_speedscope) {
+    if (formats[i].fn != export_folded && formats[i].fn != export_speedscope &&
+        strcmp(fmt, "evp") != 0) {
         char cmd[48];
         snprintf(cmd, sizeof cmd, "export --format %s", fmt);
         if (evp_cli_refuse_sampled(cmd, t)) {

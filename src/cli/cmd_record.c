@@ -2,6 +2,8 @@
  * `evalprof record`: run a Python program and record a trace of it.
  *
  *   evalprof record [-o FILE] [--no-ops] [--lines] [--main-thread-only]
+ *                   [--sample [--rate HZ] [--clock cpu|wall]
+ *                    [--max-depth N]]
  *                   [--no-follow-fork] [--no-calibrate] [-q]
  *                   [--buffers N] [--buffer-size SIZE]
  *                   [--on-overflow wait|drop] [--max-size SIZE]
@@ -17,7 +19,9 @@
  *     runs the program unchanged with EVALPROF=FILE in its environment
  *     (and EVALPROF_EVENTS=no-op for --no-ops, EVALPROF_QUIET=1 for -q,
  *     EVALPROF_LINES=1 for --lines, EVALPROF_FORK=follow unless
- *     --no-follow-fork);
+ *     --no-follow-fork; EVALPROF_MODE=sample for --sample, with
+ *     EVALPROF_SAMPLE_RATE, EVALPROF_SAMPLE_CLOCK and
+ *     EVALPROF_SAMPLE_MAX_DEPTH for its options);
  *   - a stock CPython 3.11, 3.12 or 3.13 (mode B) runs it through the
  *     evalprof package beside this binary (build/python in the build
  *     tree, PREFIX/lib/python3.X/site-packages installed), loaded by
@@ -418,6 +422,22 @@ static int recorder_option(int c, const char *arg)
     return 0;
 }
 
+/* A positive integer option value of at most MAX, or -1 after one line
+ * naming the option. */
+static long count_option(const char *opt, const char *arg, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(arg, &end, 10);
+    if (errno || end == arg || *end || v <= 0 || v > max) {
+        evp_cli_error("record: --%s %s: expected a whole number from 1 to "
+                      "%ld",
+                      opt, arg, max);
+        return -1;
+    }
+    return v;
+}
+
 int cmd_record(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -435,11 +455,16 @@ int cmd_record(int argc, char **argv)
         {"max-size", required_argument, NULL, 'X'},
         {"duration", required_argument, NULL, 'D'},
         {"zstd", no_argument, NULL, 'Z'},
+        {"sample", no_argument, NULL, 's'},
+        {"rate", required_argument, NULL, 'r'},
+        {"clock", required_argument, NULL, 'c'},
+        {"max-depth", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *out = "evalprof.evp";
     int no_ops = 0, lines = 0, main_only = 0, no_fork = 0, no_calib = 0;
-    int quiet = 0, c;
+    int quiet = 0, sample = 0, c;
+    const char *rate = NULL, *clock = NULL, *depth = NULL;
     optind = 1;
     /* '+': options end at PYTHON even without "--". */
     while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
@@ -492,6 +517,29 @@ int cmd_record(int argc, char **argv)
                 return 1;
             }
             break;
+        case 's':
+            sample = 1;
+            break;
+        case 'r': /* --rate HZ */
+            if (count_option("rate", optarg, 100000) < 0)
+                return 2;
+            rate = optarg;
+            break;
+        case 'd': /* --max-depth N */
+            if (count_option("max-depth", optarg,
+                             4096) /* EVP_SAMPLE_DEPTH_LIMIT */
+                < 0)
+                return 2;
+            depth = optarg;
+            break;
+        case 'c': /* --clock cpu|wall */
+            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "wall") != 0) {
+                evp_cli_error("record: --clock %s: expected cpu or wall",
+                              optarg);
+                return 2;
+            }
+            clock = optarg;
+            break;
         case 'h':
             return evp_cli_help("record");
         default:
@@ -502,6 +550,12 @@ int cmd_record(int argc, char **argv)
     if (optind >= argc) {
         evp_cli_usage(stderr, "record");
         evp_cli_error("record: no interpreter given (-- PYTHON script.py)");
+        return 2;
+    }
+    if (!sample && (rate || clock || depth)) {
+        evp_cli_error("record: --%s needs --sample", rate    ? "rate"
+                                                     : clock ? "clock"
+                                                             : "max-depth");
         return 2;
     }
     const char *python = argv[optind];
@@ -531,7 +585,11 @@ int cmd_record(int argc, char **argv)
             (no_ops && setenv("EVALPROF_EVENTS", "no-op", 1) < 0) ||
             (lines && setenv("EVALPROF_LINES", "1", 1) < 0) ||
             (quiet && setenv("EVALPROF_QUIET", "1", 1) < 0) ||
-            setenv("EVALPROF_FORK", no_fork ? "stop" : "follow", 1) < 0) {
+            setenv("EVALPROF_FORK", no_fork ? "stop" : "follow", 1) < 0 ||
+            (sample && setenv("EVALPROF_MODE", "sample", 1) < 0) ||
+            (rate && setenv("EVALPROF_SAMPLE_RATE", rate, 1) < 0) ||
+            (clock && setenv("EVALPROF_SAMPLE_CLOCK", clock, 1) < 0) ||
+            (depth && setenv("EVALPROF_SAMPLE_MAX_DEPTH", depth, 1) < 0)) {
             evp_cli_error("record: setenv: %s", strerror(errno));
             return 1;
         }
@@ -571,7 +629,7 @@ int cmd_record(int argc, char **argv)
     }
 
     /* PYTHON OPTIONS -c BOOT PKG [runner options] PROGRAM... */
-    char **args = calloc((size_t)(cmd.nopts + cmd.nargs) + 20, sizeof *args);
+    char **args = calloc((size_t)(cmd.nopts + cmd.nargs) + 28, sizeof *args);
     if (!args)
         return 1;
     int k = 0;
@@ -589,6 +647,20 @@ int cmd_record(int argc, char **argv)
         args[k++] = "--lines";
     if (main_only)
         args[k++] = "--main-thread-only";
+    if (sample)
+        args[k++] = "--sample";
+    if (rate) {
+        args[k++] = "--rate";
+        args[k++] = (char *)rate;
+    }
+    if (clock) {
+        args[k++] = "--clock";
+        args[k++] = (char *)clock;
+    }
+    if (depth) {
+        args[k++] = "--max-depth";
+        args[k++] = (char *)depth;
+    }
     if (no_fork)
         args[k++] = "--no-follow-fork";
     if (no_calib)

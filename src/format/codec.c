@@ -225,8 +225,8 @@ size_t evp_samples_encode(uint8_t *out, struct evp_events_prefix *pf,
         }
         p += evp_varint_put(p, ts - prev);
         prev = ts;
-        p += evp_varint_put(p,
-                            evp_zigzag((int64_t)s[i].stack - (int64_t)stack));
+        p +=
+            evp_varint_put(p, evp_zigzag((int64_t)s[i].stack - (int64_t)stack));
         stack = s[i].stack;
         p += evp_varint_put(p, s[i].state);
         p += evp_varint_put(p, s[i].unit);

@@ -5,7 +5,9 @@
  *   inside the eval function  perf: a sample with _PyEval_EvalFrameDefault
  *                             (or a "py::" trampoline frame) on its stack;
  *                             trace: time between a push (enter, resume,
- *                             c call) and its pop
+ *                             c call) and its pop; a sampled trace: its
+ *                             samples with a Python frame, each weighing
+ *                             its periods
  *   init                      perf: pymain_init, Py_Initialize*, pre-init;
  *                             trace: the init event's elapsed time
  *   fini                      perf: Py_FinalizeEx and friends;
@@ -121,12 +123,68 @@ static int xc_events(void *ctx, const struct evp_event *ev, size_t n)
     return 0;
 }
 
+/* A sampled trace: a sample with a Python frame is inside the eval
+ * function (perf finds _PyEval_EvalFrameDefault on such a stack), one
+ * without is runtime other; each stands for its weight in periods.  Its
+ * timeline steps at every sample: the state seen at a sample holds until
+ * the next one. */
+struct xc_samples {
+    struct evp_xc_trace *x;
+    struct evp_trace *t;
+    double period_ns;
+    uint32_t stream; /* of cur */
+    struct evp_xc_timeline *cur;
+};
+
+static int xc_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
+                     uint64_t ns)
+{
+    struct xc_samples *b = ctx;
+    struct evp_xc_trace *x = b->x;
+    if (!b->cur || b->stream != stream) {
+        uint64_t tid = 0;
+        for (size_t i = 0; i < evp_trace_nstreams(b->t); i++)
+            if (evp_trace_stream(b->t, i)->id == stream)
+                tid = evp_trace_stream(b->t, i)->tid;
+        struct evp_xc_timeline *ntl =
+            realloc(x->tl, (x->ntl + 1) * sizeof *ntl);
+        if (!ntl)
+            return -ENOMEM;
+        x->tl = ntl;
+        b->cur = &x->tl[x->ntl++];
+        memset(b->cur, 0, sizeof *b->cur);
+        b->cur->tid = tid;
+        b->stream = stream;
+    }
+    unsigned cat = s->stack ? EVP_XC_EVAL : EVP_XC_RUNTIME;
+    uint64_t w = (uint64_t)((double)s->weight * b->period_ns);
+    x->ns[cat] += w;
+    x->total += w;
+    /* a sample closes the period before it */
+    uint64_t from = ns > w ? ns - w : 0;
+    if (from < x->first_ns || !x->first_ns)
+        x->first_ns = from;
+    if (ns > x->last_ns)
+        x->last_ns = ns;
+    return tl_add(b->cur, from, cat);
+}
+
 int evp_xc_from_trace(struct evp_trace *t, struct evp_xc_trace *x)
 {
     memset(x, 0, sizeof *x);
     const struct evp_trace_info *in = evp_trace_info(t);
     x->pid = in->pid;
     x->producer = in->producer;
+    x->sampled = in->sampled;
+    if (in->sampled) {
+        struct xc_samples sb = {x, t, in->sample_period_ns, 0, NULL};
+        int rc = evp_trace_samples(t, xc_sample, &sb);
+        x->start_ns = in->start_ns ? in->start_ns : x->first_ns;
+        x->end_ns = in->has_end && in->end_ns ? in->end_ns : x->last_ns;
+        if (x->end_ns < x->last_ns)
+            x->end_ns = x->last_ns;
+        return rc < 0 ? rc : 0;
+    }
     struct xc_build b = {x, NULL};
     /* No compensation: perf sees the recorder's own cost as time too. */
     struct evp_replay_opts ro = {.compensate = 0, .stream = -1};
@@ -235,8 +293,11 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
     if (p->other)
         fprintf(out, ", %s from other processes",
                 evp_perf_count(a, sizeof a, p->other));
-    fprintf(out, ")\n  trace: %.3f ms of events, window %.3f ms\n",
-            (double)x->total / 1e6, (double)(x->end_ns - x->start_ns) / 1e6);
+    fprintf(out, ")\n  trace: %.3f ms of %s, window %.3f ms\n",
+            (double)x->total / 1e6,
+            x->sampled ? "samples (weights times the period: an estimate)"
+                       : "events",
+            (double)(x->end_ns - x->start_ns) / 1e6);
     if (p->located) {
         uint64_t same = 0;
         for (int c = 0; c < EVP_XC__COUNT; c++)

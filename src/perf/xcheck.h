@@ -29,6 +29,7 @@ struct evp_xc_trace {
     const char *producer;
     struct evp_xc_timeline *tl;
     size_t ntl;
+    int sampled; /* from a sampled trace's samples */
 };
 
 struct evp_xc_perf {

@@ -20,10 +20,8 @@
  * entry cut short, a byte out of place, a line or code unit out of
  * range): the ranges given before it are then not to be trusted.
  */
-EVP_HIDDEN int evp_rec_lt311_decode(const uint8_t *table, size_t n,
-                                    long firstline,
-                                    void (*range)(void *ctx, long unit,
-                                                  long line),
-                                    void *ctx);
+EVP_HIDDEN int
+evp_rec_lt311_decode(const uint8_t *table, size_t n, long firstline,
+                     void (*range)(void *ctx, long unit, long line), void *ctx);
 
 #endif /* EVP_RECORDER_LINETABLE_H */

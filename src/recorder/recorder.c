@@ -57,7 +57,6 @@ __thread struct evp_rec_thread *evp_rec_tls_
     __attribute__((tls_model("initial-exec")));
 uint64_t evp_rec_mask_;
 int evp_rec_use_tsc_;
-int evp_rec_sampling_;
 
 #define DEFAULT_BUFFER_EVENTS 65536u
 #define DEFAULT_FLUSH_MS 200u
@@ -264,8 +263,7 @@ static int write_chunk(unsigned type, const uint8_t *payload, size_t len);
 
 /* An events or samples chunk, zstd-compressed (u32 raw size, frame) when
  * asked for and the writer is keeping up, as it is written otherwise. */
-static int write_events_chunk(unsigned type, const uint8_t *payload,
-                              size_t len)
+static int write_events_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     if (!S.zstd_level || !S.z_now || !z_compress || S.error)
         return write_chunk(type, payload, len);
@@ -746,10 +744,11 @@ static void *writer_main(void *arg)
         else if (got * 16 < S.max_buffers && poll_ms < S.cfg.flush_ms)
             poll_ms =
                 poll_ms * 2 < S.cfg.flush_ms ? poll_ms * 2 : S.cfg.flush_ms;
-        /* Sampling: the rings are drained every 50 ms at least. */
-        if (__atomic_load_n(&evp_rec_sampling_, __ATOMIC_RELAXED) &&
-            poll_ms > 50)
-            poll_ms = 50;
+        /* Sampling: the rings are drained every 50 ms at least, every
+         * 10 ms while one fills by a quarter between two rounds. */
+        unsigned ring_ms = evp_rec_sample_poll_ms_();
+        if (ring_ms && poll_ms > ring_ms)
+            poll_ms = ring_ms;
     }
     pthread_mutex_unlock(&S.mu);
     return NULL;

@@ -19,6 +19,21 @@
  * total goes to the trace as sample.missed.  The signal is blocked while
  * its handler runs (sa_mask), so handlers of one thread never nest.
  *
+ * What the clocks give.  The wall clock's timer is a high-resolution one:
+ * it fires at the rate asked for.  A CPU-time POSIX timer is checked by
+ * the kernel at its scheduler tick (CONFIG_HZ: 250 Hz on Debian's
+ * kernels), so a thread would get at most HZ samples a second of its CPU
+ * time whatever the rate, each weighing the periods since the last (at
+ * 20 kHz and HZ 250, about 80), and when threads contend for the CPUs the
+ * kernel's overruns miss some periods (a bare timer_create program with 8
+ * threads on 2 CPUs counted 233 to 299 ms of 300).  So the CPU clock is
+ * a perf task-clock event of each thread where the kernel allows one
+ * (perf_open below: an hrtimer on the thread's CPU time, at the rate
+ * asked for; each signal re-arms it, and its weight is the thread's CPU
+ * time, CLOCK_THREAD_CPUTIME_ID, in periods less those sampled before, so
+ * a blocked signal's periods are still counted), and the POSIX CPU-time timer
+ * only where perf events are refused (sample.sampler says which).
+ *
  * The handler calls the producer's on_sample, which walks the thread's
  * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
  * Those are async-signal-safe: no lock, no allocation, no system call;
@@ -53,7 +68,8 @@
  * previous SIG_DFL would otherwise kill the process with them.
  *
  * Writer.  The session's writer thread, every round (at most 50 ms apart
- * while sampling), drains each ring in order under the session lock:
+ * while sampling, 10 ms while a ring fills by a quarter from one round to
+ * the next), drains each ring in order under the session lock:
  * a FUNC record maps the thread's key to a global function id, functions
  * being one per (name, file, first line) across threads, registered as
  * evp_rec_func does (so they are in the FUNCS chunks) and given their
@@ -82,7 +98,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,9 +159,10 @@ static inline void bump(uint64_t *c, uint64_t by)
     __atomic_store_n(c, *c + by, __ATOMIC_RELAXED);
 }
 
-static void ring_copy_in(struct ring *r, uint64_t at, const void *src,
-                         size_t n)
+static void ring_copy_in(struct ring *r, uint64_t at, const void *src, size_t n)
 {
+    if (!n)
+        return; /* (SRC may be NULL then) */
     size_t off = (size_t)(at & (r->size - 1)), first = r->size - off;
     if (first > n)
         first = n;
@@ -223,16 +244,18 @@ struct keyent {
 
 struct sthread {
     struct ring ring;
-    int state;          /* ST_* (atomic) */
-    unsigned busy;      /* handlers and puts in flight (the thread; atomic) */
-    void *owner;        /* the owning thread's &sample_tls (atomic) */
-    uint64_t gen;       /* the sampler it belongs to */
+    int state;     /* ST_* (atomic) */
+    unsigned busy; /* handlers and puts in flight (the thread; atomic) */
+    void *owner;   /* the owning thread's &sample_tls (atomic) */
+    uint64_t gen;  /* the sampler it belongs to */
     int tid;
     timer_t timer;
     int has_timer;
+    int perf_fd;           /* CPU clock through perf: its event, or -1 */
+    uint64_t periods_told; /* the perf event's periods already sampled */
+    uint64_t cpu_base;     /* the thread's CPU ns when it started */
     uint32_t stream;
     /* writer side */
-    uint32_t seq;          /* next SAMPLES chunk number of the stream */
     uint64_t dropped_told; /* ring.dropped already in a chunk's prefix */
     uint64_t unbatched;    /* samples the writer had no memory for */
     struct evp_itab key_index;
@@ -266,21 +289,25 @@ static struct {
     int running;  /* a sampler is installed */
     int stopping; /* handlers return at once (atomic) */
     uint64_t gen;
-    int used; /* sampled in this session: sample.missed at close */
+    int used;         /* sampled in this session: sample.missed at close */
+    unsigned poll_ms; /* evp_rec_sample_poll_ms_ (atomic) */
     struct evp_rec_sample_config cfg;
     uint64_t period_ns;
     uint64_t ring_bytes;
     int signo;
+    int use_perf; /* CPU clock through perf_event_open */
     struct sigaction old;
     struct sthread *threads;
     pthread_key_t exit_key;
     /* figures, of rings freed already */
-    uint64_t samples, dropped, missed, funcs_lost, threads_started;
+    uint64_t samples, dropped, missed, funcs_lost, threads_started, stacks;
     /* writer side */
     struct gfunc *funcs;
     size_t nfuncs, funcs_cap;
     struct evp_itab func_index;
     uint32_t unknown; /* the id of "<unknown>", 0 until needed */
+    uint32_t *seq_of; /* next SAMPLES chunk number, by stream */
+    size_t seq_cap;
     struct node *nodes;
     size_t nnodes, nodes_cap, nodes_written;
     struct evp_itab node_index;
@@ -288,10 +315,74 @@ static struct {
     size_t scratch_cap;
     uint8_t *out; /* a chunk being encoded */
     size_t out_cap;
-    uint32_t path[EVP_SAMPLE_MAX_DEPTH];
+    uint32_t path[EVP_SAMPLE_DEPTH_LIMIT];
 } G = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+/* ---- the thread's clock -------------------------------------------------- */
+
+/*
+ * The CPU clock through perf_event_open: a task-clock software event of
+ * the calling thread, overflowing every period of its CPU time (an
+ * hrtimer: the rate asked for, where a CPU-time POSIX timer gets the
+ * kernel's tick), its overflow signalling the thread itself (F_SETSIG,
+ * F_SETOWN_EX to the thread).  Returns the event or -1 (perf events
+ * refused: kernel.perf_event_paranoid, a seccomp filter), with user and
+ * kernel time first, then user time only.
+ */
+static int perf_open(int signo, uint64_t period_ns)
+{
+    struct perf_event_attr a;
+    for (int user_only = 0; user_only < 2; user_only++) {
+        memset(&a, 0, sizeof a);
+        a.type = PERF_TYPE_SOFTWARE;
+        a.size = sizeof a;
+        a.config = PERF_COUNT_SW_TASK_CLOCK;
+        a.sample_period = period_ns;
+        a.disabled = 1;
+        a.wakeup_events = 1;
+        a.exclude_kernel = (unsigned)user_only;
+        a.exclude_hv = 1;
+        int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
+                              PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct f_owner_ex o = {F_OWNER_TID, evp_rec_gettid_()};
+        if (fcntl(fd, F_SETFL, O_ASYNC) == 0 &&
+            fcntl(fd, F_SETSIG, signo) == 0 && fcntl(fd, F_SETOWN_EX, &o) == 0)
+            return fd;
+        close(fd);
+    }
+    return -1;
+}
+
+/* Can this process sample CPU time through perf?  EVALPROF_SAMPLE_TIMER
+ * =posix says no (the POSIX CPU-time timer instead). */
+static int perf_usable(int signo, uint64_t period_ns)
+{
+    const char *e = getenv("EVALPROF_SAMPLE_TIMER");
+    if (e && strcmp(e, "posix") == 0)
+        return 0;
+    int fd = perf_open(signo, period_ns);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+/* Stop the thread's timer or perf event (the sampler's lock held). */
+static void clock_stop(struct sthread *st)
+{
+    if (st->has_timer)
+        timer_delete(st->timer);
+    st->has_timer = 0;
+    if (st->perf_fd >= 0) {
+        ioctl(st->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+        close(st->perf_fd);
+    }
+    st->perf_fd = -1;
+}
 
 /* ---- in the handler ------------------------------------------------------ */
 
@@ -300,25 +391,52 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
  * when it has none (no sampler, stopping, another thread's struct).  The
  * count is raised before the stopping flag is read, and the stopper sets
  * the flag before it reads the counts: one of the two sees the other.
+ * The count is changed with atomic read-modify-writes: a thread whose
+ * pointer outlived its struct (stopped with the sampler, the struct then
+ * reused by another thread) may touch it for a moment outside a handler.
  */
 static inline struct sthread *enter(void)
 {
     struct sthread *st = sample_tls;
-    if (!st)
+    if (!st ||
+        __atomic_load_n(&st->owner, __ATOMIC_RELAXED) != (void *)&sample_tls)
         return NULL;
-    __atomic_store_n(&st->busy, st->busy + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&G.stopping, __ATOMIC_RELAXED) &&
+    __atomic_add_fetch(&st->busy, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&G.stopping, __ATOMIC_SEQ_CST) &&
         __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE &&
         __atomic_load_n(&st->owner, __ATOMIC_RELAXED) == (void *)&sample_tls)
         return st;
-    __atomic_store_n(&st->busy, st->busy - 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&st->busy, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
 static inline void leave(struct sthread *st)
 {
-    __atomic_store_n(&st->busy, st->busy - 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&st->busy, 1, __ATOMIC_RELEASE);
+}
+
+/* The periods a perf task-clock signal stands for: the thread's CPU time
+ * since it started sampling (CLOCK_THREAD_CPUTIME_ID: the event's own
+ * count stops while it waits to be re-armed, a blocked signal's time
+ * would be lost), in periods, less those sampled before (at least one);
+ * then the event is armed for one more overflow.  clock_gettime() and
+ * ioctl() are async-signal-safe. */
+static uint32_t perf_weight(struct sthread *st)
+{
+    struct timespec ts;
+    uint32_t weight = 1;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+        uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        uint64_t periods =
+            ns > st->cpu_base ? (ns - st->cpu_base) / G.period_ns : 0;
+        if (periods > st->periods_told + 1) {
+            uint64_t w = periods - st->periods_told;
+            weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+        }
+    }
+    st->periods_told += weight;
+    ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+    return weight;
 }
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
@@ -326,15 +444,20 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
     (void)sig;
     int saved = errno;
     struct sthread *st = sample_tls;
-    /* Only this thread's own timer: a stray signal (another sender, a
-     * deleted timer's last one) is ignored. */
-    if (st && si && si->si_code == SI_TIMER && si->si_value.sival_ptr == st &&
-        (st = enter()) != NULL) {
+    /* Only this thread's own timer or perf event: a stray signal (another
+     * sender, a deleted timer's last one) is ignored. */
+    int timer =
+        st && si && si->si_code == SI_TIMER && si->si_value.sival_ptr == st;
+    int perf = st && si && st->perf_fd >= 0 && si->si_fd == st->perf_fd &&
+               (si->si_code == POLL_IN || si->si_code == POLL_HUP);
+    if ((timer || perf) && (st = enter()) != NULL) {
         uint32_t weight = 1;
-        if (si->si_overrun > 0) {
+        if (perf)
+            weight = perf_weight(st);
+        else if (si->si_overrun > 0)
             weight += (uint32_t)si->si_overrun;
-            bump(&st->ring.missed, (uint64_t)si->si_overrun);
-        }
+        if (weight > 1)
+            bump(&st->ring.missed, weight - 1u);
         G.cfg.on_sample(uc, weight);
         leave(st);
     }
@@ -427,7 +550,8 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
     return 0;
 }
 
-/* ---- threads -------------------------------------------------------------- */
+/* ---- threads --------------------------------------------------------------
+ */
 
 static void thread_exit_cb(void *p)
 {
@@ -462,6 +586,7 @@ static void thread_release(struct sthread *st)
     evp_itab_clear(&st->key_index);
     st->nkeys = 0;
     st->nbatch = 0;
+    __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
     __atomic_store_n(&st->state, ST_FREE, __ATOMIC_RELEASE);
 }
 
@@ -494,38 +619,69 @@ int evp_rec_sample_thread_start(const char *name)
         munmap(buf, bytes);
         return -ENOTCONN;
     }
-    for (st = G.threads; st; st = st->next)
-        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
-            break;
-    if (!st) {
-        st = calloc(1, sizeof *st);
-        if (!st) {
-            pthread_mutex_unlock(&G.mu);
-            munmap(buf, bytes);
-            return -ENOMEM;
-        }
-        st->next = G.threads;
-        G.threads = st;
+    struct sthread **pp = &G.threads;
+    while (*pp && __atomic_load_n(&(*pp)->state, __ATOMIC_ACQUIRE) != ST_FREE)
+        pp = &(*pp)->next;
+    if ((st = *pp) != NULL) {
+        *pp = st->next;
+    } else if (!(st = calloc(1, sizeof *st))) {
+        pthread_mutex_unlock(&G.mu);
+        munmap(buf, bytes);
+        return -ENOMEM;
     }
+    /* At the tail: the list keeps the order threads started in, the
+     * order in which the rings of one stream (a thread that stopped and
+     * started again) are written. */
+    st->next = NULL;
+    for (pp = &G.threads; *pp; pp = &(*pp)->next)
+        ;
+    *pp = st;
     memset(&st->ring, 0, sizeof st->ring);
     st->ring.buf = buf;
     st->ring.size = bytes;
     st->tid = evp_rec_gettid_();
     st->stream = stream;
-    st->seq = 0;
     st->dropped_told = st->unbatched = 0;
     st->nkeys = st->nbatch = 0;
     evp_itab_clear(&st->key_index);
     st->gen = G.gen;
     __atomic_store_n(&st->owner, (void *)&sample_tls, __ATOMIC_RELAXED);
 
+    st->perf_fd = -1;
+    st->periods_told = 0;
+    if (G.use_perf) {
+        st->perf_fd = perf_open(G.signo, G.period_ns);
+        if (st->perf_fd < 0) {
+            rc = -EPERM;
+            st->ring.buf = NULL;
+            __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&G.mu);
+            munmap(buf, bytes);
+            return rc;
+        }
+        __atomic_store_n(&st->state, ST_ACTIVE, __ATOMIC_RELEASE);
+        __atomic_store_n(&sample_tls, st, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        pthread_setspecific(G.exit_key, st);
+        struct timespec now;
+        st->cpu_base =
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0
+                ? (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec
+                : 0;
+        ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
+        ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+        G.threads_started++;
+        pthread_mutex_unlock(&G.mu);
+        return 0;
+    }
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = G.signo;
     sev.sigev_value.sival_ptr = st;
     sev._sigev_un._tid = st->tid;
-    clockid_t clock = G.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+    clockid_t clock =
+        G.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
     if (timer_create(clock, &sev, &st->timer) != 0) {
         rc = -errno;
         st->ring.buf = NULL;
@@ -573,15 +729,14 @@ void evp_rec_sample_thread_stop(void)
     pthread_mutex_lock(&G.mu);
     if (st->owner == (void *)&sample_tls &&
         __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE) {
-        if (st->has_timer)
-            timer_delete(st->timer);
-        st->has_timer = 0;
+        clock_stop(st);
         __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&G.mu);
 }
 
-/* ---- the sampler ------------------------------------------------------------ */
+/* ---- the sampler ------------------------------------------------------------
+ */
 
 static void signal_name(int signo, char *buf, size_t len)
 {
@@ -608,7 +763,7 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
         c.max_depth = EVP_SAMPLE_MAX_DEPTH;
     if (c.rate_hz > EVP_SAMPLE_RATE_MAX || c.signo < 1 || c.signo > SIGRTMAX ||
         c.signo == SIGKILL || c.signo == SIGSTOP || c.ring_kb > MAX_RING_KB ||
-        c.max_depth > EVP_SAMPLE_MAX_DEPTH)
+        c.max_depth > EVP_SAMPLE_DEPTH_LIMIT)
         return -EINVAL;
     if (c.ring_kb < MIN_RING_KB)
         c.ring_kb = MIN_RING_KB;
@@ -628,6 +783,7 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.cfg = c;
     G.signo = c.signo;
     G.period_ns = 1000000000u / c.rate_hz;
+    G.use_perf = c.cpu_clock && perf_usable(c.signo, G.period_ns);
     G.ring_bytes = bytes;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -640,11 +796,14 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
         pthread_mutex_unlock(&G.mu);
         return rc;
     }
+    if (!G.used) /* the session's first sampler: its own figures */
+        G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
+            G.stacks = 0;
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
     G.running = 1;
     G.used = 1;
-    __atomic_store_n(&evp_rec_sampling_, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&G.poll_ms, 50, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&G.mu);
 
     char v[64];
@@ -655,7 +814,10 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     evp_rec_meta("sample.period_ns", v);
     signal_name(c.signo, v, sizeof v);
     evp_rec_meta("sample.signal", v);
-    evp_rec_meta("sample.sampler", "timer_create SIGEV_THREAD_ID");
+    evp_rec_meta("sample.sampler",
+                 G.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
+                              "thread"
+                            : "timer_create SIGEV_THREAD_ID");
     snprintf(v, sizeof v, "%u", c.max_depth);
     evp_rec_meta("sample.max_depth", v);
     snprintf(v, sizeof v, "%u", c.ring_kb);
@@ -675,9 +837,7 @@ void evp_rec_sampler_stop(void)
     for (struct sthread *st = G.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_ACTIVE)
             continue;
-        if (st->has_timer)
-            timer_delete(st->timer);
-        st->has_timer = 0;
+        clock_stop(st);
     }
     /* Handlers already past the flag finish their sample. */
     for (struct sthread *st = G.threads; st; st = st->next) {
@@ -695,7 +855,7 @@ void evp_rec_sampler_stop(void)
     sigaction(G.signo, &ign, NULL);
     sigaction(G.signo, &G.old, NULL);
     G.running = 0;
-    __atomic_store_n(&evp_rec_sampling_, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&G.poll_ms, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&G.mu);
 }
 
@@ -706,7 +866,7 @@ void evp_rec_sample_get_stats(struct evp_rec_sample_stats *s)
     s->dropped = G.dropped;
     s->missed = G.missed;
     s->threads = G.threads_started;
-    s->stacks = G.nodes_written;
+    s->stacks = G.stacks;
     for (struct sthread *st = G.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
             continue;
@@ -730,7 +890,8 @@ static int same_func(const void *ctx, uint32_t i)
     const struct func_key *k = ctx;
     const struct gfunc *f = &G.funcs[i];
     return f->line == k->line && f->namelen == k->namelen &&
-           f->filelen == k->filelen && memcmp(f->name, k->name, k->namelen) == 0 &&
+           f->filelen == k->filelen &&
+           memcmp(f->name, k->name, k->namelen) == 0 &&
            memcmp(f->file, k->file, k->filelen) == 0;
 }
 
@@ -801,8 +962,8 @@ static int same_key(const void *ctx, uint32_t i)
 static struct keyent *key_find(struct sthread *st, uint32_t key)
 {
     struct key_probe p = {st, key};
-    uint32_t i = evp_itab_find(&st->key_index, evp_itab_hash_u64(key),
-                               same_key, &p);
+    uint32_t i =
+        evp_itab_find(&st->key_index, evp_itab_hash_u64(key), same_key, &p);
     return i == EVP_ITAB_NONE ? NULL : &st->keys[i];
 }
 
@@ -837,8 +998,8 @@ static uint32_t node_get(uint32_t parent, uint32_t func)
     uint32_t i = evp_itab_find(&G.node_index, h, same_node, &n);
     if (i != EVP_ITAB_NONE)
         return i + 1;
-    if (evp_grow((void **)&G.nodes, &G.nodes_cap, G.nnodes + 1,
-                 sizeof *G.nodes, 1024) < 0 ||
+    if (evp_grow((void **)&G.nodes, &G.nodes_cap, G.nnodes + 1, sizeof *G.nodes,
+                 1024) < 0 ||
         evp_itab_put(&G.node_index, h, (uint32_t)G.nnodes) < 0)
         return 0;
     G.nodes[G.nnodes++] = n;
@@ -869,7 +1030,8 @@ static void on_func_record(struct sthread *st, const uint8_t *b, uint32_t len,
     const uint8_t *table = (const uint8_t *)k.file + f[3];
     struct evp_rec_lines l = EVP_REC_LINES_INIT;
     g->has_lines = 1;
-    if (evp_rec_lt311_decode(table, f[4], (long)g->line, lines_range, &l) == 0) {
+    if (evp_rec_lt311_decode(table, f[4], (long)g->line, lines_range, &l) ==
+        0) {
         evp_rec_lines_end_locked_(&l, g->id);
     } else { /* a malformed table gives no lines */
         free(l.buf);
@@ -893,14 +1055,14 @@ static void on_lost_record(struct sthread *st, const uint8_t *b, uint32_t len,
     }
 }
 
-static void on_sample_record(struct sthread *st, const uint8_t *b,
-                             uint32_t len, unsigned depth)
+static void on_sample_record(struct sthread *st, const uint8_t *b, uint32_t len,
+                             unsigned depth)
 {
     struct {
         uint64_t ts;
         uint32_t state, unit1, weight;
     } __attribute__((packed)) s;
-    if (len < HDR + SAMPLE_FIXED + 4u * depth || depth > EVP_SAMPLE_MAX_DEPTH)
+    if (len < HDR + SAMPLE_FIXED + 4u * depth || depth > EVP_SAMPLE_DEPTH_LIMIT)
         return;
     memcpy(&s, b + HDR, SAMPLE_FIXED);
     const uint8_t *keys = b + HDR + SAMPLE_FIXED;
@@ -972,17 +1134,29 @@ static void queue_stacks(void)
     for (size_t i = G.nodes_written; i < G.nnodes; i++)
         k += evp_stack_entry_put(G.out + k, (uint32_t)i + 1, G.nodes[i].parent,
                                  G.nodes[i].func);
-    if (evp_rec_chunk_queue_locked_(EVP_CHUNK_STACKS, G.out, k, 1) == 0)
+    if (evp_rec_chunk_queue_locked_(EVP_CHUNK_STACKS, G.out, k, 1) == 0) {
+        G.stacks += n;
         G.nodes_written = G.nnodes;
+    }
 }
 
 /* ST's batch, and the count of samples its ring dropped, as SAMPLES
  * chunks of its stream. */
 static void queue_samples(struct sthread *st)
 {
-    uint64_t dropped = __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED) +
-                       st->unbatched;
+    uint64_t dropped =
+        __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED) + st->unbatched;
     size_t done = 0;
+    if (st->nbatch == 0 && dropped == st->dropped_told)
+        return;
+    size_t had = G.seq_cap;
+    if (evp_grow((void **)&G.seq_of, &G.seq_cap, (size_t)st->stream + 1,
+                 sizeof *G.seq_of, 64) < 0) {
+        st->unbatched += st->nbatch;
+        st->nbatch = 0;
+        return;
+    }
+    memset(G.seq_of + had, 0, (G.seq_cap - had) * sizeof *G.seq_of);
     while (done < st->nbatch || dropped != st->dropped_told) {
         size_t n = st->nbatch - done;
         if (n > CHUNK_SAMPLES)
@@ -993,15 +1167,14 @@ static void queue_samples(struct sthread *st)
         struct evp_events_prefix pf = {0};
         uint64_t lost = dropped - st->dropped_told;
         pf.stream = st->stream;
-        pf.seq = st->seq;
+        pf.seq = G.seq_of[st->stream];
         pf.dropped = lost > UINT32_MAX ? UINT32_MAX : (uint32_t)lost;
         evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
         pf.base_ticks = pf.sync_ticks;
-        size_t len =
-            evp_samples_encode(G.out, &pf, st->batch + done, n, NULL);
+        size_t len = evp_samples_encode(G.out, &pf, st->batch + done, n, NULL);
         if (evp_rec_chunk_queue_locked_(EVP_CHUNK_SAMPLES, G.out, len, 1) < 0)
             break;
-        st->seq++;
+        G.seq_of[st->stream]++;
         st->dropped_told += pf.dropped;
         done += n;
     }
@@ -1020,6 +1193,8 @@ static void forget_tables(void)
     G.unknown = 0;
     G.nnodes = G.nodes_written = 0;
     evp_itab_clear(&G.node_index);
+    if (G.seq_of)
+        memset(G.seq_of, 0, G.seq_cap * sizeof *G.seq_of);
 }
 
 void evp_rec_sample_collect_(int final)
@@ -1029,9 +1204,17 @@ void evp_rec_sample_collect_(int final)
         pthread_mutex_unlock(&G.mu);
         return;
     }
-    for (struct sthread *st = G.threads; st; st = st->next)
-        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE)
-            drain(st);
+    int fast = 0;
+    for (struct sthread *st = G.threads; st; st = st->next) {
+        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
+            continue;
+        struct ring *r = &st->ring;
+        uint64_t held = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - r->tail;
+        fast |= r->buf && held * 4 >= r->size;
+        drain(st);
+    }
+    if (G.running)
+        __atomic_store_n(&G.poll_ms, fast ? 10 : 50, __ATOMIC_RELAXED);
     /* Functions, then the stacks that name them, then the samples. */
     evp_rec_funcs_queue_locked_();
     queue_stacks();
@@ -1064,15 +1247,26 @@ void evp_rec_sample_collect_(int final)
     pthread_mutex_unlock(&G.mu);
 }
 
+unsigned evp_rec_sample_poll_ms_(void)
+{
+    return __atomic_load_n(&G.poll_ms, __ATOMIC_RELAXED);
+}
+
 void evp_rec_sample_fork_child_(void)
 {
     pthread_mutex_init(&G.mu, NULL);
     __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
     if (G.running)
         sigaction(G.signo, &G.old, NULL);
+    /* The parent's perf events: their descriptors, not the events, are
+     * the child's (they signal the parent's threads). */
+    for (struct sthread *st = G.threads; st; st = st->next)
+        if (__atomic_load_n(&st->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
+            st->perf_fd >= 0)
+            close(st->perf_fd);
     G.running = 0;
     G.used = 0;
-    __atomic_store_n(&evp_rec_sampling_, 0, __ATOMIC_RELAXED);
+    G.poll_ms = 0;
     /* The parent's rings, threads and tables stay where they are. */
     G.threads = NULL;
     G.funcs = NULL;
@@ -1082,7 +1276,10 @@ void evp_rec_sample_fork_child_(void)
     G.nodes = NULL;
     G.nnodes = G.nodes_cap = G.nodes_written = 0;
     G.node_index = (struct evp_itab)EVP_ITAB_INIT;
+    G.seq_of = NULL;
+    G.seq_cap = 0;
     G.scratch = G.out = NULL;
     G.scratch_cap = G.out_cap = 0;
-    G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started = 0;
+    G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
+        G.stacks = 0;
 }

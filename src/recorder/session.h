@@ -22,8 +22,8 @@
 
 /* Register a function (evp_rec_func without taking the lock; any state
  * but CLOSED).  Returns its id or 0. */
-EVP_HIDDEN uint32_t evp_rec_func_locked_(const char *qualname,
-                                         const char *file, uint32_t line);
+EVP_HIDDEN uint32_t evp_rec_func_locked_(const char *qualname, const char *file,
+                                         uint32_t line);
 
 /* Record KEY=VALUE (evp_rec_meta without the lock): 0 or -ENOMEM. */
 EVP_HIDDEN int evp_rec_meta_locked_(const char *key, const char *value);
@@ -53,9 +53,6 @@ EVP_HIDDEN int evp_rec_stream_attach_(const char *name, uint32_t *stream);
 /* The kernel's id of the calling thread. */
 EVP_HIDDEN int evp_rec_gettid_(void);
 
-/* Non-zero while a sampler runs: the writer drains every 50 ms at least. */
-EVP_HIDDEN extern int evp_rec_sampling_;
-
 /* ---- provided by sample.c --------------------------------------------- */
 
 /*
@@ -66,6 +63,10 @@ EVP_HIDDEN extern int evp_rec_sampling_;
  * forget the session's functions and stacks.
  */
 EVP_HIDDEN void evp_rec_sample_collect_(int final);
+
+/* The longest the writer may wait between two rounds while sampling (50
+ * ms, 10 ms while a ring fills fast), 0 when no sampler runs. */
+EVP_HIDDEN unsigned evp_rec_sample_poll_ms_(void);
 
 /* In a forked child (fork_child, before anything else): no sampling. */
 EVP_HIDDEN void evp_rec_sample_fork_child_(void);

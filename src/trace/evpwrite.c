@@ -7,6 +7,9 @@
  * the bytes.  Timestamps are written in nanoseconds of the trace clock
  * (the clock pair in the metadata says so), which keeps imported text
  * traces exact to the nanosecond.  Chunks may be zstd-compressed.
+ * A sampled trace's stack table and samples follow its events: the
+ * stack nodes whose callers are known, in id order (a caller's id is
+ * below its callee's), then each stream's samples re-encoded in runs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -206,6 +209,107 @@ static int write_tables(struct ewriter *w)
     return rc;
 }
 
+/* ---- samples --------------------------------------------------------- */
+
+struct swriter {
+    struct ewriter *w;
+    struct evp_sample_rec *s;
+    size_t n;
+    uint32_t stream, seq;
+    int started;
+    uint64_t lost; /* the stream's lost samples, put in its first chunk */
+};
+
+static int flush_samples(struct swriter *sw)
+{
+    struct ewriter *w = sw->w;
+    if (!sw->n)
+        return 0;
+    size_t need = evp_samples_bound(sw->n);
+    if (evp_grow((void **)&w->enc, &w->enc_cap, need, 1, need))
+        return w->err = -ENOMEM;
+    struct evp_events_prefix pf = {.stream = sw->stream, .seq = sw->seq++};
+    pf.sync_ticks = pf.sync_ns = sw->s[0].ts;
+    pf.dropped = sw->lost > UINT32_MAX ? UINT32_MAX : (uint32_t)sw->lost;
+    sw->lost = 0;
+    size_t len = evp_samples_encode(w->enc, &pf, sw->s, sw->n, NULL);
+    sw->n = 0;
+    return put_chunk(w, EVP_CHUNK_SAMPLES, w->enc, len);
+}
+
+static const struct evp_stream *stream_of(struct evp_trace *t, uint32_t id)
+{
+    for (size_t i = 0; i < evp_trace_nstreams(t); i++)
+        if (evp_trace_stream(t, i)->id == id)
+            return evp_trace_stream(t, i);
+    return NULL;
+}
+
+static int sw_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
+                     uint64_t ns)
+{
+    struct swriter *sw = ctx;
+    struct ewriter *w = sw->w;
+    if (!sw->started || stream != sw->stream) {
+        if (flush_samples(sw) < 0)
+            return w->err;
+        const struct evp_stream *st = stream_of(w->t, stream);
+        sw->stream = stream;
+        sw->seq = 0;
+        sw->started = 1;
+        sw->lost = st ? st->samples_lost : 0;
+        /* a stream with events has had its THREAD chunk */
+        if (st && !st->events && ew_begin(w, st) < 0)
+            return w->err;
+    }
+    struct evp_sample_rec *r = &sw->s[sw->n++];
+    *r = *s;
+    r->ts = ns;
+    if (sw->n == RUN && flush_samples(sw) < 0)
+        return w->err;
+    return 0;
+}
+
+static int write_samples(struct ewriter *w)
+{
+    struct evp_trace *t = w->t;
+    uint32_t ns = evp_trace_nstacks(t);
+    if (!evp_trace_nsamples(t) && !ns)
+        return 0;
+    uint8_t *p = malloc(EVP_VARINT_MAX + (size_t)ns * 3 * EVP_VARINT_MAX);
+    if (!p)
+        return w->err = -ENOMEM;
+    size_t k = 0, n = 0;
+    for (uint32_t id = 1; id <= ns; id++) {
+        const struct evp_stack_node *sn = evp_trace_stack(t, id);
+        if (sn && sn->parent != EVP_STACK_UNKNOWN) {
+            k += evp_stack_entry_put(p + EVP_VARINT_MAX + k, id, sn->parent,
+                                     sn->func);
+            n++;
+        }
+    }
+    int rc = 0;
+    if (n) {
+        size_t h = evp_varint_put(p, n);
+        memmove(p + h, p + EVP_VARINT_MAX, k);
+        rc = put_chunk(w, EVP_CHUNK_STACKS, p, h + k);
+    }
+    free(p);
+    if (rc)
+        return rc;
+    struct swriter sw = {.w = w};
+    sw.s = malloc(RUN * sizeof *sw.s);
+    if (!sw.s)
+        return w->err = -ENOMEM;
+    rc = evp_trace_samples(t, sw_sample, &sw);
+    if (rc == 0)
+        rc = flush_samples(&sw);
+    free(sw.s);
+    if (rc && !w->err)
+        w->err = rc;
+    return w->err;
+}
+
 static int write_end(struct ewriter *w)
 {
     const struct evp_trace_info *in = &w->t->info;
@@ -248,6 +352,8 @@ int evp_trace_write_evp_to(struct evp_trace *t, FILE *f, const char *name,
         if (rc && !w.err)
             w.err = rc;
     }
+    if (!w.err)
+        write_samples(&w);
     if (!w.err)
         write_end(&w);
     if (fflush(w.f) != 0 && !w.err)

@@ -163,6 +163,12 @@ EVP_HIDDEN const uint8_t *evp_segment_payload(const struct segment *seg,
  * replay has passed them (evp_trace_release). */
 EVP_HIDDEN void evp_segment_release(struct evp_trace *t,
                                     const struct segment *seg);
+/* Sort a stream's N segments SEGS by sequence number and warn of gaps
+ * and repeats ("stream S: WHATchunks 3-5 missing (RECORDS between them are
+ * lost)"). */
+EVP_HIDDEN void evp_segments_order(struct evp_trace *t, uint32_t stream,
+                                   struct segment *segs, size_t n,
+                                   const char *what, const char *records);
 /* Stack ids are dense too: one beyond every entry read plus this is
  * damage. */
 #define MAX_STACK_AHEAD 65536u

@@ -332,7 +332,10 @@ static int parse_opcodes(struct scan *sc, const uint8_t *p, size_t len)
         if (evp_trace_set_opcode(sc->t, (unsigned)op, name, (unsigned)base) < 0)
             return -1;
     }
-    sc->t->ops_from_trace = 1;
+    /* An empty table names nothing: the trace keeps the built-in one, as
+     * its copy does (a writer leaves an empty table out). */
+    if (n)
+        sc->t->ops_from_trace = 1;
     return 0;
 }
 
@@ -378,19 +381,29 @@ static int parse_thread(struct scan *sc, const uint8_t *p, size_t len)
 /* An EVENTS chunk at OFFSET: its payload P (LEN bytes), decompressed from
  * the zstd frame ZDATA (ZLEN bytes in the file) when ZDATA is not NULL.
  * Only the frame is kept, decompressed again by each replay. */
+/* The segment of the EVENTS or SAMPLES payload P (LEN bytes) of the chunk
+ * at OFFSET, and its stream (NULL: a bad prefix, or out of memory). */
+static struct stream *segment_of(struct scan *sc, const uint8_t *p, size_t len,
+                                 uint64_t offset, const uint8_t *zdata,
+                                 size_t zlen, struct segment *seg)
+{
+    *seg = (struct segment){0};
+    if (evp_events_prefix_read(p, len, &seg->pf) < 0)
+        return NULL;
+    seg->payload = zdata ? NULL : p;
+    seg->len = len;
+    seg->zdata = zdata;
+    seg->zlen = zlen;
+    seg->offset = offset;
+    seg->chunk = sc->chunk;
+    return evp_trace_get_stream(sc->t, seg->pf.stream);
+}
+
 static int parse_events(struct scan *sc, const uint8_t *p, size_t len,
                         uint64_t offset, const uint8_t *zdata, size_t zlen)
 {
-    struct segment seg = {0};
-    if (evp_events_prefix_read(p, len, &seg.pf) < 0)
-        return -1;
-    seg.payload = zdata ? NULL : p;
-    seg.len = len;
-    seg.zdata = zdata;
-    seg.zlen = zlen;
-    seg.offset = offset;
-    seg.chunk = sc->chunk;
-    struct stream *s = evp_trace_get_stream(sc->t, seg.pf.stream);
+    struct segment seg;
+    struct stream *s = segment_of(sc, p, len, offset, zdata, zlen, &seg);
     if (!s || evp_stream_add_segment(s, &seg) < 0)
         return -1;
     s->pub.events += seg.pf.count;
@@ -405,16 +418,8 @@ static int parse_events(struct scan *sc, const uint8_t *p, size_t len,
 static int parse_samples(struct scan *sc, const uint8_t *p, size_t len,
                          uint64_t offset, const uint8_t *zdata, size_t zlen)
 {
-    struct segment seg = {0};
-    if (evp_events_prefix_read(p, len, &seg.pf) < 0)
-        return -1;
-    seg.payload = zdata ? NULL : p;
-    seg.len = len;
-    seg.zdata = zdata;
-    seg.zlen = zlen;
-    seg.offset = offset;
-    seg.chunk = sc->chunk;
-    struct stream *s = evp_trace_get_stream(sc->t, seg.pf.stream);
+    struct segment seg;
+    struct stream *s = segment_of(sc, p, len, offset, zdata, zlen, &seg);
     if (!s || evp_samples_index(sc->t, s, &seg, p) < 0)
         return -1;
     add_pair(sc, seg.pf.sync_ticks, seg.pf.sync_ns);
@@ -1106,6 +1111,30 @@ static int cmp_seg(const void *a, const void *b)
     return (x->pf.seq > y->pf.seq) - (x->pf.seq < y->pf.seq);
 }
 
+void evp_segments_order(struct evp_trace *t, uint32_t stream,
+                        struct segment *segs, size_t n, const char *what,
+                        const char *records)
+{
+    if (!n)
+        return;
+    qsort(segs, n, sizeof *segs, cmp_seg);
+    uint32_t expect = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t seq = segs[k].pf.seq;
+        if (seq > expect)
+            evp_trace_warnf(t,
+                            "stream %u: %schunk%s %u%s%.0u missing "
+                            "(%s between them are lost)",
+                            stream, what, seq - expect > 1 ? "s" : "", expect,
+                            seq - expect > 1 ? "-" : "",
+                            seq - expect > 1 ? seq - 1 : 0, records);
+        else if (seq < expect)
+            evp_trace_warnf(t, "stream %u: %schunk %u appears twice", stream,
+                            what, seq);
+        expect = seq + 1;
+    }
+}
+
 void evp_trace_finish(struct evp_trace *t)
 {
     struct evp_trace_info *i = &t->info;
@@ -1119,24 +1148,9 @@ void evp_trace_finish(struct evp_trace *t)
     i->events = 0;
     for (size_t s = 0; s < t->nstreams; s++) {
         struct stream *st = &t->streams[s];
-        if (!t->info.text && st->nsegs) {
-            qsort(st->segs, st->nsegs, sizeof *st->segs, cmp_seg);
-            uint32_t expect = 0;
-            for (size_t k = 0; k < st->nsegs; k++) {
-                uint32_t seq = st->segs[k].pf.seq;
-                if (seq > expect)
-                    evp_trace_warnf(t,
-                                    "stream %u: chunk%s %u%s%.0u missing "
-                                    "(events between them are lost)",
-                                    st->pub.id, seq - expect > 1 ? "s" : "",
-                                    expect, seq - expect > 1 ? "-" : "",
-                                    seq - expect > 1 ? seq - 1 : 0);
-                else if (seq < expect)
-                    evp_trace_warnf(t, "stream %u: chunk %u appears twice",
-                                    st->pub.id, seq);
-                expect = seq + 1;
-            }
-        }
+        if (!t->info.text)
+            evp_segments_order(t, st->pub.id, st->segs, st->nsegs, "",
+                               "events");
         if (!st->name) {
             char nm[48];
             if (st->pub.tid)

@@ -187,12 +187,6 @@ out:
     t->nsraw = t->sraw_cap = 0;
 }
 
-static int cmp_seg(const void *a, const void *b)
-{
-    const struct segment *x = a, *y = b;
-    return (x->pf.seq > y->pf.seq) - (x->pf.seq < y->pf.seq);
-}
-
 void evp_samples_finish(struct evp_trace *t)
 {
     struct evp_trace_info *in = &t->info;
@@ -203,22 +197,8 @@ void evp_samples_finish(struct evp_trace *t)
         struct stream *s = &t->streams[k];
         if (!s->nssegs)
             continue;
-        qsort(s->ssegs, s->nssegs, sizeof *s->ssegs, cmp_seg);
-        uint32_t expect = 0;
-        for (size_t i = 0; i < s->nssegs; i++) {
-            uint32_t seq = s->ssegs[i].pf.seq;
-            if (seq > expect)
-                evp_trace_warnf(t,
-                                "stream %u: sample chunk%s %u%s%.0u missing "
-                                "(samples between them are lost)",
-                                s->pub.id, seq - expect > 1 ? "s" : "", expect,
-                                seq - expect > 1 ? "-" : "",
-                                seq - expect > 1 ? seq - 1 : 0);
-            else if (seq < expect)
-                evp_trace_warnf(t, "stream %u: sample chunk %u appears twice",
-                                s->pub.id, seq);
-            expect = seq + 1;
-        }
+        evp_segments_order(t, s->pub.id, s->ssegs, s->nssegs, "sample ",
+                           "samples");
         chunks += s->nssegs;
         in->samples += s->pub.samples;
         in->sample_weight += s->pub.sample_weight;

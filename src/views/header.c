@@ -91,7 +91,14 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
         line(out, prefix, width, "producer", note);
     if (*evp_view_untraced_note(t, note, sizeof note))
         line(out, prefix, width, "threads", note);
-    if (in->has_kind_cost) {
+    if (in->sampled && !in->events) {
+        /* no event was timed: the recorder's per-event cost means nothing
+         * here */
+        line(out, prefix, width, "overhead",
+             "none in the figures: a sample is taken in a signal handler, "
+             "which no sample sees; what sampling costs the run is in the "
+             "README (Sampled mode)");
+    } else if (in->has_kind_cost) {
         char c[768];
         evp_view_kind_costs(t, c, sizeof c);
         size_t n = strlen(c);

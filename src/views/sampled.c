@@ -528,10 +528,27 @@ static int cmp_key(const void *x, const void *y)
     return c ? c : (a->order > b->order) - (a->order < b->order);
 }
 
+/* A new row keyed KEY at the end of *R (N rows, CAP room), its weights
+ * zero; NULL when out of memory. */
+static struct dsrow *drow_add(struct dsrow **r, size_t *n, size_t *cap,
+                              const char *key)
+{
+    if (evp_grow((void **)r, cap, *n + 1, sizeof **r, 64))
+        return NULL;
+    struct dsrow *d = &(*r)[*n];
+    memset(d, 0, sizeof *d);
+    if (!(d->key = strdup(key)))
+        return NULL;
+    ++*n;
+    return d;
+}
+
 /* Merge rows of equal keys (sorted by key first): weights summed, the
  * first row's name and order kept.  Returns the rows left. */
 static size_t merge_keys(struct dsrow *r, size_t n)
 {
+    if (!n)
+        return 0; /* (R may be NULL) */
     qsort(r, n, sizeof *r, cmp_key);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -584,7 +601,8 @@ static void diff_table(FILE *out, const char *title, struct dsrow *r, size_t n,
                        const uint64_t total[2], int incl, enum evp_sort sort)
 {
     struct dsort ds = {sort, total, incl};
-    qsort_r(r, n, sizeof *r, cmp_dsrow, &ds);
+    if (n)
+        qsort_r(r, n, sizeof *r, cmp_dsrow, &ds);
     int w = 26;
     for (size_t i = 0; i < n; i++)
         if (r[i].cols + 1 > w)
@@ -664,14 +682,11 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
                 snprintf(nm, sizeof nm, "(no opcode)");
             else
                 evp_view_op_name(t[i], op, nm, sizeof nm);
-            if (evp_grow((void **)&r, &cap, n + 1, sizeof *r, 64) ||
-                !(r[n].key = strdup(nm))) {
+            struct dsrow *d = drow_add(&r, &n, &cap, nm);
+            if (!d) {
                 rc = -ENOMEM;
                 break;
             }
-            struct dsrow *d = &r[n++];
-            memset(d->w, 0, sizeof d->w);
-            memset(d->w2, 0, sizeof d->w2);
             d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
             d->w[i] = d->w2[i] = a[i].op[op];
             d->order = (uint32_t)i << 16 | op;
@@ -700,14 +715,11 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
                 evp_stats_func_rel_key(t[i], &roots, id, key, sizeof key);
                 evp_view_func_key(t[i], id, nm, sizeof nm);
             }
-            if (evp_grow((void **)&r, &cap, n + 1, sizeof *r, 64) ||
-                !(r[n].key = strdup(key))) {
+            struct dsrow *d = drow_add(&r, &n, &cap, key);
+            if (!d) {
                 rc = -ENOMEM;
                 break;
             }
-            struct dsrow *d = &r[n++];
-            memset(d->w, 0, sizeof d->w);
-            memset(d->w2, 0, sizeof d->w2);
             d->cols = evp_view_func_cell(d->name, sizeof d->name, nm,
                                          o->wide_names ? 0 : 70);
             d->w[i] = a[i].self[id];

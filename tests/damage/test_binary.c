@@ -772,6 +772,19 @@ static uint64_t samples_before(const uint8_t *d, const struct dmg_map *m,
     return n;
 }
 
+/* mksampled's trace with options O: its bytes (*D, malloc'ed) and their
+ * chunks; returns the size. */
+static long sampled_bytes(const struct sampgen_opts *o, uint8_t **d,
+                          struct dmg_map *m)
+{
+    const char *src = dmg_path("sampled-src.evp");
+    assert_int_equal(sampgen_write(src, o), 0);
+    long size = dmg_read(src, d);
+    assert_true(size > 0);
+    assert_int_equal(dmg_map_chunks(*d, (size_t)size, m), 0);
+    return size;
+}
+
 static void test_samples_intact(void **state)
 {
     (void)state;
@@ -812,14 +825,10 @@ static void test_samples_cut_every_byte(void **state)
 {
     (void)state;
     for (int z = 0; z < 2; z++) {
-        const char *src = dmg_path("sampled-src.evp");
         struct sampgen_opts so = {'a', z, 48};
-        assert_int_equal(sampgen_write(src, &so), 0);
         uint8_t *d;
-        long size = dmg_read(src, &d);
-        assert_true(size > 0);
         struct dmg_map m;
-        assert_int_equal(dmg_map_chunks(d, (size_t)size, &m), 0);
+        long size = sampled_bytes(&so, &d, &m);
         const char *path = dmg_path("sampled-cut.evp");
         struct dmg_warn w = {0};
         char err[512];
@@ -869,13 +878,9 @@ static int folded_unknown(void *ctx, const char *stack, size_t len, uint64_t ns)
 static void test_samples_flip(void **state)
 {
     (void)state;
-    const char *src = dmg_path("sampled-src.evp");
-    assert_int_equal(sampgen_write(src, NULL), 0);
     uint8_t *d;
-    long size = dmg_read(src, &d);
-    assert_true(size > 0);
     struct dmg_map m;
-    assert_int_equal(dmg_map_chunks(d, (size_t)size, &m), 0);
+    long size = sampled_bytes(NULL, &d, &m);
     const char *path = dmg_path("sampled-flip.evp");
     struct dmg_warn w = {0};
     char err[512];

@@ -142,6 +142,29 @@ check(run("summary", "--funcs", az).stdout.replace(az, a) ==
       run("summary", "--funcs", a).stdout,
       "compressed, smaller chunks: the same summary")
 
+def streams(info):
+    """info's sampled streams: id, name, samples, periods, lost (the
+    chunks are the writer's own)."""
+    part = info.split("sampled streams:")[1].split("metadata:")[0]
+    return [ln.split()[:4] + ln.split()[-1:] for ln in part.splitlines()[2:]
+            if ln.strip()]
+
+
+# export --format evp copies the samples: plain and compressed copies
+# give the same summary, folded stacks and stream table
+for extra in ([], ["--zstd"]):
+    cp = os.path.join(TMP, "copy.evp")
+    run("export", "--format", "evp", *extra, "-o", cp, a)
+    for view in (["summary", "--funcs"], ["export", "--format", "folded",
+                                           "--ops"]):
+        check(run(*view, cp).stdout.replace(cp, a) ==
+              run(*view, a).stdout,
+              f"export --format evp {extra}: {view[0]} of the copy is the "
+              f"original's")
+    check(streams(run("info", cp).stdout) == streams(run("info", a).stdout),
+          f"export --format evp {extra}: the copy's streams have the "
+          f"original's samples, periods and losses")
+
 for args, needle in [(["tree", a], "no events to show a tree of"),
                      (["export", "--format", "chrome", "-o",
                        os.path.join(TMP, "x.json"), a], "as a timeline")]:

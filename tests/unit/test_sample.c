@@ -33,6 +33,7 @@
 #include "evalprof/recorder.h"
 #include "evalprof/trace.h"
 #include "linetable.h"
+#include "session.h"
 
 /* ---- the location-table decoder ---------------------------------------- */
 
@@ -68,14 +69,15 @@ static void test_lt_forms(void **state)
 {
     (void)state;
     const uint8_t t[] = {
-        E(2, 3), 0x13,             /* short form: line 10, units 0-2 */
-        E(11, 2), 4, 10,           /* one-line form, +1: line 11 */
-        E(13, 1), 0x03,            /* no columns, svarint -1: line 10 */
-        E(14, 4), 0x58, 0x09,      /* long form, svarint +300: line 310 */
-        0x02, 0x05, 0x48, 0x03,    /* end line +2, column 4, end col 199 */
-        E(15, 1),                  /* no location */
-        E(0, 8), 0x00,             /* short: line 310 again, 8 units */
-        E(12, 1), 0, 0,            /* one-line +2: 312 */
+        E(2, 3),  0x13,              /* short form: line 10, units 0-2 */
+        E(11, 2), 4,           10,   /* one-line form, +1: line 11 */
+        E(13, 1), 0x03,              /* no columns, svarint -1: line 10 */
+        E(14, 4), 0x58,        0x09, /* long form, svarint +300: line 310 */
+        0x02,     0x05,        0x48,
+        0x03,                        /* end line +2, column 4, end col 199 */
+        E(15, 1),                    /* no location */
+        E(0, 8),  0x00,              /* short: line 310 again, 8 units */
+        E(12, 1), 0,           0,    /* one-line +2: 312 */
         E(13, 2), 0x40 | 0x3e, 0x3f, /* svarint 4094: +2047 */
     };
     /* each entry gives a range; the same line twice in a row is one */
@@ -105,8 +107,7 @@ static void test_lt_malformed(void **state)
     const uint8_t cut_long[] = {E(14, 1), 0x02, 0x00, 0x01};
     const uint8_t varint_runs_on[] = {E(13, 1), 0x41, E(0, 1), 0x00};
     const uint8_t col_top_bit[] = {E(10, 1), 0x81, 0x01};
-    uint8_t huge_line[8] = {E(13, 1), 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f,
-                            0x3f};
+    uint8_t huge_line[8] = {E(13, 1), 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x3f};
     assert_null(decode(no_top_bit, sizeof no_top_bit, 1));
     assert_null(decode(cut_short, sizeof cut_short, 1));
     assert_null(decode(cut_oneline, sizeof cut_oneline, 1));
@@ -150,13 +151,13 @@ static const uint8_t lt311[] = {
     0x61, 0xd8, 0x16, 0x17, 0xf1, 0x03, 0x01, 0x17, 0x18, 0xf1, 0x00, 0x01,
     0x0d, 0x19, 0x88, 0x45, 0x88, 0x45, 0xe0, 0x0b, 0x10, 0x80, 0x4c};
 static const uint8_t lt312[] = {
-    0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdc, 0x0d, 0x12, 0x90, 0x31,
-    0x8b, 0x58, 0xf2, 0x00, 0x05, 0x05, 0x19, 0x88, 0x01, 0xd8, 0x0b, 0x0c,
-    0x88, 0x71, 0x89, 0x35, 0x90, 0x41, 0x8a, 0x3a, 0xd8, 0x0c, 0x11, 0x90,
-    0x51, 0x98, 0x11, 0x91, 0x55, 0x89, 0x4e, 0x89, 0x45, 0xe0, 0x0c, 0x11,
-    0x90, 0x61, 0xd8, 0x16, 0x17, 0xf1, 0x03, 0x01, 0x17, 0x18, 0xf1, 0x00,
-    0x01, 0x0d, 0x19, 0x89, 0x45, 0xf0, 0x09, 0x05, 0x05, 0x19, 0xf0, 0x0c,
-    0x00, 0x0c, 0x11, 0x80, 0x4c};
+    0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdc, 0x0d, 0x12, 0x90,
+    0x31, 0x8b, 0x58, 0xf2, 0x00, 0x05, 0x05, 0x19, 0x88, 0x01, 0xd8,
+    0x0b, 0x0c, 0x88, 0x71, 0x89, 0x35, 0x90, 0x41, 0x8a, 0x3a, 0xd8,
+    0x0c, 0x11, 0x90, 0x51, 0x98, 0x11, 0x91, 0x55, 0x89, 0x4e, 0x89,
+    0x45, 0xe0, 0x0c, 0x11, 0x90, 0x61, 0xd8, 0x16, 0x17, 0xf1, 0x03,
+    0x01, 0x17, 0x18, 0xf1, 0x00, 0x01, 0x0d, 0x19, 0x89, 0x45, 0xf0,
+    0x09, 0x05, 0x05, 0x19, 0xf0, 0x0c, 0x00, 0x0c, 0x11, 0x80, 0x4c};
 static const uint8_t lt313[] = {
     0x80, 0x00, 0xd8, 0x0c, 0x0d, 0x80, 0x45, 0xdc, 0x0d, 0x12, 0x90, 0x31,
     0x8e, 0x58, 0x88, 0x01, 0xd8, 0x0b, 0x0c, 0x88, 0x71, 0x89, 0x35, 0x90,
@@ -215,6 +216,15 @@ static void on_sample_count(void *uc, uint32_t weight)
     __atomic_add_fetch(&handler_calls, 1, __ATOMIC_RELAXED);
 }
 
+/* Block (HOW: SIG_BLOCK) or unblock the sampler's signal in this thread. */
+static void mask_signal(int how)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 4);
+    pthread_sigmask(how, &set, NULL);
+}
+
 /* Start sampling with a tiny RING_KB ring, the signal blocked in this
  * thread: the test stores its own samples. */
 static void start_blocked(unsigned ring_kb)
@@ -223,20 +233,28 @@ static void start_blocked(unsigned ring_kb)
                                        .cpu_clock = 1,
                                        .ring_kb = ring_kb,
                                        .on_sample = on_sample_count};
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGRTMIN + 4);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    mask_signal(SIG_BLOCK);
     assert_int_equal(evp_rec_sampler_start(&sc), 0);
     assert_int_equal(evp_rec_sample_thread_start("ring"), 0);
 }
 
 static void unblock(void)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGRTMIN + 4);
-    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    mask_signal(SIG_UNBLOCK);
+}
+
+/* Stop this thread's sampling, close the session, unblock the signal. */
+static void end_session(void)
+{
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+}
+
+static void read_samples(const char *path, struct sc_trace *t)
+{
+    if (sc_read(path, t) < 0)
+        fail_msg("%s", t->err);
 }
 
 static uint32_t func_named(struct evp_trace *t, const char *name)
@@ -317,13 +335,16 @@ static void test_ring_fill_drop_wrap(void **state)
     evp_rec_sample_get_stats(&st);
     assert_int_equal(st.samples, stored);
     assert_int_equal(st.dropped, drops);
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
+    /* the closed session's figures */
+    evp_rec_sample_get_stats(&st);
+    assert_int_equal(st.samples, stored);
+    assert_int_equal(st.dropped, drops);
+    assert_int_equal(st.stacks, 8);
+    assert_int_equal(st.threads, 1);
 
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     assert_true(t.order_ok);
     assert_true(t.seq_ok);
     assert_int_equal(t.nsamples, stored);
@@ -398,13 +419,10 @@ static void test_ring_lost_func(void **state)
         0);
     assert_int_equal(evp_rec_sample_put(1002, 0, 0, 1, &k1, 1), 0);
     stored += 3;
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
 
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     int warnings;
     struct evp_trace *tr = open_trace(path, &warnings);
     assert_int_equal(t.nsamples, stored);
@@ -426,10 +444,7 @@ static void test_ring_lost_func(void **state)
 static void *second_thread(void *arg)
 {
     (void)arg;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGRTMIN + 4);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    mask_signal(SIG_BLOCK);
     assert_int_equal(evp_rec_sample_thread_start("second"), 0);
     uint32_t k = 77;
     assert_int_equal(evp_rec_sample_func(k, "f", 1, "lt.py", 5, 1, lt312,
@@ -462,9 +477,7 @@ static void test_lines_meta(void **state)
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, second_thread, NULL), 0);
     pthread_join(th, NULL);
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
 
     int warnings;
     struct evp_trace *tr = open_trace(path, &warnings);
@@ -479,8 +492,7 @@ static void test_lines_meta(void **state)
     assert_int_equal(evp_trace_nstreams(tr), 2);
     evp_trace_close(tr);
     struct sc_trace t;
-    if (sc_read(path, &t) < 0)
-        fail_msg("%s", t.err);
+    read_samples(path, &t);
     assert_int_equal(t.nsamples, 3);
     assert_int_equal(t.samples[2].s.unit, 38);
     assert_int_equal(t.samples[0].s.unit, 18);
@@ -488,6 +500,229 @@ static void test_lines_meta(void **state)
     assert_int_equal(sc_func_at(&t, &t.samples[0], 0),
                      sc_func_at(&t, &t.samples[2], 0));
     assert_int_not_equal(t.samples[0].stream, t.samples[2].stream);
+    sc_free(&t);
+}
+
+/* A thread that records events and samples has one stream, whichever
+ * it does first. */
+static void *samples_then_events(void *arg)
+{
+    uint32_t f = *(uint32_t *)arg, k = 1;
+    mask_signal(SIG_BLOCK);
+    if (evp_rec_sample_thread_start("second") == 0 &&
+        evp_rec_sample_func(k, "s", 1, "", 0, 1, NULL, 0, 0) == 0 &&
+        evp_rec_sample_put(evp_rec_now(), 0, 0, 1, &k, 1) == 0) {
+        evp_rec_event(EVP_EV_ENTER, f);
+        evp_rec_event(EVP_EV_EXIT, f);
+    }
+    evp_rec_sample_thread_stop();
+    evp_rec_thread_detach();
+    return NULL;
+}
+
+static void test_one_stream(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("streams.evp", path, sizeof path);
+    uint32_t f = evp_rec_func("ev", "e.py", 1);
+    evp_rec_event(EVP_EV_ENTER, f); /* events first */
+    start_blocked(0);
+    uint32_t k = 1;
+    assert_int_equal(evp_rec_sample_func(k, "s", 1, "", 0, 1, NULL, 0, 0), 0);
+    assert_int_equal(evp_rec_sample_put(evp_rec_now(), 0, 0, 1, &k, 1), 0);
+    evp_rec_event(EVP_EV_EXIT, f);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, samples_then_events, &f), 0);
+    pthread_join(th, NULL);
+    end_session();
+
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_int_equal(evp_trace_nstreams(tr), 2);
+    struct sc_trace t;
+    read_samples(path, &t);
+    assert_int_equal(t.nsamples, 2);
+    for (size_t i = 0; i < 2; i++) {
+        const struct evp_stream *s = evp_trace_stream(tr, i);
+        assert_int_equal(s->events, 2); /* enter and exit */
+        size_t n = 0;
+        for (size_t j = 0; j < t.nsamples; j++)
+            n += t.samples[j].stream == s->id;
+        assert_int_equal(n, 1);
+    }
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
+/* A thread that stops and starts again, and a sampler stopped and
+ * started again, go on in the same stream, its SAMPLES chunks numbered
+ * on and in time order, whether or not the writer came in between. */
+static void test_restart(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("restart.evp", path, sizeof path);
+    start_blocked(0);
+    uint32_t k = 1;
+    uint64_t ts = 1;
+    for (int round = 0; round < 6; round++) {
+        assert_int_equal(evp_rec_sample_func(k, "r", 1, "", 0, 1, NULL, 0, 0),
+                         0);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(evp_rec_sample_put(ts++, 0, 0, 1, &k, 1), 0);
+        if (round % 2)
+            assert_int_equal(evp_rec_flush(), 0);
+        if (round == 3) {
+            evp_rec_sampler_stop();
+            struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                               .cpu_clock = 1,
+                                               .ring_kb = 64,
+                                               .on_sample = on_sample_count};
+            assert_int_equal(evp_rec_sampler_start(&sc), 0);
+        } else {
+            evp_rec_sample_thread_stop();
+        }
+        assert_int_equal(evp_rec_sample_thread_start("again"), 0);
+    }
+    end_session();
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_int_equal(warnings, 0);
+    assert_int_equal(evp_trace_nstreams(tr), 1);
+    evp_trace_close(tr);
+    struct sc_trace t;
+    read_samples(path, &t);
+    assert_true(t.seq_ok);
+    assert_int_equal(t.nsamples, 18);
+    for (size_t i = 0; i < t.nsamples; i++)
+        assert_int_equal(t.samples[i].s.ts, i + 1);
+    assert_int_equal(t.nnodes, 1);
+    sc_free(&t);
+}
+
+/* The writer drains every 50 ms while sampling, every 10 ms while a ring
+ * fills by a quarter from one round to the next. */
+static void test_writer_pace(void **state)
+{
+    (void)state;
+    char path[128];
+    assert_int_equal(evp_rec_sample_poll_ms_(), 0);
+    open_session("pace.evp", path, sizeof path);
+    start_blocked(4);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 50);
+    uint32_t k = 1;
+    assert_int_equal(evp_rec_sample_func(k, "p", 1, "", 0, 1, NULL, 0, 0), 0);
+    /* 40 x 32 bytes: 31% of 4 KiB (again, should the writer's own round
+     * have come in the middle) */
+    for (int tries = 0; tries < 5 && evp_rec_sample_poll_ms_() != 10; tries++) {
+        for (int i = 0; i < 40; i++)
+            assert_int_equal(evp_rec_sample_put(1 + i, 0, 0, 1, &k, 1), 0);
+        assert_int_equal(evp_rec_flush(), 0);
+    }
+    assert_int_equal(evp_rec_sample_poll_ms_(), 10);
+    assert_int_equal(evp_rec_sample_put(100, 0, 0, 1, &k, 1), 0);
+    assert_int_equal(evp_rec_flush(), 0);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 50);
+    evp_rec_sampler_stop();
+    assert_int_equal(evp_rec_sample_poll_ms_(), 0);
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+}
+
+/* A producer's on_sample: one frame. */
+static void on_sample_put(void *uc, uint32_t weight)
+{
+    (void)uc;
+    uint32_t k = 1;
+    evp_rec_sample_put(evp_rec_now(), 0, 0, weight, &k, 1);
+}
+
+/* A thread that blocks the signal for 60 ms at 1 kHz, of wall time
+ * (asleep) or of CPU time (spinning: the CPU clock's perf event, or its
+ * timer), gets one sample when it unblocks it, standing for the periods
+ * it missed; sample.missed counts them. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void blocked_signal_weight(int cpu_clock)
+{
+    char path[128];
+    open_session(cpu_clock ? "blocked-cpu.evp" : "blocked.evp", path,
+                 sizeof path);
+    struct evp_rec_sample_config sc = {
+        .rate_hz = 1000, .cpu_clock = cpu_clock, .on_sample = on_sample_put};
+    assert_int_equal(evp_rec_sampler_start(&sc), 0);
+    assert_int_equal(evp_rec_sample_thread_start("blocking"), 0);
+    assert_int_equal(evp_rec_sample_func(1, "b", 1, "", 0, 1, NULL, 0, 0), 0);
+    mask_signal(SIG_BLOCK);
+    if (cpu_clock) {
+        uint64_t t0 = thread_cpu_ns();
+        while (thread_cpu_ns() - t0 < 60000000u)
+            ;
+    } else {
+        struct timespec ts = {0, 60000000}, rem;
+        while (nanosleep(&ts, &rem) < 0)
+            ts = rem;
+    }
+    mask_signal(SIG_UNBLOCK); /* the pending signal is handled here */
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    struct sc_trace t;
+    read_samples(path, &t);
+    uint32_t most = 0;
+    for (size_t i = 0; i < t.nsamples; i++)
+        most = t.samples[i].s.weight > most ? t.samples[i].s.weight : most;
+    assert_true(most >= 40 && most <= 400); /* (a loaded machine oversleeps) */
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    assert_true(atoi(evp_trace_meta(tr, "sample.missed")) >= 39);
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
+static void test_blocked_signal_weight(void **state)
+{
+    (void)state;
+    blocked_signal_weight(0);
+}
+
+static void test_blocked_signal_weight_cpu(void **state)
+{
+    (void)state;
+    blocked_signal_weight(1);
+}
+
+/* EVALPROF_ZSTD: STACKS and SAMPLES chunks compressed as EVENTS chunks
+ * are, and read back the same. */
+static void test_zstd_chunks(void **state)
+{
+    (void)state;
+    char path[128];
+    setenv("EVALPROF_ZSTD", "3", 1);
+    open_session("zstd.evp", path, sizeof path);
+    unsetenv("EVALPROF_ZSTD");
+    start_blocked(0);
+    key_funcs();
+    uint32_t keys[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (unsigned i = 0; i < 3000; i++)
+        assert_int_equal(evp_rec_sample_put(100 + 7 * i, 0, i % 50, 1,
+                                            keys + i % 8, 8 - i % 8),
+                         0);
+    end_session();
+    struct sc_trace t;
+    read_samples(path, &t);
+    assert_true(t.compressed >= 1); /* the samples (a small table stays raw) */
+    assert_int_equal(t.nsamples, 3000);
+    for (unsigned i = 0; i < 3000; i++) {
+        assert_int_equal(t.samples[i].s.ts, 100 + 7 * i);
+        assert_int_equal(t.samples[i].s.unit, i % 50);
+        assert_int_equal(sc_depth(&t, &t.samples[i]), 8 - i % 8);
+    }
     sc_free(&t);
 }
 
@@ -511,7 +746,7 @@ static void test_config_errors(void **state)
     bad.signo = SIGKILL;
     assert_int_equal(evp_rec_sampler_start(&bad), -EINVAL);
     bad = sc;
-    bad.max_depth = EVP_SAMPLE_MAX_DEPTH + 1;
+    bad.max_depth = EVP_SAMPLE_DEPTH_LIMIT + 1;
     assert_int_equal(evp_rec_sampler_start(&bad), -EINVAL);
     assert_int_equal(evp_rec_sampler_start(NULL), -EINVAL);
     assert_int_equal(evp_rec_sample_thread_start(NULL), -ENOTCONN);
@@ -566,8 +801,8 @@ static void test_put_cost(void **state)
     uint32_t keys[30];
     for (uint32_t i = 0; i < 30; i++) {
         keys[i] = i + 1;
-        assert_int_equal(evp_rec_sample_func(i + 1, "frame", 5, "cost.py", 7,
-                                             i, NULL, 0, EVP_LT_NONE),
+        assert_int_equal(evp_rec_sample_func(i + 1, "frame", 5, "cost.py", 7, i,
+                                             NULL, 0, EVP_LT_NONE),
                          0);
     }
     enum { N = 8000 }; /* 8000 x 152 bytes fit a 2 MiB ring */
@@ -575,17 +810,15 @@ static void test_put_cost(void **state)
     for (int round = 0; round < 7; round++) {
         uint64_t t0 = mono();
         for (int i = 0; i < N; i++)
-            assert_int_equal(
-                evp_rec_sample_put((uint64_t)i, 0, 3, 1, keys, 30), 0);
+            assert_int_equal(evp_rec_sample_put((uint64_t)i, 0, 3, 1, keys, 30),
+                             0);
         double ns = (double)(mono() - t0) / N;
         best = ns < best ? ns : best;
         assert_int_equal(evp_rec_flush(), 0);
     }
     printf("sample put, 30-frame stack: %.1f ns (best of 7 rounds of %d)\n",
            best, N);
-    evp_rec_sample_thread_stop();
-    assert_int_equal(evp_rec_close(), 0);
-    unblock();
+    end_session();
 }
 
 int main(void)
@@ -597,6 +830,12 @@ int main(void)
         cmocka_unit_test(test_ring_fill_drop_wrap),
         cmocka_unit_test(test_ring_lost_func),
         cmocka_unit_test(test_lines_meta),
+        cmocka_unit_test(test_one_stream),
+        cmocka_unit_test(test_restart),
+        cmocka_unit_test(test_writer_pace),
+        cmocka_unit_test(test_blocked_signal_weight),
+        cmocka_unit_test(test_blocked_signal_weight_cpu),
+        cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
     };

@@ -1414,6 +1414,287 @@ class Workload(Case):
         self.assertGreater(t.kind_counts()["op"], 100000)
 
 
+# ---- sampled mode -----------------------------------------------------------
+
+ROW = re.compile(r"^ (\S.*?)\s{2,}(\d+\.\d)%")
+
+
+def table(text, header):
+    """{name: share %} of the summary table that follows the line
+    starting with HEADER (its first column and first share)."""
+    rows, inside = {}, False
+    for line in text.splitlines():
+        if line.startswith(header):
+            inside = True
+            continue
+        if inside:
+            if line.startswith(" total:"):
+                break
+            m = ROW.match(line)
+            if m and not line.startswith(" name"):
+                rows[m.group(1).strip()] = float(m.group(2))
+    return rows
+
+
+def func_shares(text):
+    """{qualname: self share %} of summary --funcs' functions table."""
+    return {name.split(" (")[0]: share
+            for name, share in table(text, "functions").items()}
+
+
+class Sampled(Case):
+    """--sample: no hook, a timer per thread; the samples name the hot
+    function, line and opcode, every thread's stream its own function,
+    and the program's own signals, forks, threads and deep recursion
+    work as untraced."""
+
+    def sampled(self, args, opts=(), **kw):
+        return self.traced(args, opts=["--sample"] + list(opts), **kw)
+
+    def run_evalprof(self, *args):
+        p = subprocess.run([EVALPROF] + list(args), capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "", "the trace reads with warnings")
+        return p.stdout
+
+    def summary(self, trace, *opts):
+        return self.run_evalprof("summary", "--wide", *(list(opts) + [trace]))
+
+    def info(self, trace):
+        out = self.run_evalprof("info", trace)
+        self.assertRegex(out, r"(?m)^warnings:\s+none$")
+        return out
+
+    def info_section(self, trace, header):
+        """The indented lines of info's section HEADER."""
+        lines = self.info(trace).splitlines()
+        start = lines.index(header) + 1
+        for line in lines[start:]:
+            if not line.startswith("  "):
+                break
+            yield line
+
+    def meta(self, trace):
+        """The trace's metadata, as info lists it."""
+        out = {}
+        for line in self.info_section(trace, "metadata:"):
+            key, _, value = line.strip().partition(" ")
+            out[key] = value.strip()
+        return out
+
+    def streams(self, trace):
+        """{name: (id, samples, periods)} of info's sampled streams."""
+        out = {}
+        for line in self.info_section(trace, "sampled streams:"):
+            m = re.match(r"^\s+(\d+)\s+(\S+)\s+([\d,]+)\s+([\d,]+)", line)
+            if m:
+                out[m.group(2)] = (int(m.group(1)),
+                                   int(m.group(3).replace(",", "")),
+                                   int(m.group(4).replace(",", "")))
+        return out
+
+    def check_hot(self, trace, script):
+        # a single busy thread: it holds the GIL, and the eval function
+        # (found, with its .cold part) runs part of the time
+        where = table(self.summary(trace), "where")
+        self.assertLess(where["no GIL"], 5.0, where)
+        self.assertGreater(where["in the eval loop"], 5.0, where)
+        funcs = func_shares(self.summary(trace, "--funcs"))
+        self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
+        self.assertGreater(funcs["hot"], 70.0, funcs)
+        self.assertLess(funcs.get("cold", 0.0), 5.0, funcs)
+        ops = table(self.summary(trace, "--group-specialized"), "ops:")
+        self.assertEqual(max(ops, key=ops.get), "BINARY_OP", ops)
+        with open(script) as f:
+            hot_line = [i for i, text in enumerate(f, 1)
+                        if "x = x * 3 % 1000003 * 7" in text][0]
+        lines = self.summary(trace, "--lines").splitlines()
+        head = [i for i, l in enumerate(lines) if l.startswith(" file:line")]
+        self.assertTrue(head, "\n".join(lines))
+        top = lines[head[0] + 1].split()
+        # the view shortens a long path at its start
+        self.assertTrue(top[0].endswith("/sample_hot.py:%d" % hot_line),
+                        top)
+        self.assertEqual(top[1], "hot")
+
+    def test_hot_function_line_and_opcode(self):
+        script = prog("sample_hot.py")
+        plain = self.plain([script, "20"])
+        p, trace = self.sampled([script, "20"], opts=["--clock", "wall"])
+        self.assertEqual(p.stdout, plain.stdout)
+        t = self.meta(trace)
+        self.assertEqual(t.get("evalprof.mode"), "sample")
+        self.assertEqual(t.get("sample.clock"), "wall")
+        self.assertIn("none", t.get("tracer.hooks", ""))
+        self.check_hot(trace, script)
+
+    def test_cpu_clock_default(self):
+        script = prog("sample_hot.py")
+        p, trace = self.sampled([script, "40"])
+        t = self.meta(trace)
+        self.assertEqual(t.get("sample.clock"), "cpu")
+        self.assertEqual(t.get("sample.rate_hz"), "1000")
+        funcs = func_shares(self.summary(trace, "--funcs"))
+        self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
+
+    def test_no_hook_installed(self):
+        code = ("import sys\n"
+                "m = getattr(sys, 'monitoring', None)\n"
+                "tools = [m.get_tool(i) for i in range(6)] if m else []\n"
+                "print(sys.gettrace(), sys.getprofile(), "
+                "[x for x in tools if x])\n")
+        p, trace = self.sampled(["-c", code])
+        self.assertEqual(p.stdout, "None None []\n")
+
+    def test_sixteen_threads(self):
+        script = prog("sample_threads.py")
+        plain = self.plain([script])
+        p, trace = self.sampled([script], opts=["--clock", "wall"])
+        self.assertEqual(p.stdout, plain.stdout)
+        streams = self.streams(trace)
+        for i in range(16):
+            name = "t%d" % i
+            self.assertIn(name, streams, sorted(streams))
+            sid, samples, periods = streams[name]
+            self.assertGreater(samples, 0, name)
+            funcs = func_shares(self.summary(trace, "--funcs", "--stream",
+                                             str(sid)))
+            # its own function, and no other thread's (the thread's own
+            # start and end in threading may take some samples too)
+            self.assertGreater(funcs.get("work_%d" % i, 0.0), 20.0,
+                               (name, funcs))
+            others = [f for f in funcs if f.startswith("work_")
+                      and f != "work_%d" % i and funcs[f] > 0]
+            self.assertEqual(others, [], name)
+
+    def test_states(self):
+        # a sleeping thread has no GIL; a loop around sum() is in a C
+        # call with the GIL (its leaf instruction a call)
+        script = prog("sample_states.py")
+        p, trace = self.sampled([script], opts=["--clock", "wall"])
+        self.assertEqual(p.stdout, self.plain([script]).stdout)
+        streams = self.streams(trace)
+        sleeper = table(self.summary(trace, "--stream",
+                                     str(streams["sleeper"][0])), "where")
+        self.assertGreater(sleeper["no GIL"], 95.0, sleeper)
+        main = str(streams["MainThread"][0])
+        where = table(self.summary(trace, "--stream", main), "where")
+        self.assertGreater(where["C call (GIL held)"], 50.0, where)
+        funcs = func_shares(self.summary(trace, "--funcs", "--stream", main))
+        self.assertGreater(funcs.get("in_c", 0.0), 50.0, funcs)
+
+    def test_program_signals(self):
+        # evalprof's timer signal is a real-time one: the program's
+        # SIGPROF (setitimer ITIMER_PROF) and SIGALRM handlers count as
+        # untraced, and a thread blocking every signal blocks evalprof's
+        # too: it takes no sample until it unblocks, and with the wall
+        # clock's POSIX timer that sample stands for the periods held
+        # back (its weight: the timer's overruns).
+        script = prog("sample_signals.py")
+        want = "prof True alrm True blocked True handler True\n"
+        self.assertEqual(self.plain([script]).stdout, want)
+        p, trace = self.sampled([script])
+        self.assertEqual(p.stdout, want)
+        p, trace = self.sampled([script], opts=["--clock", "wall",
+                                                "--rate", "4000"])
+        self.assertEqual(p.stdout, want)
+        streams = self.streams(trace)
+        sid, samples, periods = streams["blocked"]
+        # blocked for at least 0.15 s of real time: 600 periods at 4 kHz
+        # that no sample of its own took
+        self.assertGreater(periods - samples, 400, streams)
+
+    def test_stress_20khz(self):
+        script = prog("sample_stress.py")
+        plain = self.plain([script], timeout=300)
+        p, trace = self.sampled([script], opts=[
+            "--clock", "wall", "--rate", "20000", "--max-depth", "2000"],
+            timeout=300)
+        self.assertEqual(p.stdout, plain.stdout)
+        self.assertEqual(p.stderr, "")
+        self.info(trace)
+        folded = self.run_evalprof("export", "--format", "folded", trace)
+        depths = [len(line.rsplit(" ", 1)[0].split(";"))
+                  for line in folded.splitlines()]
+        self.assertGreater(max(depths), 900)
+        self.assertTrue(any(";deep (" in l and ";raises (" not in l
+                            for l in folded.splitlines()))
+        children = [n for n in os.listdir(self.tmp)
+                    if n.startswith("t.evp.")]
+        self.assertEqual(len(children), 9, children)
+        for n in children:
+            self.info(self.path(n))
+
+    def test_api(self):
+        trace = self.path("api.evp")
+        p = subprocess.run([PY, prog("sample_api.py"), trace],
+                           capture_output=True, text=True, env=env(),
+                           cwd=self.tmp, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "samples True\n")
+        streams = self.streams(trace)
+        for name, func in (("early", "busy_early"), ("late", "busy_late"),
+                           ("MainThread", "busy_late")):
+            self.assertIn(name, streams, sorted(streams))
+            funcs = func_shares(self.summary(
+                trace, "--funcs", "--stream", str(streams[name][0])))
+            # (beside the waits in threading: joins, the GIL)
+            self.assertGreater(funcs.get(func, 0.0), 20.0, (name, funcs))
+
+    def test_api_bad_settings(self):
+        code = ("import evalprof\n"
+                "for kw in ({'clock': 'x'}, {'rate': 0}, {'rate': 10**6},"
+                " {'max_depth': -1}):\n"
+                "    try:\n"
+                "        evalprof.start('x.evp', sample=True, **kw)\n"
+                "    except ValueError as e:\n"
+                "        print('ValueError')\n"
+                "    else:\n"
+                "        evalprof.stop(); print('started')\n")
+        p = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                           env=env(), cwd=self.tmp, timeout=60)
+        self.assertEqual(p.stdout, "ValueError\n" * 4, p.stderr)
+
+    def test_record_sample(self):
+        script = prog("sample_hot.py")
+        trace = self.path("rec.evp")
+        p = subprocess.run([EVALPROF, "record", "--sample", "--clock",
+                            "wall", "--rate", "5000", "-q", "-o", trace,
+                            "--", PY, script, "20"], capture_output=True,
+                           text=True, env=env(pythonpath=False),
+                           cwd=self.tmp, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        t = self.meta(trace)
+        self.assertEqual(t.get("evalprof.mode"), "sample")
+        self.assertEqual(t.get("sample.rate_hz"), "5000")
+        self.check_hot(trace, script)
+
+    def test_usage_errors(self):
+        for opts, msg in ((["--rate", "100"], "--rate needs --sample"),
+                          (["--sample", "--rate", "0"], "positive"),
+                          (["--sample", "--clock", "sun"], "invalid choice"),
+                          (["--sample", "--max-depth", "5000"],
+                           "at most 4096")):
+            p = subprocess.run([PY, "-m", "evalprof", "-o", self.path("u"),
+                                ] + opts + ["-c", "pass"],
+                               capture_output=True, text=True, env=env(),
+                               timeout=60)
+            self.assertEqual(p.returncode, 2, opts)
+            self.assertIn(msg, p.stderr)
+        for opts, msg in ((["--clock", "wall"], "--clock needs --sample"),
+                          (["--sample", "--rate", "200000"],
+                           "from 1 to 100000"),
+                          (["--sample", "--clock", "x"], "cpu or wall")):
+            p = subprocess.run([EVALPROF, "record", "-o", self.path("u")]
+                               + opts + ["--", PY, "-c", "pass"],
+                               capture_output=True, text=True, env=env(),
+                               timeout=60)
+            self.assertEqual(p.returncode, 2, opts)
+            self.assertIn(msg, p.stderr)
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+
+
 def check_listed(listed):
     """Every test class is one that meson.build runs, and no more."""
     mine = sorted(n for n, c in globals().items()

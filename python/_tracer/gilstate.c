@@ -1,0 +1,36 @@
+/*
+ * evalprof._tracer: does a thread hold the GIL?  Read from the signal
+ * handler of the sampled mode (sample.c), so it only reads memory.
+ *
+ * The answer lives in the interpreter's internal state, whose headers
+ * only compile with Py_BUILD_CORE defined before Python.h; this file is
+ * apart so that no other code of the extension is built that way.  It
+ * calls no Python function.
+ *
+ *   3.11  _PyRuntime.gilstate.tstate_current: the thread state holding
+ *         the GIL (NULL while it is released);
+ *   3.12  the interpreter's GIL: locked, and its last holder is TS;
+ *   3.13  TS's own state: _Py_THREAD_ATTACHED while it holds the GIL.
+ */
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include "internal/pycore_pystate.h"
+#include "internal/pycore_interp.h"
+
+int evp_sample_gil_held(PyThreadState *ts);
+
+int
+evp_sample_gil_held(PyThreadState *ts)
+{
+#if PY_VERSION_HEX < 0x030c0000
+    return (PyThreadState *)_Py_atomic_load_relaxed(
+               &_PyRuntime.gilstate.tstate_current) == ts;
+#elif PY_VERSION_HEX < 0x030d0000
+    struct _gil_runtime_state *g = ts->interp->ceval.gil;
+    return g != NULL && _Py_atomic_load_relaxed(&g->locked) > 0 &&
+           (PyThreadState *)_Py_atomic_load_relaxed(&g->last_holder) == ts;
+#else
+    return __atomic_load_n(&ts->state, __ATOMIC_RELAXED) ==
+           _Py_THREAD_ATTACHED;
+#endif
+}
