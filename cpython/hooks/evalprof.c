@@ -1004,14 +1004,16 @@ evp_sample_config(struct evp_rec_sample_config *cfg)
                 rate, EVP_SAMPLE_RATE_MAX);
         return -1;
     }
-    if (clock != NULL && *clock != '\0' && strcmp(clock, "wall") != 0) {
-        if (strcmp(clock, "cpu") != 0) {
+    /* CPU time by default, as the stock interpreter's sampler */
+    cfg->cpu_clock = 1;
+    if (clock != NULL && *clock != '\0' && strcmp(clock, "cpu") != 0) {
+        if (strcmp(clock, "wall") != 0) {
             evp_say("EVALPROF_SAMPLE_CLOCK: unknown clock '%s' (wall or cpu); "
                     "tracing is off",
                     clock);
             return -1;
         }
-        cfg->cpu_clock = 1;
+        cfg->cpu_clock = 0;
     }
     cfg->on_sample = evp_on_sample;
     return 0;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Sample mode (EVALPROF_MODE=sample, docs/EVENTS.md "Sampled mode"): a
-# deterministic hot loop sampled at 4 kHz gives a trace of samples only,
+# deterministic hot loop sampled at 1 kHz (the default) gives a trace of samples only,
 # whose state words name the loop's phases and whose top instruction is
 # the loop's BINARY_OP; EVALPROF_COUNTS=1 counts every instruction
 # exactly as the exact mode's op events do (per opcode name, over the
@@ -30,8 +30,8 @@ n=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/s.info")
 events=$(awk '$1 == "events:" { print $2; exit }' "$T/s.info")
 [ "${n:-0}" -ge 50 ] && [ "$events" = 0 ] && ok "$n samples, no events" ||
     fail "samples: '${n:-none}', events: '$events'"
-grep -q '^  evalprof.mode  *sample$' "$T/s.info" && grep -q '^  sample.rate_hz  *4000$' "$T/s.info" &&
-    ok "metadata: evalprof.mode sample, sample.rate_hz 4000" || fail "metadata lacks evalprof.mode or sample.rate_hz"
+grep -q '^  evalprof.mode  *sample$' "$T/s.info" && grep -q '^  sample.rate_hz  *1000$' "$T/s.info" && grep -q '^  sample.clock  *cpu$' "$T/s.info" &&
+    ok "metadata: evalprof.mode sample, the defaults: sample.rate_hz 1000, sample.clock cpu" || fail "metadata lacks evalprof.mode or sample.rate_hz"
 phases=$(awk '/^loop phases:/ { f = 1; next } f && /^---/ { if (++d == 2) exit; next }
               d == 1 { sub(/^ /, ""); sub(/  .*/, ""); print }' "$T/s.sum" | tr '\n' ',')
 case ",$phases" in
@@ -90,11 +90,11 @@ main=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$2 == "main"' | wc 
     fail "threads: $streams sampled streams ($main main)"
 
 # --- the clock and bad settings -------------------------------------------
-EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=cpu EVALPROF_SAMPLE_RATE=1000 \
+EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \
     "$PY" -S "$prog" 20000 > /dev/null
-"$EVALPROF_CLI" info "$T/cpu.evp" | grep -q '^  sample.clock  *cpu$' &&
-    "$EVALPROF_CLI" info "$T/cpu.evp" | grep -q '^  sample.rate_hz  *1000$' &&
-    ok "EVALPROF_SAMPLE_CLOCK=cpu, EVALPROF_SAMPLE_RATE=1000" || fail "cpu clock or rate not in the metadata"
+"$EVALPROF_CLI" info "$T/cpu.evp" | grep -q '^  sample.clock  *wall$' &&
+    "$EVALPROF_CLI" info "$T/cpu.evp" | grep -q '^  sample.rate_hz  *2000$' &&
+    ok "EVALPROF_SAMPLE_CLOCK=wall, EVALPROF_SAMPLE_RATE=2000" || fail "wall clock or rate not in the metadata"
 for bad in "EVALPROF_MODE=sampled" "EVALPROF_SAMPLE_RATE=0" "EVALPROF_SAMPLE_RATE=fast" \
            "EVALPROF_SAMPLE_RATE=1000000" "EVALPROF_SAMPLE_CLOCK=sundial"; do
     rm -f "$T/bad.evp"
