@@ -88,6 +88,9 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
                : 0;
 }
 
+/* The thread's top frame, for the sampled copy's prologue. */
+#define EVP_TOP_FRAME(tstate) ((tstate)->cframe->current_frame)
+
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
 
 /*
@@ -124,6 +127,8 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
             } \
             evp_c_frame = NULL; \
         } \
+        EVP_SAMPLE_RELEASE(); \
+        EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
     } while (0)
 
 /* resume_frame: evalprof_ceval_common.h */
@@ -144,7 +149,7 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
  * runs next: one instruction, counted once (as the specialized form). */
 #define EVP_HOOK_MISS() \
     do { \
-        if (EVP_COPY_TRACED && evp_wants_ops()) { \
+        if ((EVP_COPY_TRACED && evp_wants_ops()) || EVP_COUNTING()) { \
             evp_skip_op = 1; \
         } \
     } while (0)
@@ -204,6 +209,9 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
         if (EVP_COPY_TRACED && evp_wants_ops()) { \
             evp_fused_op(frame, next_instr); \
         } \
+        else if (EVP_COUNTING()) { \
+            evp_count_op(_PyOpcode_Deopt[_Py_OPCODE(*next_instr)]); \
+        } \
     } while (0)
 
 /* error:, exception_unwind: evalprof_ceval_common.h */
@@ -215,6 +223,7 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
         if (EVP_ON()) { \
             evp_frame_leave(frame, &evp_popped, &evp_pop_fid); \
         } \
+        EVP_SAMPLE_LEAVE(EVP_EV_LOOP_EXIT); \
     } while (0)
 
 /* exit_unwind: no handler in this frame; it ends. */
@@ -224,6 +233,8 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
             EVP_EMIT_IF(EVP_EV_LOOP_EXITING); \
             evp_frame_leave(frame, &evp_popped, &evp_pop_fid); \
         } \
+        EVP_SAMPLE_LEAVE(EVP_EV_LOOP_EXITING); \
+        EVP_SAMPLE_RELEASE(); \
     } while (0)
 
 /* Just before the eval function returns to C: the pending exit, then
@@ -234,6 +245,7 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
             evp_pop_done(&evp_popped, evp_pop_fid); \
             EVP_EMIT_IF(EVP_EV_RUNTIME_OTHER); \
         } \
+        EVP_SAMPLE_PHASE(EVP_EV_RUNTIME_OTHER); \
     } while (0)
 
 /* resume_with_error: the caller of a frame that exit_unwind popped. */
@@ -242,6 +254,8 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
         if (EVP_ON() && evp_popped) { \
             evp_pop_done(&evp_popped, evp_pop_fid); \
         } \
+        EVP_SAMPLE_RESUMED(-1); \
+        EVP_SAMPLE_RELEASE(); \
     } while (0)
 
 /* ---- redefined macros of ceval.c ------------------------------------ */
@@ -274,7 +288,18 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
  * untraced path) to share it with the traced entries. */
 #define EVP_OP_ENTRY(op) \
     do { \
-        if (evp_rec_wants(EVP_EV_OP)) { \
+        if (EVP_COPY_SAMPLED) { \
+            EVP_SAMPLE_OP(op); \
+            if (EVP_COUNTING()) { \
+                if (evp_skip_op) { \
+                    evp_skip_op = 0; \
+                } \
+                else { \
+                    _PyEvalprof_Sample.counts[(op)]++; \
+                } \
+            } \
+        } \
+        else if (evp_rec_wants(EVP_EV_OP)) { \
             if (evp_skip_op) { \
                 evp_skip_op = 0; \
             } \
@@ -301,7 +326,12 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
 #define EVP_OP_ENTRY_PAIR(op) \
     do { \
         EVP_OP_ENTRY(op); \
-        if (evp_rec_wants(EVP_EV_OP) || evp_rec_wants(EVP_EV_OP_AT)) { \
+        if (EVP_COPY_SAMPLED) { \
+            if (EVP_COUNTING()) { \
+                evp_count_op(_PyOpcode_Deopt[_Py_OPCODE(next_instr[1])]); \
+            } \
+        } \
+        else if (evp_rec_wants(EVP_EV_OP) || evp_rec_wants(EVP_EV_OP_AT)) { \
             evp_fused_op(frame, next_instr + 1); \
         } \
     } while (0)
@@ -324,6 +354,7 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
         if (EVP_WANTS(EVP_EV_DISPATCH)) { \
             evp_event(EVP_EV_DISPATCH); \
         } \
+        EVP_SAMPLE_PHASE(EVP_EV_DISPATCH); \
         EVP_LLTRACE_INSTRUCTION(); \
     } while (0)
 
@@ -364,6 +395,9 @@ evp_skipped_call(_PyInterpreterFrame *f, const _Py_CODEUNIT *next)
     do { \
         if (EVP_COPY_TRACED) { \
             evp_skipped_call(frame, next_instr); \
+        } \
+        else if (EVP_COUNTING()) { \
+            evp_count_op(CALL); \
         } \
         JUMPBY(INLINE_CACHE_ENTRIES_PRECALL + 1 + INLINE_CACHE_ENTRIES_CALL); \
     } while (0)

@@ -108,6 +108,9 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
                : 0;
 }
 
+/* The thread's top frame, for the sampled copy's prologue. */
+#define EVP_TOP_FRAME(tstate) ((tstate)->current_frame)
+
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
 
 /*
@@ -140,11 +143,17 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
             } \
             evp_c_frame = NULL; \
         } \
+        EVP_SAMPLE_RELEASE(); \
+        EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
     } while (0)
 
 /* resume_frame, error:, exception_unwind: evalprof_ceval_common.h */
 
-#define EVP_HOOK_EXIT_UNWIND() EVP_HOOK_EMIT(EVP_EV_LOOP_EXITING)
+#define EVP_HOOK_EXIT_UNWIND() \
+    do { \
+        EVP_HOOK_EMIT(EVP_EV_LOOP_EXITING); \
+        EVP_SAMPLE_RELEASE(); \
+    } while (0)
 
 /* exit_unwind after the frame was popped: its exit, and runtime other
  * when the eval function is about to return NULL to C. */
@@ -157,6 +166,10 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
             if (frame == &entry_frame) { \
                 EVP_EMIT_IF(EVP_EV_RUNTIME_OTHER); \
             } \
+        } \
+        EVP_SAMPLE_RESUMED(-1); \
+        if (EVP_COPY_SAMPLED && frame == &entry_frame) { \
+            EVP_SAMPLE_PHASE(EVP_EV_RUNTIME_OTHER); \
         } \
     } while (0)
 
@@ -212,10 +225,17 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
 
 /* The traced entry reads the mask with an atomic load: with a plain one,
  * GCC may hoist the read above every dispatch's indirect jump (into the
- * untraced path) to share it with the traced entries. */
+ * untraced path) to share it with the traced entries.  The sampled
+ * copy's entry stores the opcode and counts it. */
 #define EVP_OP_ENTRY(op) \
     do { \
-        if (evp_rec_wants(EVP_EV_OP)) { \
+        if (EVP_COPY_SAMPLED) { \
+            EVP_SAMPLE_OP(op); \
+            if (EVP_COUNTING()) { \
+                _PyEvalprof_Sample.counts[(op)]++; \
+            } \
+        } \
+        else if (evp_rec_wants(EVP_EV_OP)) { \
             evp_rec_emit(EVP_EV_OP, (op), (uint32_t)oparg); \
         } \
         else if (evp_rec_wants(EVP_EV_OP_AT)) { \
@@ -257,6 +277,7 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
         if (EVP_WANTS(EVP_EV_DISPATCH) && frame != &entry_frame) { \
             evp_event(EVP_EV_DISPATCH); \
         } \
+        EVP_SAMPLE_PHASE(EVP_EV_DISPATCH); \
         EVP_LLTRACE_INSTRUCTION(); \
     } while (0)
 
@@ -325,11 +346,20 @@ evp_skipped_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *next, int n,
     }
 }
 
+/* The sampled copy counts them alike. */
+static EVP_COLD void
+evp_count_skipped(const _Py_CODEUNIT *next, int n)
+{
+    for (int i = 0; i < n; i++) {
+        evp_count_op(next[i].op.code);
+    }
+}
+
 #undef SKIP_OVER
 #define SKIP_OVER(x) \
     ((EVP_COPY_TRACED \
           ? evp_skipped_op(frame, next_instr, (x), &_Py_InitCleanup) \
-          : (void)0), \
+          : EVP_COUNTING() ? evp_count_skipped(next_instr, (x)) : (void)0), \
      next_instr += (x))
 
 /*
@@ -344,6 +374,7 @@ evp_skipped_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *next, int n,
             evp_frame_leave(frame, &_Py_InitCleanup, &evp_popped, \
                             &evp_pop_fid); \
         } \
+        EVP_SAMPLE_LEAVE(EVP_EV_LOOP_EXIT); \
         (_Py_LeaveRecursiveCallPy)(TSTATE); \
     } while (0)
 
@@ -363,6 +394,7 @@ evp_skipped_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *next, int n,
                 evp_frame_enter(frame, 1); \
             } \
         } \
+        EVP_SAMPLE_RESUMED(EVP_EV_LOOP_ENTER); \
     } while (0)
 
 #undef LLTRACE_RESUME_FRAME

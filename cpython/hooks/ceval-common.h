@@ -55,7 +55,30 @@ static PyObject *evp_eval_frame_traced(PyThreadState *tstate,
                                        _PyInterpreterFrame *frame,
                                        int throwflag)
     __attribute__((noinline));
+static PyObject *evp_eval_frame_sampled(PyThreadState *tstate,
+                                        _PyInterpreterFrame *frame,
+                                        int throwflag)
+    __attribute__((noinline));
 #endif
+
+/*
+ * The sampled copy (EVALPROF_MODE=sample, docs/EVENTS.md "Sampled
+ * mode"): a third copy of the same hooked body, Python/
+ * evalprof_sampled.h, compiled with EVP_COPY_SAMPLED 1 and
+ * EVP_COPY_TRACED 0.  Its hooks read no clock and record no event: each
+ * stores what the thread is doing into the thread's state word
+ * (_PyEvalprof_Sample, pycore_evalprof.h), the phase (the event kind the
+ * traced copy would record there) or, at an instruction's entry, the
+ * opcode with phase op, and with EVALPROF_COUNTS the entry adds one to
+ * the thread's counter of that opcode.  The sampler's signal handler
+ * (Python/evalprof.c), on the same thread, reads the word and walks the
+ * frames.  The traced copy hands a call to it while sampling (the
+ * recorder's mask then holds only the kinds always recorded), so the
+ * untraced copy is untouched and the exact mode pays one test per
+ * C-level call, none per instruction.  Without two copies (tier 2) there
+ * is no sampled copy and sample mode is refused.
+ */
+#define EVP_COPY_SAMPLED 0
 
 /* ---- small helpers (always inlined) --------------------------------- */
 
@@ -114,11 +137,40 @@ evp_emit_if(unsigned kind)
     }
 }
 
+/* ---- the sampled copy's stores -------------------------------------- */
+
+/* The phase KIND (an event kind) into the state word; nothing outside the
+ * sampled copy.  A 16-bit store: the opcode half stays. */
+#define EVP_SAMPLE_PHASE(kind) \
+    do { \
+        if (EVP_COPY_SAMPLED) { \
+            _PyEvalprof_Sample.state.half[1] = (uint16_t)((kind) + 1); \
+        } \
+    } while (0)
+
+/* An instruction's entry: opcode OP (a constant) with phase op, in one
+ * store. */
+#define EVP_SAMPLE_OP(op) \
+    (_PyEvalprof_Sample.state.word = \
+         (uint32_t)((op) + 1) | (uint32_t)(EVP_EV_OP + 1) << 16)
+
+/* Exact op counts (EVALPROF_COUNTS) are kept. */
+#define EVP_COUNTING() (EVP_COPY_SAMPLED && EVP_UNLIKELY(_PyEvalprof_Counting))
+
+/* One more execution of opcode OP, for instructions a handler runs on
+ * behalf of another (the traced copy's evp_skipped_op and friends). */
+static EVP_COLD void
+evp_count_op(unsigned op)
+{
+    _PyEvalprof_Sample.counts[op & 0xff]++;
+}
+
 #define EVP_EMIT_IF(kind) \
     do { \
         if (EVP_COPY_TRACED) { \
             evp_emit_if(kind); \
         } \
+        EVP_SAMPLE_PHASE(kind); \
     } while (0)
 
 /* A hook that records one event of KIND and nothing else. */
@@ -127,6 +179,7 @@ evp_emit_if(unsigned kind)
         if (EVP_ON()) { \
             EVP_EMIT_IF(kind); \
         } \
+        EVP_SAMPLE_PHASE(kind); \
     } while (0)
 
 /* The exit of a popped frame, pending since its loop exit (POPPED 1; 3 is
@@ -144,6 +197,32 @@ evp_pop_done(int *popped, uint32_t fid)
     *popped = 0;
 }
 
+/*
+ * The prologue of the eval function links the new frame in (3.11:
+ * tstate->cframe, its current_frame and the frame's previous; 3.13:
+ * the entry frame, the frame's previous, tstate->current_frame) with
+ * plain stores the compiler may order as it likes: a sample taken in
+ * between would follow a half-written link.  The sampled copy holds the
+ * walk at the top frame before the push (EVP_TOP_FRAME, the version's
+ * header) until the frame is in (start_frame, or the error paths the
+ * prologue takes: exit_unwind, error/resume_with_error).  The signal
+ * fences keep the compiler from moving the prologue's stores across.
+ */
+#define EVP_SAMPLE_HOLD(tstate) \
+    do { \
+        _PyEvalprof_Sample.held_top = (void *)EVP_TOP_FRAME(tstate); \
+        _PyEvalprof_Sample.held = 1; \
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); \
+    } while (0)
+
+#define EVP_SAMPLE_RELEASE() \
+    do { \
+        if (EVP_COPY_SAMPLED) { \
+            __atomic_signal_fence(__ATOMIC_SEQ_CST); \
+            _PyEvalprof_Sample.held = 0; \
+        } \
+    } while (0)
+
 /* ---- hooks both versions place alike -------------------------------- */
 
 /*
@@ -152,11 +231,27 @@ evp_pop_done(int *popped, uint32_t fid)
  * any local has its address taken, so GCC makes it a tail call (a jump):
  * the traced copy's frames need no more C stack.
  */
+/*
+ * While sampling, the traced copy hands the call on to the sampled one
+ * (a second tail call), and the sampled copy starts sampling a thread
+ * the first time the thread runs in it (_PyEvalprof_SampleThread: its
+ * timer, its stream) and names the frame's phase enter.
+ */
 #if EVP_TWO_COPIES
 #define EVP_CHOOSE_COPY() \
     do { \
-        if (!EVP_COPY_TRACED && evp_on()) { \
+        if (!EVP_COPY_TRACED && !EVP_COPY_SAMPLED && evp_on()) { \
             return evp_eval_frame_traced(tstate, frame, throwflag); \
+        } \
+        if (EVP_COPY_TRACED && EVP_UNLIKELY(_PyEvalprof_Sampling)) { \
+            return evp_eval_frame_sampled(tstate, frame, throwflag); \
+        } \
+        if (EVP_COPY_SAMPLED) { \
+            if (EVP_UNLIKELY(_PyEvalprof_Sample.tstate != tstate)) { \
+                _PyEvalprof_SampleThread(tstate); \
+            } \
+            EVP_SAMPLE_HOLD(tstate); \
+            EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
         } \
     } while (0)
 #else
@@ -175,9 +270,42 @@ evp_pop_done(int *popped, uint32_t fid)
                 EVP_EMIT_IF(EVP_EV_LOOP_ENTER); \
             } \
         } \
+        EVP_SAMPLE_RESUMED(EVP_EV_LOOP_ENTER); \
     } while (0)
 
-#define EVP_HOOK_ERROR() EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR)
+/*
+ * The sampled copy's frame bookkeeping, in the same evp_popped local:
+ * a frame that stops being evaluated is in phase loop exit and pending
+ * (EVP_SAMPLE_LEAVE); the next frame switch makes the phase exit, or,
+ * with nothing pending, ELSE (a kind; -1: unchanged).  The traced copy's
+ * distinctions (suspend, silent pops) are not made.
+ */
+#define EVP_SAMPLE_LEAVE(kind) \
+    do { \
+        if (EVP_COPY_SAMPLED) { \
+            EVP_SAMPLE_PHASE(kind); \
+            evp_popped = 1; \
+        } \
+    } while (0)
+
+#define EVP_SAMPLE_RESUMED(else_kind) \
+    do { \
+        if (EVP_COPY_SAMPLED) { \
+            if (evp_popped) { \
+                EVP_SAMPLE_PHASE(EVP_EV_EXIT); \
+                evp_popped = 0; \
+            } \
+            else if ((else_kind) >= 0) { \
+                EVP_SAMPLE_PHASE(else_kind); \
+            } \
+        } \
+    } while (0)
+
+#define EVP_HOOK_ERROR() \
+    do { \
+        EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR); \
+        EVP_SAMPLE_RELEASE(); \
+    } while (0)
 #define EVP_HOOK_EXCEPTION_UNWIND() EVP_HOOK_EMIT(EVP_EV_LOOP_EXCEPTION)
 
 /* ---- the traced copy's dispatch table ------------------------------- */
@@ -198,9 +326,19 @@ evp_pop_done(int *popped, uint32_t fid)
  */
 static void **evp_dispatch_table;
 
+/* The sampled copy always dispatches through its own evp_traced_targets
+ * (its entries store the opcode); the name exists in that copy only, so
+ * it is picked by token pasting on EVP_COPY_SAMPLED where the macro is
+ * used. */
+#define EVP_CAT_(a, b) a##b
+#define EVP_CAT(a, b) EVP_CAT_(a, b)
+#define EVP_PLAIN_TABLE_0 opcode_targets
+#define EVP_PLAIN_TABLE_1 evp_traced_targets
+#define EVP_PLAIN_TABLE EVP_CAT(EVP_PLAIN_TABLE_, EVP_COPY_SAMPLED)
+
 #undef DISPATCH_GOTO
 #define DISPATCH_GOTO() \
-    goto *(EVP_COPY_TRACED ? evp_dispatch_table : opcode_targets)[opcode]
+    goto *(EVP_COPY_TRACED ? evp_dispatch_table : EVP_PLAIN_TABLE)[opcode]
 
 /* After the opcode tables, in the traced copy (Python/evalprof_targets.h
  * ends with it): the table that matches the recorder's mask. */

@@ -19,6 +19,13 @@
  *   EVALPROF_LINES=1 or -X evalprof_lines
  *                                        ops carry their offset (op at)
  *                                        and functions their line table
+ *   EVALPROF_MODE=sample or -X evalprof_mode=sample
+ *                                        sample the threads' stacks and
+ *                                        states instead of recording
+ *                                        events (EVALPROF_SAMPLE_RATE,
+ *                                        EVALPROF_SAMPLE_CLOCK, and
+ *                                        EVALPROF_COUNTS=1 for exact
+ *                                        instruction counts)
  *
  * A process whose FILE is already being written by another live process
  * (a child started with the same environment) writes FILE.<pid> instead,
@@ -52,17 +59,28 @@
 #endif
 
 #include "pycore_code.h" // _PyCode_InitAddressRange
+#include "pycore_frame.h" // _PyInterpreterFrame, for the sampler's walk
 #include "pycore_initconfig.h"
 #include "pycore_pystate.h" // _PyInterpreterState_GET()
 #include "pycore_evalprof.h"
+#include "evalprof/format.h" // evp_sample_state
 #include "evalprof/recorder.h"
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define EVP_HOOKS_VERSION "1"
@@ -109,6 +127,7 @@ static struct {
     int lines;           /* ops are recorded as op at, with line tables */
     uint8_t *lines_done; /* per function id: its line table was written */
     uint32_t lines_cap;
+    int sample;          /* sample mode: the sampler runs */
 } evp;
 
 /* One line on stderr: "evalprof: ...". */
@@ -306,6 +325,737 @@ evp_add_meta(void)
     evp_rec_meta("evalprof.events", evp.events);
 }
 
+/* ---- sampled mode -------------------------------------------------------- */
+
+/*
+ * EVALPROF_MODE=sample (docs/EVENTS.md "Sampled mode"): the recorder's
+ * sampler interrupts every thread that runs Python code at a fixed rate
+ * and evp_on_sample, in its signal handler on that thread, takes one
+ * sample: the thread's state word (what the sampled copy of the eval
+ * function last stored: the phase and the opcode), its frames (walked as
+ * faulthandler walks them, through a per-thread cache of code objects
+ * that keys each function once), the leaf's code unit.  Everything it
+ * does is async-signal-safe: memory reads and the recorder's
+ * evp_rec_sample_* calls.
+ */
+
+__thread struct _evp_sample_tls _PyEvalprof_Sample
+    __attribute__((tls_model("initial-exec")));
+int _PyEvalprof_Sampling;
+int _PyEvalprof_Counting;
+
+/* Code objects a thread's samples have keyed: direct-mapped by address.
+ * A slot's key is its index + 1; a code object freed and another one
+ * allocated at its address is told apart by its name, file and first
+ * line, and keyed again. */
+#define EVP_CODE_SLOTS 2048
+#define EVP_CODE_HASH_BITS 11
+
+struct evp_code_slot {
+    const PyCodeObject *code;
+    const PyObject *qualname, *filename;
+    int firstline;
+};
+
+struct evp_walker {
+    struct evp_code_slot slots[EVP_CODE_SLOTS];
+    uint32_t keys[EVP_SAMPLE_MAX_DEPTH];
+    uint64_t *counts;              /* the thread's _PyEvalprof_Sample.counts */
+    uintptr_t stack_lo, stack_hi;  /* the thread's C stack (entry frames) */
+    struct evp_walker *prev, *next; /* the threads being sampled */
+};
+
+static struct {
+    pthread_mutex_t lock;      /* walkers and done */
+    struct evp_walker *walkers;
+    uint64_t done[256];        /* counts of the threads that ended */
+    pthread_key_t key;         /* a thread that exits unregisters */
+    int key_made;
+    unsigned max_depth;
+    volatile sig_atomic_t walks_off; /* a thread state was freed under us */
+} evs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint32_t
+evp_code_hash(const void *code)
+{
+    return (uint32_t)(((uintptr_t)code >> 4) * 0x9E3779B97F4A7C15ull >>
+                      (64 - EVP_CODE_HASH_BITS));
+}
+
+/* String O as UTF-8 without calling Python: an ASCII string's own bytes,
+ * else encoded into BUF (CAP bytes; cut at a character). */
+static const char *
+evp_str_utf8(const PyObject *o, char *buf, size_t cap, size_t *len)
+{
+    PyObject *s = (PyObject *)o;
+    *len = 0;
+    if (s == NULL || Py_TYPE(s) != &PyUnicode_Type) {
+        return "";
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (PyUnicode_IS_COMPACT_ASCII(s)) {
+        *len = (size_t)n;
+        return (const char *)PyUnicode_DATA(s);
+    }
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    size_t k = 0;
+    for (Py_ssize_t i = 0; i < n && data != NULL; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (k + 4 > cap) {
+            break;
+        }
+        if (c < 0x80) {
+            buf[k++] = (char)c;
+        }
+        else if (c < 0x800) {
+            buf[k++] = (char)(0xc0 | c >> 6);
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        }
+        else if (c < 0x10000) {
+            buf[k++] = (char)(0xe0 | c >> 12);
+            buf[k++] = (char)(0x80 | (c >> 6 & 0x3f));
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        }
+        else {
+            buf[k++] = (char)(0xf0 | c >> 18);
+            buf[k++] = (char)(0x80 | (c >> 12 & 0x3f));
+            buf[k++] = (char)(0x80 | (c >> 6 & 0x3f));
+            buf[k++] = (char)(0x80 | (c & 0x3f));
+        }
+    }
+    *len = k;
+    return buf;
+}
+
+/* The key of code object CO in this thread's samples, keyed (its name,
+ * file, first line and location table handed to the recorder) the first
+ * time.  A function the recorder could not take (its ring full) is keyed
+ * again by the next sample that meets it. */
+static uint32_t
+evp_code_key(struct evp_walker *w, const PyCodeObject *co)
+{
+    uint32_t h = evp_code_hash(co);
+    struct evp_code_slot *slot = &w->slots[h];
+    if (slot->code == co && slot->qualname == co->co_qualname &&
+        slot->filename == co->co_filename &&
+        slot->firstline == co->co_firstlineno) {
+        return h + 1;
+    }
+    char nbuf[512], fbuf[1024];
+    size_t nlen, flen, ltlen = 0;
+    const char *name = evp_str_utf8(co->co_qualname, nbuf, sizeof nbuf, &nlen);
+    const char *file = evp_str_utf8(co->co_filename, fbuf, sizeof fbuf, &flen);
+    const uint8_t *lt = NULL;
+    PyObject *table = co->co_linetable;
+    if (table != NULL && Py_TYPE(table) == &PyBytes_Type) {
+        lt = (const uint8_t *)PyBytes_AS_STRING(table);
+        ltlen = (size_t)PyBytes_GET_SIZE(table);
+    }
+    int line = co->co_firstlineno > 0 ? co->co_firstlineno : 0;
+    slot->code = NULL;
+    if (evp_rec_sample_func(h + 1, name, nlen, file, flen, (uint32_t)line, lt,
+                            ltlen, lt ? EVP_LT_CPYTHON311 : EVP_LT_NONE) == 0) {
+        slot->qualname = co->co_qualname;
+        slot->filename = co->co_filename;
+        slot->firstline = co->co_firstlineno;
+        slot->code = co;
+    }
+    return h + 1;
+}
+
+/* The frame a thread runs now, and its code object (NULL: a frame the
+ * walk skips: the C stack's entry frames). */
+static _PyInterpreterFrame *
+evp_top_frame(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return ts->current_frame;
+#else
+    return ts->cframe != NULL ? ts->cframe->current_frame : NULL;
+#endif
+}
+
+static const PyCodeObject *
+evp_frame_code(const _PyInterpreterFrame *f)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    if (f->owner == FRAME_OWNED_BY_CSTACK) {
+        return NULL;
+    }
+    const PyObject *co = f->f_executable;
+#else
+    const PyObject *co = (const PyObject *)f->f_code;
+#endif
+    return co != NULL && ((uintptr_t)co & 7) == 0 ? (const PyCodeObject *)co
+                                                 : NULL;
+}
+
+/* The code unit FRAME (of CO) executes, + 1; 0 when out of range. */
+static uint32_t
+evp_frame_unit1(const _PyInterpreterFrame *f, const PyCodeObject *co)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    const _Py_CODEUNIT *at = f->instr_ptr;
+#else
+    const _Py_CODEUNIT *at = f->prev_instr;
+#endif
+    ptrdiff_t unit = at - _PyCode_CODE((PyCodeObject *)co);
+    return unit >= 0 && unit < Py_SIZE(co) ? (uint32_t)unit + 1 : 0;
+}
+
+/*
+ * Frames are linked and initialised with plain stores the compiler may
+ * reorder (a pushed frame's `previous`, its code, the thread's top), so a
+ * sample may find a link half-written: the walk reads through memory it
+ * has checked.  A frame pointer is taken when the frame lies in the live
+ * part of the thread's data stack (where every function frame is);
+ * anything else (a generator's frame, 3.13's entry frames on the C
+ * stack, or garbage) is copied with process_vm_readv(2) on this process,
+ * which fails instead of faulting, and a generator's frame must sit in a
+ * generator, coroutine or async generator.  The leaf's code object is
+ * checked the same way; the deeper frames' are theirs for their life.
+ */
+static pid_t evp_self_pid;
+
+static int
+evp_safe_read(void *dst, const void *src, size_t n)
+{
+    struct iovec local = {dst, n}, remote = {(void *)src, n};
+    return syscall(SYS_process_vm_readv, evp_self_pid, &local, 1UL, &remote,
+                   1UL, 0UL) == (long)n;
+}
+
+static int
+evp_in_datastack(PyThreadState *ts, const void *p, size_t n)
+{
+    const char *q = p;
+    _PyStackChunk *c = ts->datastack_chunk;
+    const char *lo, *hi = (const char *)ts->datastack_top;
+    for (int i = 0; c != NULL && i < 256; i++) {
+        lo = (const char *)&c->data[0];
+        if (q >= lo && q + n <= hi && hi <= (const char *)c + c->size) {
+            return 1;
+        }
+        c = c->previous;
+        if (c != NULL) {
+            hi = (const char *)&c->data[0] + c->top * sizeof(PyObject *);
+        }
+    }
+    return 0;
+}
+
+/* The frame at F, read safely into BUF when it is not plainly in the data
+ * stack or on the thread's C stack (3.13's entry frames); NULL when it
+ * cannot be read, is no frame, or when the sample has made *READS safe
+ * reads already (a deep stack of generators must not make the handler
+ * outlast the timer's period). */
+#define EVP_SAFE_READS 24
+
+static const _PyInterpreterFrame *
+evp_checked_frame(PyThreadState *ts, const struct evp_walker *w,
+                  const _PyInterpreterFrame *f, _PyInterpreterFrame *buf,
+                  int *reads)
+{
+    uintptr_t a = (uintptr_t)f;
+    if ((a & 7) != 0) {
+        return NULL;
+    }
+    if (evp_in_datastack(ts, f, sizeof *f)) {
+        return f;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (a >= w->stack_lo && a + sizeof *f <= w->stack_hi) {
+        return f->owner == FRAME_OWNED_BY_CSTACK ? f : NULL;
+    }
+#endif
+    if (++*reads > EVP_SAFE_READS || !evp_safe_read(buf, f, sizeof *buf)) {
+        return NULL;
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (buf->owner == FRAME_OWNED_BY_CSTACK) {
+        return buf;
+    }
+#endif
+    if (buf->owner != FRAME_OWNED_BY_GENERATOR) {
+        return NULL;
+    }
+    PyTypeObject *type;
+    const PyObject *gen =
+        (const PyObject *)((const char *)f - offsetof(PyGenObject, gi_iframe));
+    if (!evp_safe_read(&type, &gen->ob_type, sizeof type) ||
+        (type != &PyGen_Type && type != &PyCoro_Type &&
+         type != &PyAsyncGen_Type)) {
+        return NULL;
+    }
+    return buf;
+}
+
+/* TS holds the GIL (is attached to the interpreter). */
+static int
+evp_holds_gil(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return ts->state == _Py_THREAD_ATTACHED;
+#else
+    return _PyRuntimeState_GetThreadState(&_PyRuntime) == ts;
+#endif
+}
+
+/*
+ * Where the sampled copy's machine code lies (its hot and cold parts),
+ * for the samples' in-eval flag: read once, at the sampler's start, from
+ * the symbol table of the file this code was loaded from.  An interpreter
+ * whose symbols were stripped gives none, and no sample says it was in
+ * the eval function.
+ */
+#define EVP_EVAL_RANGES 4
+static struct {
+    uintptr_t lo, hi;
+} evp_eval_code[EVP_EVAL_RANGES];
+static int evp_eval_nranges;
+
+static void
+evp_find_eval_code(void)
+{
+#if defined(__ELF__) && UINTPTR_MAX == UINT64_MAX
+    Dl_info info;
+    if (!dladdr((void *)_PyEvalprof_SampleThread, &info)) {
+        return;
+    }
+    const char *file = "/proc/self/exe";
+    if (info.dli_fname != NULL && info.dli_fname[0] == '/' &&
+        strstr(info.dli_fname, ".so") != NULL) {
+        file = info.dli_fname;
+    }
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) {
+        return;
+    }
+    if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
+        close(fd);
+        return;
+    }
+    size_t size = (size_t)st.st_size;
+    const uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        return;
+    }
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)map;
+    uintptr_t base = eh->e_type == ET_DYN ? (uintptr_t)info.dli_fbase : 0;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size) {
+        munmap((void *)map, size);
+        return;
+    }
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(map + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) {
+            continue;
+        }
+        const Elf64_Shdr *strs = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset + sh[i].sh_size > size ||
+            strs->sh_offset + strs->sh_size > size) {
+            continue;
+        }
+        const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh[i].sh_offset);
+        size_t n = sh[i].sh_size / sizeof *sym;
+        const char *names = (const char *)map + strs->sh_offset;
+        static const char want[] = "evp_eval_frame_sampled";
+        for (size_t k = 0; k < n && evp_eval_nranges < EVP_EVAL_RANGES; k++) {
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
+                sym[k].st_name + sizeof want > strs->sh_size ||
+                strncmp(names + sym[k].st_name, want, sizeof want - 1) != 0) {
+                continue;
+            }
+            char next = names[sym[k].st_name + sizeof want - 1];
+            if (next != '\0' && next != '.') {
+                continue;
+            }
+            evp_eval_code[evp_eval_nranges].lo = base + sym[k].st_value;
+            evp_eval_code[evp_eval_nranges].hi =
+                base + sym[k].st_value + sym[k].st_size;
+            evp_eval_nranges++;
+        }
+    }
+    munmap((void *)map, size);
+#endif
+}
+
+/* Opcodes that call (CALL and its specializations, CALL_FUNCTION_EX,
+ * CALL_KW, CALL_INTRINSIC_*, 3.11's PRECALL_* that make the call
+ * themselves, their instrumented forms): a sample outside
+ * the eval function's code while one of them executes is in its callee. */
+static uint8_t evp_calls[256];
+
+static void
+evp_find_calls(void)
+{
+    for (int i = 0; i < 256; i++) {
+        const char *name = _PyOpcode_OpName[i];
+        if (name != NULL && strncmp(name, "INSTRUMENTED_", 13) == 0) {
+            name += 13;
+        }
+        evp_calls[i] = name != NULL && (strncmp(name, "CALL", 4) == 0 ||
+                                        strncmp(name, "PRECALL", 7) == 0);
+    }
+}
+
+/* The interrupted thread was running the sampled copy's own code. */
+static int
+evp_in_eval(const void *ucontext)
+{
+#if defined(__x86_64__)
+    uintptr_t pc =
+        (uintptr_t)((const ucontext_t *)ucontext)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    uintptr_t pc = (uintptr_t)((const ucontext_t *)ucontext)->uc_mcontext.pc;
+#else
+    uintptr_t pc = 0;
+#endif
+    if (ucontext == NULL) {
+        return 0;
+    }
+    for (int i = 0; i < evp_eval_nranges; i++) {
+        if (pc >= evp_eval_code[i].lo && pc < evp_eval_code[i].hi) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The sampler's callback, in its signal handler on the sampled thread. */
+static void
+evp_on_sample(void *ucontext, uint32_t weight)
+{
+    struct _evp_sample_tls *s = &_PyEvalprof_Sample;
+    uint32_t word = s->state.word;
+    PyThreadState *ts = s->tstate;
+    struct evp_walker *w = s->walker;
+    uint32_t flags = 0, unit1 = 0, none[1];
+    unsigned depth = 0;
+    unsigned op1 = word & 0xffff, phase1 = word >> 16;
+    if (evp_in_eval(ucontext)) {
+        flags |= EVP_SAMPLE_IN_EVAL;
+    }
+    else if (phase1 == EVP_EV_OP + 1 && op1 >= 1 && op1 <= 256 &&
+             evp_calls[op1 - 1]) {
+        flags |= EVP_SAMPLE_C_CALL;
+    }
+    if (ts != NULL && w != NULL && !evs.walks_off) {
+        if (!evp_holds_gil(ts)) {
+            flags |= EVP_SAMPLE_NO_GIL;
+        }
+        const _PyInterpreterFrame *next =
+            s->held ? (const _PyInterpreterFrame *)s->held_top
+                    : evp_top_frame(ts);
+        _PyInterpreterFrame buf;
+        int reads = 0;
+        for (int hops = 0; next != NULL; hops++) {
+            const _PyInterpreterFrame *f =
+                evp_checked_frame(ts, w, next, &buf, &reads);
+            if (f == NULL || hops > 4 * (int)EVP_SAMPLE_MAX_DEPTH) {
+                flags |= EVP_SAMPLE_TRUNCATED; /* a link not (yet) valid */
+                break;
+            }
+            next = f->previous;
+            const PyCodeObject *co = evp_frame_code(f);
+            PyTypeObject *type;
+            if (co == NULL) {
+                continue;
+            }
+            if (depth == 0 ? !evp_safe_read(&type, &((PyObject *)co)->ob_type,
+                                            sizeof type)
+                           : (type = Py_TYPE(co), 0)) {
+                continue;
+            }
+            if (type != &PyCode_Type) {
+                continue;
+            }
+            if (depth == evs.max_depth) {
+                flags |= EVP_SAMPLE_TRUNCATED;
+                break;
+            }
+            if (depth == 0) {
+                unit1 = evp_frame_unit1(f, co);
+            }
+            w->keys[depth++] = evp_code_key(w, co);
+        }
+    }
+    if (depth == 0) {
+        flags |= EVP_SAMPLE_NO_FRAME;
+    }
+    evp_rec_sample_put(evp_rec_now(),
+                       evp_sample_state(op1, phase1, flags),
+                       unit1, weight, w != NULL ? w->keys : none, depth);
+}
+
+/* Fold W's counts into the ended threads' and take it off the list
+ * (evs.lock held). */
+static void
+evp_walker_retire(struct evp_walker *w)
+{
+    for (int i = 0; i < 256; i++) {
+        evs.done[i] += w->counts[i];
+        w->counts[i] = 0;
+    }
+    if (w->prev != NULL) {
+        w->prev->next = w->next;
+    }
+    else if (evs.walkers == w) {
+        evs.walkers = w->next;
+    }
+    if (w->next != NULL) {
+        w->next->prev = w->prev;
+    }
+    w->prev = w->next = NULL;
+}
+
+/* This thread, which exits, stops being sampled: its timer, its walker,
+ * its counts. */
+static void
+evp_sample_thread_end(void)
+{
+    struct _evp_sample_tls *s = &_PyEvalprof_Sample;
+    struct evp_walker *w = s->walker;
+    /* The handler runs on this thread: once these are cleared, no sample
+     * walks with them. */
+    s->tstate = NULL;
+    s->walker = NULL;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    s->started = 0;
+    if (w == NULL) {
+        return;
+    }
+    evp_rec_sample_thread_stop();
+    pthread_mutex_lock(&evs.lock);
+    evp_walker_retire(w);
+    pthread_mutex_unlock(&evs.lock);
+    if (evs.key_made) {
+        pthread_setspecific(evs.key, NULL);
+    }
+    free(w);
+}
+
+/* A thread that exits (its key's destructor: thread-locals still valid). */
+static void
+evp_walker_exit(void *arg)
+{
+    (void)arg;
+    evp_sample_thread_end();
+}
+
+void
+_PyEvalprof_SampleThread(PyThreadState *tstate)
+{
+    struct _evp_sample_tls *s = &_PyEvalprof_Sample;
+    if (s->started) {
+        if (s->walker != NULL) {
+            s->tstate = tstate; /* another thread state of this thread */
+        }
+        return;
+    }
+    s->started = 1;
+    if (!_PyEvalprof_Sampling) {
+        return;
+    }
+    struct evp_walker *w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        return;
+    }
+    w->counts = s->counts;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        void *addr;
+        size_t size;
+        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+            w->stack_lo = (uintptr_t)addr;
+            w->stack_hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    pthread_mutex_lock(&evs.lock);
+    w->next = evs.walkers;
+    if (w->next != NULL) {
+        w->next->prev = w;
+    }
+    evs.walkers = w;
+    pthread_mutex_unlock(&evs.lock);
+    if (evs.key_made) {
+        pthread_setspecific(evs.key, w);
+    }
+    s->walker = w;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    s->tstate = tstate;
+    evp_rec_sample_thread_start(_Py_IsMainThread() ? "main" : NULL);
+}
+
+void
+_PyEvalprof_ThreadClear(PyThreadState *tstate)
+{
+    if (!evp.sample) {
+        return;
+    }
+    /* The thread's own: no more walks from it.  The thread stays
+     * sampled, in the same stream, from the next thread state it runs (a
+     * subinterpreter's, the main one's again) until it exits
+     * (evp_walker_exit): the recorder gives a thread one stream. */
+    if (_PyEvalprof_Sample.tstate == tstate) {
+        _PyEvalprof_Sample.tstate = NULL;
+    }
+    else if (tstate->thread_id != 0 &&
+             tstate->thread_id != PyThread_get_thread_ident()) {
+        evs.walks_off = 1;
+    }
+}
+
+/* Stop sampling (the frames still running in the sampled copy go on
+ * storing their state) and write the instruction counts: the metadata
+ * counts.op.NAME, summed over every thread. */
+static void
+evp_sample_finish(void)
+{
+    static int finished;
+    if (!evp.sample || finished) {
+        return;
+    }
+    finished = 1;
+    _PyEvalprof_Sampling = 0;
+    evp_rec_sampler_stop();
+    if (!_PyEvalprof_Counting) {
+        return;
+    }
+    uint64_t total[256];
+    pthread_mutex_lock(&evs.lock);
+    memcpy(total, evs.done, sizeof total);
+    for (struct evp_walker *w = evs.walkers; w != NULL; w = w->next) {
+        for (int i = 0; i < 256; i++) {
+            total[i] += w->counts[i];
+        }
+    }
+    pthread_mutex_unlock(&evs.lock);
+    for (int i = 0; i < 256; i++) {
+        const char *name = _PyOpcode_OpName[i];
+        if (total[i] == 0 || name == NULL || name[0] == '\0') {
+            continue;
+        }
+        char key[96], val[32];
+        snprintf(key, sizeof key, "counts.op.%s", name);
+        snprintf(val, sizeof val, "%llu", (unsigned long long)total[i]);
+        evp_rec_meta(key, val);
+    }
+}
+
+/* A forked child has this thread only; it samples again (when its
+ * session goes on) from its next call of the eval function. */
+static void
+evp_sample_after_fork(void)
+{
+    pthread_mutex_init(&evs.lock, NULL);
+    evp_self_pid = getpid();
+    struct evp_walker *mine = _PyEvalprof_Sample.walker;
+    for (struct evp_walker *w = evs.walkers, *next; w != NULL; w = next) {
+        next = w->next;
+        if (w != mine) {
+            w->prev = w->next = NULL; /* another thread's: gone */
+        }
+    }
+    evs.walkers = mine;
+    if (mine != NULL) {
+        mine->prev = mine->next = NULL;
+    }
+    _PyEvalprof_Sample.tstate = NULL;
+    _PyEvalprof_Sample.started = 0;
+    if (!evp_rec_is_open()) {
+        _PyEvalprof_Sampling = 0;
+    }
+}
+
+/* A positive decimal no larger than MAX in TEXT, or 0. */
+static unsigned
+evp_parse_uint(const char *text, unsigned max)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (errno || end == text || *end != '\0' || text[0] == '-' || v == 0 ||
+        v > max) {
+        return 0;
+    }
+    return (unsigned)v;
+}
+
+/* Sample mode's settings from the environment into CFG; -1 after saying
+ * what is wrong. */
+static int
+evp_sample_config(struct evp_rec_sample_config *cfg)
+{
+    const char *rate = getenv("EVALPROF_SAMPLE_RATE");
+    const char *clock = getenv("EVALPROF_SAMPLE_CLOCK");
+    memset(cfg, 0, sizeof *cfg);
+    if (rate != NULL && *rate != '\0' &&
+        (cfg->rate_hz = evp_parse_uint(rate, EVP_SAMPLE_RATE_MAX)) == 0) {
+        evp_say("EVALPROF_SAMPLE_RATE: '%s' is not a rate from 1 to %u (Hz); "
+                "tracing is off",
+                rate, EVP_SAMPLE_RATE_MAX);
+        return -1;
+    }
+    /* CPU time by default, as the stock interpreter's sampler */
+    cfg->cpu_clock = 1;
+    if (clock != NULL && *clock != '\0' && strcmp(clock, "cpu") != 0) {
+        if (strcmp(clock, "wall") != 0) {
+            evp_say("EVALPROF_SAMPLE_CLOCK: unknown clock '%s' (wall or cpu); "
+                    "tracing is off",
+                    clock);
+            return -1;
+        }
+        cfg->cpu_clock = 0;
+    }
+    cfg->on_sample = evp_on_sample;
+    return 0;
+}
+
+/* Start the sampler in the open session; -1 (the session closed) after
+ * saying why it could not. */
+static int
+evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
+{
+#if !defined(_Py_TIER2)
+    int rc = evp_rec_sampler_start(cfg);
+    if (rc < 0) {
+        evp_say("cannot start sampling: %s; tracing is off", strerror(-rc));
+        evp_rec_close();
+        return -1;
+    }
+    evs.max_depth = cfg->max_depth ? cfg->max_depth : EVP_SAMPLE_MAX_DEPTH;
+    if (evs.max_depth > EVP_SAMPLE_MAX_DEPTH) {
+        evs.max_depth = EVP_SAMPLE_MAX_DEPTH;
+    }
+    evs.key_made = pthread_key_create(&evs.key, evp_walker_exit) == 0;
+    evp_find_eval_code();
+    evp_self_pid = getpid();
+    evp_find_calls();
+    evp_rec_meta("evalprof.mode", "sample");
+    evp_rec_meta("evalprof.counts", counts ? "on" : "off");
+    evp.sample = 1;
+    _PyEvalprof_Counting = counts;
+    _PyEvalprof_Sampling = 1;
+    return 0;
+#else
+    (void)cfg;
+    (void)counts;
+    evp_say("sample mode needs the sampled copy of the eval function, which "
+            "an interpreter built with tier 2 (or the JIT) lacks; tracing is "
+            "off");
+    evp_rec_close();
+    return -1;
+#endif
+}
+
 /*
  * In a forked child: the recorder either stopped (the default) or goes on
  * into PATH.<pid> (EVALPROF_FORK=follow; its own fork handler ran first).
@@ -315,6 +1065,9 @@ evp_after_fork_child(void)
 {
     if (!evp.active) {
         return;
+    }
+    if (evp.sample) {
+        evp_sample_after_fork();
     }
     if (!evp_rec_is_open()) {
         evp.active = 0;
@@ -330,7 +1083,7 @@ evp_after_fork_child(void)
 }
 
 /* LINES (EVALPROF_LINES, -X evalprof_lines[=V]) asks for lines: set and
- * neither empty nor "0". */
+ * neither empty nor "0".  EVALPROF_COUNTS reads the same way. */
 static int
 evp_lines_wanted(const char *lines)
 {
@@ -339,21 +1092,43 @@ evp_lines_wanted(const char *lines)
 
 /*
  * Start tracing into PATH with the event list EVENTS (NULL: all), ops
- * with their offsets if LINES.
+ * with their offsets if LINES; or, MODE "sample", sampling (the events
+ * are then init and fini only, and EVENTS and LINES do not apply).
  */
 static void
-evp_start(const char *path, const char *events, int lines)
+evp_start(const char *path, const char *events, int lines, const char *mode)
 {
     uint64_t kinds;
+    int sample = 0;
+    struct evp_rec_sample_config scfg;
 
     if (path[0] == '\0') {
         return;
     }
-    if (events == NULL || events[0] == '\0') {
-        events = "all";
+    if (mode != NULL && *mode != '\0' && strcmp(mode, "exact") != 0) {
+        if (strcmp(mode, "sample") != 0) {
+            evp_say("EVALPROF_MODE: unknown mode '%s' (exact or sample); "
+                    "tracing is off",
+                    mode);
+            return;
+        }
+        if (evp_sample_config(&scfg) < 0) {
+            return;
+        }
+        sample = 1;
+        events = "sample";
+        lines = 0;
     }
-    if (evp_parse_events(events, &kinds) < 0) {
-        return;
+    if (sample) {
+        kinds = EVP_ALWAYS;
+    }
+    else {
+        if (events == NULL || events[0] == '\0') {
+            events = "all";
+        }
+        if (evp_parse_events(events, &kinds) < 0) {
+            return;
+        }
     }
     /* With lines, every op is an op at (the hooks test op first). */
     lines = lines && (kinds & EVP_KIND_BIT(EVP_EV_OP));
@@ -394,9 +1169,20 @@ evp_start(const char *path, const char *events, int lines)
     evp.active = 1;
     evp_add_meta();
     evp_register_opcodes();
+    if (sample &&
+        evp_sample_start(&scfg, evp_lines_wanted(getenv("EVALPROF_COUNTS"))) <
+            0) {
+        evp.active = 0;
+        return;
+    }
     pthread_atfork(NULL, NULL, evp_after_fork_child);
-    evp_rec_thread_attach("main");
-    evp_rec_event(EVP_EV_INIT, 0);
+    if (!sample) {
+        /* A sampled trace holds samples only (docs/FORMAT.md "Samples"):
+         * no init and fini events.  The mask keeps their bits, so that
+         * the untraced copy hands calls on (to the sampled one). */
+        evp_rec_thread_attach("main");
+        evp_rec_event(EVP_EV_INIT, 0);
+    }
 }
 
 /* The value of option -X NAME=VALUE in an option word, or NULL. */
@@ -417,7 +1203,7 @@ evp_xoption(const char *opt, const char *name)
  */
 static void
 evp_scan_argv(int argc, char **argv, const char **path, const char **events,
-              const char **lines)
+              const char **lines, const char **mode)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -452,6 +1238,9 @@ evp_scan_argv(int argc, char **argv, const char **path, const char **events,
                     else if ((v = evp_xoption(val, "evalprof_lines"))) {
                         *lines = v;
                     }
+                    else if ((v = evp_xoption(val, "evalprof_mode"))) {
+                        *mode = v;
+                    }
                     else if (strcmp(val, "evalprof_lines") == 0) {
                         *lines = "1";
                     }
@@ -470,7 +1259,7 @@ void
 _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
                          char *const *bytes_argv, wchar_t *const *wchar_argv)
 {
-    const char *path = NULL, *events = NULL, *lines = NULL;
+    const char *path = NULL, *events = NULL, *lines = NULL, *mode = NULL;
     char **argv = NULL;
     int n = argc > INT_MAX ? INT_MAX : (int)argc;
 
@@ -495,7 +1284,7 @@ _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
         }
     }
     if (argv != NULL) {
-        evp_scan_argv(n, argv, &path, &events, &lines);
+        evp_scan_argv(n, argv, &path, &events, &lines, &mode);
     }
     if (path == NULL) {
         path = getenv("EVALPROF");
@@ -506,8 +1295,11 @@ _PyEvalprof_InitFromArgs(Py_ssize_t argc, int use_bytes_argv,
     if (lines == NULL) {
         lines = getenv("EVALPROF_LINES");
     }
+    if (mode == NULL) {
+        mode = getenv("EVALPROF_MODE");
+    }
     if (path != NULL) {
-        evp_start(path, events, evp_lines_wanted(lines));
+        evp_start(path, events, evp_lines_wanted(lines), mode);
     }
     if (argv != NULL && !use_bytes_argv) {
         for (int i = 0; i < n; i++) {
@@ -527,7 +1319,8 @@ _PyEvalprof_InitFromEnv(void)
     const char *path = getenv("EVALPROF");
     if (path != NULL) {
         evp_start(path, getenv("EVALPROF_EVENTS"),
-                  evp_lines_wanted(getenv("EVALPROF_LINES")));
+                  evp_lines_wanted(getenv("EVALPROF_LINES")),
+                  getenv("EVALPROF_MODE"));
     }
 }
 
@@ -644,11 +1437,12 @@ _PyEvalprof_InitSys(PyObject *sysdict)
     PyObject *info;
 
     if (evp.active && evp_rec_is_open() && evp.pid == getpid()) {
-        info = Py_BuildValue("{s:s, s:s, s:K, s:l, s:s, s:O}", "path",
-                             evp.path, "events", evp.events, "kinds",
-                             (unsigned long long)evp.kinds, "pid",
-                             (long)evp.pid, "hooks", EVP_HOOKS_VERSION,
-                             "lines", evp.lines ? Py_True : Py_False);
+        info = Py_BuildValue(
+            "{s:s, s:s, s:K, s:l, s:s, s:O, s:s}", "path", evp.path, "events",
+            evp.events, "kinds", (unsigned long long)evp.kinds, "pid",
+            (long)evp.pid, "hooks", EVP_HOOKS_VERSION, "lines",
+            evp.lines ? Py_True : Py_False, "mode",
+            evp.sample ? "sample" : "exact");
         if (info == NULL) {
             return -1;
         }
@@ -909,7 +1703,10 @@ _PyEvalprof_Fini(void)
         return;
     }
     if (evp_rec_is_open()) {
-        evp_rec_event(EVP_EV_FINI, 0);
+        evp_sample_finish();
+        if (!evp.sample) {
+            evp_rec_event(EVP_EV_FINI, 0);
+        }
         evp_close_and_report();
     }
     evp.active = 0;
@@ -922,6 +1719,7 @@ _PyEvalprof_Exit(void)
      * threads recorded since the last flush would be lost.  No fini
      * event, since the interpreter is not finalised. */
     if (evp.active && evp_rec_is_open()) {
+        evp_sample_finish();
         evp_close_and_report();
     }
 }

@@ -8,7 +8,8 @@
  * module (sys._evalprof), pymain_run_python() before it runs the program
  * (the trace's roots), the end of finalisation (tracing ends),
  * os._exit() (the trace is closed) and the fork warning of os.fork()
- * (the recorder's writer thread is not the program's).  The eval-loop hooks
+ * (the recorder's writer thread is not the program's), and
+ * PyThreadState_Clear() (a thread stops being sampled).  The eval-loop hooks
  * themselves live in Python/evalprof_ceval.h and only need
  * _PyEvalprof_CodeId() from here.
  *
@@ -104,5 +105,51 @@ _PyEvalprof_CodeId(PyCodeObject *co)
  * open.
  */
 extern uint32_t _PyEvalprof_CodeLines(PyCodeObject *co);
+
+/* ---- sampled mode (EVALPROF_MODE=sample) ------------------------------ */
+
+/*
+ * Each thread's sampling state.  The sampled copy of the eval function
+ * (Python/evalprof_ceval_common.h) stores into `state` at its hooks; the
+ * sampler's signal handler, run on the same thread, reads it, so plain
+ * (volatile) stores suffice.  Low half: the opcode of the last
+ * instruction entered + 1 (0: none yet); high half: the phase, the event
+ * kind of the last hook passed + 1.  `counts` are the thread's
+ * instructions per executed opcode (EVALPROF_COUNTS).  The rest belongs
+ * to Python/evalprof.c.
+ */
+struct _evp_sample_tls {
+    volatile union {
+        uint32_t word;
+        uint16_t half[2];
+    } state;
+    PyThreadState *tstate; /* the thread state the frames are walked from */
+    /* Set while the sampled copy's prologue pushes a frame (the frame
+     * links are being written, in any order the compiler chose): samples
+     * walk from held_top, the top frame before the push. */
+    volatile int held;
+    void *volatile held_top;
+    void *walker;          /* the thread's code cache (evalprof.c) */
+    int started;           /* the thread asked for its timer */
+    uint64_t counts[256];
+};
+
+extern __thread struct _evp_sample_tls _PyEvalprof_Sample
+    __attribute__((tls_model("initial-exec")));
+
+/* The sampled copy runs (a sampler is on), and it counts instructions. */
+extern int _PyEvalprof_Sampling;
+extern int _PyEvalprof_Counting;
+
+/* The calling thread runs TSTATE in the sampled copy: its frames are
+ * walked from TSTATE from now on, and the first time its timer starts. */
+extern void _PyEvalprof_SampleThread(PyThreadState *tstate);
+
+/* PyThreadState_Clear(TSTATE) calls this first: the thread's frames are
+ * no longer walked from TSTATE (the thread itself stops being sampled and
+ * hands its counts over when it exits); a thread state cleared by another
+ * thread (finalisation deleting daemon threads) ends the frame walks of
+ * every thread, which could otherwise read freed frames. */
+extern void _PyEvalprof_ThreadClear(PyThreadState *tstate);
 
 #endif /* !Py_INTERNAL_EVALPROF_H */

@@ -28,7 +28,7 @@ ok() { echo "ok: $*"; }
 # Only the files the tool reads, copied from the pristine tree.
 files="Include/patchlevel.h Include/cpython/code.h Objects/codeobject.c
        Modules/main.c Modules/posixmodule.c Python/pylifecycle.c
-       Python/sysmodule.c Python/ceval.c Python/ceval_macros.h
+       Python/sysmodule.c Python/pystate.c Python/ceval.c Python/ceval_macros.h
        Python/generated_cases.c.h Python/opcode_targets.h Makefile.pre.in"
 mktree() {
     rm -rf "$1"
@@ -54,6 +54,14 @@ if [ "$a" -ge 5 ] && [ "$a" = "$b" ] && grep -q '^evp_eval_frame_traced(' "$T/a/
     ok "the traced copy has the eval function's $a hook statements"
 else
     fail "hook statements: $a in ceval.c, ${b:-no file} in the traced copy"
+fi
+# And so does the sampled copy (sample mode), compiled with EVP_COPY_SAMPLED.
+c=$(grep -c 'EVP_HOOK_\|EVP_LOCALS' "$T/a/Python/evalprof_sampled.h" 2>/dev/null)
+if [ "$a" = "$c" ] && grep -q '^evp_eval_frame_sampled(' "$T/a/Python/evalprof_sampled.h" &&
+   grep -q '^#define EVP_COPY_SAMPLED 1$' "$T/a/Python/evalprof_sampled.h"; then
+    ok "the sampled copy has the eval function's $a hook statements"
+else
+    fail "hook statements: $a in ceval.c, ${c:-no file} in the sampled copy"
 fi
 
 # Damage: a label renamed, a macro redefined differently.

@@ -1,0 +1,110 @@
+#!/bin/sh
+# Sample mode (EVALPROF_MODE=sample, docs/EVENTS.md "Sampled mode"): a
+# deterministic hot loop sampled at 1 kHz (the default) gives a trace of samples only,
+# whose state words name the loop's phases and whose top instruction is
+# the loop's BINARY_OP; EVALPROF_COUNTS=1 counts every instruction
+# exactly as the exact mode's op events do (per opcode name, over the
+# whole run); every thread gets its own stream; the settings' bad values
+# are one line on stderr and leave tracing off.
+#
+#   sample.sh VERSION BUILD_DIR CHECK_TRACE
+. "$(dirname "$0")/lib.sh"
+EVALPROF_CLI=$BUILD/evalprof
+if [ ! -x "$EVALPROF_CLI" ]; then
+    echo "FAIL: $EVALPROF_CLI not built"
+    exit 1
+fi
+unset EVALPROF_MODE EVALPROF_COUNTS EVALPROF_SAMPLE_RATE EVALPROF_SAMPLE_CLOCK
+export EVALPROF_QUIET=1 PYTHONHASHSEED=0
+prog=$PROGRAMS/sampled.py
+want=$("$PY" -S "$prog" 20000)
+
+# --- samples, phases, the hot instruction --------------------------------
+out=$(EVALPROF="$T/s.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 2000000)
+[ "$out" = "$(  "$PY" -S "$prog" 2000000)" ] && ok "sampling leaves the program's output alone" ||
+    fail "sampled run printed '$out'"
+"$EVALPROF_CLI" info "$T/s.evp" > "$T/s.info" 2>&1 || fail "info: $(head -n 1 "$T/s.info")"
+"$EVALPROF_CLI" summary --group-specialized "$T/s.evp" > "$T/s.sum" 2>&1 ||
+    fail "summary: $(head -n 1 "$T/s.sum")"
+n=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/s.info")
+events=$(awk '$1 == "events:" { print $2; exit }' "$T/s.info")
+[ "${n:-0}" -ge 50 ] && [ "$events" = 0 ] && ok "$n samples, no events" ||
+    fail "samples: '${n:-none}', events: '$events'"
+grep -q '^  evalprof.mode  *sample$' "$T/s.info" && grep -q '^  sample.rate_hz  *1000$' "$T/s.info" && grep -q '^  sample.clock  *cpu$' "$T/s.info" &&
+    ok "metadata: evalprof.mode sample, the defaults: sample.rate_hz 1000, sample.clock cpu" || fail "metadata lacks evalprof.mode or sample.rate_hz"
+phases=$(awk '/^loop phases:/ { f = 1; next } f && /^---/ { if (++d == 2) exit; next }
+              d == 1 { sub(/^ /, ""); sub(/  .*/, ""); print }' "$T/s.sum" | tr '\n' ',')
+case ",$phases" in
+*,op,*) case ",$phases" in
+        *,dispatch,*) ok "state words name the phases: $phases" ;;
+        *) fail "no dispatch phase among '$phases'" ;;
+        esac ;;
+*) fail "no op phase among '$phases'" ;;
+esac
+# where: the hot loop's samples are partly in the eval function's own
+# code; a loop around sum() spends its time in the C callee of a CALL
+share() { # share ROW FILE: the percentage of row ROW of the "where" table
+    awk -v r="$1" '/^where/ { f = 1 } f && index($0, " " r " ") == 1 {
+        n = split(r, w, " "); v = $(n + 1); sub("%", "", v); print v; exit }' "$2"
+}
+ineval=$(share "in the eval loop" "$T/s.sum")
+EVALPROF="$T/cc.evp" EVALPROF_MODE=sample "$PY" -S -c '
+for i in range(300):
+    sum(range(20000))'
+"$EVALPROF_CLI" summary "$T/cc.evp" > "$T/cc.sum" 2>&1
+ccall=$(share "C call (GIL held)" "$T/cc.sum")
+awk -v a="${ineval:-0}" -v b="${ccall:-0}" 'BEGIN { exit !(a > 5 && b > 50) }' &&
+    ok "flags: hot loop ${ineval}% in the eval loop, sum() loop ${ccall}% in a C call" ||
+    fail "flags: hot loop '${ineval}'% in the eval loop, sum() loop '${ccall}'% in a C call"
+top=$(sed -n '/^ops:/,$p' "$T/s.sum" | awk '/^ [A-Z]/ { print $1; exit }')
+[ "$top" = BINARY_OP ] && ok "top instruction: BINARY_OP" || fail "top instruction: '$top'"
+out=$(EVALPROF="$T/m.evp" "$PY" -X evalprof_mode=sample -c 'import sys; print(sys._evalprof["mode"])')
+[ "$out" = sample ] && ok "-X evalprof_mode=sample: sys._evalprof says mode sample" ||
+    fail "-X evalprof_mode=sample: sys._evalprof mode '$out'"
+
+# --- exact counts --------------------------------------------------------
+EVALPROF="$T/x.evp" EVALPROF_EVENTS=op "$PY" -S "$prog" 20000 > /dev/null
+EVALPROF="$T/c.evp" EVALPROF_MODE=sample EVALPROF_COUNTS=1 "$PY" -S "$prog" 20000 > /dev/null
+"$EVALPROF_CLI" summary --wide "$T/x.evp" |
+    awk '/^ops:/ { f = 1; next } f && /^ [A-Z]/ { gsub(",", "", $2); print $1, $2 }' | sort > "$T/x.ops"
+"$EVALPROF_CLI" info "$T/c.evp" |
+    awk '$1 ~ /^counts\.op\./ { sub("counts.op.", "", $1); print $1, $2 }' | sort > "$T/c.ops"
+nx=$(wc -l < "$T/x.ops")
+bin=$(awk '$1 == "BINARY_OP_MULTIPLY_INT" { print $2 }' "$T/c.ops")
+if [ "$nx" -ge 20 ] && [ "${bin:-0}" -ge 19000 ] && cmp -s "$T/x.ops" "$T/c.ops"; then
+    ok "EVALPROF_COUNTS: the $nx opcodes' counts equal the exact mode's op events (BINARY_OP_MULTIPLY_INT $bin)"
+else
+    fail "EVALPROF_COUNTS: counts differ from the exact op events ($nx opcodes exact, BINARY_OP_MULTIPLY_INT ${bin:-none}):"
+    diff "$T/x.ops" "$T/c.ops" | head -n 10
+fi
+EVALPROF="$T/n.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 20000 > /dev/null
+"$EVALPROF_CLI" info "$T/n.evp" | grep -q 'counts\.op\.' && fail "counts written without EVALPROF_COUNTS" ||
+    ok "no counts without EVALPROF_COUNTS"
+
+# --- threads -------------------------------------------------------------
+EVALPROF="$T/t.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 300000 2 > /dev/null
+"$EVALPROF_CLI" info "$T/t.evp" > "$T/t.info" 2>&1
+streams=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$1 ~ /^[0-9]+$/ && $3 + 0 > 0 || $4 + 0 > 0' | wc -l)
+main=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$2 == "main"' | wc -l)
+[ "$streams" -ge 3 ] && [ "$main" = 1 ] && ok "3 threads: $streams sampled streams, one of them main" ||
+    fail "threads: $streams sampled streams ($main main)"
+
+# --- the clock and bad settings -------------------------------------------
+EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \
+    "$PY" -S "$prog" 20000 > /dev/null
+"$EVALPROF_CLI" info "$T/cpu.evp" | grep -q '^  sample.clock  *wall$' &&
+    "$EVALPROF_CLI" info "$T/cpu.evp" | grep -q '^  sample.rate_hz  *2000$' &&
+    ok "EVALPROF_SAMPLE_CLOCK=wall, EVALPROF_SAMPLE_RATE=2000" || fail "wall clock or rate not in the metadata"
+for bad in "EVALPROF_MODE=sampled" "EVALPROF_SAMPLE_RATE=0" "EVALPROF_SAMPLE_RATE=fast" \
+           "EVALPROF_SAMPLE_RATE=1000000" "EVALPROF_SAMPLE_CLOCK=sundial"; do
+    rm -f "$T/bad.evp"
+    out=$(env EVALPROF="$T/bad.evp" EVALPROF_MODE=sample "$bad" "$PY" -S "$prog" 20000 2> "$T/bad.err")
+    rc=$?
+    if [ "$rc" = 0 ] && [ "$out" = "$want" ] && [ "$(wc -l < "$T/bad.err")" = 1 ] &&
+       grep -q 'tracing is off' "$T/bad.err" && [ ! -s "$T/bad.evp" ]; then
+        ok "$bad: $(cat "$T/bad.err")"
+    else
+        fail "$bad: exit $rc, output '$out', stderr: $(cat "$T/bad.err")"
+    fi
+done
+finish
