@@ -10,9 +10,14 @@ four configurations, interleaved so that machine noise hits all alike:
     off      the instrumented build, not tracing
     op       the instrumented build, EVALPROF_EVENTS=op
     all      the instrumented build, every event
+    sample   the instrumented build, EVALPROF_MODE=sample (the default
+             rate, 1 kHz of CPU time)
+    counts   the same with EVALPROF_COUNTS=1 (exact per-opcode counts)
 
 and the medians are printed with their ratios to plain (targets: off at
-most 1.03x, op at most 3.5x, all at most 6x).  Also: machine instructions
+most 1.03x, op at most 3.5x, all at most 6x), and sample's and counts'
+to off, the same interpreter untraced (targets: sample at most 1.03x,
+counts at most 1.3x).  Also: machine instructions
 executed with tracing off (callgrind, exact), the code size of the eval
 function (plain; the instrumented build's untraced and traced copies),
 the cost per event ((all - off) / events), the trace's bytes per event
@@ -31,8 +36,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = ["fib", "loops", "objects", "strings", "generators"]
-CONFIGS = ["plain", "off", "op", "all"]
+CONFIGS = ["plain", "off", "op", "all", "sample", "counts"]
 TARGETS = {"off": 1.03, "op": 3.5, "all": 6.0}
+SAMPLE_TARGETS = {"sample": 1.03, "counts": 1.3}  # against off
 
 
 def run(py, workload, scale, env_extra):
@@ -179,6 +185,10 @@ def bench_version(build, ver, reps, scale, tmp):
         "op": (evp, {"EVALPROF": os.path.join(tmp, "op.evp"),
                      "EVALPROF_EVENTS": "op"}),
         "all": (evp, {"EVALPROF": os.path.join(tmp, "all.evp")}),
+        "sample": (evp, {"EVALPROF": os.path.join(tmp, "sample.evp"),
+                         "EVALPROF_MODE": "sample"}),
+        "counts": (evp, {"EVALPROF": os.path.join(tmp, "counts.evp"),
+                         "EVALPROF_MODE": "sample", "EVALPROF_COUNTS": "1"}),
     }
     # events and bytes of start-up alone, to subtract
     base = {}
@@ -200,6 +210,8 @@ def bench_version(build, ver, reps, scale, tmp):
                                         - base[c][0])
                     sizes[w, c].append(os.path.getsize(path) - base[c][1])
                     os.unlink(path)
+                elif c in SAMPLE_TARGETS and os.path.exists(env["EVALPROF"]):
+                    os.unlink(env["EVALPROF"])
     print("CPython %s: workload time in ms, medians of %d runs, and "
           "ratios to plain" % (full, reps))
     print("  %-11s %9s %9s %9s %9s   %8s %8s %8s" % (
@@ -219,6 +231,27 @@ def bench_version(build, ver, reps, scale, tmp):
     print("  %-11s %9s %9s %9s %9s   %7.2fx %7.2fx %7.2fx" % (
         "target", "", "", "", "", TARGETS["off"], TARGETS["op"],
         TARGETS["all"]))
+    print()
+    print("  sampled mode, against off (the same interpreter untraced):")
+    print("  %-11s %9s %9s %9s   %8s %8s" % ("workload", "off", "sample",
+                                            "counts", "sample", "counts"))
+    sr = {c: [] for c in SAMPLE_TARGETS}
+    for w in WORKLOADS:
+        med = {c: statistics.median(times[w, c])
+               for c in ("off",) + tuple(SAMPLE_TARGETS)}
+        rs = {c: med[c] / med["off"] for c in SAMPLE_TARGETS}
+        for c in rs:
+            sr[c].append(rs[c])
+        print("  %-11s %9.1f %9.1f %9.1f   %7.3fx %7.3fx" % (
+            w, med["off"] * 1e3, med["sample"] * 1e3, med["counts"] * 1e3,
+            rs["sample"], rs["counts"]))
+    gs = {c: geomean(sr[c]) for c in sr}
+    print("  %-11s %29s   %7.3fx %7.3fx" % ("geomean", "", gs["sample"],
+                                             gs["counts"]))
+    print("  %-11s %29s   %7.2fx %7.2fx (%s, %s)" % (
+        "target", "", SAMPLE_TARGETS["sample"], SAMPLE_TARGETS["counts"],
+        "met" if gs["sample"] <= SAMPLE_TARGETS["sample"] else "NOT met",
+        "met" if gs["counts"] <= SAMPLE_TARGETS["counts"] else "NOT met"))
     counts = []
     for w in WORKLOADS:
         a = instructions(plain, w, 1)
