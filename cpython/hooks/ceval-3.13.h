@@ -359,7 +359,8 @@ evp_count_skipped(const _Py_CODEUNIT *next, int n)
 #define SKIP_OVER(x) \
     ((EVP_COPY_TRACED \
           ? evp_skipped_op(frame, next_instr, (x), &_Py_InitCleanup) \
-          : EVP_COUNTING() ? evp_count_skipped(next_instr, (x)) : (void)0), \
+      : EVP_COUNTING() ? evp_count_skipped(next_instr, (x)) \
+                       : (void)0), \
      next_instr += (x))
 
 /*

@@ -58,7 +58,7 @@
 #include "pycore_opcode_metadata.h" // _PyOpcode_OpName, _PyOpcode_Deopt
 #endif
 
-#include "pycore_code.h" // _PyCode_InitAddressRange
+#include "pycore_code.h"  // _PyCode_InitAddressRange
 #include "pycore_frame.h" // _PyInterpreterFrame, for the sampler's walk
 #include "pycore_initconfig.h"
 #include "pycore_pystate.h" // _PyInterpreterState_GET()
@@ -127,7 +127,7 @@ static struct {
     int lines;           /* ops are recorded as op at, with line tables */
     uint8_t *lines_done; /* per function id: its line table was written */
     uint32_t lines_cap;
-    int sample;          /* sample mode: the sampler runs */
+    int sample; /* sample mode: the sampler runs */
 } evp;
 
 /* One line on stderr: "evalprof: ...". */
@@ -325,7 +325,7 @@ evp_add_meta(void)
     evp_rec_meta("evalprof.events", evp.events);
 }
 
-/* ---- sampled mode -------------------------------------------------------- */
+/* ---- sampled mode ---------------------------------------------------- */
 
 /*
  * EVALPROF_MODE=sample (docs/EVENTS.md "Sampled mode"): the recorder's
@@ -360,16 +360,16 @@ struct evp_code_slot {
 struct evp_walker {
     struct evp_code_slot slots[EVP_CODE_SLOTS];
     uint32_t keys[EVP_SAMPLE_MAX_DEPTH];
-    uint64_t *counts;              /* the thread's _PyEvalprof_Sample.counts */
-    uintptr_t stack_lo, stack_hi;  /* the thread's C stack (entry frames) */
+    uint64_t *counts;             /* the thread's _PyEvalprof_Sample.counts */
+    uintptr_t stack_lo, stack_hi; /* the thread's C stack (entry frames) */
     struct evp_walker *prev, *next; /* the threads being sampled */
 };
 
 static struct {
-    pthread_mutex_t lock;      /* walkers and done */
+    pthread_mutex_t lock; /* walkers and done */
     struct evp_walker *walkers;
-    uint64_t done[256];        /* counts of the threads that ended */
-    pthread_key_t key;         /* a thread that exits unregisters */
+    uint64_t done[256]; /* counts of the threads that ended */
+    pthread_key_t key;  /* a thread that exits unregisters */
     int key_made;
     unsigned max_depth;
     volatile sig_atomic_t walks_off; /* a thread state was freed under us */
@@ -455,7 +455,8 @@ evp_code_key(struct evp_walker *w, const PyCodeObject *co)
     int line = co->co_firstlineno > 0 ? co->co_firstlineno : 0;
     slot->code = NULL;
     if (evp_rec_sample_func(h + 1, name, nlen, file, flen, (uint32_t)line, lt,
-                            ltlen, lt ? EVP_LT_CPYTHON311 : EVP_LT_NONE) == 0) {
+                            ltlen,
+                            lt ? EVP_LT_CPYTHON311 : EVP_LT_NONE) == 0) {
         slot->qualname = co->co_qualname;
         slot->filename = co->co_filename;
         slot->firstline = co->co_firstlineno;
@@ -488,7 +489,7 @@ evp_frame_code(const _PyInterpreterFrame *f)
     const PyObject *co = (const PyObject *)f->f_code;
 #endif
     return co != NULL && ((uintptr_t)co & 7) == 0 ? (const PyCodeObject *)co
-                                                 : NULL;
+                                                  : NULL;
 }
 
 /* The code unit FRAME (of CO) executes, + 1; 0 when out of range. */
@@ -789,8 +790,7 @@ evp_on_sample(void *ucontext, uint32_t weight)
     if (depth == 0) {
         flags |= EVP_SAMPLE_NO_FRAME;
     }
-    evp_rec_sample_put(evp_rec_now(),
-                       evp_sample_state(op1, phase1, flags),
+    evp_rec_sample_put(evp_rec_now(), evp_sample_state(op1, phase1, flags),
                        unit1, weight, w != NULL ? w->keys : none, depth);
 }
 
@@ -1437,12 +1437,12 @@ _PyEvalprof_InitSys(PyObject *sysdict)
     PyObject *info;
 
     if (evp.active && evp_rec_is_open() && evp.pid == getpid()) {
-        info = Py_BuildValue(
-            "{s:s, s:s, s:K, s:l, s:s, s:O, s:s}", "path", evp.path, "events",
-            evp.events, "kinds", (unsigned long long)evp.kinds, "pid",
-            (long)evp.pid, "hooks", EVP_HOOKS_VERSION, "lines",
-            evp.lines ? Py_True : Py_False, "mode",
-            evp.sample ? "sample" : "exact");
+        info = Py_BuildValue("{s:s, s:s, s:K, s:l, s:s, s:O, s:s}", "path",
+                             evp.path, "events", evp.events, "kinds",
+                             (unsigned long long)evp.kinds, "pid",
+                             (long)evp.pid, "hooks", EVP_HOOKS_VERSION,
+                             "lines", evp.lines ? Py_True : Py_False, "mode",
+                             evp.sample ? "sample" : "exact");
         if (info == NULL) {
             return -1;
         }

@@ -129,8 +129,8 @@ struct _evp_sample_tls {
      * walk from held_top, the top frame before the push. */
     volatile int held;
     void *volatile held_top;
-    void *walker;          /* the thread's code cache (evalprof.c) */
-    int started;           /* the thread asked for its timer */
+    void *walker; /* the thread's code cache (evalprof.c) */
+    int started;  /* the thread asked for its timer */
     uint64_t counts[256];
 };
 

@@ -550,8 +550,7 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
     return 0;
 }
 
-/* ---- threads --------------------------------------------------------------
- */
+/* ---- threads ------------------------------------------------------------- */
 
 static void thread_exit_cb(void *p)
 {
@@ -729,8 +728,7 @@ void evp_rec_sample_thread_stop(void)
     pthread_mutex_unlock(&G.mu);
 }
 
-/* ---- the sampler ------------------------------------------------------------
- */
+/* ---- the sampler --------------------------------------------------------- */
 
 static void signal_name(int signo, char *buf, size_t len)
 {
