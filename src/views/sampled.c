@@ -345,6 +345,93 @@ static void share_table(FILE *out, const struct evp_trace *t, const char *title,
     dashes_line(out, widths, ncol);
 }
 
+/* An exact count of an opcode (counts.op.NAME) and its sampled weight. */
+struct crow {
+    const char *name;
+    uint64_t count, w;
+};
+
+static int cmp_crow(const void *x, const void *y)
+{
+    const struct crow *a = x, *b = y;
+    if (a->count != b->count)
+        return a->count < b->count ? 1 : -1;
+    return strcmp(a->name, b->name);
+}
+
+/*
+ * With exact counts (mode A, EVALPROF_COUNTS=1: metadata counts.op.NAME),
+ * each counted opcode's count beside its sampled estimate, and the two
+ * combined: the estimated time of one execution.  The counts are of the
+ * executed opcodes, as the trace names them; with --group-specialized
+ * a specialized form's count goes to its base, as its samples do.
+ */
+static void counts_table(FILE *out, struct evp_trace *t, const struct agg *a)
+{
+    size_t n = 0, cap = 0;
+    struct crow *rows = NULL;
+    for (size_t i = 0; i < evp_trace_meta_count(t); i++) {
+        const char *k, *v;
+        if (evp_trace_meta_at(t, i, &k, &v) || strncmp(k, "counts.op.", 10))
+            continue;
+        char *end;
+        unsigned long long c = strtoull(v, &end, 10);
+        if (end == v || *end)
+            continue;
+        if (evp_grow((void **)&rows, &cap, n + 1, sizeof *rows, 64)) {
+            free(rows);
+            return;
+        }
+        /* the opcode named, and with --group-specialized its base */
+        const char *name = k + 10;
+        int op = -1;
+        for (unsigned o = 0; o < EVP_SAMPLE_OP_MASK && op < 0; o++) {
+            const char *nm = evp_trace_opname(t, o);
+            if (nm && strcmp(nm, name) == 0)
+                op = (int)o;
+        }
+        if (op >= 0 && a->group) {
+            op = (int)evp_trace_opbase(t, (unsigned)op);
+            if (evp_trace_opname(t, (unsigned)op))
+                name = evp_trace_opname(t, (unsigned)op);
+        }
+        struct crow *r = NULL;
+        for (size_t j = 0; j < n && !r; j++)
+            if (strcmp(rows[j].name, name) == 0)
+                r = &rows[j];
+        if (!r) {
+            r = &rows[n++];
+            r->name = name;
+            r->count = 0;
+            r->w = op >= 0 ? a->op[op] : 0;
+        }
+        r->count += c;
+    }
+    if (!n)
+        return;
+    qsort(rows, n, sizeof *rows, cmp_crow);
+    fprintf(out, "exact counts (every instruction counted, EVALPROF_COUNTS=1), "
+                 "with the samples' estimate of each:\n\n");
+    fprintf(out, " %-40s %15s %14s %14s\n", "name", "count", "est. time",
+            "per execution");
+    fprintf(out, " ---------------------------------------- --------------- "
+                 "-------------- --------------\n");
+    for (size_t i = 0; i < n; i++) {
+        char c[32], v[48], pe[48] = "";
+        uint64_t ns = evp_sample_ns(t, rows[i].w);
+        snprintf(v, sizeof v, "%.1f ms", (double)ns / 1e6);
+        if (rows[i].count && rows[i].w)
+            snprintf(pe, sizeof pe, "%.1f ns",
+                     (double)ns / (double)rows[i].count);
+        char nm[128];
+        evp_esc_term_cell(nm, sizeof nm, rows[i].name, 40);
+        fprintf(out, " %-40s %15s %14s %14s\n", nm,
+                evp_num_group(c, sizeof c, rows[i].count), v, pe);
+    }
+    fprintf(out, " total: %zu opcodes counted\n\n", n);
+    free(rows);
+}
+
 static void sampled_header(FILE *out, const struct evp_trace *t,
                            const struct agg *a, int unit)
 {
@@ -487,6 +574,7 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
             named += evp_trace_opname(t, op) != NULL;
     fprintf(out, " total: %zu/%u\n\n", n - (a.op[EVP_SAMPLE_OP_MASK] != 0),
             named);
+    counts_table(out, t, &a);
     size_t nf = 0;
     struct srow *fr = func_rows(t, &a, o->wide_names, &nf);
     if (!fr) {

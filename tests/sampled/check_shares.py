@@ -142,6 +142,33 @@ check(run("summary", "--funcs", az).stdout.replace(az, a) ==
       run("summary", "--funcs", a).stdout,
       "compressed, smaller chunks: the same summary")
 
+# exact counts (mode A's EVALPROF_COUNTS=1) beside the samples' estimate:
+# the count, the estimated time, and their quotient per execution; with
+# --group-specialized a specialized form's count joins its base's
+ac = make("ac.evp", "-c")
+crow = re.compile(r"^ (\S+)\s+([\d,]+)\s+([\d.]+) ms\s+([\d.]+) ns$")
+
+
+def counts(out):
+    part = out.split("exact counts")[1].split("total:")[0]
+    return {m[1]: (int(m[2].replace(",", "")), float(m[3]), float(m[4]))
+            for m in map(crow.match, part.splitlines()) if m}
+
+
+got = counts(run("summary", ac).stdout)
+check(got == {"LOAD_FAST": (2000000, 200.0, 100.0),
+              "BINARY_OP_ADD_INT": (200000, 200.0, 1000.0),
+              "BINARY_OP": (100000, 200.0, 2000.0),
+              "STORE_FAST": (5, 100.0, 20000000.0)},
+      f"exact counts beside the estimates: {got}")
+got = counts(run("summary", "--group-specialized", ac).stdout)
+check(got.get("BINARY_OP") == (300000, 400.0, 1333.3) and
+      "BINARY_OP_ADD_INT" not in got,
+      f"exact counts grouped into their base: {got}")
+check("exact counts" not in run("summary", a).stdout,
+      "no counts table without counts")
+
+
 def streams(info):
     """info's sampled streams: id, name, samples, periods, lost (the
     chunks are the writer's own)."""

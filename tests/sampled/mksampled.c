@@ -1,9 +1,10 @@
 /*
  * mksampled: write the known-shares sampled trace of sampgen.h.
  *
- *   mksampled [-b] [-z] [-n SAMPLES_PER_CHUNK] FILE
+ *   mksampled [-b] [-c] [-z] [-n SAMPLES_PER_CHUNK] FILE
  *
- * -b writes variant B (hot 40 %, cold 50 %), -z compresses the chunks.
+ * -b writes variant B (hot 40 %, cold 50 %), -c adds exact opcode counts
+ * (sampgen.h), -z compresses the chunks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,12 +16,15 @@
 
 int main(int argc, char **argv)
 {
-    struct sampgen_opts o = {'a', 0, 0};
+    struct sampgen_opts o = {'a', 0, 0, 0};
     int c;
-    while ((c = getopt(argc, argv, "bzn:")) != -1) {
+    while ((c = getopt(argc, argv, "bczn:")) != -1) {
         switch (c) {
         case 'b':
             o.variant = 'b';
+            break;
+        case 'c':
+            o.counts = 1;
             break;
         case 'z':
             o.zstd = 1;
@@ -29,12 +33,12 @@ int main(int argc, char **argv)
             o.per_chunk = strtoul(optarg, NULL, 10);
             break;
         default:
-            fprintf(stderr, "usage: mksampled [-b] [-z] [-n N] FILE\n");
+            fprintf(stderr, "usage: mksampled [-b] [-c] [-z] [-n N] FILE\n");
             return 2;
         }
     }
     if (optind + 1 != argc) {
-        fprintf(stderr, "usage: mksampled [-b] [-z] [-n N] FILE\n");
+        fprintf(stderr, "usage: mksampled [-b] [-c] [-z] [-n N] FILE\n");
         return 2;
     }
     if (sampgen_write(argv[optind], &o) < 0) {

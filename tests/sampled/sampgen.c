@@ -144,7 +144,7 @@ static size_t stream_samples(uint32_t stream, int variant,
 
 int sampgen_write(const char *path, const struct sampgen_opts *opts)
 {
-    static const struct sampgen_opts defaults = {'a', 0, 0};
+    static const struct sampgen_opts defaults = {'a', 0, 0, 0};
     if (!opts)
         opts = &defaults;
     int variant = opts->variant == 'b';
@@ -178,6 +178,12 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
     k += meta_put(buf + k, "sample.missed", "3");
     k += meta_put(buf + k, "lines.3", "0:10,2:11,6:12,10:13");
     k += meta_put(buf + k, "lines.4", "0:20,2:21,8:22");
+    if (opts->counts) {
+        k += meta_put(buf + k, "counts.op.BINARY_OP_ADD_INT", "200000");
+        k += meta_put(buf + k, "counts.op.BINARY_OP", "100000");
+        k += meta_put(buf + k, "counts.op.LOAD_FAST", "2000000");
+        k += meta_put(buf + k, "counts.op.STORE_FAST", "5");
+    }
     rc |= put_chunk(&o, EVP_CHUNK_META, buf, k);
 
     static const struct {

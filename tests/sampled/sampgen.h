@@ -33,6 +33,10 @@ struct sampgen_opts {
     char variant;     /* 'a' (default) or 'b' */
     int zstd;         /* compress chunks (level 3) */
     size_t per_chunk; /* samples per SAMPLES chunk; 0: 64 */
+    int counts;       /* exact counts (counts.op.NAME), as mode A's
+                         EVALPROF_COUNTS=1 writes them: BINARY_OP_ADD_INT
+                         200,000, BINARY_OP 100,000, LOAD_FAST 2,000,000,
+                         STORE_FAST 5 */
 };
 
 /* Write the trace to PATH.  Returns 0 or -1 (errno set). */
