@@ -618,7 +618,10 @@ def _report(stats):
         what = "%s events" % format(stats.get("events", 0), ",")
     line = "evalprof: wrote %s (%s, %s" % (stats.get("path"), what, human)
     secs = time.monotonic() - _state.get("started", time.monotonic())
-    if secs > 0:
+    if secs > 0 and sampling is not None:
+        # a sampled trace grows by kilobytes a second
+        line += ", %.1f kB/s" % (size / 1e3 / secs)
+    elif secs > 0:
         line += ", %.1f MB/s" % (size / 1e6 / secs)
     line += ")"
     if stats.get("dropped"):
