@@ -328,7 +328,8 @@ int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
     if (!rc && a.n)
         rc = (rows = calloc(a.n, sizeof *rows)) ? 0 : -ENOMEM;
     if (!rc) {
-        qsort(a.v, a.n, sizeof *a.v, cmp_lop);
+        if (a.n) /* (no ops at all: a.v is NULL) */
+            qsort(a.v, a.n, sizeof *a.v, cmp_lop);
         size_t nrows = 0;
         uint64_t grand = 0;
         for (size_t i = 0; i < a.n; i++) {
@@ -341,7 +342,8 @@ int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
             r->total += a.v[i].total;
             grand += a.v[i].total;
         }
-        qsort(rows, nrows, sizeof *rows, cmp_lrow);
+        if (nrows)
+            qsort(rows, nrows, sizeof *rows, cmp_lrow);
         print_rows(out, t, &a, rows, nrows, grand, unit, sampled);
     }
     if (rc == -ENOMEM || a.oom)
