@@ -342,7 +342,7 @@ static int get_script(const struct perf_args *a, struct perf_run *r)
                                       .freq = a->freq,
                                       .repeat = a->repeat,
                                       .script = r->script,
-                                      .want_xperf = !a->startup,
+                                      .want_xperf = !a->startup && !a->trace,
                                       .ops = a->ops ? r->leaves : NULL};
     char msg[1024];
     r->status = evp_perf_record(&ro, &r->xperf, msg, sizeof msg);

@@ -7,8 +7,9 @@
 # both, say the trace's side is an estimate from samples, and locate
 # perf's samples in the trace's timeline; the trace's share must hold
 # the program's fib, most of the run.  (The shares are not held to each
-# other here: perf's DWARF unwinding through -X perf's trampolines cuts
-# 10-30% of its stacks short of the eval function on this workload.)
+# other here: perf's DWARF unwinding on some interpreters cuts stacks
+# short of the eval function: 3.11 agrees to the point, 3.13 is 10-12
+# points apart on a fib workload.)
 # Skips where perf cannot record.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
