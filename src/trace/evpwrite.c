@@ -217,7 +217,8 @@ struct swriter {
     size_t n;
     uint32_t stream, seq;
     int started;
-    uint64_t lost; /* the stream's lost samples, put in its first chunk */
+    uint64_t lost;    /* the stream's lost samples, put in its first chunk */
+    uint32_t unknown; /* the "<unknown stack>" node, or 0 */
 };
 
 static int flush_samples(struct swriter *sw)
@@ -265,31 +266,73 @@ static int sw_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
     struct evp_sample_rec *r = &sw->s[sw->n++];
     *r = *s;
     r->ts = ns;
+    if (r->stack && !evp_trace_stack(w->t, r->stack))
+        r->stack = sw->unknown;
     if (sw->n == RUN && flush_samples(sw) < 0)
         return w->err;
     return 0;
 }
 
+/* Does a sample name a stack node the table lacks (damage)? */
+static int sample_unknown(void *ctx, uint32_t stream,
+                          const struct evp_sample_rec *s, uint64_t ns)
+{
+    (void)stream;
+    (void)ns;
+    struct swriter *sw = ctx;
+    if (s->stack && !evp_trace_stack(sw->w->t, s->stack))
+        return 1;
+    return 0;
+}
+
+/*
+ * The stack table, then the samples.  A damaged table's broken chains
+ * (a node whose caller is missing, or a sample naming a missing node)
+ * are written under a node of their own, a function "<unknown stack>",
+ * as the views show them: the copy reads without warnings and shows the
+ * same stacks.
+ */
 static int write_samples(struct ewriter *w)
 {
     struct evp_trace *t = w->t;
     uint32_t ns = evp_trace_nstacks(t);
     if (!evp_trace_nsamples(t) && !ns)
         return 0;
-    uint8_t *p = malloc(EVP_VARINT_MAX + (size_t)ns * 3 * EVP_VARINT_MAX);
+    struct swriter sw = {.w = w};
+    int broken = evp_trace_samples(t, sample_unknown, &sw) == 1;
+    for (uint32_t id = 1; id <= ns && !broken; id++) {
+        const struct evp_stack_node *sn = evp_trace_stack(t, id);
+        broken = sn && sn->parent == EVP_STACK_UNKNOWN;
+    }
+    uint32_t unknown = broken ? ns + 1 : 0;
+    uint8_t *p =
+        malloc(EVP_VARINT_MAX + ((size_t)ns + 1) * 3 * EVP_VARINT_MAX +
+               2 * EVP_VARINT_MAX + evp_str_bound(EVP_STACK_UNKNOWN_NAME));
     if (!p)
         return w->err = -ENOMEM;
+    int rc = 0;
+    if (unknown) {
+        uint32_t f = evp_trace_nfuncs(t) + 1;
+        size_t k = evp_varint_put(p, 1);
+        k += evp_func_entry_put(p + k, f, EVP_STACK_UNKNOWN_NAME, "", 0);
+        rc = put_chunk(w, EVP_CHUNK_FUNCS, p, k);
+        k = evp_varint_put(p, 1);
+        k += evp_stack_entry_put(p + k, unknown, 0, f);
+        if (!rc)
+            rc = put_chunk(w, EVP_CHUNK_STACKS, p, k);
+    }
     size_t k = 0, n = 0;
-    for (uint32_t id = 1; id <= ns; id++) {
+    for (uint32_t id = 1; id <= ns && !rc; id++) {
         const struct evp_stack_node *sn = evp_trace_stack(t, id);
-        if (sn && sn->parent != EVP_STACK_UNKNOWN) {
-            k += evp_stack_entry_put(p + EVP_VARINT_MAX + k, id, sn->parent,
+        if (sn) {
+            uint32_t parent =
+                sn->parent == EVP_STACK_UNKNOWN ? unknown : sn->parent;
+            k += evp_stack_entry_put(p + EVP_VARINT_MAX + k, id, parent,
                                      sn->func);
             n++;
         }
     }
-    int rc = 0;
-    if (n) {
+    if (!rc && n) {
         size_t h = evp_varint_put(p, n);
         memmove(p + h, p + EVP_VARINT_MAX, k);
         rc = put_chunk(w, EVP_CHUNK_STACKS, p, h + k);
@@ -297,7 +340,7 @@ static int write_samples(struct ewriter *w)
     free(p);
     if (rc)
         return rc;
-    struct swriter sw = {.w = w};
+    sw.unknown = unknown;
     sw.s = malloc(RUN * sizeof *sw.s);
     if (!sw.s)
         return w->err = -ENOMEM;

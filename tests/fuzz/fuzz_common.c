@@ -458,6 +458,11 @@ static void same_binary(struct evp_trace *ta, struct collect *a,
     for (uint32_t id = 1; id <= nf; id++) {
         const struct evp_func *f = evp_trace_func(ta, id);
         const struct evp_func *g = evp_trace_func(tb, id);
+        /* a damaged stack table's broken chains are written under a
+         * function "<unknown stack>" of their own (evpwrite.c) */
+        if (!f && g && id == evp_trace_nfuncs(ta) + 1 &&
+            strcmp(g->name, EVP_STACK_UNKNOWN_NAME) == 0)
+            continue;
         FUZZ_CHECK(!f == !g, "function %u %s", id, f ? "lost" : "appeared");
         if (f)
             FUZZ_CHECK(strcmp(f->name, g->name) == 0 &&
