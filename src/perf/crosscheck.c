@@ -14,6 +14,15 @@
  *                             trace: the fini event's elapsed time
  *   runtime other             the rest of the traced process
  *
+ * A perf sample with no eval frame whose stack does not reach a thread
+ * root (_start, clone3...) is one perf could not unwind: what called its
+ * leaf is unknown, so it is left out of the shares and counted apart
+ * (counting it as runtime other would hold perf's unwinding failures
+ * against the trace).  A sampled trace has a second check that needs no
+ * unwinding at all: the share of samples whose leaf is the eval
+ * function's own code, perf's user leaf symbol against the trace's
+ * EVP_SAMPLE_IN_EVAL (the interrupted program counter).
+ *
  * Perf is recorded with CLOCK_MONOTONIC timestamps, the clock traces are
  * converted to, so only samples inside the trace's time window (and of
  * the traced process, when the trace knows its pid) are counted.  Each
@@ -42,12 +51,30 @@ static int eq(const struct evp_perf_frame *f, const char *s)
     return f->len == n && memcmp(f->name, s, n) == 0;
 }
 
+/* The eval function: CPython's, its split-off parts (".cold"), and the
+ * instrumented interpreter's copies of it. */
+static int is_eval_frame(const struct evp_perf_frame *f)
+{
+    static const char eval[] = "_PyEval_EvalFrameDefault";
+    static const char copy[] = "evp_eval_frame_";
+    size_t ne = sizeof eval - 1, nc = sizeof copy - 1;
+    if (f->len >= ne && memcmp(f->name, eval, ne) == 0 &&
+        (f->len == ne || f->name[ne] == '.'))
+        return 1;
+    return f->len > nc && memcmp(f->name, copy, nc) == 0;
+}
+
+static int is_kernel_frame(const struct evp_perf_frame *f)
+{
+    return f->dso_len > 1 && f->dso[0] == '[' && f->dso[1] == 'k';
+}
+
 enum evp_xc_cat evp_xc_classify(const struct evp_perf_sample *s)
 {
     int init = 0, fini = 0;
     for (size_t i = 0; i < s->nframes; i++) {
         const struct evp_perf_frame *f = &s->frames[i];
-        if (eq(f, "_PyEval_EvalFrameDefault") || eq(f, "_PyEval_EvalFrame") ||
+        if (is_eval_frame(f) || eq(f, "_PyEval_EvalFrame") ||
             (f->len > 4 && memcmp(f->name, "py::", 4) == 0))
             return EVP_XC_EVAL;
         if (eq(f, "pymain_init") || eq(f, "Py_InitializeFromConfig") ||
@@ -60,6 +87,31 @@ enum evp_xc_cat evp_xc_classify(const struct evp_perf_sample *s)
             fini = 1;
     }
     return init ? EVP_XC_INIT : fini ? EVP_XC_FINI : EVP_XC_RUNTIME;
+}
+
+/* S's stack reaches a thread's root: its outermost user frame is _start,
+ * main, clone3 or the like.  A stack of kernel frames only has none. */
+static int rooted(const struct evp_perf_sample *s)
+{
+    for (size_t i = 0; i < s->nframes; i++)
+        if (!is_kernel_frame(&s->frames[i]))
+            return evp_perf_is_root_frame(s->frames[i].name,
+                                          s->frames[i].len);
+    return 0;
+}
+
+/* S's innermost user function, NULL when it has none: the code the
+ * program counter is in, so a function inlined there (perf prints it as
+ * its own frame, "(inlined)") is its caller's. */
+static const struct evp_perf_frame *user_leaf(const struct evp_perf_sample *s)
+{
+    for (size_t i = s->nframes; i-- > 0;) {
+        const struct evp_perf_frame *f = &s->frames[i];
+        if (!is_kernel_frame(f) &&
+            !(f->dso_len == 7 && memcmp(f->dso, "inlined", 7) == 0))
+            return f;
+    }
+    return NULL;
 }
 
 /* ---- the trace side -------------------------------------------------- */
@@ -160,6 +212,11 @@ static int xc_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
     uint64_t w = (uint64_t)((double)s->weight * b->period_ns);
     x->ns[cat] += w;
     x->total += w;
+    x->leaf_total += w;
+    if (s->state & EVP_SAMPLE_IN_EVAL) {
+        x->leaf_ns += w;
+        x->leaf_known = 1;
+    }
     /* a sample closes the period before it */
     uint64_t from = ns > w ? ns - w : 0;
     if (from < x->first_ns || !x->first_ns)
@@ -179,6 +236,13 @@ int evp_xc_from_trace(struct evp_trace *t, struct evp_xc_trace *x)
     if (in->sampled) {
         struct xc_samples sb = {x, t, in->sample_period_ns, 0, NULL};
         int rc = evp_trace_samples(t, xc_sample, &sb);
+        /* mode B says how many ranges of the eval function it found; mode
+         * A always knows its own copy, unless no sample was ever in it */
+        const char *er = evp_trace_meta(t, "sample.eval_ranges");
+        if (er && strtol(er, NULL, 10) > 0)
+            x->leaf_known = 1;
+        else if (er)
+            x->leaf_known = 0;
         x->start_ns = in->start_ns ? in->start_ns : x->first_ns;
         x->end_ns = in->has_end && in->end_ns ? in->end_ns : x->last_ns;
         if (x->end_ns < x->last_ns)
@@ -266,7 +330,16 @@ void evp_xc_add(struct evp_xc_perf *p, const struct evp_xc_trace *x,
         p->other_threads++;
         return;
     }
+    const struct evp_perf_frame *leaf = user_leaf(s);
+    if (leaf) {
+        p->leaf_n++;
+        p->leaf_eval += is_eval_frame(leaf);
+    }
     enum evp_xc_cat c = evp_xc_classify(s);
+    if (c != EVP_XC_EVAL && !rooted(s)) {
+        p->unrooted++;
+        return;
+    }
     p->n[c]++;
     p->total++;
     if (s->has_time) {
@@ -302,6 +375,22 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
             fprintf(out, "   <- %.1f points apart", d);
         fputc('\n', out);
     }
+    if (x->sampled && x->leaf_known && p->leaf_n && x->leaf_total) {
+        double ps = 100.0 * (double)p->leaf_eval / (double)p->leaf_n;
+        double ts = 100.0 * (double)x->leaf_ns / (double)x->leaf_total;
+        double d = fabs(ps - ts);
+        int flag = d > threshold;
+        flags += flag;
+        fprintf(out, "\n  %-28s %11.1f%% %11.1f%%", "leaf in the eval function",
+                ps, ts);
+        if (flag)
+            fprintf(out, "   <- %.1f points apart", d);
+        fprintf(out, "\n  (the interrupted code itself, no unwinding: perf's "
+                     "user leaf symbol, the trace's program counter)\n");
+    }
+    else if (x->sampled && !x->leaf_known)
+        fprintf(out, "\n  leaf in the eval function: the trace cannot tell "
+                     "(its producer found no code of the eval function)\n");
     fprintf(out, "\n  perf: %s samples in the trace's window",
             evp_perf_count(a, sizeof a, p->total));
     if (x->pid > 0)
@@ -315,6 +404,11 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
     if (p->other_threads)
         fprintf(out, ", %s from threads the trace has no stream of",
                 evp_perf_count(a, sizeof a, p->other_threads));
+    if (p->unrooted)
+        fprintf(out,
+                ", %s whose stack perf did not unwind to a thread root "
+                "nor through the eval function",
+                evp_perf_count(a, sizeof a, p->unrooted));
     fprintf(out, ")\n  trace: %.3f ms of %s, window %.3f ms\n",
             (double)x->total / 1e6,
             x->sampled ? "samples (weights times the period: an estimate)"

@@ -30,6 +30,11 @@ struct evp_xc_trace {
     struct evp_xc_timeline *tl;
     size_t ntl;
     int sampled; /* from a sampled trace's samples */
+    /* A sampled trace's leaf: time whose sample was taken in the eval
+     * function's own code (EVP_SAMPLE_IN_EVAL), of leaf_total; leaf_known
+     * when the producer could tell (it found the function's code). */
+    uint64_t leaf_ns, leaf_total;
+    int leaf_known;
 };
 
 struct evp_xc_perf {
@@ -37,7 +42,9 @@ struct evp_xc_perf {
     uint64_t total;                /* samples counted */
     uint64_t before, after, other; /* left out */
     uint64_t other_threads;        /* of threads the trace has not */
-    uint64_t located;              /* samples found in a timeline */
+    uint64_t unrooted; /* no eval frame, and not unwound to a thread root */
+    uint64_t leaf_eval, leaf_n; /* user leaf in the eval function's code */
+    uint64_t located;           /* samples found in a timeline */
     uint64_t match[EVP_XC__COUNT][EVP_XC__COUNT]; /* [perf][trace] */
 };
 
