@@ -424,6 +424,13 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
                 100.0 * (double)same / (double)p->located,
                 evp_perf_count(a, sizeof a, p->located));
     }
+    uint64_t seen = p->total + p->unrooted;
+    if (p->unrooted * 5 > seen)
+        fprintf(out,
+                "  note: perf could not unwind %.0f%% of its samples, so its "
+                "shares above rest on the rest%s\n",
+                100.0 * (double)p->unrooted / (double)seen,
+                x->sampled ? "; the leaf row needs no unwinding" : "");
     if (!p->total)
         fprintf(out, "\nnote: no perf sample falls inside the trace's window "
                      "(was perf recorded with -k CLOCK_MONOTONIC?)\n");
