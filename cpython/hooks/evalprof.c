@@ -951,13 +951,20 @@ evp_sample_finish(void)
 }
 
 /* A forked child has this thread only; it samples again (when its
- * session goes on) from its next call of the eval function. */
+ * session goes on: EVALPROF_FORK=follow) from its next call of the eval
+ * function, into a ring of its own that knows none of the parent's keys
+ * (the code cache starts afresh) and with counts of its own. */
 static void
 evp_sample_after_fork(void)
 {
     pthread_mutex_init(&evs.lock, NULL);
     evp_self_pid = getpid();
     struct evp_walker *mine = _PyEvalprof_Sample.walker;
+    if (mine != NULL) {
+        memset(mine->slots, 0, sizeof mine->slots);
+    }
+    memset(_PyEvalprof_Sample.counts, 0, sizeof _PyEvalprof_Sample.counts);
+    memset(evs.done, 0, sizeof evs.done);
     for (struct evp_walker *w = evs.walkers, *next; w != NULL; w = next) {
         next = w->next;
         if (w != mine) {

@@ -60,6 +60,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <setjmp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -742,10 +743,26 @@ evp_sample_call_ops(const struct evp_opcode_desc *d, size_t n)
     }
 }
 
+/* A forked child that follows the fork samples the forking thread into a
+ * ring of its own (src/recorder/sample.c), which knows none of the keys
+ * the parent's ring was given: the thread's code cache starts afresh, so
+ * each code is given to the recorder again.  (The slots hold no
+ * references.) */
+static void
+after_fork_child(void)
+{
+    struct sample_thread *st = sample_tls;
+    if (st != NULL)
+        memset(st->slots, 0, sizeof st->slots);
+}
+
 int
 evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
                  int all_threads)
 {
+    static int atfork_done;
+    if (!atfork_done && pthread_atfork(NULL, NULL, after_fork_child) == 0)
+        atfork_done = 1;
     find_eval_function();
     session_depth = max_depth ? max_depth : EVP_SAMPLE_MAX_DEPTH;
     struct evp_rec_sample_config cfg = {

@@ -1423,6 +1423,8 @@ static void fork_child(void)
         attach_locked(NULL);
         pthread_mutex_unlock(&S.mu);
     }
+    if (evp_rec_sample_fork_resume_() < 0)
+        meta_remember("sample.fork", "the sampler could not start again");
 }
 
 static void once_init(void)

@@ -84,11 +84,15 @@
  * distinct functions, keys and stacks, and its batch with what one ring
  * holds.
  *
- * Fork.  A forked child has no timers (they are not inherited) and does
- * not sample: it forgets the parent's rings and tables without freeing
- * them (pages it shares copy-on-write with the parent and never touches,
- * and that other threads of the parent may have been writing), restores
- * the signal's previous disposition and starts again with no sampler.
+ * Fork.  A forked child has no timers (they are not inherited): it
+ * forgets the parent's rings and tables without freeing them (pages it
+ * shares copy-on-write with the parent and never touches, and that other
+ * threads of the parent may have been writing), restores the signal's
+ * previous disposition and starts again with no sampler.  A child that
+ * follows the fork (EVP_REC_FOLLOW_FORK: its own trace, PATH.<pid>)
+ * starts the parent's sampler again, with the parent's settings, and
+ * samples the forking thread if the parent sampled it: the only thread
+ * a child has.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -1244,8 +1248,21 @@ unsigned evp_rec_sample_poll_ms_(void)
     return __atomic_load_n(&G.poll_ms, __ATOMIC_RELAXED);
 }
 
+/* What a following child starts again (fork_child_ keeps it). */
+static struct {
+    int sampler; /* the parent's sampler ran */
+    int thread;  /* and sampled the forking thread */
+    struct evp_rec_sample_config cfg;
+} F;
+
 void evp_rec_sample_fork_child_(void)
 {
+    struct sthread *me = __atomic_load_n(&sample_tls, __ATOMIC_RELAXED);
+    F.sampler = G.running && !__atomic_load_n(&G.stopping, __ATOMIC_RELAXED);
+    F.thread = F.sampler && me && me->owner == (void *)&sample_tls &&
+               __atomic_load_n(&me->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
+               me->gen == G.gen;
+    F.cfg = G.cfg;
     pthread_mutex_init(&G.mu, NULL);
     __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
     if (G.running)
@@ -1274,4 +1291,15 @@ void evp_rec_sample_fork_child_(void)
     G.scratch_cap = G.out_cap = 0;
     G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
         G.stacks = 0;
+}
+
+int evp_rec_sample_fork_resume_(void)
+{
+    if (!F.sampler)
+        return 0;
+    F.sampler = 0;
+    int rc = evp_rec_sampler_start(&F.cfg);
+    if (rc == 0 && F.thread)
+        rc = evp_rec_sample_thread_start(NULL);
+    return rc;
 }

@@ -71,4 +71,9 @@ EVP_HIDDEN unsigned evp_rec_sample_poll_ms_(void);
 /* In a forked child (fork_child, before anything else): no sampling. */
 EVP_HIDDEN void evp_rec_sample_fork_child_(void);
 
+/* In a child that follows the fork, once its trace is started: the
+ * parent's sampler again, and the forking thread sampled if it was.
+ * 0, or a negative errno (the child then records no samples). */
+EVP_HIDDEN int evp_rec_sample_fork_resume_(void);
+
 #endif /* EVP_RECORDER_SESSION_H */

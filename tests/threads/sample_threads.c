@@ -186,16 +186,23 @@ static void count_warn(void *ctx, const char *path, const char *msg)
 }
 
 /* A session writing PATH, sampling at RATE on the CPU or wall clock. */
-static void open_sampled(const char *path, unsigned rate, int cpu_clock)
+static void open_sampled_flags(const char *path, unsigned rate, int cpu_clock,
+                               unsigned flags)
 {
     struct evp_rec_config cfg = {.path = path,
                                  .producer = EVP_PRODUCER_SYNTHETIC,
                                  .can_emit = EVP_KINDS_CLASSIC,
-                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
+                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT |
+                                          flags};
     CHECK(evp_rec_open(&cfg) == 0, "open");
     struct evp_rec_sample_config sc = {
         .rate_hz = rate, .cpu_clock = cpu_clock, .on_sample = on_sample};
     CHECK(evp_rec_sampler_start(&sc) == 0, "sampler start");
+}
+
+static void open_sampled(const char *path, unsigned rate, int cpu_clock)
+{
+    open_sampled_flags(path, rate, cpu_clock, 0);
 }
 
 /*
@@ -446,6 +453,53 @@ static void fork_case(const char *dir)
     sc_free(&t);
 }
 
+/*
+ * 3: a child that follows the fork (EVP_REC_FOLLOW_FORK) samples again
+ * into its own trace, PATH.<pid>, with the parent's settings: the forking
+ * thread, sampled in the parent, is sampled in the child (80 ms of CPU at
+ * 1 kHz: about 80 samples), and the parent's trace goes on.
+ */
+static void follow_case(const char *dir)
+{
+    char path[256], child_path[300];
+    snprintf(path, sizeof path, "%s/follow.evp", dir);
+    open_sampled_flags(path, 1000, 1, EVP_REC_FOLLOW_FORK);
+    CHECK(evp_rec_sample_thread_start("forker") == 0, "thread start");
+    phase = PH_A;
+    burn(20000000);
+    pid_t pid = fork();
+    if (pid == 0) {
+        phase = PH_B;
+        burn(80000000);
+        _exit(evp_rec_close() == 0 ? 0 : 3);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "follow: child status 0x%x", status);
+    burn(20000000);
+    evp_rec_sample_thread_stop();
+    CHECK(evp_rec_close() == 0, "close");
+    struct sc_trace t;
+    if (sc_read(path, &t) < 0) {
+        CHECK(0, "%s", t.err);
+        return;
+    }
+    CHECK(t.nsamples >= 10, "follow: parent %zu samples", t.nsamples);
+    sc_free(&t);
+    snprintf(child_path, sizeof child_path, "%s.%ld", path, (long)pid);
+    if (sc_read(child_path, &t) < 0) {
+        CHECK(0, "follow: the child's trace: %s", t.err);
+        return;
+    }
+    CHECK(t.nsamples >= 20, "follow: the child took %zu samples (80 ms of CPU "
+                            "at 1 kHz)", t.nsamples);
+    CHECK(t.order_ok && t.seq_ok, "follow: the child's order");
+    printf("follow: the child's trace holds %zu samples\n", t.nsamples);
+    sc_free(&t);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/evp-sample-XXXXXX";
@@ -461,6 +515,7 @@ int main(void)
     unsetenv("EVALPROF_SAMPLE_TIMER");
     threads_case(dir, 0, 2, 200000000u);
     fork_case(dir);
+    follow_case(dir);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -5,7 +5,8 @@
 # the loop's BINARY_OP; EVALPROF_COUNTS=1 counts every instruction
 # exactly as the exact mode's op events do (per opcode name, over the
 # whole run); every thread gets its own stream; the settings' bad values
-# are one line on stderr and leave tracing off.
+# are one line on stderr and leave tracing off; a forked child that
+# follows the fork samples into its own trace.
 #
 #   sample.sh VERSION BUILD_DIR CHECK_TRACE
 . "$(dirname "$0")/lib.sh"
@@ -88,6 +89,42 @@ streams=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$1 ~ /^[0-9]+$/ 
 main=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$2 == "main"' | wc -l)
 [ "$streams" -ge 3 ] && [ "$main" = 1 ] && ok "3 threads: $streams sampled streams, one of them main" ||
     fail "threads: $streams sampled streams ($main main)"
+
+# --- a forked child (EVALPROF_FORK=follow) ---------------------------------
+# The child samples its forking thread into a trace of its own, and names
+# again the functions the parent's samples had named before the fork.
+cat > "$T/fork.py" <<'PY'
+import os, time
+def burn(seconds):
+    t0 = time.process_time()
+    x = 1
+    while time.process_time() - t0 < seconds:
+        for _ in range(2000):
+            x = x * 3 % 1000003
+    return x
+def child_hot():
+    return burn(0.3)
+burn(0.1)
+pid = os.fork()
+if pid == 0:
+    child_hot()
+    os._exit(0)
+os.waitpid(pid, 0)
+print(pid)
+PY
+cpid=$(cd "$T" && EVALPROF="$T/f.evp" EVALPROF_MODE=sample EVALPROF_FORK=follow "$PY" -S "$T/fork.py")
+if [ -n "$cpid" ] && [ -s "$T/f.evp.$cpid" ]; then
+    "$EVALPROF_CLI" summary --funcs --wide "$T/f.evp.$cpid" > "$T/f.sum" 2>&1
+    fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/f.sum")
+    if grep -q '^ child_hot ' "$T/f.sum" && grep -q '^ burn ' "$T/f.sum" &&
+       ! grep -q '<unknown>' "$T/f.sum" && [ "${fn:-0}" -ge 20 ]; then
+        ok "EVALPROF_FORK=follow: the child's trace holds $fn samples under child_hot and burn"
+    else
+        fail "EVALPROF_FORK=follow: the child's trace: $(head -c 2000 "$T/f.sum")"
+    fi
+else
+    fail "EVALPROF_FORK=follow: no trace of the child '$cpid' ($(ls "$T" | grep f.evp | tr '\n' ' '))"
+fi
 
 # --- the clock and bad settings -------------------------------------------
 EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \

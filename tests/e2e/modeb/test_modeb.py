@@ -1538,6 +1538,29 @@ class Sampled(Case):
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
 
+    def test_forked_child_follows(self):
+        # follow_fork (the default): the child samples its forking thread
+        # into its own trace, and names functions the parent had keyed
+        script = prog("sample_fork.py")
+        p, trace = self.sampled([script])
+        pid, code = p.stdout.split()
+        self.assertEqual(code, "0")
+        child = trace + "." + pid
+        self.assertTrue(os.path.exists(child), os.listdir(self.tmp))
+        self.assertEqual(self.meta(child).get("sample.clock"), "cpu")
+        for path, hot, cold in ((trace, "parent_hot", "child_hot"),
+                                (child, "child_hot", "parent_hot")):
+            funcs = func_shares(self.summary(path, "--funcs"))
+            self.assertNotIn("<unknown>", funcs, (path, funcs))
+            self.assertGreater(funcs.get("burn", 0.0), 80.0, (path, funcs))
+            out = self.run_evalprof("export", "--format", "folded", path)
+            stacks = [l.rsplit(" ", 1)[0] for l in out.splitlines()]
+            self.assertTrue(any(re.search(r"(^|;)%s \([^;]*\);burn \(" % hot,
+                                          st) for st in stacks),
+                            (path, stacks[:5]))
+            self.assertFalse(any(cold + " (" in st for st in stacks),
+                             (path, stacks[:5]))
+
     def test_no_hook_installed(self):
         code = ("import sys\n"
                 "m = getattr(sys, 'monitoring', None)\n"
