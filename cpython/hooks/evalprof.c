@@ -950,10 +950,14 @@ evp_sample_finish(void)
     }
 }
 
-/* A forked child has this thread only; it samples again (when its
- * session goes on: EVALPROF_FORK=follow) from its next call of the eval
- * function, into a ring of its own that knows none of the parent's keys
- * (the code cache starts afresh) and with counts of its own. */
+/* A forked child has this thread only.  When its session goes on
+ * (EVALPROF_FORK=follow) the recorder has started the sampler again and
+ * this thread's ring if the parent sampled it: its frames are walked from
+ * the same thread state as before the fork (the child's own; a Python
+ * call made by the child need not enter the eval function again), with
+ * the code cache started afresh (the new ring knows none of the parent's
+ * keys) and counts of its own.  Otherwise, or for a thread the parent did
+ * not sample, from its next call of the eval function. */
 static void
 evp_sample_after_fork(void)
 {
@@ -975,10 +979,12 @@ evp_sample_after_fork(void)
     if (mine != NULL) {
         mine->prev = mine->next = NULL;
     }
-    _PyEvalprof_Sample.tstate = NULL;
-    _PyEvalprof_Sample.started = 0;
     if (!evp_rec_is_open()) {
         _PyEvalprof_Sampling = 0;
+    }
+    if (mine == NULL || !_PyEvalprof_Sampling) {
+        _PyEvalprof_Sample.tstate = NULL;
+        _PyEvalprof_Sample.started = 0;
     }
 }
 
