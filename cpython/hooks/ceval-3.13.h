@@ -143,6 +143,7 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
             } \
             evp_c_frame = NULL; \
         } \
+        EVP_SAMPLE_TABLE_SET(); \
         EVP_SAMPLE_RELEASE(); \
         EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
     } while (0)
@@ -225,15 +226,14 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
 
 /* The traced entry reads the mask with an atomic load: with a plain one,
  * GCC may hoist the read above every dispatch's indirect jump (into the
- * untraced path) to share it with the traced entries.  The sampled
- * copy's entry stores the opcode and counts it. */
+ * untraced path) to share it with the traced entries.  The sampled copy
+ * reaches its entries only with EVALPROF_COUNTS (evp_sample_table), and
+ * there they count the opcode; the opcode's store is the handler's own
+ * (INSTRUCTION_STATS). */
 #define EVP_OP_ENTRY(op) \
     do { \
         if (EVP_COPY_SAMPLED) { \
-            EVP_SAMPLE_OP(op); \
-            if (EVP_COUNTING()) { \
-                _PyEvalprof_Sample.counts[(op)]++; \
-            } \
+            _PyEvalprof_Sample.counts[(op)]++; \
         } \
         else if (evp_rec_wants(EVP_EV_OP)) { \
             evp_rec_emit(EVP_EV_OP, (op), (uint32_t)oparg); \
@@ -247,11 +247,52 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
         } \
     } while (0)
 
+/*
+ * The sampled copy's dispatch: without counts through its own
+ * opcode_targets, as the untraced copy does, each handler storing its
+ * opcode inline (INSTRUCTION_STATS), so an instruction costs that store
+ * and the dispatch's phase store, no jump and no test more; with
+ * EVALPROF_COUNTS through evp_traced_targets, whose entries count.  The
+ * table is picked where the copy's first dispatch is reached from
+ * (start_frame; error: after a throw), and is the same for every call
+ * of the process.  The names exist in the sampled copy only (token
+ * pasting on EVP_COPY_SAMPLED, as EVP_PLAIN_TABLE).
+ */
+static void **evp_sample_table;
+#define EVP_SAMPLE_TABLE_SET_0() ((void)0)
+#define EVP_SAMPLE_TABLE_SET_1() \
+    (evp_sample_table = EVP_UNLIKELY(_PyEvalprof_Counting) \
+                            ? evp_traced_targets \
+                            : opcode_targets)
+#define EVP_SAMPLE_TABLE_SET() \
+    EVP_CAT(EVP_SAMPLE_TABLE_SET_, EVP_COPY_SAMPLED)()
+
+#undef DISPATCH_GOTO
+#define DISPATCH_GOTO() \
+    goto *(EVP_COPY_TRACED    ? evp_dispatch_table \
+           : EVP_COPY_SAMPLED ? evp_sample_table \
+                              : opcode_targets)[opcode]
+
+#undef EVP_HOOK_ERROR
+#define EVP_HOOK_ERROR() \
+    do { \
+        EVP_SAMPLE_TABLE_SET(); \
+        EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR); \
+        EVP_SAMPLE_RELEASE(); \
+    } while (0)
+
 /* INTERPRETER_EXIT runs in the entry frame when the eval function returns
- * to C: runtime other. */
+ * to C: runtime other.  Every other handler starts here, right after it
+ * set frame->instr_ptr: the sampled copy's store of the opcode with
+ * phase op (not for INSTRUMENTED_INSTRUCTION, a prefix of the real
+ * instruction, which has a plain entry in the traced copy too). */
 #undef INSTRUCTION_STATS
 #define INSTRUCTION_STATS(op) \
     do { \
+        if (EVP_COPY_SAMPLED && (op) != INTERPRETER_EXIT && \
+            (op) != INSTRUMENTED_INSTRUCTION) { \
+            EVP_SAMPLE_OP(op); \
+        } \
         if ((op) == INTERPRETER_EXIT) { \
             EVP_EMIT_IF(EVP_EV_RUNTIME_OTHER); \
         } \

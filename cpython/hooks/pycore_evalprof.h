@@ -122,6 +122,7 @@ struct _evp_sample_tls {
     volatile union {
         uint32_t word;
         uint16_t half[2];
+        uint8_t byte[4]; /* byte[2]: the phase's low byte (byte[3] is 0) */
     } state;
     PyThreadState *tstate; /* the thread state the frames are walked from */
     /* Set while the sampled copy's prologue pushes a frame (the frame
@@ -134,8 +135,18 @@ struct _evp_sample_tls {
     uint64_t counts[256];
 };
 
+/* In the interpreter's executable (a PIE or non-PIC build: libpython
+ * linked in) the word is at a fixed offset from the thread pointer, and
+ * the sampled copy's stores are one instruction each (local-exec); a
+ * shared libpython (-fPIC) or an extension module reads that offset once
+ * from the GOT (initial-exec). */
+#if defined(__PIE__) || !defined(__PIC__)
+#define EVP_SAMPLE_TLS_MODEL "local-exec"
+#else
+#define EVP_SAMPLE_TLS_MODEL "initial-exec"
+#endif
 extern __thread struct _evp_sample_tls _PyEvalprof_Sample
-    __attribute__((tls_model("initial-exec")));
+    __attribute__((tls_model(EVP_SAMPLE_TLS_MODEL)));
 
 /* The sampled copy runs (a sampler is on), and it counts instructions. */
 extern int _PyEvalprof_Sampling;
