@@ -95,8 +95,7 @@ static int rooted(const struct evp_perf_sample *s)
 {
     for (size_t i = 0; i < s->nframes; i++)
         if (!is_kernel_frame(&s->frames[i]))
-            return evp_perf_is_root_frame(s->frames[i].name,
-                                          s->frames[i].len);
+            return evp_perf_is_root_frame(s->frames[i].name, s->frames[i].len);
     return 0;
 }
 
@@ -387,8 +386,7 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
             fprintf(out, "   <- %.1f points apart", d);
         fprintf(out, "\n  (the interrupted code itself, no unwinding: perf's "
                      "user leaf symbol, the trace's program counter)\n");
-    }
-    else if (x->sampled && !x->leaf_known)
+    } else if (x->sampled && !x->leaf_known)
         fprintf(out, "\n  leaf in the eval function: the trace cannot tell "
                      "(its producer found no code of the eval function)\n");
     fprintf(out, "\n  perf: %s samples in the trace's window",

@@ -192,8 +192,8 @@ static void open_sampled_flags(const char *path, unsigned rate, int cpu_clock,
     struct evp_rec_config cfg = {.path = path,
                                  .producer = EVP_PRODUCER_SYNTHETIC,
                                  .can_emit = EVP_KINDS_CLASSIC,
-                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT |
-                                          flags};
+                                 .flags =
+                                     EVP_REC_QUIET | EVP_REC_NO_ATEXIT | flags};
     CHECK(evp_rec_open(&cfg) == 0, "open");
     struct evp_rec_sample_config sc = {
         .rate_hz = rate, .cpu_clock = cpu_clock, .on_sample = on_sample};
@@ -493,8 +493,10 @@ static void follow_case(const char *dir)
         CHECK(0, "follow: the child's trace: %s", t.err);
         return;
     }
-    CHECK(t.nsamples >= 20, "follow: the child took %zu samples (80 ms of CPU "
-                            "at 1 kHz)", t.nsamples);
+    CHECK(t.nsamples >= 20,
+          "follow: the child took %zu samples (80 ms of CPU "
+          "at 1 kHz)",
+          t.nsamples);
     CHECK(t.order_ok && t.seq_ok, "follow: the child's order");
     printf("follow: the child's trace holds %zu samples\n", t.nsamples);
     sc_free(&t);
