@@ -93,26 +93,9 @@ main=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$2 == "main"' | wc 
 # --- a forked child (EVALPROF_FORK=follow) ---------------------------------
 # The child samples its forking thread into a trace of its own, and names
 # again the functions the parent's samples had named before the fork.
-cat > "$T/fork.py" <<'PY'
-import os, time
-def burn(seconds):
-    t0 = time.process_time()
-    x = 1
-    while time.process_time() - t0 < seconds:
-        for _ in range(2000):
-            x = x * 3 % 1000003
-    return x
-def child_hot():
-    return burn(0.3)
-burn(0.1)
-pid = os.fork()
-if pid == 0:
-    child_hot()
-    os._exit(0)
-os.waitpid(pid, 0)
-print(pid)
-PY
-cpid=$(cd "$T" && EVALPROF="$T/f.evp" EVALPROF_MODE=sample EVALPROF_FORK=follow "$PY" -S "$T/fork.py")
+# (mode B's program: burn() sampled in the parent before the fork)
+cpid=$(cd "$T" && EVALPROF="$T/f.evp" EVALPROF_MODE=sample EVALPROF_FORK=follow \
+    "$PY" -S "$HERE/../modeb/progs/sample_fork.py" | awk '{ print $1 }')
 if [ -n "$cpid" ] && [ -s "$T/f.evp.$cpid" ]; then
     "$EVALPROF_CLI" summary --funcs --wide "$T/f.evp.$cpid" > "$T/f.sum" 2>&1
     fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/f.sum")
