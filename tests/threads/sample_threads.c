@@ -517,7 +517,11 @@ int main(void)
     unsetenv("EVALPROF_SAMPLE_TIMER");
     threads_case(dir, 0, 2, 200000000u);
     fork_case(dir);
+#ifndef __SANITIZE_THREAD__
+    /* TSan refuses new threads in the child of a multi-threaded fork (the
+     * child's writer thread): the follow case runs in the other builds. */
     follow_case(dir);
+#endif
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
