@@ -603,6 +603,20 @@ evp_holds_gil(PyThreadState *ts)
 #endif
 }
 
+/* The GIL TS takes: a thread without it, blocked in a futex wait on one
+ * of its words, is waiting for it (evp_rec_sample_blocked). */
+static const void *
+evp_gil_lock(PyThreadState *ts, size_t *size)
+{
+    *size = sizeof(struct _gil_runtime_state);
+#if PY_VERSION_HEX >= 0x030D0000
+    return ts->interp->ceval.gil;
+#else
+    (void)ts;
+    return &_PyRuntime.ceval.gil;
+#endif
+}
+
 /*
  * Where the sampled copy's machine code lies (its hot and cold parts),
  * for the samples' in-eval flag: read once, at the sampler's start, from
@@ -749,7 +763,10 @@ evp_on_sample(void *ucontext, uint32_t weight)
     }
     if (ts != NULL && w != NULL && !evs.walks_off) {
         if (!evp_holds_gil(ts)) {
-            flags |= EVP_SAMPLE_NO_GIL;
+            size_t size;
+            const void *gil = evp_gil_lock(ts, &size);
+            flags |= EVP_SAMPLE_NO_GIL |
+                     evp_rec_sample_blocked(ucontext, gil, size);
         }
         const _PyInterpreterFrame *next =
             s->held ? (const _PyInterpreterFrame *)s->held_top
@@ -1029,6 +1046,7 @@ evp_sample_config(struct evp_rec_sample_config *cfg)
         cfg->cpu_clock = 0;
     }
     cfg->on_sample = evp_on_sample;
+    cfg->tells_blocked = 1;
     return 0;
 }
 

@@ -219,6 +219,11 @@ struct evp_rec_sample_config {
      * the frames and calls evp_rec_sample_put (and evp_rec_sample_func for
      * a function it has not keyed yet).  Async-signal-safe. */
     void (*on_sample)(void *ucontext, uint32_t weight);
+    /* 1: on_sample flags a thread without the GIL as blocked taking it or
+     * in another call (evp_rec_sample_blocked); where that can be told
+     * (x86-64 Linux), sample.blocked records it, so that the views tell
+     * those samples from the rest without the GIL. */
+    int tells_blocked;
 };
 
 /*
@@ -271,6 +276,24 @@ int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
  */
 int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
                        uint32_t weight, const uint32_t *keys, unsigned depth);
+
+/*
+ * In the handler: was the interrupted thread blocked in a system call?
+ * Read from the handler's UCONTEXT (its registers; x86-64 Linux, else 0
+ * always).  Returns EVP_SAMPLE_GIL_WAIT when the call is a futex wait on
+ * a word in [LOCK, LOCK + SIZE), the GIL's mutex and condition variables
+ * (LOCK NULL: none), EVP_SAMPLE_SYSCALL for any other call, 0 when the
+ * thread was not in one.  A thread that the sampler's signal finds in a
+ * call is either just past its `syscall` instruction, returning (-EINTR,
+ * or woken while the signal was pending), or set back onto it to restart
+ * the call, whose number is then in RAX; RDI still holds the call's
+ * first argument, a futex's address.  A thread caught returning from a
+ * call that did not block counts as in it: the signal is delivered only
+ * when the kernel returns to the thread, so the call's time is where the
+ * period ran out.
+ */
+uint32_t evp_rec_sample_blocked(const void *ucontext, const void *lock,
+                                size_t size);
 
 struct evp_rec_sample_stats {
     uint64_t samples; /* stored into rings */

@@ -75,6 +75,7 @@ struct evp_trace_info {
     /* sampled traces (docs/FORMAT.md "Samples"); zero when not sampled */
     int sampled;              /* the trace holds samples */
     const char *sample_clock; /* "cpu", "wall", "" when unknown */
+    int sample_blocked;       /* sample.blocked: blocked samples told apart */
     double sample_rate_hz;    /* sample.rate_hz, 0 when unknown */
     double sample_period_ns;  /* sample.period_ns (else 1e9 / rate), 0 */
     uint64_t samples;         /* samples readable, all streams */

@@ -11,6 +11,11 @@
  *         the GIL (NULL while it is released);
  *   3.12  the interpreter's GIL: locked, and its last holder is TS;
  *   3.13  TS's own state: _Py_THREAD_ATTACHED while it holds the GIL.
+ *
+ * And where the GIL lies, for a thread without it: one blocked in a futex
+ * wait on a word of the GIL (its mutex, its condition variables) is
+ * waiting to take it.  3.11 has one, in _PyRuntime.ceval; 3.12+ one for
+ * each interpreter that has its own, which interp->ceval.gil points to.
  */
 #define Py_BUILD_CORE 1
 #include <Python.h>
@@ -18,6 +23,7 @@
 #include "internal/pycore_interp.h"
 
 int evp_sample_gil_held(PyThreadState *ts);
+const void *evp_sample_gil_lock(PyThreadState *ts, size_t *size);
 
 int
 evp_sample_gil_held(PyThreadState *ts)
@@ -32,5 +38,17 @@ evp_sample_gil_held(PyThreadState *ts)
 #else
     return __atomic_load_n(&ts->state, __ATOMIC_RELAXED) ==
            _Py_THREAD_ATTACHED;
+#endif
+}
+
+const void *
+evp_sample_gil_lock(PyThreadState *ts, size_t *size)
+{
+    *size = sizeof(struct _gil_runtime_state);
+#if PY_VERSION_HEX < 0x030c0000
+    (void)ts;
+    return &_PyRuntime.ceval.gil;
+#else
+    return ts->interp->ceval.gil;
 #endif
 }

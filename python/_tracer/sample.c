@@ -8,7 +8,8 @@
  * faulthandler does, and stores one sample: the function keys of the
  * stack (leaf first), the leaf's code unit and executed opcode, and the
  * state flags of format.h (in the eval function, in a C call, without
- * the GIL, stack truncated, no Python frame).
+ * the GIL, and then blocked taking it or in another system call, stack
+ * truncated, no Python frame).
  *
  * on_sample() is async-signal-safe: no Python API, no allocation, no
  * lock, no system call.  It finds its thread's state through an
@@ -81,6 +82,7 @@ extern int _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func,
 
 /* gilstate.c */
 int evp_sample_gil_held(PyThreadState *ts);
+const void *evp_sample_gil_lock(PyThreadState *ts, size_t *size);
 
 /* ---- per-thread state ----------------------------------------------------
  */
@@ -406,8 +408,12 @@ on_sample(void *ucontext, uint32_t weight)
         st->session != __atomic_load_n(&evp_sample_session, __ATOMIC_RELAXED))
         return;
     uint32_t flags = 0;
-    if (!evp_sample_gil_held(st->ts))
-        flags |= EVP_SAMPLE_NO_GIL;
+    if (!evp_sample_gil_held(st->ts)) {
+        size_t size;
+        const void *gil = evp_sample_gil_lock(st->ts, &size);
+        flags |=
+            EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext, gil, size);
+    }
     uintptr_t pc = context_pc(ucontext);
     int in_eval = 0;
     for (int i = 0; i < n_eval_range; i++)
@@ -770,6 +776,7 @@ evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
         .cpu_clock = cpu_clock,
         .max_depth = session_depth,
         .on_sample = on_sample,
+        .tells_blocked = 1,
     };
     int rc = evp_rec_sampler_start(&cfg);
     if (rc < 0) {

@@ -108,6 +108,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -554,6 +555,34 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
     return 0;
 }
 
+uint32_t evp_rec_sample_blocked(const void *ucontext, const void *lock,
+                                size_t size)
+{
+#if defined(__x86_64__) && defined(__linux__)
+    if (!ucontext)
+        return 0;
+    const greg_t *g = ((const ucontext_t *)ucontext)->uc_mcontext.gregs;
+    const unsigned char *ip = (const unsigned char *)g[REG_RIP];
+    uintptr_t off = (uintptr_t)ip & 4095; /* both bytes on IP's own page */
+    long ax = (long)g[REG_RAX], nr;
+    if (off >= 2 && ip[-2] == 0x0f && ip[-1] == 0x05)
+        nr = -1; /* returning (-EINTR, or woken): which call is not known */
+    else if (off <= 4094 && ip[0] == 0x0f && ip[1] == 0x05)
+        nr = ax; /* to be restarted */
+    else
+        return 0;
+    uintptr_t arg = (uintptr_t)g[REG_RDI];
+    if (lock && (nr == -1 || nr == SYS_futex) && arg - (uintptr_t)lock < size)
+        return EVP_SAMPLE_GIL_WAIT;
+    return EVP_SAMPLE_SYSCALL;
+#else
+    (void)ucontext;
+    (void)lock;
+    (void)size;
+    return 0;
+#endif
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 static void thread_exit_cb(void *p)
@@ -814,6 +843,10 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
                  G.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
                               "thread"
                             : "timer_create SIGEV_THREAD_ID");
+#if defined(__x86_64__) && defined(__linux__)
+    if (c.tells_blocked)
+        evp_rec_meta("sample.blocked", "gil-futex syscall");
+#endif
     snprintf(v, sizeof v, "%u", c.max_depth);
     evp_rec_meta("sample.max_depth", v);
     snprintf(v, sizeof v, "%u", c.ring_kb);

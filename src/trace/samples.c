@@ -206,6 +206,7 @@ void evp_samples_finish(struct evp_trace *t)
     }
     const char *v;
     in->sample_clock = (v = evp_trace_meta(t, "sample.clock")) ? v : "";
+    in->sample_blocked = evp_trace_meta(t, "sample.blocked") != NULL;
     double rate = (v = evp_trace_meta(t, "sample.rate_hz")) ? atof(v) : 0;
     double period = (v = evp_trace_meta(t, "sample.period_ns")) ? atof(v) : 0;
     /* damaged figures are no figures */

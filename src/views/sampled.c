@@ -40,7 +40,9 @@ int evp_sampled_only(const struct evp_trace *t)
 int evp_sample_cat(uint32_t state, uint32_t stack)
 {
     if (state & EVP_SAMPLE_NO_GIL)
-        return EVP_SCAT_NO_GIL;
+        return state & EVP_SAMPLE_GIL_WAIT  ? EVP_SCAT_GIL_WAIT
+               : state & EVP_SAMPLE_SYSCALL ? EVP_SCAT_SYSCALL
+                                            : EVP_SCAT_NO_GIL;
     if (state & EVP_SAMPLE_C_CALL)
         return EVP_SCAT_C_CALL;
     if (state & EVP_SAMPLE_IN_EVAL)
@@ -53,16 +55,18 @@ int evp_sample_cat(uint32_t state, uint32_t stack)
 const char *evp_sample_cat_name(int cat)
 {
     static const char *const names[EVP_SCAT__COUNT] = {
-        "in the eval loop", "C call (GIL held)", "no GIL",
-        "runtime other (frame)", "no Python frame"};
+        "in the eval loop",    "C call (GIL held)",
+        "waiting for the GIL", "no GIL, in a system call",
+        "no GIL, not blocked", "runtime other (frame)",
+        "no Python frame"};
     return cat >= 0 && cat < EVP_SCAT__COUNT ? names[cat] : "?";
 }
 
 const char *evp_sample_cat_leaf(int cat)
 {
     static const char *const leaves[EVP_SCAT__COUNT] = {
-        "[eval loop]", "[C call]", "[no GIL]", "[runtime other]",
-        "[runtime other]"};
+        "[eval loop]", "[C call]",        "[GIL wait]",     "[syscall]",
+        "[no GIL]",    "[runtime other]", "[runtime other]"};
     return cat >= 0 && cat < EVP_SCAT__COUNT ? leaves[cat] : "[?]";
 }
 
@@ -467,6 +471,17 @@ static void sampled_header(FILE *out, const struct evp_trace *t,
             "interval covers the sampling error only, not the sampler's "
             "bias (where its signals land)\n",
             "estimate:", evp_num_group(c1, sizeof c1, a->total));
+    if (!strcmp(in->sample_clock, "wall") &&
+        (a->cat[EVP_SCAT_GIL_WAIT] || a->cat[EVP_SCAT_SYSCALL]))
+        fprintf(out,
+                "%-11swith the wall clock a sample interrupts a blocked "
+                "call (sleep, lock, I/O), and CPython takes the GIL again "
+                "before it blocks again: while another thread holds the "
+                "GIL, such a thread waits for it at every sample, and its "
+                "\"waiting for the GIL\" share can be several times what "
+                "it is untraced (README, \"Sampled mode\"); the CPU clock "
+                "interrupts no blocked thread\n",
+                "bias:");
 }
 
 static void op_rows(const struct evp_trace *t, const struct agg *a,
@@ -535,10 +550,19 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
     struct srow rows[EVP_SAMPLE_OP_MASK + 40];
     size_t n = 0;
     memset(rows, 0, sizeof rows);
+    /* a trace whose producer could not tell a blocked thread from the
+     * rest has one row for every sample without the GIL */
+    int blocked = evp_trace_info(t)->sample_blocked;
     for (int c = 0; c < EVP_SCAT__COUNT; c++) {
+        if (!blocked && (c == EVP_SCAT_GIL_WAIT || c == EVP_SCAT_SYSCALL)) {
+            a.cat[EVP_SCAT_NO_GIL] += a.cat[c];
+            continue;
+        }
         struct srow *r = &rows[n++];
-        r->cols = evp_esc_term_cell(r->name, sizeof r->name,
-                                    evp_sample_cat_name(c), 70);
+        r->cols = evp_esc_term_cell(
+            r->name, sizeof r->name,
+            blocked || c != EVP_SCAT_NO_GIL ? evp_sample_cat_name(c) : "no GIL",
+            70);
         r->w = r->w2 = a.cat[c];
         r->order = (uint32_t)c;
     }

@@ -458,11 +458,14 @@ int evp_view_callgrind(struct evp_trace *t, FILE *out,
 int evp_sampled_only(const struct evp_trace *t);
 
 /* What a sampled thread was doing, one category a sample: without the
- * GIL, in a C call, in the eval loop, on no Python frame, else in the
- * runtime with a frame. */
+ * GIL (blocked taking it, blocked in another system call, else running
+ * or not known), in a C call, in the eval loop, on no Python frame, else
+ * in the runtime with a frame. */
 enum evp_sample_cat {
     EVP_SCAT_EVAL,
     EVP_SCAT_C_CALL,
+    EVP_SCAT_GIL_WAIT,
+    EVP_SCAT_SYSCALL,
     EVP_SCAT_NO_GIL,
     EVP_SCAT_OTHER,
     EVP_SCAT_NO_FRAME,

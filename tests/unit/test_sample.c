@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 
 #include <cmocka.h>
 
@@ -821,6 +823,67 @@ static void test_put_cost(void **state)
     end_session();
 }
 
+#if defined(__x86_64__) && defined(__linux__)
+/* A ucontext whose thread stood at IP, with RAX and RDI. */
+static uint32_t blocked_at(const unsigned char *ip, long ax, uintptr_t di,
+                           const void *lock, size_t size)
+{
+    ucontext_t uc;
+    memset(&uc, 0, sizeof uc);
+    uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)ip;
+    uc.uc_mcontext.gregs[REG_RAX] = (greg_t)ax;
+    uc.uc_mcontext.gregs[REG_RDI] = (greg_t)di;
+    return evp_rec_sample_blocked(&uc, lock, size);
+}
+
+/* The registers say where a thread without the GIL was: blocked taking
+ * it (a futex on a word of the lock), in another call, or in neither. */
+static void test_blocked_registers(void **state)
+{
+    (void)state;
+    static unsigned char page[8192] __attribute__((aligned(4096)));
+    static const unsigned char syscall_insn[2] = {0x0f, 0x05};
+    static long gil[8];
+    uintptr_t in = (uintptr_t)&gil[3], out = (uintptr_t)&gil[8];
+    unsigned char *code = page + 100;
+    memcpy(code, syscall_insn, 2);
+    /* past the instruction (returning -EINTR, or woken): any call */
+    assert_int_equal(blocked_at(code + 2, -EINTR, in, gil, sizeof gil),
+                     EVP_SAMPLE_GIL_WAIT);
+    assert_int_equal(blocked_at(code + 2, 0, in, gil, sizeof gil),
+                     EVP_SAMPLE_GIL_WAIT);
+    assert_int_equal(blocked_at(code + 2, -EINTR, out, gil, sizeof gil),
+                     EVP_SAMPLE_SYSCALL);
+    assert_int_equal(blocked_at(code + 2, -EINTR, 1, gil, sizeof gil),
+                     EVP_SAMPLE_SYSCALL);
+    /* set back onto it to restart: RAX is the call's number */
+    assert_int_equal(blocked_at(code, SYS_futex, in, gil, sizeof gil),
+                     EVP_SAMPLE_GIL_WAIT);
+    assert_int_equal(blocked_at(code, SYS_read, in, gil, sizeof gil),
+                     EVP_SAMPLE_SYSCALL);
+    /* no lock given: any call is another call */
+    assert_int_equal(blocked_at(code, SYS_futex, in, NULL, 0),
+                     EVP_SAMPLE_SYSCALL);
+    /* not at a system call */
+    assert_int_equal(blocked_at(code + 1, -EINTR, in, gil, sizeof gil), 0);
+    assert_int_equal(blocked_at(code + 10, SYS_futex, in, gil, sizeof gil), 0);
+    assert_int_equal(evp_rec_sample_blocked(NULL, gil, sizeof gil), 0);
+    /* the bytes read stay on IP's own page: an instruction split across
+     * pages is not looked at */
+    memcpy(page + 4095, syscall_insn, 2);
+    assert_int_equal(blocked_at(page + 4095, SYS_futex, in, gil, sizeof gil),
+                     0);
+    assert_int_equal(blocked_at(page + 4097, SYS_futex, in, gil, sizeof gil),
+                     0);
+}
+#else
+static void test_blocked_registers(void **state)
+{
+    (void)state;
+    skip();
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -838,6 +901,7 @@ int main(void)
         cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
+        cmocka_unit_test(test_blocked_registers),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

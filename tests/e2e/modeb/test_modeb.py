@@ -1600,12 +1600,46 @@ class Sampled(Case):
         streams = self.streams(trace)
         sleeper = table(self.summary(trace, "--stream",
                                      str(streams["sleeper"][0])), "where")
-        self.assertGreater(sleeper["no GIL"], 95.0, sleeper)
+        # each sample interrupts the sleep, and CPython takes the GIL back
+        # before it sleeps again: while the main thread holds it, the
+        # sleeper then waits for it (README, "Sampled mode")
+        self.assertGreater(sleeper["no GIL, in a system call"] +
+                           sleeper["waiting for the GIL"], 95.0, sleeper)
         main = str(streams["MainThread"][0])
         where = table(self.summary(trace, "--stream", main), "where")
         self.assertGreater(where["C call (GIL held)"], 50.0, where)
         funcs = func_shares(self.summary(trace, "--funcs", "--stream", main))
         self.assertGreater(funcs.get("in_c", 0.0), 50.0, funcs)
+
+    def test_gil_wait_and_blocked(self):
+        # with the wall clock, a thread without the GIL is waiting for it
+        # (a futex on the GIL), blocked in another call (sleep, join), or
+        # else running without it; each thread's share is its own
+        script = prog("sample_gil.py")
+        p, trace = self.sampled([script], opts=["--clock", "wall"])
+        self.assertEqual(p.stdout, "done\n")
+        streams = self.streams(trace)
+
+        def where(name):
+            return table(self.summary(trace, "--stream",
+                                      str(streams[name][0])), "where")
+        sleeper = where("sleeper")
+        self.assertGreater(sleeper["no GIL, in a system call"], 90.0, sleeper)
+        self.assertLess(sleeper["waiting for the GIL"], 5.0, sleeper)
+        main = where("MainThread")
+        self.assertGreater(main["no GIL, in a system call"], 90.0, main)
+        for name in ("spin_a", "spin_b"):
+            spin = where(name)
+            # two threads for one GIL: about half the time each
+            self.assertGreater(spin["waiting for the GIL"], 25.0, (name, spin))
+            self.assertLess(spin["waiting for the GIL"], 75.0, (name, spin))
+            self.assertLess(spin["no GIL, in a system call"], 5.0,
+                            (name, spin))
+        # the state is in the stack views too
+        folded = self.run_evalprof("export", "--format", "folded",
+                                   "--phases", trace)
+        self.assertIn("[GIL wait]", folded)
+        self.assertIn("[syscall]", folded)
 
     def test_program_signals(self):
         # evalprof's timer signal is a real-time one: the program's
@@ -1637,7 +1671,8 @@ class Sampled(Case):
         self.assertEqual(p.stdout, plain.stdout)
         self.assertEqual(p.stderr, "")
         self.info(trace)
-        folded = self.run_evalprof("export", "--format", "folded", trace)
+        folded = self.run_evalprof("export", "--format", "folded",
+                                   "--phases", trace)
         depths = [len(line.rsplit(" ", 1)[0].split(";"))
                   for line in folded.splitlines()]
         self.assertGreater(max(depths), 900)
