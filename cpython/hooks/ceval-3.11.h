@@ -23,7 +23,14 @@
 #ifndef Py_EVALPROF_CEVAL_H
 #define Py_EVALPROF_CEVAL_H
 
+/* the sampled copy's stores in assembly (evalprof_ceval_common.h) */
+#define EVP_SAMPLE_ASM 1
 #include "evalprof_ceval_common.h"
+
+#if defined(Py_STATS)
+#error \
+    "evalprof hooks do not support Py_STATS builds (INSTRUCTION_START is taken)"
+#endif
 
 /* ---- frames ------------------------------------------------------- */
 
@@ -127,6 +134,7 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
             } \
             evp_c_frame = NULL; \
         } \
+        EVP_SAMPLE_TABLE_SET(); \
         EVP_SAMPLE_RELEASE(); \
         EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
     } while (0)
@@ -285,18 +293,18 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
 
 /* The traced entry reads the mask with an atomic load: with a plain one,
  * GCC may hoist the read above every dispatch's indirect jump (into the
- * untraced path) to share it with the traced entries. */
+ * untraced path) to share it with the traced entries.  The sampled copy
+ * reaches its entries only with EVALPROF_COUNTS (evp_sample_table), and
+ * there they count the opcode; the opcode's store is the handler's own
+ * (INSTRUCTION_START). */
 #define EVP_OP_ENTRY(op) \
     do { \
         if (EVP_COPY_SAMPLED) { \
-            EVP_SAMPLE_OP(op); \
-            if (EVP_COUNTING()) { \
-                if (evp_skip_op) { \
-                    evp_skip_op = 0; \
-                } \
-                else { \
-                    _PyEvalprof_Sample.counts[(op)]++; \
-                } \
+            if (evp_skip_op) { \
+                evp_skip_op = 0; \
+            } \
+            else { \
+                _PyEvalprof_Sample.counts[(op)]++; \
             } \
         } \
         else if (evp_rec_wants(EVP_EV_OP)) { \
@@ -334,6 +342,17 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
         else if (evp_rec_wants(EVP_EV_OP) || evp_rec_wants(EVP_EV_OP_AT)) { \
             evp_fused_op(frame, next_instr + 1); \
         } \
+    } while (0)
+
+/* Every handler starts here (TARGET): the sampled copy's store of the
+ * opcode with phase op, then CPython's own. */
+#undef INSTRUCTION_START
+#define INSTRUCTION_START(op) \
+    do { \
+        if (EVP_COPY_SAMPLED) { \
+            EVP_SAMPLE_OP(op); \
+        } \
+        frame->prev_instr = next_instr++; \
     } while (0)
 
 #ifdef LLTRACE

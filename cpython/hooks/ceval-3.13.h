@@ -247,39 +247,7 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
         } \
     } while (0)
 
-/*
- * The sampled copy's dispatch: without counts through its own
- * opcode_targets, as the untraced copy does, each handler storing its
- * opcode inline (INSTRUCTION_STATS), so an instruction costs that store
- * and the dispatch's phase store, no jump and no test more; with
- * EVALPROF_COUNTS through evp_traced_targets, whose entries count.  The
- * table is picked where the copy's first dispatch is reached from
- * (start_frame; error: after a throw), and is the same for every call
- * of the process.  The names exist in the sampled copy only (token
- * pasting on EVP_COPY_SAMPLED, as EVP_PLAIN_TABLE).
- */
-static void **evp_sample_table;
-#define EVP_SAMPLE_TABLE_SET_0() ((void)0)
-#define EVP_SAMPLE_TABLE_SET_1() \
-    (evp_sample_table = EVP_UNLIKELY(_PyEvalprof_Counting) \
-                            ? evp_traced_targets \
-                            : opcode_targets)
-#define EVP_SAMPLE_TABLE_SET() \
-    EVP_CAT(EVP_SAMPLE_TABLE_SET_, EVP_COPY_SAMPLED)()
-
-#undef DISPATCH_GOTO
-#define DISPATCH_GOTO() \
-    goto *(EVP_COPY_TRACED    ? evp_dispatch_table \
-           : EVP_COPY_SAMPLED ? evp_sample_table \
-                              : opcode_targets)[opcode]
-
-#undef EVP_HOOK_ERROR
-#define EVP_HOOK_ERROR() \
-    do { \
-        EVP_SAMPLE_TABLE_SET(); \
-        EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR); \
-        EVP_SAMPLE_RELEASE(); \
-    } while (0)
+/* The sampled copy's dispatch table and error: hook: evalprof_ceval_common.h */
 
 /* INTERPRETER_EXIT runs in the entry frame when the eval function returns
  * to C: runtime other.  Every other handler starts here, right after it

@@ -144,18 +144,43 @@ evp_emit_if(unsigned kind)
  * the opcode half stays, and a byte immediate has none of the decode
  * stall of a 16-bit one, which made GCC keep each phase constant in a
  * register. */
+/* Where the version's header asks for them (EVP_SAMPLE_ASM), the stores
+ * are written in assembly: one instruction each, at the word's offset
+ * from the thread pointer, which GCC otherwise keeps in a register for
+ * 3.11's copy (175 of its stores), at the cost of reloads in every
+ * dispatch and of the dispatch's being merged into one indirect jump (2
+ * left of the untraced copy's 187).  The asm names no memory clobber: no
+ * code of the loop reads the word, only the sampler's handler on the
+ * same thread, and a store that moves by an instruction or two still
+ * names the instruction being run.  3.13's copy keeps the C stores,
+ * which ran faster there (1.075x against 1.107x, demo at 1 kHz). */
+#if defined(__x86_64__) && (defined(__PIE__) || !defined(__PIC__)) && \
+    defined(EVP_SAMPLE_ASM)
+#define EVP_SAMPLE_STORE_PHASE(v) \
+    __asm__ volatile("movb %0, %%fs:_PyEvalprof_Sample@tpoff+%c1" \
+                     : \
+                     : "i"(v), "i"(offsetof(struct _evp_sample_tls, state) + 2))
+#define EVP_SAMPLE_STORE_WORD(v) \
+    __asm__ volatile("movl %0, %%fs:_PyEvalprof_Sample@tpoff+%c1" \
+                     : \
+                     : "i"(v), "i"(offsetof(struct _evp_sample_tls, state)))
+#else
+#define EVP_SAMPLE_STORE_PHASE(v) (_PyEvalprof_Sample.state.byte[2] = (v))
+#define EVP_SAMPLE_STORE_WORD(v) (_PyEvalprof_Sample.state.word = (v))
+#endif
+
 #define EVP_SAMPLE_PHASE(kind) \
     do { \
         if (EVP_COPY_SAMPLED) { \
-            _PyEvalprof_Sample.state.byte[2] = (uint8_t)((kind) + 1); \
+            EVP_SAMPLE_STORE_PHASE((uint8_t)((kind) + 1)); \
         } \
     } while (0)
 
 /* An instruction's entry: opcode OP (a constant) with phase op, in one
  * store. */
 #define EVP_SAMPLE_OP(op) \
-    (_PyEvalprof_Sample.state.word = \
-         (uint32_t)((op) + 1) | (uint32_t)(EVP_EV_OP + 1) << 16)
+    EVP_SAMPLE_STORE_WORD((uint32_t)((op) + 1) | \
+                          (uint32_t)(EVP_EV_OP + 1) << 16)
 
 /* Exact op counts (EVALPROF_COUNTS) are kept. */
 #define EVP_COUNTING() (EVP_COPY_SAMPLED && EVP_UNLIKELY(_PyEvalprof_Counting))
@@ -306,6 +331,7 @@ evp_pop_done(int *popped, uint32_t fid)
 
 #define EVP_HOOK_ERROR() \
     do { \
+        EVP_SAMPLE_TABLE_SET(); \
         EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR); \
         EVP_SAMPLE_RELEASE(); \
     } while (0)
@@ -329,19 +355,34 @@ evp_pop_done(int *popped, uint32_t fid)
  */
 static void **evp_dispatch_table;
 
-/* The sampled copy always dispatches through its own evp_traced_targets
- * (its entries store the opcode); the name exists in that copy only, so
- * it is picked by token pasting on EVP_COPY_SAMPLED where the macro is
- * used. */
+/*
+ * The sampled copy's dispatch: without counts through its own
+ * opcode_targets, as the untraced copy does, each handler storing its
+ * opcode as it starts (3.13's INSTRUCTION_STATS, 3.11's
+ * INSTRUCTION_START), so an instruction costs that store and the
+ * dispatch's phase store, no jump and no test more; with EVALPROF_COUNTS
+ * through evp_traced_targets, whose entries count.  The table is picked
+ * where the copy's first dispatch is reached from (start_frame; error:
+ * after a throw), and is the same for every call of the process.  The
+ * names exist in the sampled copy only, so they are picked by token
+ * pasting on EVP_COPY_SAMPLED where the macro is used.
+ */
 #define EVP_CAT_(a, b) a##b
 #define EVP_CAT(a, b) EVP_CAT_(a, b)
-#define EVP_PLAIN_TABLE_0 opcode_targets
-#define EVP_PLAIN_TABLE_1 evp_traced_targets
-#define EVP_PLAIN_TABLE EVP_CAT(EVP_PLAIN_TABLE_, EVP_COPY_SAMPLED)
+static void **evp_sample_table;
+#define EVP_SAMPLE_TABLE_SET_0() ((void)0)
+#define EVP_SAMPLE_TABLE_SET_1() \
+    (evp_sample_table = EVP_UNLIKELY(_PyEvalprof_Counting) \
+                            ? evp_traced_targets \
+                            : opcode_targets)
+#define EVP_SAMPLE_TABLE_SET() \
+    EVP_CAT(EVP_SAMPLE_TABLE_SET_, EVP_COPY_SAMPLED)()
 
 #undef DISPATCH_GOTO
 #define DISPATCH_GOTO() \
-    goto *(EVP_COPY_TRACED ? evp_dispatch_table : EVP_PLAIN_TABLE)[opcode]
+    goto *(EVP_COPY_TRACED    ? evp_dispatch_table \
+           : EVP_COPY_SAMPLED ? evp_sample_table \
+                              : opcode_targets)[opcode]
 
 /* After the opcode tables, in the traced copy (Python/evalprof_targets.h
  * ends with it): the table that matches the recorder's mask. */

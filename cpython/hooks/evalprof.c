@@ -1682,7 +1682,8 @@ evp_thousands(unsigned long long n, char *buf, size_t len)
 /*
  * Close the trace and say so in one line: what was written, as `evalprof
  * record` of a stock interpreter says it ("wrote FILE (N events, X MB,
- * Y MB/s)", and the events lost if any), or what went wrong.
+ * Y MB/s)", of a sampled trace "N samples, X kB, Y kB/s", and the events
+ * or samples lost if any), or what went wrong.
  * EVALPROF_QUIET leaves out the line of a trace written whole.
  */
 static void
@@ -1709,18 +1710,33 @@ evp_close_and_report(void)
         char events[40], lost[40], size[32];
         double secs = (double)(evp_clock_mono_ns() - evp.start_ns) / 1e9;
         double bytes = (double)st.bytes;
+        struct evp_rec_sample_stats ss;
+        memset(&ss, 0, sizeof ss);
+        if (evp.sample) {
+            evp_rec_sample_get_stats(&ss);
+        }
         snprintf(size, sizeof size,
                  bytes >= 10 * 1024 * 1024 ? "%.1f MB" : "%.1f kB",
                  bytes >= 10 * 1024 * 1024 ? bytes / 1e6 : bytes / 1e3);
-        fprintf(stderr, "evalprof: wrote %s (%s events, %s", evp.path,
-                evp_thousands(st.events, events, sizeof events), size);
-        if (secs > 0) {
+        fprintf(stderr, "evalprof: wrote %s (%s %s, %s", evp.path,
+                evp_thousands(evp.sample ? ss.samples : st.events, events,
+                              sizeof events),
+                evp.sample ? "samples" : "events", size);
+        /* a sampled trace grows by kilobytes a second */
+        if (secs > 0 && evp.sample) {
+            fprintf(stderr, ", %.1f kB/s", bytes / 1e3 / secs);
+        }
+        else if (secs > 0) {
             fprintf(stderr, ", %.1f MB/s", bytes / 1e6 / secs);
         }
         fputc(')', stderr);
         if (st.dropped) {
             fprintf(stderr, ", %s events lost",
                     evp_thousands(st.dropped, lost, sizeof lost));
+        }
+        if (ss.dropped) {
+            fprintf(stderr, ", %s samples lost",
+                    evp_thousands(ss.dropped, lost, sizeof lost));
         }
         fputc('\n', stderr);
         fflush(stderr);

@@ -30,6 +30,21 @@ if command -v objdump > /dev/null 2>&1; then
     n=$(grep -c '<evp_rec_mask_>' "$T/traced.s")
     [ "$n" -gt 10 ] && ok "traced copy: $n tests of the mask" ||
         fail "traced copy: $n tests of the mask (evp_eval_frame_traced missing?)"
+    # the sampled copy dispatches as the untraced one does: each handler
+    # its own indirect jump (a dispatch merged into one shared jump
+    # mispredicts, and cost 3.11's copy 1.14x), and its stores of the
+    # state word name their thread-pointer offset (held in a register
+    # instead, it took a register from every handler)
+    objdump -d --no-show-raw-insn --disassemble=evp_eval_frame_sampled "$PY" > "$T/sampled.s" 2>/dev/null
+    uj=$(grep -c 'jmp  *\*' "$T/untraced.s")
+    sj=$(grep -c 'jmp  *\*' "$T/sampled.s")
+    viareg=$(grep -c ',%fs:(%' "$T/sampled.s")
+    direct=$(grep -c 'mov[bl]  *\$0x[0-9a-f]*,%fs:0x' "$T/sampled.s")
+    if [ "$uj" -gt 100 ] && [ $((sj * 10)) -ge $((uj * 9)) ] && [ "$viareg" = 0 ] && [ "$direct" -gt 100 ]; then
+        ok "sampled copy: $sj indirect jumps (untraced: $uj), $direct stores of the state word at a fixed offset"
+    else
+        fail "sampled copy: $sj indirect jumps (untraced: $uj), $direct stores at a fixed offset, $viareg through a register"
+    fi
 else
     echo "note: no objdump here: the machine code of the copies is not checked"
 fi

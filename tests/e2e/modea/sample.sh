@@ -31,6 +31,11 @@ n=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/s.info")
 events=$(awk '$1 == "events:" { print $2; exit }' "$T/s.info")
 [ "${n:-0}" -ge 50 ] && [ "$events" = 0 ] && ok "$n samples, no events" ||
     fail "samples: '${n:-none}', events: '$events'"
+# the end line counts samples, as `evalprof record --sample` does
+env -u EVALPROF_QUIET EVALPROF="$T/q.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 200000 > /dev/null 2> "$T/q.err"
+qn=$("$EVALPROF_CLI" info "$T/q.evp" 2>&1 | awk '$1 == "sampled:" { print $2; exit }')
+grep -Eq "^evalprof: wrote .*/q\.evp \($qn samples, [0-9.]+ kB, [0-9.]+ kB/s\)\$" "$T/q.err" &&
+    ok "the end line counts the samples: $(cat "$T/q.err")" || fail "end line: $(cat "$T/q.err") (info: $qn samples)"
 grep -q '^  evalprof.mode  *sample$' "$T/s.info" && grep -q '^  sample.rate_hz  *1000$' "$T/s.info" && grep -q '^  sample.clock  *cpu$' "$T/s.info" &&
     ok "metadata: evalprof.mode sample, the defaults: sample.rate_hz 1000, sample.clock cpu" || fail "metadata lacks evalprof.mode or sample.rate_hz"
 phases=$(awk '/^loop phases:/ { f = 1; next } f && /^---/ { if (++d == 2) exit; next }
@@ -89,6 +94,27 @@ streams=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$1 ~ /^[0-9]+$/ 
 main=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$2 == "main"' | wc -l)
 [ "$streams" -ge 3 ] && [ "$main" = 1 ] && ok "3 threads: $streams sampled streams, one of them main" ||
     fail "threads: $streams sampled streams ($main main)"
+
+# --- threads without the GIL (wall clock) ----------------------------------
+# mode B's program: a thread sleeps alone, then two threads take turns
+# with the GIL; the main thread waits in join()
+EVALPROF="$T/g.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall \
+    "$PY" -S "$HERE/../modeb/progs/sample_gil.py" > /dev/null
+where() { # where STREAM ROW: the row's share in that stream's "where" table
+    "$EVALPROF_CLI" summary --stream "$1" "$T/g.evp" 2>&1 |
+        awk -v r="$2" '/^where/ { f = 1 } f && index($0, " " r " ") == 1 {
+            n = split(r, w, " "); v = $(n + 1); sub("%", "", v); print v; exit }'
+}
+sleep_sys=$(where 1 "no GIL, in a system call")
+spin_a=$(where 2 "waiting for the GIL")
+spin_b=$(where 3 "waiting for the GIL")
+main_sys=$(where 0 "no GIL, in a system call")
+if awk -v a="${sleep_sys:-0}" -v b="${spin_a:-0}" -v c="${spin_b:-0}" -v m="${main_sys:-0}" \
+       'BEGIN { exit !(a > 90 && b > 25 && b < 75 && c > 25 && c < 75 && m > 60) }'; then
+    ok "without the GIL: the sleeper ${sleep_sys}% in a system call, the spinners ${spin_a}% and ${spin_b}% waiting for the GIL, main ${main_sys}% in join"
+else
+    fail "without the GIL: sleeper in a call '$sleep_sys', spinners waiting '$spin_a' '$spin_b', main in a call '$main_sys'"
+fi
 
 # --- a forked child (EVALPROF_FORK=follow) ---------------------------------
 # The child samples its forking thread into a trace of its own, and names
