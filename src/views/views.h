@@ -166,6 +166,19 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
 int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,
                           const struct evp_summary_opts *o);
 
+/* The median (the lower middle's and upper middle's mean, rounded down,
+ * of an even number), minimum and maximum of the N values V (N > 0);
+ * SCRATCH has N slots. */
+void evp_runs_reduce(const uint64_t *v, size_t n, uint64_t *scratch,
+                     uint64_t *med, uint64_t *min, uint64_t *max);
+
+/* The head of a summary of the N runs T: a "reading from" line each, the
+ * mode line "(showing results in 'summary' format, N WHAT)", the
+ * first run's interpreter and the runs' elapsed times as median [min -
+ * max] in UNIT (enum evp_unit). */
+void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
+                          const char *what, int unit);
+
 /* ---- diff (diff.c) ------------------------------------------------ */
 struct evp_diff_opts {
     enum evp_sort sort; /* EVP_SORT_TOTAL (default): by change in total */
@@ -505,5 +518,15 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
 /* `summary` of a sampled trace (o->lines: evp_view_lines_table). */
 int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
                              const struct evp_summary_opts *o);
+
+/* `summary` of N sampled runs T, laid out as one's: per state, phase,
+ * opcode and function (matched by evp_stats_func_rel_key) the periods
+ * summed, the pooled share of all runs' periods with its 95% Wilson
+ * interval, and the estimated time per run as median and [min - max];
+ * exact counts summed over the runs that recorded them.  Runs sampled
+ * at different rates or clocks are pooled by periods, and a note says
+ * so.  0 or a negative errno. */
+int evp_view_summary_sampled_runs(struct evp_trace **t, size_t n, FILE *out,
+                                  const struct evp_summary_opts *o);
 
 #endif

@@ -221,10 +221,6 @@ check(re.search(r"sampled: +512 samples standing for 528 timer periods",
 check("elapsed:   528,001.0 µs" in r.stdout,
       "without an end record the end is the last sample's")
 
-r = run("summary", a, b, status=1)
-check("sampled" in r.stderr and r.stdout == "",
-      "summary of several sampled runs refused, nothing printed")
-
 d = run("diff", "--funcs", a, b).stdout
 row = re.compile(r"^ (.+?)\s+(\d+\.\d)%\s+(\d+\.\d)%\s+([+-]\d+\.\d) pp "
                  r"([* ])\s+([+-]\d+\.\d)$")
