@@ -38,8 +38,9 @@ static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
                           paths[0], sampled ? "a sampled" : "an exact");
             goto done;
         }
-    if (o->lines) {
-        evp_cli_error("summary: --lines reads one trace, not %zu", n);
+    if (o->lines && !sampled) {
+        evp_cli_error("summary: --lines of several runs reads sampled "
+                      "traces, and these are exact: summarise one at a time");
         goto done;
     }
     const char *v0 = evp_trace_info(t[0])->python_version;
@@ -54,8 +55,9 @@ static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
             goto done;
         }
     }
-    rc = sampled ? evp_view_summary_sampled_runs(t, n, f, o)
-                 : evp_view_summary_runs(t, n, f, o);
+    rc = !sampled   ? evp_view_summary_runs(t, n, f, o)
+         : o->lines ? evp_view_lines_runs(t, n, f, o->stream, o->ns)
+                    : evp_view_summary_sampled_runs(t, n, f, o);
 done:
     for (size_t i = 0; i < opened; i++)
         evp_trace_close(t[i]);

@@ -251,8 +251,9 @@ struct krow {
     char *key;
     char name[288];
     int cols;
-    uint64_t *w; /* run i: self w[2 * i], inclusive w[2 * i + 1] */
-    uint64_t order;
+    uint64_t *w;    /* run i: self w[2 * i], inclusive w[2 * i + 1] */
+    uint64_t order; /* the first run's index << 32 | its function id */
+    uint32_t line;  /* summary --lines: the row's line */
 };
 
 struct krows {
@@ -710,6 +711,46 @@ static int one_rate(struct evp_trace *const *t, size_t runs)
     return 1;
 }
 
+/* Of several runs, the estimate: line (the shares pooled over the runs'
+ * TOTAL periods, WHAT, of SAMPLES samples when known) and a note: when
+ * the runs were sampled at different rates or clocks. */
+static void pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
+                         uint64_t total, const char *what, uint64_t samples,
+                         int unit)
+{
+    char c1[32], c2[32], of[64] = "";
+    if (samples)
+        snprintf(of, sizeof of, " (%s samples)",
+                 evp_num_group(c2, sizeof c2, samples));
+    fprintf(out,
+            "%-11sshares are pooled over the %zu runs' %s timer periods%s%s, "
+            "with 95%% confidence intervals (Wilson score interval, "
+            "binomial); an interval covers the sampling error only, not "
+            "the sampler's bias (where its signals land) nor how the runs "
+            "differ (their est. times' [min - max] shows that)\n",
+            "estimate:", runs, evp_num_group(c1, sizeof c1, total), what, of);
+    if (one_rate(t, runs))
+        return;
+    const char *clock0 = evp_trace_info(t[0])->sample_clock;
+    int clocks = 0;
+    fprintf(out, "%-11sthe runs were sampled at different rates or clocks (",
+            "note:");
+    for (size_t i = 0; i < runs; i++) {
+        const struct evp_trace_info *ti = evp_trace_info(t[i]);
+        fprintf(out, "%s", i ? ", " : "");
+        evp_esc_term(out, ti->path, strlen(ti->path), 0);
+        fprintf(out, " %.0f Hz of %s", ti->sample_rate_hz, clock_name(ti));
+        clocks |= strcmp(ti->sample_clock, clock0) != 0;
+    }
+    fprintf(out,
+            "): the pooled shares weight each run by its timer periods, so "
+            "that a run sampled faster weighs more per second%s; each run's "
+            "est. time is its own periods x its period\n",
+            clocks ? ", and periods of CPU time and of wall-clock time are "
+                     "pooled alike"
+                   : "");
+}
+
 /* The sampled:, est. time:, missed: and estimate: lines (and of runs
  * sampled at different rates or clocks, a note:); TOTAL and SAMPLES are
  * summed over the runs. */
@@ -757,38 +798,16 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
             "missed:", evp_num_group(c1, sizeof c1, missed),
             evp_num_group(c2, sizeof c2, lost),
             runs > 1 ? " (summed over the runs)" : "");
-    if (runs > 1)
-        fprintf(out,
-                "%-11sshares are pooled over the %zu runs' %s timer periods "
-                "(%s samples), with 95%% confidence intervals (Wilson score "
-                "interval, binomial); an interval covers the sampling error "
-                "only, not the sampler's bias (where its signals land) nor "
-                "how the runs differ (their est. times' [min - max] shows "
-                "that)\n",
-                "estimate:", runs, evp_num_group(c1, sizeof c1, total),
-                evp_num_group(c2, sizeof c2, samples));
-    else
-        fprintf(out,
-                "%-11sshares are estimated from %s timer periods, with 95%% "
-                "confidence intervals (Wilson score interval, binomial); an "
-                "interval covers the sampling error only, not the sampler's "
-                "bias (where its signals land)\n",
-                "estimate:", evp_num_group(c1, sizeof c1, total));
-    if (same)
+    if (runs > 1) {
+        pooled_lines(out, t, runs, total, "", samples, unit);
         return;
-    fprintf(out, "%-11sthe runs were sampled at different rates or clocks (",
-            "note:");
-    for (size_t i = 0; i < runs; i++) {
-        const struct evp_trace_info *ti = evp_trace_info(t[i]);
-        fprintf(out, "%s", i ? ", " : "");
-        evp_esc_term(out, ti->path, strlen(ti->path), 0);
-        putc(' ', out);
-        period_words(out, ti, unit);
     }
-    fprintf(out, "): the pooled shares weight each run by its timer "
-                 "periods, so that a run sampled faster weighs more per "
-                 "second; each run's est. time is its own periods x its "
-                 "period\n");
+    fprintf(out,
+            "%-11sshares are estimated from %s timer periods, with 95%% "
+            "confidence intervals (Wilson score interval, binomial); an "
+            "interval covers the sampling error only, not the sampler's "
+            "bias (where its signals land)\n",
+            "estimate:", evp_num_group(c1, sizeof c1, total));
 }
 
 /* Rows from matched rows K: both weight columns (the inclusive one the
@@ -923,6 +942,195 @@ done:
         agg_free(&a[i]);
     free(a);
     free(scratch);
+    return rc;
+}
+
+/* ---- summary --lines of several runs ------------------------------------ */
+
+/* One run's (function, line, opcode) rows into K, keyed by the function
+ * as several runs match it, the line and the opcode's name. */
+struct lines_run {
+    struct krows *k;
+    struct evp_trace *t;
+    struct evp_stats_roots roots;
+    size_t run;
+};
+
+static int lines_entry(void *ctx, uint32_t func, uint32_t line, unsigned op,
+                       uint64_t periods)
+{
+    struct lines_run *c = ctx;
+    char key[1300], fk[1100], nm[128];
+    evp_stats_func_rel_key(c->t, &c->roots, func, fk, sizeof fk);
+    evp_view_op_name(c->t, op, nm, sizeof nm);
+    snprintf(key, sizeof key, "%s\x1f%010" PRIu32 "\x1f%s", fk, line, nm);
+    struct krow *d = krow_add(c->k, key);
+    if (!d)
+        return -ENOMEM;
+    d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
+    d->line = line;
+    d->w[2 * c->run] = d->w[2 * c->run + 1] = periods;
+    d->order = (uint64_t)c->run << 32 | func;
+    return 0;
+}
+
+/* Rows K[first .. first + nops) are one line's opcodes; C its periods
+ * summed and its est. times across the runs. */
+struct lgroup {
+    size_t first, nops;
+    struct scol c;
+};
+
+/* Whether matched rows A and B are of one line (their keys equal up to
+ * the opcode's name). */
+static int same_line(const struct krow *a, const struct krow *b)
+{
+    const char *ea = strrchr(a->key, '\x1f'), *eb = strrchr(b->key, '\x1f');
+    return ea - a->key == eb - b->key &&
+           memcmp(a->key, b->key, (size_t)(ea - a->key)) == 0;
+}
+
+static int cmp_lgroup(const void *x, const void *y)
+{
+    const struct lgroup *a = x, *b = y;
+    if (a->c.w != b->c.w)
+        return a->c.w < b->c.w ? 1 : -1;
+    if (a->c.est != b->c.est)
+        return a->c.est < b->c.est ? 1 : -1;
+    return (a->first > b->first) - (a->first < b->first);
+}
+
+static uint64_t krow_sum(const struct krows *k, const struct krow *r)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < k->runs; i++)
+        s += r->w[2 * i];
+    return s;
+}
+
+static int cmp_krow_sum(const void *x, const void *y, void *arg)
+{
+    const struct krow *a = x, *b = y;
+    uint64_t sa = krow_sum(arg, a), sb = krow_sum(arg, b);
+    if (sa != sb)
+        return sa < sb ? 1 : -1;
+    return strcmp(a->key, b->key);
+}
+
+static void lines_runs_table(FILE *out, struct evp_trace *const *t,
+                             struct krows *k, struct lgroup *g, size_t ng,
+                             uint64_t grand, int unit)
+{
+    uint64_t lo = UINT64_MAX;
+    int rw = 11;
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        evp_fmt_col_see(&lo, g[i].c.est);
+        evp_fmt_col_see(&lo, g[i].c.min);
+    }
+    unit = evp_fmt_col_unit(unit, lo);
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        char v[112];
+        int len = (int)range_cell(v, sizeof v, &g[i].c, unit);
+        if (len > rw)
+            rw = len;
+    }
+    char head[32];
+    snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
+    fprintf(out, "lines (hottest first, by the timer periods of the samples "
+                 "whose leaf frame was on them, summed over the runs; share: "
+                 "of the periods on a line, pooled; time: estimated per run, "
+                 "median [min - max]):\n\n");
+    /* (the µs heading is a byte wider than it shows) */
+    fprintf(out, " %-40s %-28s %12s %7s %12s %*s %-*s  %s\n", "file:line",
+            "function", "periods", "share", "95% CI",
+            unit == EVP_UNIT_US ? 13 : 12, head, rw, "[min - max]", "top ops");
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        struct krow *r = &k->r[g[i].first];
+        qsort_r(r, g[i].nops, sizeof *r, cmp_krow_sum, k);
+        /* named as the first run that has the line names it */
+        const struct krow *nr = r;
+        for (size_t j = 1; j < g[i].nops; j++)
+            if (r[j].order < nr->order)
+                nr = &r[j];
+        const struct evp_trace *tr = t[nr->order >> 32];
+        uint32_t func = (uint32_t)nr->order;
+        const struct evp_func *f = evp_trace_func(tr, func);
+        char where[512], c[32], top[256], sh[16], ci[32], tm[48], rg[112];
+        evp_lines_where(where, sizeof where, tr, func, nr->line);
+        size_t tl = 0;
+        top[0] = 0;
+        for (size_t j = 0; j < g[i].nops && j < 3; j++) {
+            tl += (size_t)snprintf(
+                top + tl, sizeof top - tl, "%s%s %.0f%%", j ? ", " : "",
+                r[j].name,
+                g[i].c.w ? 100.0 * (double)krow_sum(k, &r[j]) / (double)g[i].c.w
+                         : 0.0);
+            if (tl >= sizeof top)
+                break;
+        }
+        share_cells(g[i].c.w, grand, sh, sizeof sh, ci, sizeof ci);
+        range_cell(rg, sizeof rg, &g[i].c, unit);
+        fprintf(out, " %-40s %-28.28s %12s %7s %12s %12s %-*s  %s\n", where,
+                f ? f->name : "?", evp_num_group(c, sizeof c, g[i].c.w), sh, ci,
+                evp_fmt_us(tm, sizeof tm, g[i].c.est, unit), rw, rg, top);
+    }
+    if (ng > EVP_LINES_SHOWN)
+        fprintf(out, " ... %zu more lines\n", ng - EVP_LINES_SHOWN);
+    fprintf(out, " total: %zu lines\n", ng);
+}
+
+int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
+                        long stream, int unit)
+{
+    struct krows k = {.runs = runs};
+    struct lgroup *g = NULL;
+    uint64_t *scratch = calloc(3 * runs, sizeof *scratch);
+    int rc = scratch ? 0 : -ENOMEM;
+    for (size_t i = 0; i < runs && !rc; i++) {
+        struct lines_run c = {.k = &k, .t = t[i], .run = i};
+        evp_stats_roots_load(t[i], &c.roots);
+        rc = evp_lines_sampled_each(t[i], stream, lines_entry, &c);
+    }
+    if (!rc) {
+        krows_merge(&k);
+        if (k.n && !(g = calloc(k.n, sizeof *g)))
+            rc = -ENOMEM;
+    }
+    if (rc) {
+        if (rc == -ENOMEM)
+            fprintf(stderr, "evalprof: out of memory\n");
+        goto done;
+    }
+    size_t ng = 0;
+    uint64_t grand = 0, *w = scratch + 2 * runs;
+    for (size_t i = 0; i < k.n; i++) {
+        if (!i || !same_line(&k.r[i - 1], &k.r[i]))
+            g[ng++] = (struct lgroup){i, 0, {0, 0, 0, 0}};
+        g[ng - 1].nops++;
+    }
+    for (size_t j = 0; j < ng; j++) {
+        struct srow r;
+        memset(w, 0, runs * sizeof *w);
+        for (size_t o = g[j].first; o < g[j].first + g[j].nops; o++)
+            for (size_t i = 0; i < runs; i++)
+                w[i] += k.r[o].w[2 * i];
+        srow_set(&r, 0, t, runs, w, 1, scratch);
+        g[j].c = r.c[0];
+        grand += r.c[0].w;
+    }
+    if (ng)
+        qsort(g, ng, sizeof *g, cmp_lgroup);
+    evp_view_runs_header(out, t, runs,
+                         "sampled runs: periods summed, shares pooled, "
+                         "est. times per run as median [min - max]",
+                         unit);
+    pooled_lines(out, t, runs, grand, " on a known line", 0, unit);
+    fputc('\n', out);
+    lines_runs_table(out, t, &k, g, ng, grand, unit);
+done:
+    free(g);
+    free(scratch);
+    krows_free(&k);
     return rc;
 }
 

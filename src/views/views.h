@@ -135,7 +135,22 @@ void evp_lines_close(struct evp_lines *l);
 int evp_lines_present(const struct evp_trace *t);
 /* The line of the op at AT (evp_event.unit) in FUNC; 0 when unknown. */
 uint32_t evp_lines_line(struct evp_lines *l, uint32_t func, uint32_t at);
-/* summary --lines: the hottest lines, with the ops that ran on them. */
+/* "file.py:12" of FUNC's LINE ("?" unknown; a long file cut at its
+ * start to "...", 32 characters), as summary --lines shows it. */
+void evp_lines_where(char *buf, size_t len, const struct evp_trace *t,
+                     uint32_t func, uint32_t line);
+/* Each (function, line, opcode) that the samples of sampled trace T
+ * (stream index STREAM, -1 all) had as their leaf, with the timer
+ * periods they stand for, to FN (stopping at its nonzero return, which
+ * is returned).  A trace without line tables is refused in one line,
+ * -EINVAL. */
+int evp_lines_sampled_each(struct evp_trace *t, long stream,
+                           int (*fn)(void *ctx, uint32_t func, uint32_t line,
+                                     unsigned op, uint64_t periods),
+                           void *ctx);
+/* summary --lines: the hottest lines, with the ops that ran on them
+ * (the first EVP_LINES_SHOWN, then how many more). */
+#define EVP_LINES_SHOWN 25
 int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
                          long stream, int ns);
 
@@ -528,5 +543,13 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
  * so.  0 or a negative errno. */
 int evp_view_summary_sampled_runs(struct evp_trace **t, size_t n, FILE *out,
                                   const struct evp_summary_opts *o);
+
+/* `summary --lines` of N sampled runs T (stream index STREAM, -1 all):
+ * the hottest lines, matched by function (evp_stats_func_rel_key) and
+ * line, with their periods summed, pooled share and 95% interval, and
+ * estimated time per run as median [min - max].  0 or a negative errno
+ * (said on stderr). */
+int evp_view_lines_runs(struct evp_trace **t, size_t n, FILE *out, long stream,
+                        int unit);
 
 #endif
