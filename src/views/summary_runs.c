@@ -217,11 +217,7 @@ void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
     const struct evp_trace_info *in = evp_trace_info(t[0]);
     fprintf(out, "(showing results in 'summary' format, %zu %s)\n\n", n, what);
     fputs("python:    ", out);
-    evp_esc_term(out, in->executable, strlen(in->executable), 0);
-    if (*in->python_version) {
-        putc(' ', out);
-        evp_esc_term(out, in->python_version, strlen(in->python_version), 0);
-    }
+    evp_view_python(out, in);
     putc('\n', out);
     uint64_t *el = calloc(2 * n, sizeof *el), med, min, max;
     if (!el)

@@ -231,6 +231,9 @@ int evp_view_info(struct evp_trace *t, FILE *out);
  * the tree, "" and 11 for the summary; the elapsed time in ns if IN_NS. */
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                      int width, int compensate, int in_ns);
+/* "/usr/bin/python3.12 3.12.0": IN's interpreter and its version (when
+ * known), escaped as the header's values are, no newline. */
+void evp_view_python(FILE *out, const struct evp_trace_info *in);
 /* The per-kind costs the producer measured, kinds of equal cost grouped:
  * "op 41.2 ns; enter, exit 60.3 ns; other kinds 8.5 ns (the recorder
  * alone), measured per event"; returns its length. */
