@@ -247,7 +247,8 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
         } \
     } while (0)
 
-/* The sampled copy's dispatch table and error: hook: evalprof_ceval_common.h */
+/* The sampled copy's dispatch table and error: hook: evalprof_ceval_common.h
+ */
 
 /* INTERPRETER_EXIT runs in the entry frame when the eval function returns
  * to C: runtime other.  Every other handler starts here, right after it

@@ -159,7 +159,8 @@ evp_emit_if(unsigned kind)
 #define EVP_SAMPLE_STORE_PHASE(v) \
     __asm__ volatile("movb %0, %%fs:_PyEvalprof_Sample@tpoff+%c1" \
                      : \
-                     : "i"(v), "i"(offsetof(struct _evp_sample_tls, state) + 2))
+                     : "i"(v), \
+                       "i"(offsetof(struct _evp_sample_tls, state) + 2))
 #define EVP_SAMPLE_STORE_WORD(v) \
     __asm__ volatile("movl %0, %%fs:_PyEvalprof_Sample@tpoff+%c1" \
                      : \
@@ -179,8 +180,8 @@ evp_emit_if(unsigned kind)
 /* An instruction's entry: opcode OP (a constant) with phase op, in one
  * store. */
 #define EVP_SAMPLE_OP(op) \
-    EVP_SAMPLE_STORE_WORD((uint32_t)((op) + 1) | \
-                          (uint32_t)(EVP_EV_OP + 1) << 16)
+    EVP_SAMPLE_STORE_WORD((uint32_t)((op) + 1) | (uint32_t)(EVP_EV_OP + 1) \
+                                                     << 16)
 
 /* Exact op counts (EVALPROF_COUNTS) are kept. */
 #define EVP_COUNTING() (EVP_COPY_SAMPLED && EVP_UNLIKELY(_PyEvalprof_Counting))

@@ -98,6 +98,13 @@ int evp_cli_common_option(int c, const char *arg, struct evp_cli_common *o);
 struct evp_trace *evp_cli_open_common(const char *cmd, const char *path,
                                       struct evp_cli_common *o);
 
+/* As evp_cli_open_common, for one of several runs summarised together:
+ * a trace read around damage (truncated, a corrupt chunk) is refused in
+ * one line naming its first damage, since a run read in part would
+ * count short in the sums and the range across runs. */
+struct evp_trace *evp_cli_open_run(const char *cmd, const char *path,
+                                   struct evp_cli_common *o);
+
 /* --sort name|count|elapsed|total for command CMD: 0, or -1 after
  * reporting.  (enum evp_sort is in views.h.) */
 int evp_cli_parse_sort(const char *cmd, const char *arg, int *sort);

@@ -12,7 +12,8 @@
 #include "cli.h"
 
 /* Several runs: every trace opened first (a bad one named, nothing
- * printed), all from one interpreter version, then one summary. */
+ * printed), all sampled or all exact, all from one interpreter version,
+ * then one summary. */
 static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
                         FILE *f, const struct evp_summary_opts *o)
 {
@@ -24,16 +25,24 @@ static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
         return EVP_CLI_REPORTED;
     }
     for (; opened < n; opened++)
-        if (!(t[opened] = evp_cli_open_common("summary", paths[opened], co)))
+        if (!(t[opened] = evp_cli_open_run("summary", paths[opened], co)))
             goto done;
-    for (size_t i = 0; i < n; i++)
-        if (evp_sampled_only(t[i])) {
-            evp_cli_error("summary: %s is a sampled trace: several runs are "
-                          "summarised from their events; summarise a "
-                          "sampled trace alone",
-                          paths[i]);
+    /* all sampled or all exact: the two are summarised differently */
+    int sampled = evp_sampled_only(t[0]);
+    for (size_t i = 1; i < n; i++)
+        if (evp_sampled_only(t[i]) != sampled) {
+            evp_cli_error("summary: %s is %s trace and %s %s one: the runs "
+                          "to summarise together must be all sampled or "
+                          "all exact",
+                          paths[i], sampled ? "an exact" : "a sampled",
+                          paths[0], sampled ? "a sampled" : "an exact");
             goto done;
         }
+    if (o->lines && !sampled) {
+        evp_cli_error("summary: --lines of several runs reads sampled "
+                      "traces, and these are exact: summarise one at a time");
+        goto done;
+    }
     const char *v0 = evp_trace_info(t[0])->python_version;
     for (size_t i = 1; i < n; i++) {
         const char *vi = evp_trace_info(t[i])->python_version;
@@ -46,7 +55,9 @@ static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
             goto done;
         }
     }
-    rc = evp_view_summary_runs(t, n, f, o);
+    rc = !sampled   ? evp_view_summary_runs(t, n, f, o)
+         : o->lines ? evp_view_lines_runs(t, n, f, o->stream, o->ns)
+                    : evp_view_summary_sampled_runs(t, n, f, o);
 done:
     for (size_t i = 0; i < opened; i++)
         evp_trace_close(t[i]);
@@ -109,11 +120,6 @@ int cmd_summary(int argc, char **argv)
     if (ntraces < 1 &&
         evp_cli_operands("summary", ntraces, 1, "one TRACE or more") < 0)
         return 2;
-    if (ntraces > 1 && o.lines) {
-        fprintf(stderr, "evalprof: summary: --lines reads one trace, not %d\n",
-                ntraces);
-        return 2;
-    }
     struct evp_outfile of;
     int status;
     FILE *f = evp_cli_report_open("summary", &of, out,

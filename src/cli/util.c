@@ -36,16 +36,42 @@ void evp_cli_warn(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-struct evp_trace *evp_cli_open_trace(const char *path, const char *python)
+static void warn_none(void *ctx, const char *path, const char *msg)
+{
+    (void)ctx;
+    (void)path;
+    (void)msg;
+}
+
+/* Open PATH; with WHOLE, a trace read around damage is refused (its
+ * first warning the reason) instead of warned about. */
+static struct evp_trace *open_trace(const char *path, const char *python,
+                                    int whole)
 {
     struct evp_open_opts o = {.python = python};
     struct evp_trace *t;
     char err[512];
+    if (whole)
+        o.warn = warn_none;
     if (evp_trace_open(path, &o, &t, err, sizeof err) < 0) {
         evp_cli_error("%s: %s", path, err);
         return NULL;
     }
+    size_t nw = evp_trace_nwarnings(t);
+    if (whole && nw) {
+        evp_cli_error("%s: %s%s; runs summarised together must be read "
+                      "whole (summarise this one alone)",
+                      path, evp_trace_warning(t, 0),
+                      nw > 1 ? " (and more damage)" : "");
+        evp_trace_close(t);
+        return NULL;
+    }
     return t;
+}
+
+struct evp_trace *evp_cli_open_trace(const char *path, const char *python)
+{
+    return open_trace(path, python, 0);
 }
 
 int evp_cli_common_option(int c, const char *arg, struct evp_cli_common *o)
@@ -78,10 +104,10 @@ int evp_cli_unit(const struct evp_cli_common *o, int dflt)
     return o->ns >= 0 ? o->ns : dflt;
 }
 
-struct evp_trace *evp_cli_open_common(const char *cmd, const char *path,
-                                      struct evp_cli_common *o)
+static struct evp_trace *open_common(const char *cmd, const char *path,
+                                     struct evp_cli_common *o, int whole)
 {
-    struct evp_trace *t = evp_cli_open_trace(path, o->python);
+    struct evp_trace *t = open_trace(path, o->python, whole);
     if (!t)
         return NULL;
     if (o->compensate < 0)
@@ -93,6 +119,18 @@ struct evp_trace *evp_cli_open_common(const char *cmd, const char *path,
         return NULL;
     }
     return t;
+}
+
+struct evp_trace *evp_cli_open_common(const char *cmd, const char *path,
+                                      struct evp_cli_common *o)
+{
+    return open_common(cmd, path, o, 0);
+}
+
+struct evp_trace *evp_cli_open_run(const char *cmd, const char *path,
+                                   struct evp_cli_common *o)
+{
+    return open_common(cmd, path, o, 1);
 }
 
 int evp_cli_parse_sort(const char *cmd, const char *arg, int *sort)

@@ -240,11 +240,7 @@ static uint64_t trace_header(FILE *out, const struct evp_trace *t,
     fprintf(out, "%-11s%s\n", label, in->path);
     /* what the trace says is escaped, as in the other headers */
     fputs("  python:   ", out);
-    evp_esc_term(out, in->executable, strlen(in->executable), 0);
-    if (*in->python_version) {
-        putc(' ', out);
-        evp_esc_term(out, in->python_version, strlen(in->python_version), 0);
-    }
+    evp_view_python(out, in);
     fputs("\n  argv:     ", out);
     evp_esc_term(out, in->argv, strlen(in->argv), 0);
     putc('\n', out);

@@ -25,6 +25,15 @@ static void line(FILE *out, const char *prefix, int width, const char *key,
     putc('\n', out);
 }
 
+void evp_view_python(FILE *out, const struct evp_trace_info *in)
+{
+    evp_esc_term(out, in->executable, strlen(in->executable), 0);
+    if (*in->python_version) {
+        putc(' ', out);
+        evp_esc_term(out, in->python_version, strlen(in->python_version), 0);
+    }
+}
+
 const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
                                    size_t len)
 {

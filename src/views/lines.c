@@ -233,14 +233,28 @@ static int cmp_lrow(const void *x, const void *y)
     return a->first < b->first ? -1 : a->first > b->first;
 }
 
-#define LINES_SHOWN 25
+void evp_lines_where(char *buf, size_t len, const struct evp_trace *t,
+                     uint32_t func, uint32_t line)
+{
+    const struct evp_func *f = evp_trace_func(t, func);
+    const char *file = f && *f->file ? f->file : "?", *cut = "";
+    size_t fl = strlen(file);
+    if (fl > 32) {
+        file += fl - 29;
+        cut = "...";
+    }
+    if (line)
+        snprintf(buf, len, "%s%s:%" PRIu32, cut, file, line);
+    else
+        snprintf(buf, len, "%s%s:?", cut, file);
+}
 
 static void print_rows(FILE *out, const struct evp_trace *t,
                        const struct lacc *a, const struct lrow *rows,
                        size_t nrows, uint64_t grand, int unit, int sampled)
 {
     uint64_t lo = UINT64_MAX;
-    for (size_t i = 0; i < nrows && i < LINES_SHOWN; i++)
+    for (size_t i = 0; i < nrows && i < EVP_LINES_SHOWN; i++)
         evp_fmt_col_see(&lo, rows[i].total);
     unit = evp_fmt_col_unit(unit, lo);
     char head[32];
@@ -255,21 +269,12 @@ static void print_rows(FILE *out, const struct evp_trace *t,
     fprintf(out, " %-40s %-28s %*s %6s %12s  %s\n", "file:line", "function",
             unit == EVP_UNIT_US ? 13 : 12, head, "%",
             sampled ? "periods" : "count", "top ops");
-    for (size_t i = 0; i < nrows && i < LINES_SHOWN; i++) {
+    for (size_t i = 0; i < nrows && i < EVP_LINES_SHOWN; i++) {
         const struct lrow *r = &rows[i];
         const struct lop *o = &a->v[r->first];
         const struct evp_func *f = evp_trace_func(t, o->func);
         char where[512], c[32], top[256], nm[128];
-        const char *file = f && *f->file ? f->file : "?", *cut = "";
-        size_t fl = strlen(file);
-        if (fl > 32) {
-            file += fl - 29;
-            cut = "...";
-        }
-        if (o->line)
-            snprintf(where, sizeof where, "%s%s:%" PRIu32, cut, file, o->line);
-        else
-            snprintf(where, sizeof where, "%s%s:?", cut, file);
+        evp_lines_where(where, sizeof where, t, o->func, o->line);
         size_t tl = 0;
         top[0] = 0;
         for (size_t j = 0; j < r->nops && j < 3; j++) {
@@ -286,8 +291,8 @@ static void print_rows(FILE *out, const struct evp_trace *t,
                 grand ? 100.0 * (double)r->total / (double)grand : 0.0,
                 evp_num_group(c, sizeof c, r->count), top);
     }
-    if (nrows > LINES_SHOWN)
-        fprintf(out, " ... %zu more lines\n", nrows - LINES_SHOWN);
+    if (nrows > EVP_LINES_SHOWN)
+        fprintf(out, " ... %zu more lines\n", nrows - EVP_LINES_SHOWN);
     fprintf(out, " total: %zu lines\n", nrows);
 }
 
@@ -304,32 +309,75 @@ static int lines_recorded(const struct evp_trace *t)
     return 0;
 }
 
-int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
-                         long stream, int unit)
+/* No line table in T: one line saying so, -EINVAL. */
+static int lines_refused(const struct evp_trace *t)
+{
+    fprintf(stderr,
+            "evalprof: summary --lines: %s has no instruction "
+            "offsets (record it with --lines)\n",
+            evp_trace_info(t)->path);
+    return -EINVAL;
+}
+
+/* T's ops (or samples) by function, line and opcode into A, sorted by
+ * cmp_lop.  0 or a negative errno (out of memory said); the caller
+ * frees A with lacc_free. */
+static int lines_collect(struct evp_trace *t, struct lacc *a, int compensate,
+                         long stream)
 {
     int sampled = evp_sampled_only(t);
-    if (sampled ? !lines_recorded(t) : !evp_lines_present(t)) {
-        fprintf(stderr,
-                "evalprof: summary --lines: %s has no instruction "
-                "offsets (record it with --lines)\n",
-                evp_trace_info(t)->path);
-        return -EINVAL;
-    }
-    struct lacc a = {.t = t, .stream = stream, .lines = evp_lines_open(t)};
-    struct lrow *rows = NULL;
-    int rc = a.lines ? 0 : -ENOMEM;
+    *a = (struct lacc){.t = t, .stream = stream, .lines = evp_lines_open(t)};
+    int rc = a->lines ? 0 : -ENOMEM;
     if (!rc) {
         struct evp_replay_opts ro = {.compensate = compensate,
                                      .stream = stream};
         struct evp_replay_ops ops = {.events = lines_events};
-        rc = sampled ? evp_trace_samples(t, lines_sample, &a)
-                     : evp_replay(t, &ro, &ops, &a);
+        rc = sampled ? evp_trace_samples(t, lines_sample, a)
+                     : evp_replay(t, &ro, &ops, a);
     }
-    if (!rc && a.n)
-        rc = (rows = calloc(a.n, sizeof *rows)) ? 0 : -ENOMEM;
+    if (!rc && a->n) /* (no ops at all: a->v is NULL) */
+        qsort(a->v, a->n, sizeof *a->v, cmp_lop);
+    if (rc == -ENOMEM || a->oom)
+        fprintf(stderr, "evalprof: out of memory\n");
+    return rc;
+}
+
+static void lacc_free(struct lacc *a)
+{
+    free(a->v);
+    evp_itab_free(&a->tab);
+    evp_lines_close(a->lines);
+}
+
+int evp_lines_sampled_each(struct evp_trace *t, long stream,
+                           int (*fn)(void *ctx, uint32_t func, uint32_t line,
+                                     unsigned op, uint64_t periods),
+                           void *ctx)
+{
+    if (!lines_recorded(t))
+        return lines_refused(t);
+    struct lacc a;
+    int rc = lines_collect(t, &a, 0, stream);
+    for (size_t i = 0; i < a.n && !rc; i++)
+        rc = fn(ctx, a.v[i].func, a.v[i].line, a.v[i].op, a.v[i].count);
+    lacc_free(&a);
+    return rc;
+}
+
+int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
+                         long stream, int unit)
+{
+    int sampled = evp_sampled_only(t);
+    if (sampled ? !lines_recorded(t) : !evp_lines_present(t))
+        return lines_refused(t);
+    struct lacc a;
+    struct lrow *rows = NULL;
+    int rc = lines_collect(t, &a, compensate, stream);
+    if (!rc && a.n && !(rows = calloc(a.n, sizeof *rows))) {
+        fprintf(stderr, "evalprof: out of memory\n");
+        rc = -ENOMEM;
+    }
     if (!rc) {
-        if (a.n) /* (no ops at all: a.v is NULL) */
-            qsort(a.v, a.n, sizeof *a.v, cmp_lop);
         size_t nrows = 0;
         uint64_t grand = 0;
         for (size_t i = 0; i < a.n; i++) {
@@ -346,11 +394,7 @@ int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
             qsort(rows, nrows, sizeof *rows, cmp_lrow);
         print_rows(out, t, &a, rows, nrows, grand, unit, sampled);
     }
-    if (rc == -ENOMEM || a.oom)
-        fprintf(stderr, "evalprof: out of memory\n");
     free(rows);
-    free(a.v);
-    evp_itab_free(&a.tab);
-    evp_lines_close(a.lines);
+    lacc_free(&a);
     return rc;
 }

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,15 +245,189 @@ static int agg_compute(struct evp_trace *t, struct agg *a, long stream,
     return rc;
 }
 
-/* ---- tables ------------------------------------------------------------ */
+/* ---- rows matched across runs ------------------------------------------- */
 
-/* One row: a name, its weight (and a second one: inclusive). */
+/* A function or opcode of one run or several, matched by KEY, with its
+ * weights in each run: self (or the opcode's) and inclusive.  A summary
+ * of one trace keys functions by id, so that none merge; several runs
+ * (and diff) match them as summary of exact runs and diff --funcs do. */
+struct krow {
+    char *key;
+    char name[288];
+    int cols;
+    uint64_t *w;    /* run i: self w[2 * i], inclusive w[2 * i + 1] */
+    uint64_t order; /* the first run's index << 32 | its function id */
+    uint32_t line;  /* summary --lines: the row's line */
+};
+
+struct krows {
+    struct krow *r;
+    size_t n, cap, runs;
+};
+
+static void krows_free(struct krows *k)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        free(k->r[i].key);
+        free(k->r[i].w);
+    }
+    free(k->r);
+    k->r = NULL;
+    k->n = k->cap = 0;
+}
+
+/* A new row keyed KEY, its weights zero; NULL when out of memory. */
+static struct krow *krow_add(struct krows *k, const char *key)
+{
+    if (evp_grow((void **)&k->r, &k->cap, k->n + 1, sizeof *k->r, 64))
+        return NULL;
+    struct krow *d = &k->r[k->n];
+    memset(d, 0, sizeof *d);
+    d->key = strdup(key);
+    d->w = calloc(2 * k->runs, sizeof *d->w);
+    if (!d->key || !d->w) {
+        free(d->key);
+        free(d->w);
+        return NULL;
+    }
+    k->n++;
+    return d;
+}
+
+static int cmp_key(const void *x, const void *y)
+{
+    const struct krow *a = x, *b = y;
+    int c = strcmp(a->key, b->key);
+    return c ? c : (a->order > b->order) - (a->order < b->order);
+}
+
+/* Merge rows of equal keys: weights summed, the first row's name and
+ * order kept. */
+static void krows_merge(struct krows *k)
+{
+    if (!k->n)
+        return; /* (k->r may be NULL) */
+    qsort(k->r, k->n, sizeof *k->r, cmp_key);
+    size_t m = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        struct krow *r = &k->r[i];
+        if (m && strcmp(k->r[m - 1].key, r->key) == 0) {
+            for (size_t j = 0; j < 2 * k->runs; j++)
+                k->r[m - 1].w[j] += r->w[j];
+            free(r->key);
+            free(r->w);
+            continue;
+        }
+        k->r[m++] = *r;
+    }
+    k->n = m;
+}
+
+/* The opcodes of K->runs runs, matched by name (numbers change between
+ * versions).  0 or -ENOMEM. */
+static int keyed_ops(struct krows *k, struct evp_trace *const *t,
+                     const struct agg *a)
+{
+    for (size_t i = 0; i < k->runs; i++)
+        for (unsigned op = 0; op <= EVP_SAMPLE_OP_MASK; op++) {
+            if (!a[i].op[op])
+                continue;
+            char nm[128];
+            if (op == EVP_SAMPLE_OP_MASK)
+                snprintf(nm, sizeof nm, "(no opcode)");
+            else
+                evp_view_op_name(t[i], op, nm, sizeof nm);
+            struct krow *d = krow_add(k, nm);
+            if (!d)
+                return -ENOMEM;
+            d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
+            d->w[2 * i] = d->w[2 * i + 1] = a[i].op[op];
+            d->order = (uint64_t)i << 32 | op;
+        }
+    krows_merge(k);
+    return 0;
+}
+
+/* The functions seen on the stacks of K->runs runs: of one, by id; of
+ * several, by name and file relative to each run's recorded roots, no
+ * line (evp_stats_func_rel_key, as diff --funcs matches them).  0 or
+ * -ENOMEM. */
+static int keyed_funcs(struct krows *k, struct evp_trace *const *t,
+                       const struct agg *a, int wide)
+{
+    for (size_t i = 0; i < k->runs; i++) {
+        struct evp_stats_roots roots;
+        evp_stats_roots_load(t[i], &roots);
+        for (uint32_t id = 1; id <= a[i].unknown; id++) {
+            if (!a[i].self[id] && !a[i].incl[id])
+                continue;
+            char key[1100], nm[1024];
+            if (id == a[i].unknown)
+                snprintf(nm, sizeof nm, "%s", EVP_STACK_UNKNOWN_NAME);
+            else
+                evp_view_func_key(t[i], id, nm, sizeof nm);
+            if (k->runs == 1)
+                snprintf(key, sizeof key, "%010" PRIu32, id);
+            else if (id == a[i].unknown)
+                snprintf(key, sizeof key, "%s", EVP_STACK_UNKNOWN_NAME);
+            else
+                evp_stats_func_rel_key(t[i], &roots, id, key, sizeof key);
+            struct krow *d = krow_add(k, key);
+            if (!d)
+                return -ENOMEM;
+            d->cols =
+                evp_view_func_cell(d->name, sizeof d->name, nm, wide ? 0 : 70);
+            d->w[2 * i] = a[i].self[id];
+            d->w[2 * i + 1] = a[i].incl[id];
+            d->order = (uint64_t)i << 32 | id;
+        }
+    }
+    krows_merge(k);
+    return 0;
+}
+
+/* ---- summary tables ----------------------------------------------------- */
+
+/* A weight column of a row: its periods (summed over the runs), and the
+ * estimated time, one run's or the median and range of the runs'. */
+struct scol {
+    uint64_t w, est, min, max;
+};
+
+/* One row: a name and its weight columns (the opcode's or self, and
+ * inclusive). */
 struct srow {
     char name[288];
     int cols;
-    uint64_t w, w2;
-    uint32_t order;
+    struct scol c[2];
+    uint64_t order;
 };
+
+/* Column C of R from the weights W[0], W[STRIDE], ... of the RUNS runs
+ * T; SCRATCH has 2 * RUNS slots. */
+static void srow_set(struct srow *r, int c, struct evp_trace *const *t,
+                     size_t runs, const uint64_t *w, size_t stride,
+                     uint64_t *scratch)
+{
+    struct scol *s = &r->c[c];
+    s->w = 0;
+    for (size_t i = 0; i < runs; i++) {
+        s->w += w[i * stride];
+        scratch[i] = evp_sample_ns(t[i], w[i * stride]);
+    }
+    evp_runs_reduce(scratch, runs, scratch + runs, &s->est, &s->min, &s->max);
+}
+
+/* Both columns of R from one weight per run, A[i] + OFF bytes. */
+static void srow_agg(struct srow *r, struct evp_trace *const *t, size_t runs,
+                     const struct agg *a, size_t off, uint64_t *scratch)
+{
+    uint64_t *w = scratch + 2 * runs;
+    for (size_t i = 0; i < runs; i++)
+        memcpy(&w[i], (const char *)&a[i] + off, sizeof *w);
+    srow_set(r, 0, t, runs, w, 1, scratch);
+    r->c[1] = r->c[0];
+}
 
 static int cmp_srow(const void *x, const void *y, void *arg)
 {
@@ -262,13 +437,13 @@ static int cmp_srow(const void *x, const void *y, void *arg)
         int c = strcmp(a->name, b->name);
         if (c)
             return c;
-    } else if (s == EVP_SORT_TOTAL && a->w2 != b->w2) {
-        return a->w2 < b->w2 ? 1 : -1;
-    } else if (a->w != b->w) {
-        return a->w < b->w ? 1 : -1;
+    } else if (s == EVP_SORT_TOTAL && a->c[1].w != b->c[1].w) {
+        return a->c[1].w < b->c[1].w ? 1 : -1;
+    } else if (a->c[0].w != b->c[0].w) {
+        return a->c[0].w < b->c[0].w ? 1 : -1;
     }
-    if (a->w != b->w)
-        return a->w < b->w ? 1 : -1;
+    if (a->c[0].w != b->c[0].w)
+        return a->c[0].w < b->c[0].w ? 1 : -1;
     return (a->order > b->order) - (a->order < b->order);
 }
 
@@ -293,39 +468,73 @@ static void dashes_line(FILE *out, const int *w, size_t n)
     putc('\n', out);
 }
 
-/* A table of ROWS: name, then per weight column (one, or two with
- * INCL) its share, interval and estimated time. */
-static void share_table(FILE *out, const struct evp_trace *t, const char *title,
-                        struct srow *rows, size_t n, uint64_t total, int incl,
-                        int unit)
+/* "[650.0 - 750.0]": the range of a column's estimates in unit U. */
+static size_t range_cell(char *buf, size_t len, const struct scol *s, int u)
 {
-    int w = 26;
+    char a[48], b[48];
+    int k = snprintf(buf, len, "[%s - %s]", evp_fmt_us(a, sizeof a, s->min, u),
+                     evp_fmt_us(b, sizeof b, s->max, u));
+    return k > 0 ? (size_t)k : 0;
+}
+
+/* A table of ROWS: name, then per weight column (one, or two with INCL:
+ * self and inclusive) its share of TOTAL periods, interval and
+ * estimated time; of several runs (RUNS > 1) also the periods summed
+ * before the share and the range of the runs' estimates after the
+ * median. */
+static void share_table(FILE *out, const char *title, struct srow *rows,
+                        size_t n, uint64_t total, int incl, int unit,
+                        size_t runs)
+{
+    int w = 26, multi = runs > 1;
     uint64_t lo[2] = {UINT64_MAX, UINT64_MAX};
     for (size_t i = 0; i < n; i++) {
         if (rows[i].cols + 1 > w)
             w = rows[i].cols + 1;
-        evp_fmt_col_see(&lo[0], evp_sample_ns(t, rows[i].w));
-        evp_fmt_col_see(&lo[1], evp_sample_ns(t, rows[i].w2));
+        for (int c = 0; c < 2; c++) {
+            evp_fmt_col_see(&lo[c], rows[i].c[c].est);
+            evp_fmt_col_see(&lo[c], rows[i].c[c].min);
+        }
     }
     int u[2] = {evp_fmt_col_unit(unit, lo[0]), evp_fmt_col_unit(unit, lo[1])};
-    int tw = 14;
+    int tw = 14, pw = 7, rw = 11;
     for (size_t i = 0; i < n; i++)
         for (int c = 0; c <= incl; c++) {
-            char v[48];
-            int len = (int)strlen(evp_fmt_us(
-                          v, sizeof v,
-                          evp_sample_ns(t, c ? rows[i].w2 : rows[i].w), u[c])) +
-                      4;
+            char v[112];
+            int len =
+                (int)strlen(evp_fmt_us(v, sizeof v, rows[i].c[c].est, u[c])) +
+                4;
             if (len > tw)
                 tw = len;
+            if (!multi)
+                continue;
+            len = (int)range_cell(v, sizeof v, &rows[i].c[c], u[c]);
+            if (len > rw)
+                rw = len;
+            len = (int)strlen(evp_num_group(v, sizeof v, rows[i].c[c].w));
+            if (len > pw)
+                pw = len;
         }
     fprintf(out, "%s:\n\n", title);
-    const char *labels[7] = {"name",      incl ? "self" : "share",
-                             "95% CI",    "est. time",
-                             "inclusive", "95% CI",
-                             "est. time"};
-    int widths[7] = {w + 1, 7, 12, tw, 9, 12, tw};
-    size_t ncol = incl ? 7 : 4;
+    const char *labels[11] = {"name"};
+    int widths[11] = {w + 1};
+    size_t ncol = 1;
+    for (int c = 0; c <= incl; c++) {
+        if (multi) {
+            labels[ncol] = "periods";
+            widths[ncol++] = pw;
+        }
+        labels[ncol] = c ? "inclusive" : incl ? "self" : "share";
+        widths[ncol++] = c ? 9 : 7;
+        labels[ncol] = "95% CI";
+        widths[ncol++] = 12;
+        labels[ncol] = "est. time";
+        widths[ncol++] = tw;
+        if (multi) {
+            labels[ncol] = "[min - max]";
+            widths[ncol++] = rw;
+        }
+    }
     for (size_t i = 0; i < ncol; i++) {
         int len = (int)strlen(labels[i]), left = (widths[i] - len) / 2;
         fprintf(out, "%s%*s%s", i ? " " : "", left, "", labels[i]);
@@ -337,22 +546,29 @@ static void share_table(FILE *out, const struct evp_trace *t, const char *title,
     for (size_t i = 0; i < n; i++) {
         fprintf(out, " %s%*s", rows[i].name, w - rows[i].cols, "");
         for (int c = 0; c <= incl; c++) {
-            char sh[16], ci[32], v[48];
-            uint64_t k = c ? rows[i].w2 : rows[i].w;
-            share_cells(k, total, sh, sizeof sh, ci, sizeof ci);
-            fprintf(out, " %*s %*s %*s %s", widths[1 + 3 * c], sh, 12, ci,
-                    tw - 3, evp_fmt_us(v, sizeof v, evp_sample_ns(t, k), u[c]),
-                    evp_fmt_unit(u[c]));
+            const struct scol *s = &rows[i].c[c];
+            char sh[16], ci[32], v[112];
+            if (multi)
+                fprintf(out, " %*s", pw, evp_num_group(v, sizeof v, s->w));
+            share_cells(s->w, total, sh, sizeof sh, ci, sizeof ci);
+            fprintf(out, " %*s %*s %*s %s", c ? 9 : 7, sh, 12, ci, tw - 3,
+                    evp_fmt_us(v, sizeof v, s->est, u[c]), evp_fmt_unit(u[c]));
+            if (multi) {
+                range_cell(v, sizeof v, s, u[c]);
+                fprintf(out, " %*s", rw, v);
+            }
         }
         putc('\n', out);
     }
     dashes_line(out, widths, ncol);
 }
 
-/* An exact count of an opcode (counts.op.NAME) and its sampled weight. */
+/* An exact count of an opcode (counts.op.NAME, summed over the runs that
+ * recorded counts) and the estimated time of its samples in those runs. */
 struct crow {
     const char *name;
-    uint64_t count, w;
+    uint64_t count, ns;
+    size_t run; /* the last run whose estimate is in NS, + 1 */
 };
 
 static int cmp_crow(const void *x, const void *y)
@@ -363,17 +579,12 @@ static int cmp_crow(const void *x, const void *y)
     return strcmp(a->name, b->name);
 }
 
-/*
- * With exact counts (mode A, EVALPROF_COUNTS=1: metadata counts.op.NAME),
- * each counted opcode's count beside its sampled estimate, and the two
- * combined: the estimated time of one execution.  The counts are of the
- * executed opcodes, as the trace names them; with --group-specialized
- * a specialized form's count goes to its base, as its samples do.
- */
-static void counts_table(FILE *out, struct evp_trace *t, const struct agg *a)
+/* Run RUN's counts (trace T, its aggregate A) into *ROWS; returns how
+ * many it had, or -ENOMEM. */
+static long counts_add(struct crow **rows, size_t *n, size_t *cap,
+                       struct evp_trace *t, const struct agg *a, size_t run)
 {
-    size_t n = 0, cap = 0;
-    struct crow *rows = NULL;
+    long had = 0;
     for (size_t i = 0; i < evp_trace_meta_count(t); i++) {
         const char *k, *v;
         if (evp_trace_meta_at(t, i, &k, &v) || strncmp(k, "counts.op.", 10))
@@ -382,10 +593,8 @@ static void counts_table(FILE *out, struct evp_trace *t, const struct agg *a)
         unsigned long long c = strtoull(v, &end, 10);
         if (end == v || *end)
             continue;
-        if (evp_grow((void **)&rows, &cap, n + 1, sizeof *rows, 64)) {
-            free(rows);
-            return;
-        }
+        if (evp_grow((void **)rows, cap, *n + 1, sizeof **rows, 64))
+            return -ENOMEM;
         /* the opcode named, and with --group-specialized its base */
         const char *name = k + 10;
         int op = -1;
@@ -400,31 +609,68 @@ static void counts_table(FILE *out, struct evp_trace *t, const struct agg *a)
                 name = evp_trace_opname(t, (unsigned)op);
         }
         struct crow *r = NULL;
-        for (size_t j = 0; j < n && !r; j++)
-            if (strcmp(rows[j].name, name) == 0)
-                r = &rows[j];
+        for (size_t j = 0; j < *n && !r; j++)
+            if (strcmp((*rows)[j].name, name) == 0)
+                r = &(*rows)[j];
         if (!r) {
-            r = &rows[n++];
-            r->name = name;
-            r->count = 0;
-            r->w = op >= 0 ? a->op[op] : 0;
+            r = &(*rows)[(*n)++];
+            *r = (struct crow){name, 0, 0, 0};
+        }
+        if (r->run != run + 1) {
+            r->ns += evp_sample_ns(t, op >= 0 ? a->op[op] : 0);
+            r->run = run + 1;
         }
         r->count += c;
+        had++;
+    }
+    return had;
+}
+
+/*
+ * With exact counts (mode A, EVALPROF_COUNTS=1: metadata counts.op.NAME),
+ * each counted opcode's count beside its sampled estimate, and the two
+ * combined: the estimated time of one execution.  The counts are of the
+ * executed opcodes, as the trace names them; with --group-specialized
+ * a specialized form's count goes to its base, as its samples do.  Of
+ * several runs, counts and estimates are summed over the runs that
+ * recorded counts.
+ */
+static void counts_table(FILE *out, struct evp_trace *const *t,
+                         const struct agg *a, size_t runs)
+{
+    size_t n = 0, cap = 0, counted = 0;
+    struct crow *rows = NULL;
+    for (size_t i = 0; i < runs; i++) {
+        long had = counts_add(&rows, &n, &cap, t[i], &a[i], i);
+        if (had < 0) {
+            free(rows);
+            return;
+        }
+        counted += had > 0;
     }
     if (!n)
         return;
     qsort(rows, n, sizeof *rows, cmp_crow);
-    fprintf(out, "exact counts (every instruction counted, EVALPROF_COUNTS=1), "
-                 "with the samples' estimate of each:\n\n");
+    if (runs > 1)
+        fprintf(out,
+                "exact counts (every instruction counted, "
+                "EVALPROF_COUNTS=1), summed over the %zu of %zu runs that "
+                "counted, with the samples' estimate of each in those "
+                "runs:\n\n",
+                counted, runs);
+    else
+        fprintf(out, "exact counts (every instruction counted, "
+                     "EVALPROF_COUNTS=1), with the samples' estimate of "
+                     "each:\n\n");
     fprintf(out, " %-40s %15s %14s %14s\n", "name", "count", "est. time",
             "per execution");
     fprintf(out, " ---------------------------------------- --------------- "
                  "-------------- --------------\n");
     for (size_t i = 0; i < n; i++) {
         char c[32], v[48], pe[48] = "";
-        uint64_t ns = evp_sample_ns(t, rows[i].w);
+        uint64_t ns = rows[i].ns;
         snprintf(v, sizeof v, "%.1f ms", (double)ns / 1e6);
-        if (rows[i].count && rows[i].w)
+        if (rows[i].count && ns)
             snprintf(pe, sizeof pe, "%.1f ns",
                      (double)ns / (double)rows[i].count);
         char nm[128];
@@ -436,43 +682,141 @@ static void counts_table(FILE *out, struct evp_trace *t, const struct agg *a)
     free(rows);
 }
 
-static void sampled_header(FILE *out, const struct evp_trace *t,
-                           const struct agg *a, int unit)
+static const char *clock_name(const struct evp_trace_info *in)
 {
-    const struct evp_trace_info *in = evp_trace_info(t);
-    char c1[32], c2[32], v[48], p[48];
-    const char *clock = !strcmp(in->sample_clock, "cpu")    ? "CPU time"
-                        : !strcmp(in->sample_clock, "wall") ? "wall clock"
-                        : *in->sample_clock                 ? in->sample_clock
-                                            : "an unknown clock";
+    return !strcmp(in->sample_clock, "cpu")    ? "CPU time"
+           : !strcmp(in->sample_clock, "wall") ? "wall clock"
+           : *in->sample_clock                 ? in->sample_clock
+                                               : "an unknown clock";
+}
+
+/* "every 1.0 ms of CPU time (1000 Hz per thread)" */
+static void period_words(FILE *out, const struct evp_trace_info *in, int unit)
+{
+    char p[48];
     uint64_t period =
         in->sample_period_ns > 0 ? (uint64_t)(in->sample_period_ns + 0.5) : 0;
     int pu = evp_fmt_col_unit(unit, period);
+    fprintf(out, "every %s %s of %s (%.0f Hz per thread)",
+            evp_fmt_us(p, sizeof p, period, pu), evp_fmt_unit(pu),
+            clock_name(in), in->sample_rate_hz);
+}
+
+/* Whether the RUNS runs T were sampled at one period of one clock. */
+static int one_rate(struct evp_trace *const *t, size_t runs)
+{
+    const struct evp_trace_info *a = evp_trace_info(t[0]);
+    for (size_t i = 1; i < runs; i++) {
+        const struct evp_trace_info *b = evp_trace_info(t[i]);
+        if (a->sample_period_ns != b->sample_period_ns ||
+            strcmp(a->sample_clock, b->sample_clock))
+            return 0;
+    }
+    return 1;
+}
+
+/* Of several runs, the estimate: line (the shares pooled over the runs'
+ * TOTAL periods, WHAT, of SAMPLES samples when known) and a note: when
+ * the runs were sampled at different rates or clocks. */
+static void pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
+                         uint64_t total, const char *what, uint64_t samples,
+                         int unit)
+{
+    char c1[32], c2[32], of[64] = "";
+    if (samples)
+        snprintf(of, sizeof of, " (%s samples)",
+                 evp_num_group(c2, sizeof c2, samples));
     fprintf(out,
-            "%-11s%s samples standing for %s timer periods, every %s %s of "
-            "%s (%.0f Hz per thread)\n",
-            "sampled:", evp_num_group(c1, sizeof c1, a->samples),
-            evp_num_group(c2, sizeof c2, a->total),
-            evp_fmt_us(p, sizeof p, period, pu), evp_fmt_unit(pu), clock,
-            in->sample_rate_hz);
-    uint64_t est = evp_sample_ns(t, a->total);
-    int eu = evp_fmt_col_unit(unit, est);
-    fprintf(out, "%-11s%s %s of %s (periods x period)\n",
-            "est. time:", evp_fmt_us(v, sizeof v, est, eu), evp_fmt_unit(eu),
-            clock);
+            "%-11sshares are pooled over the %zu runs' %s timer periods%s%s, "
+            "with 95%% confidence intervals (Wilson score interval, "
+            "binomial); an interval covers the sampling error only, not "
+            "the sampler's bias (where its signals land) nor how the runs "
+            "differ (their est. times' [min - max] shows that)\n",
+            "estimate:", runs, evp_num_group(c1, sizeof c1, total), what, of);
+    if (one_rate(t, runs))
+        return;
+    const char *clock0 = evp_trace_info(t[0])->sample_clock;
+    int clocks = 0;
+    fprintf(out, "%-11sthe runs were sampled at different rates or clocks (",
+            "note:");
+    for (size_t i = 0; i < runs; i++) {
+        const struct evp_trace_info *ti = evp_trace_info(t[i]);
+        fprintf(out, "%s", i ? ", " : "");
+        evp_esc_term(out, ti->path, strlen(ti->path), 0);
+        fprintf(out, " %.0f Hz of %s", ti->sample_rate_hz, clock_name(ti));
+        clocks |= strcmp(ti->sample_clock, clock0) != 0;
+    }
+    fprintf(out,
+            "): the pooled shares weight each run by its timer periods, so "
+            "that a run sampled faster weighs more per second%s; each run's "
+            "est. time is its own periods x its period\n",
+            clocks ? ", and periods of CPU time and of wall-clock time are "
+                     "pooled alike"
+                   : "");
+}
+
+/* The sampled:, est. time:, missed: and estimate: lines (and of runs
+ * sampled at different rates or clocks, a note:); TOTAL and SAMPLES are
+ * summed over the runs. */
+static void sampled_header(FILE *out, struct evp_trace *const *t,
+                           const struct agg *a, size_t runs, uint64_t total,
+                           uint64_t samples, uint64_t *scratch, int unit)
+{
+    const struct evp_trace_info *in = evp_trace_info(t[0]);
+    char c1[32], c2[32], v[48], r[112];
+    int same = one_rate(t, runs);
+    fprintf(out, "%-11s%s samples standing for %s timer periods",
+            "sampled:", evp_num_group(c1, sizeof c1, samples),
+            evp_num_group(c2, sizeof c2, total));
+    if (runs > 1)
+        fprintf(out, " in %zu runs", runs);
+    fputs(", ", out);
+    if (same)
+        period_words(out, in, unit);
+    else
+        fputs("at different rates or clocks (note: below)", out);
+    putc('\n', out);
+    struct srow est;
+    uint64_t missed = 0, lost = 0;
+    for (size_t i = 0; i < runs; i++) {
+        scratch[2 * runs + i] = a[i].total;
+        missed += evp_trace_info(t[i])->sample_missed;
+        lost += evp_trace_info(t[i])->samples_lost;
+    }
+    srow_set(&est, 0, t, runs, scratch + 2 * runs, 1, scratch);
+    int eu = evp_fmt_col_unit(unit, est.c[0].min ? est.c[0].min : est.c[0].est);
+    fprintf(out, "%-11s%s %s",
+            "est. time:", evp_fmt_us(v, sizeof v, est.c[0].est, eu),
+            evp_fmt_unit(eu));
+    if (runs > 1) {
+        range_cell(r, sizeof r, &est.c[0], eu);
+        fprintf(out, " %s", r);
+    }
+    if (same)
+        fprintf(out, " of %s", clock_name(in));
+    fprintf(out, runs > 1 ? " per run (periods x period; median [min - max])\n"
+                          : " (periods x period)\n");
     fprintf(out,
             "%-11s%s periods missed (counted in the weights), %s "
-            "samples lost in full buffers\n",
-            "missed:", evp_num_group(c1, sizeof c1, in->sample_missed),
-            evp_num_group(c2, sizeof c2, in->samples_lost));
-    fprintf(out,
-            "%-11sshares are estimated from %s timer periods, with 95%% "
-            "confidence intervals (Wilson score interval, binomial); an "
-            "interval covers the sampling error only, not the sampler's "
-            "bias (where its signals land)\n",
-            "estimate:", evp_num_group(c1, sizeof c1, a->total));
-    if (!strcmp(in->sample_clock, "wall") &&
-        (a->cat[EVP_SCAT_GIL_WAIT] || a->cat[EVP_SCAT_SYSCALL]))
+            "samples lost in full buffers%s\n",
+            "missed:", evp_num_group(c1, sizeof c1, missed),
+            evp_num_group(c2, sizeof c2, lost),
+            runs > 1 ? " (summed over the runs)" : "");
+    if (runs > 1) {
+        pooled_lines(out, t, runs, total, "", samples, unit);
+    } else {
+        fprintf(out,
+                "%-11sshares are estimated from %s timer periods, with 95%% "
+                "confidence intervals (Wilson score interval, binomial); an "
+                "interval covers the sampling error only, not the sampler's "
+                "bias (where its signals land)\n",
+                "estimate:", evp_num_group(c1, sizeof c1, total));
+    }
+    int bias = 0;
+    for (size_t i = 0; i < runs; i++)
+        bias |= !strcmp(evp_trace_info(t[i])->sample_clock, "wall") &&
+                (a[i].cat[EVP_SCAT_GIL_WAIT] || a[i].cat[EVP_SCAT_SYSCALL]);
+    if (bias)
         fprintf(out,
                 "%-11swith the wall clock a sample interrupts a blocked "
                 "call (sleep, lock, I/O), and CPython takes the GIL again "
@@ -484,78 +828,83 @@ static void sampled_header(FILE *out, const struct evp_trace *t,
                 "bias:");
 }
 
-static void op_rows(const struct evp_trace *t, const struct agg *a,
-                    struct srow *rows, size_t *n)
+/* Rows from matched rows K: both weight columns (the inclusive one the
+ * same as the first for opcodes). */
+static void krows_to_srows(const struct krows *k, struct srow *rows,
+                           struct evp_trace *const *t, uint64_t *scratch)
 {
-    *n = 0;
-    for (unsigned op = 0; op <= EVP_SAMPLE_OP_MASK; op++) {
-        if (!a->op[op])
-            continue;
-        struct srow *r = &rows[(*n)++];
-        char nm[128];
-        if (op == EVP_SAMPLE_OP_MASK)
-            snprintf(nm, sizeof nm, "(no opcode)");
-        else
-            evp_view_op_name(t, op, nm, sizeof nm);
-        r->cols = evp_esc_term_cell(r->name, sizeof r->name, nm, 70);
-        r->w = r->w2 = a->op[op];
-        r->order = op;
+    for (size_t i = 0; i < k->n; i++) {
+        struct srow *r = &rows[i];
+        memcpy(r->name, k->r[i].name, sizeof r->name);
+        r->cols = k->r[i].cols;
+        r->order = k->r[i].order;
+        srow_set(r, 0, t, k->runs, k->r[i].w, 2, scratch);
+        srow_set(r, 1, t, k->runs, k->r[i].w + 1, 2, scratch);
     }
 }
 
-/* The function rows; NULL when out of memory. */
-static struct srow *func_rows(const struct evp_trace *t, const struct agg *a,
-                              int wide, size_t *n)
+/* The summary of the RUNS sampled traces T (one, or several runs). */
+static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
+                           const struct evp_summary_opts *o)
 {
-    struct srow *rows = calloc((size_t)a->unknown + 1, sizeof *rows);
-    if (!rows)
-        return NULL;
-    *n = 0;
-    for (uint32_t id = 1; id <= a->unknown; id++) {
-        if (!a->incl[id] && !a->self[id])
-            continue;
-        struct srow *r = &rows[(*n)++];
-        char nm[1024];
-        if (id == a->unknown)
-            snprintf(nm, sizeof nm, "%s", EVP_STACK_UNKNOWN_NAME);
-        else
-            evp_view_func_key(t, id, nm, sizeof nm);
-        r->cols =
-            evp_view_func_cell(r->name, sizeof r->name, nm, wide ? 0 : 70);
-        r->w = a->self[id];
-        r->w2 = a->incl[id];
-        r->order = id;
-    }
-    return rows;
-}
-
-int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
-                             const struct evp_summary_opts *o)
-{
-    struct agg a;
-    int rc = agg_compute(t, &a, o->stream, o->group_specialized);
+    struct agg *a = calloc(runs, sizeof *a);
+    uint64_t *scratch = calloc(3 * runs, sizeof *scratch);
+    struct krows ops = {.runs = runs}, funcs = {.runs = runs};
+    struct srow *rows = NULL;
+    size_t done = 0, n = 0;
+    int rc = a && scratch ? 0 : -ENOMEM;
+    for (; !rc && done < runs; done++)
+        if ((rc = agg_compute(t[done], &a[done], o->stream,
+                              o->group_specialized)) < 0)
+            break;
+    if (!rc)
+        rc = keyed_ops(&ops, t, a);
+    if (!rc)
+        rc = keyed_funcs(&funcs, t, a, o->wide_names);
+    size_t nrows = EVP_SCAT__COUNT + 33;
+    if (ops.n > nrows)
+        nrows = ops.n;
+    if (funcs.n > nrows)
+        nrows = funcs.n;
+    if (!rc && !(rows = calloc(nrows, sizeof *rows)))
+        rc = -ENOMEM;
     if (rc < 0) {
         fprintf(stderr, "evalprof: out of memory\n");
-        return rc;
+        goto done;
+    }
+    uint64_t total = 0, samples = 0, phase0 = 0;
+    for (size_t i = 0; i < runs; i++) {
+        total += a[i].total;
+        samples += a[i].samples;
+        phase0 += a[i].phase[0];
     }
     enum evp_sort sort = o->sort;
-    fprintf(out,
-            "reading from %s\n(showing results in 'summary' format, of "
-            "a sampled trace)\n\n",
-            evp_trace_info(t)->path);
-    evp_view_header(out, t, "", 11, 0, o->ns);
-    sampled_header(out, t, &a, o->ns);
+    if (runs > 1) {
+        evp_view_runs_header(out, t, runs,
+                             "sampled runs: periods summed, shares pooled, "
+                             "est. times per run as median [min - max]",
+                             o->ns);
+    } else {
+        fprintf(out,
+                "reading from %s\n(showing results in 'summary' format, of "
+                "a sampled trace)\n\n",
+                evp_trace_info(t[0])->path);
+        evp_view_header(out, t[0], "", 11, 0, o->ns);
+    }
+    sampled_header(out, t, a, runs, total, samples, scratch, o->ns);
     fputc('\n', out);
 
-    struct srow rows[EVP_SAMPLE_OP_MASK + 40];
-    size_t n = 0;
-    memset(rows, 0, sizeof rows);
-    /* a trace whose producer could not tell a blocked thread from the
-     * rest has one row for every sample without the GIL */
-    int blocked = evp_trace_info(t)->sample_blocked;
+    /* traces whose producer could not tell a blocked thread from the
+     * rest have one row for every sample without the GIL */
+    int blocked = 1;
+    for (size_t i = 0; i < runs; i++)
+        blocked &= evp_trace_info(t[i])->sample_blocked;
     for (int c = 0; c < EVP_SCAT__COUNT; c++) {
         if (!blocked && (c == EVP_SCAT_GIL_WAIT || c == EVP_SCAT_SYSCALL)) {
-            a.cat[EVP_SCAT_NO_GIL] += a.cat[c];
+            for (size_t i = 0; i < runs; i++) {
+                a[i].cat[EVP_SCAT_NO_GIL] += a[i].cat[c];
+                a[i].cat[c] = 0;
+            }
             continue;
         }
         struct srow *r = &rows[n++];
@@ -563,119 +912,273 @@ int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
             r->name, sizeof r->name,
             blocked || c != EVP_SCAT_NO_GIL ? evp_sample_cat_name(c) : "no GIL",
             70);
-        r->w = r->w2 = a.cat[c];
+        srow_agg(r, t, runs, a, offsetof(struct agg, cat[c]), scratch);
         r->order = (uint32_t)c;
     }
-    share_table(out, t, "where (state of the sampled thread)", rows, n, a.total,
-                0, o->ns);
+    share_table(out, "where (state of the sampled thread)", rows, n, total, 0,
+                o->ns, runs);
     fputc('\n', out);
-    if (a.total > a.phase[0]) {
+    if (total > phase0) {
         n = 0;
-        memset(rows, 0, sizeof rows);
+        memset(rows, 0, nrows * sizeof *rows);
         for (int k = 0; k <= 32; k++) {
-            if (!a.phase[k])
+            uint64_t any = 0;
+            for (size_t i = 0; i < runs; i++)
+                any |= a[i].phase[k];
+            if (!any)
                 continue;
             struct srow *r = &rows[n++];
             r->cols = evp_esc_term_cell(
                 r->name, sizeof r->name,
                 k ? evp_kind_name((unsigned)k - 1) : "(none reported)", 70);
-            r->w = r->w2 = a.phase[k];
+            srow_agg(r, t, runs, a, offsetof(struct agg, phase[k]), scratch);
             r->order = (uint32_t)k;
         }
         qsort_r(rows, n, sizeof *rows, cmp_srow, &sort);
-        share_table(out, t, "loop phases", rows, n, a.total, 0, o->ns);
+        share_table(out, "loop phases", rows, n, total, 0, o->ns, runs);
         fputc('\n', out);
     }
-    memset(rows, 0, sizeof rows);
-    op_rows(t, &a, rows, &n);
+    memset(rows, 0, nrows * sizeof *rows);
+    krows_to_srows(&ops, rows, t, scratch);
+    n = ops.n;
+    int none = 0;
+    for (size_t i = 0; i < n; i++)
+        none |= !strcmp(ops.r[i].key, "(no opcode)");
     qsort_r(rows, n, sizeof *rows, cmp_srow, &sort);
-    share_table(out, t, "ops", rows, n, a.total, 0, o->ns);
+    share_table(out, "ops", rows, n, total, 0, o->ns, runs);
     /* as the exact summary counts: base instructions when folded, else
-     * every named opcode */
-    unsigned named = evp_trace_nopcodes(t);
+     * every named opcode (of the first run: all are of one version) */
+    unsigned named = evp_trace_nopcodes(t[0]);
     if (!o->group_specialized)
         for (unsigned op = named = 0; op < 65536; op++)
-            named += evp_trace_opname(t, op) != NULL;
-    fprintf(out, " total: %zu/%u\n\n", n - (a.op[EVP_SAMPLE_OP_MASK] != 0),
-            named);
-    counts_table(out, t, &a);
-    size_t nf = 0;
-    struct srow *fr = func_rows(t, &a, o->wide_names, &nf);
-    if (!fr) {
-        agg_free(&a);
-        fprintf(stderr, "evalprof: out of memory\n");
-        return -ENOMEM;
-    }
-    fprintf(out, "funcs: %zu seen on the sampled stacks\n", nf);
+            named += evp_trace_opname(t[0], op) != NULL;
+    fprintf(out, " total: %zu/%u\n\n", n - (size_t)none, named);
+    counts_table(out, t, a, runs);
+    memset(rows, 0, nrows * sizeof *rows);
+    krows_to_srows(&funcs, rows, t, scratch);
+    fprintf(out, "funcs: %zu seen on the sampled stacks\n", funcs.n);
     if (o->funcs) {
         fputc('\n', out);
-        qsort_r(fr, nf, sizeof *fr, cmp_srow, &sort);
-        share_table(out, t,
+        qsort_r(rows, funcs.n, sizeof *rows, cmp_srow, &sort);
+        share_table(out,
                     "functions (self: the leaf frame; inclusive: "
                     "anywhere on the stack)",
-                    fr, nf, a.total, 1, o->ns);
-        fprintf(out, " total: %zu functions\n", nf);
+                    rows, funcs.n, total, 1, o->ns, runs);
+        fprintf(out, " total: %zu functions\n", funcs.n);
     }
-    free(fr);
-    agg_free(&a);
+done:
+    free(rows);
+    krows_free(&ops);
+    krows_free(&funcs);
+    for (size_t i = 0; i < done && a; i++)
+        agg_free(&a[i]);
+    free(a);
+    free(scratch);
+    return rc;
+}
+
+/* ---- summary --lines of several runs ------------------------------------ */
+
+/* One run's (function, line, opcode) rows into K, keyed by the function
+ * as several runs match it, the line and the opcode's name. */
+struct lines_run {
+    struct krows *k;
+    struct evp_trace *t;
+    struct evp_stats_roots roots;
+    size_t run;
+};
+
+static int lines_entry(void *ctx, uint32_t func, uint32_t line, unsigned op,
+                       uint64_t periods)
+{
+    struct lines_run *c = ctx;
+    char key[1300], fk[1100], nm[128];
+    evp_stats_func_rel_key(c->t, &c->roots, func, fk, sizeof fk);
+    evp_view_op_name(c->t, op, nm, sizeof nm);
+    snprintf(key, sizeof key, "%s\x1f%010" PRIu32 "\x1f%s", fk, line, nm);
+    struct krow *d = krow_add(c->k, key);
+    if (!d)
+        return -ENOMEM;
+    d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
+    d->line = line;
+    d->w[2 * c->run] = d->w[2 * c->run + 1] = periods;
+    d->order = (uint64_t)c->run << 32 | func;
     return 0;
 }
 
-/* ---- diff of two sampled traces ----------------------------------------- */
-
-/* A row of the diff: a function or opcode of either run, matched by KEY,
- * with its weights in each. */
-struct dsrow {
-    char *key;
-    char name[288];
-    int cols;
-    uint64_t w[2], w2[2]; /* self (or the opcode's), inclusive */
-    uint32_t order;
+/* Rows K[first .. first + nops) are one line's opcodes; C its periods
+ * summed and its est. times across the runs. */
+struct lgroup {
+    size_t first, nops;
+    struct scol c;
 };
 
-static int cmp_key(const void *x, const void *y)
+/* Whether matched rows A and B are of one line (their keys equal up to
+ * the opcode's name). */
+static int same_line(const struct krow *a, const struct krow *b)
 {
-    const struct dsrow *a = x, *b = y;
-    int c = strcmp(a->key, b->key);
-    return c ? c : (a->order > b->order) - (a->order < b->order);
+    const char *ea = strrchr(a->key, '\x1f'), *eb = strrchr(b->key, '\x1f');
+    return ea - a->key == eb - b->key &&
+           memcmp(a->key, b->key, (size_t)(ea - a->key)) == 0;
 }
 
-/* A new row keyed KEY at the end of *R (N rows, CAP room), its weights
- * zero; NULL when out of memory. */
-static struct dsrow *drow_add(struct dsrow **r, size_t *n, size_t *cap,
-                              const char *key)
+static int cmp_lgroup(const void *x, const void *y)
 {
-    if (evp_grow((void **)r, cap, *n + 1, sizeof **r, 64))
-        return NULL;
-    struct dsrow *d = &(*r)[*n];
-    memset(d, 0, sizeof *d);
-    if (!(d->key = strdup(key)))
-        return NULL;
-    ++*n;
-    return d;
+    const struct lgroup *a = x, *b = y;
+    if (a->c.w != b->c.w)
+        return a->c.w < b->c.w ? 1 : -1;
+    if (a->c.est != b->c.est)
+        return a->c.est < b->c.est ? 1 : -1;
+    return (a->first > b->first) - (a->first < b->first);
 }
 
-/* Merge rows of equal keys (sorted by key first): weights summed, the
- * first row's name and order kept.  Returns the rows left. */
-static size_t merge_keys(struct dsrow *r, size_t n)
+static uint64_t krow_sum(const struct krows *k, const struct krow *r)
 {
-    if (!n)
-        return 0; /* (R may be NULL) */
-    qsort(r, n, sizeof *r, cmp_key);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k && strcmp(r[k - 1].key, r[i].key) == 0) {
-            for (int j = 0; j < 2; j++) {
-                r[k - 1].w[j] += r[i].w[j];
-                r[k - 1].w2[j] += r[i].w2[j];
-            }
-            free(r[i].key);
-            continue;
-        }
-        r[k++] = r[i];
+    uint64_t s = 0;
+    for (size_t i = 0; i < k->runs; i++)
+        s += r->w[2 * i];
+    return s;
+}
+
+static int cmp_krow_sum(const void *x, const void *y, void *arg)
+{
+    const struct krow *a = x, *b = y;
+    uint64_t sa = krow_sum(arg, a), sb = krow_sum(arg, b);
+    if (sa != sb)
+        return sa < sb ? 1 : -1;
+    return strcmp(a->key, b->key);
+}
+
+static void lines_runs_table(FILE *out, struct evp_trace *const *t,
+                             struct krows *k, struct lgroup *g, size_t ng,
+                             uint64_t grand, int unit)
+{
+    uint64_t lo = UINT64_MAX;
+    int rw = 11;
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        evp_fmt_col_see(&lo, g[i].c.est);
+        evp_fmt_col_see(&lo, g[i].c.min);
     }
-    return k;
+    unit = evp_fmt_col_unit(unit, lo);
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        char v[112];
+        int len = (int)range_cell(v, sizeof v, &g[i].c, unit);
+        if (len > rw)
+            rw = len;
+    }
+    char head[32];
+    snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
+    fprintf(out, "lines (hottest first, by the timer periods of the samples "
+                 "whose leaf frame was on them, summed over the runs; share: "
+                 "of the periods on a line, pooled; time: estimated per run, "
+                 "median [min - max]):\n\n");
+    /* (the µs heading is a byte wider than it shows) */
+    fprintf(out, " %-40s %-28s %12s %7s %12s %*s %-*s  %s\n", "file:line",
+            "function", "periods", "share", "95% CI",
+            unit == EVP_UNIT_US ? 13 : 12, head, rw, "[min - max]", "top ops");
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        struct krow *r = &k->r[g[i].first];
+        qsort_r(r, g[i].nops, sizeof *r, cmp_krow_sum, k);
+        /* named as the first run that has the line names it */
+        const struct krow *nr = r;
+        for (size_t j = 1; j < g[i].nops; j++)
+            if (r[j].order < nr->order)
+                nr = &r[j];
+        const struct evp_trace *tr = t[nr->order >> 32];
+        uint32_t func = (uint32_t)nr->order;
+        const struct evp_func *f = evp_trace_func(tr, func);
+        char where[512], c[32], top[256], sh[16], ci[32], tm[48], rg[112];
+        evp_lines_where(where, sizeof where, tr, func, nr->line);
+        size_t tl = 0;
+        top[0] = 0;
+        for (size_t j = 0; j < g[i].nops && j < 3; j++) {
+            tl += (size_t)snprintf(
+                top + tl, sizeof top - tl, "%s%s %.0f%%", j ? ", " : "",
+                r[j].name,
+                g[i].c.w ? 100.0 * (double)krow_sum(k, &r[j]) / (double)g[i].c.w
+                         : 0.0);
+            if (tl >= sizeof top)
+                break;
+        }
+        share_cells(g[i].c.w, grand, sh, sizeof sh, ci, sizeof ci);
+        range_cell(rg, sizeof rg, &g[i].c, unit);
+        fprintf(out, " %-40s %-28.28s %12s %7s %12s %12s %-*s  %s\n", where,
+                f ? f->name : "?", evp_num_group(c, sizeof c, g[i].c.w), sh, ci,
+                evp_fmt_us(tm, sizeof tm, g[i].c.est, unit), rw, rg, top);
+    }
+    if (ng > EVP_LINES_SHOWN)
+        fprintf(out, " ... %zu more lines\n", ng - EVP_LINES_SHOWN);
+    fprintf(out, " total: %zu lines\n", ng);
 }
+
+int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
+                        long stream, int unit)
+{
+    struct krows k = {.runs = runs};
+    struct lgroup *g = NULL;
+    uint64_t *scratch = calloc(3 * runs, sizeof *scratch);
+    int rc = scratch ? 0 : -ENOMEM;
+    for (size_t i = 0; i < runs && !rc; i++) {
+        struct lines_run c = {.k = &k, .t = t[i], .run = i};
+        evp_stats_roots_load(t[i], &c.roots);
+        rc = evp_lines_sampled_each(t[i], stream, lines_entry, &c);
+    }
+    if (!rc) {
+        krows_merge(&k);
+        if (k.n && !(g = calloc(k.n, sizeof *g)))
+            rc = -ENOMEM;
+    }
+    if (rc) {
+        if (rc == -ENOMEM)
+            fprintf(stderr, "evalprof: out of memory\n");
+        goto done;
+    }
+    size_t ng = 0;
+    uint64_t grand = 0, *w = scratch + 2 * runs;
+    for (size_t i = 0; i < k.n; i++) {
+        if (!i || !same_line(&k.r[i - 1], &k.r[i]))
+            g[ng++] = (struct lgroup){i, 0, {0, 0, 0, 0}};
+        g[ng - 1].nops++;
+    }
+    for (size_t j = 0; j < ng; j++) {
+        struct srow r;
+        memset(w, 0, runs * sizeof *w);
+        for (size_t o = g[j].first; o < g[j].first + g[j].nops; o++)
+            for (size_t i = 0; i < runs; i++)
+                w[i] += k.r[o].w[2 * i];
+        srow_set(&r, 0, t, runs, w, 1, scratch);
+        g[j].c = r.c[0];
+        grand += r.c[0].w;
+    }
+    if (ng)
+        qsort(g, ng, sizeof *g, cmp_lgroup);
+    evp_view_runs_header(out, t, runs,
+                         "sampled runs: periods summed, shares pooled, "
+                         "est. times per run as median [min - max]",
+                         unit);
+    pooled_lines(out, t, runs, grand, " on a known line", 0, unit);
+    fputc('\n', out);
+    lines_runs_table(out, t, &k, g, ng, grand, unit);
+done:
+    free(g);
+    free(scratch);
+    krows_free(&k);
+    return rc;
+}
+
+int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
+                             const struct evp_summary_opts *o)
+{
+    return summary_sampled(&t, 1, out, o);
+}
+
+int evp_view_summary_sampled_runs(struct evp_trace **t, size_t n, FILE *out,
+                                  const struct evp_summary_opts *o)
+{
+    return summary_sampled(t, n, out, o);
+}
+
+/* ---- diff of two sampled traces ----------------------------------------- */
 
 struct dsort {
     enum evp_sort sort;
@@ -688,20 +1191,19 @@ static double share_of(uint64_t k, uint64_t n)
     return n ? (double)k / (double)n : 0;
 }
 
-static int cmp_dsrow(const void *x, const void *y, void *arg)
+static int cmp_drow(const void *x, const void *y, void *arg)
 {
-    const struct dsrow *a = x, *b = y;
+    const struct krow *a = x, *b = y;
     const struct dsort *s = arg;
     if (s->sort == EVP_SORT_NAME) {
         int c = strcmp(a->name, b->name);
         if (c)
             return c;
     } else {
-        const uint64_t *wa = s->incl ? a->w2 : a->w,
-                       *wb = s->incl ? b->w2 : b->w;
-        double da = fabs(share_of(wa[1], s->total[1]) -
+        const uint64_t *wa = a->w + s->incl, *wb = b->w + s->incl;
+        double da = fabs(share_of(wa[2], s->total[1]) -
                          share_of(wa[0], s->total[0])),
-               db = fabs(share_of(wb[1], s->total[1]) -
+               db = fabs(share_of(wb[2], s->total[1]) -
                          share_of(wb[0], s->total[0]));
         if (da != db)
             return da < db ? 1 : -1;
@@ -709,12 +1211,14 @@ static int cmp_dsrow(const void *x, const void *y, void *arg)
     return (a->order > b->order) - (a->order < b->order);
 }
 
-static void diff_table(FILE *out, const char *title, struct dsrow *r, size_t n,
+static void diff_table(FILE *out, const char *title, struct krows *k,
                        const uint64_t total[2], int incl, enum evp_sort sort)
 {
     struct dsort ds = {sort, total, incl};
+    struct krow *r = k->r;
+    size_t n = k->n;
     if (n)
-        qsort_r(r, n, sizeof *r, cmp_dsrow, &ds);
+        qsort_r(r, n, sizeof *r, cmp_drow, &ds);
     int w = 26;
     for (size_t i = 0; i < n; i++)
         if (r[i].cols + 1 > w)
@@ -725,9 +1229,9 @@ static void diff_table(FILE *out, const char *title, struct dsrow *r, size_t n,
     int widths[] = {w + 1, 10, 10, 12, 7};
     dashes_line(out, widths, 5);
     for (size_t i = 0; i < n; i++) {
-        const uint64_t *k = incl ? r[i].w2 : r[i].w;
-        double p0 = share_of(k[0], total[0]), p1 = share_of(k[1], total[1]), z;
-        int sig = evp_two_prop_z(k[0], total[0], k[1], total[1], &z);
+        uint64_t k0 = r[i].w[incl], k1 = r[i].w[2 + incl];
+        double p0 = share_of(k0, total[0]), p1 = share_of(k1, total[1]), z;
+        int sig = evp_two_prop_z(k0, total[0], k1, total[1], &z);
         char a[16], b[16], c[24];
         snprintf(a, sizeof a, "%.1f%%", 100 * p0);
         snprintf(b, sizeof b, "%.1f%%", 100 * p1);
@@ -763,8 +1267,7 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
 {
     struct evp_trace *t[2] = {base, new_};
     struct agg a[2];
-    struct dsrow *r = NULL;
-    size_t n = 0, cap = 0;
+    struct krows k = {.runs = 2};
     int rc = agg_compute(base, &a[0], -1, 0);
     if (rc < 0)
         return rc;
@@ -783,73 +1286,17 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
                  "percentage points (pp); * marks a change significant at 95%% "
                  "(two-proportion z-test on the periods, |z| > 1.96), which "
                  "covers the sampling error only, not the samplers' bias\n\n");
-
-    /* ops, matched by name (numbers change between versions) */
-    for (int i = 0; i < 2 && !rc; i++)
-        for (unsigned op = 0; op <= EVP_SAMPLE_OP_MASK && !rc; op++) {
-            if (!a[i].op[op])
-                continue;
-            char nm[128];
-            if (op == EVP_SAMPLE_OP_MASK)
-                snprintf(nm, sizeof nm, "(no opcode)");
-            else
-                evp_view_op_name(t[i], op, nm, sizeof nm);
-            struct dsrow *d = drow_add(&r, &n, &cap, nm);
-            if (!d) {
-                rc = -ENOMEM;
-                break;
-            }
-            d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
-            d->w[i] = d->w2[i] = a[i].op[op];
-            d->order = (uint32_t)i << 16 | op;
-        }
-    if (!rc) {
-        n = merge_keys(r, n);
-        diff_table(out, "ops", r, n, total, 0, o->sort);
-    }
-    for (size_t i = 0; i < n; i++)
-        free(r[i].key);
-    n = 0;
-
-    /* functions, matched as diff --funcs matches them: name and file
-     * relative to the run's recorded roots, no line */
-    for (int i = 0; i < 2 && !rc; i++) {
-        struct evp_stats_roots roots;
-        evp_stats_roots_load(t[i], &roots);
-        for (uint32_t id = 1; id <= a[i].unknown && !rc; id++) {
-            if (!a[i].self[id] && !a[i].incl[id])
-                continue;
-            char key[1100], nm[1024];
-            if (id == a[i].unknown) {
-                snprintf(key, sizeof key, "%s", EVP_STACK_UNKNOWN_NAME);
-                snprintf(nm, sizeof nm, "%s", EVP_STACK_UNKNOWN_NAME);
-            } else {
-                evp_stats_func_rel_key(t[i], &roots, id, key, sizeof key);
-                evp_view_func_key(t[i], id, nm, sizeof nm);
-            }
-            struct dsrow *d = drow_add(&r, &n, &cap, key);
-            if (!d) {
-                rc = -ENOMEM;
-                break;
-            }
-            d->cols = evp_view_func_cell(d->name, sizeof d->name, nm,
-                                         o->wide_names ? 0 : 70);
-            d->w[i] = a[i].self[id];
-            d->w2[i] = a[i].incl[id];
-            d->order = (uint32_t)i << 31 | id;
-        }
-    }
-    if (!rc) {
-        n = merge_keys(r, n);
-        diff_table(out, "functions (self: the leaf frame)", r, n, total, 0,
+    if (!(rc = keyed_ops(&k, t, a)))
+        diff_table(out, "ops", &k, total, 0, o->sort);
+    krows_free(&k);
+    if (!rc && !(rc = keyed_funcs(&k, t, a, o->wide_names))) {
+        diff_table(out, "functions (self: the leaf frame)", &k, total, 0,
                    o->sort);
         if (o->funcs)
-            diff_table(out, "functions (inclusive: anywhere on the stack)", r,
-                       n, total, 1, o->sort);
+            diff_table(out, "functions (inclusive: anywhere on the stack)", &k,
+                       total, 1, o->sort);
     }
-    for (size_t i = 0; i < n; i++)
-        free(r[i].key);
-    free(r);
+    krows_free(&k);
     agg_free(&a[0]);
     agg_free(&a[1]);
     return rc;

@@ -56,17 +56,22 @@ static int cmp_show(const void *x, const void *y)
     return (a->first > b->first) - (a->first < b->first);
 }
 
-/* Median (the lower middle of an even number) and range of row R's times
- * over N runs; SCRATCH has N slots. */
+void evp_runs_reduce(const uint64_t *v, size_t n, uint64_t *scratch,
+                     uint64_t *med, uint64_t *min, uint64_t *max)
+{
+    memcpy(scratch, v, n * sizeof *scratch);
+    qsort(scratch, n, sizeof *scratch, cmp_u64);
+    *min = scratch[0];
+    *max = scratch[n - 1];
+    *med = n % 2
+               ? scratch[n / 2]
+               : scratch[n / 2 - 1] + (scratch[n / 2] - scratch[n / 2 - 1]) / 2;
+}
+
+/* Median and range of row R's times over N runs; SCRATCH has N slots. */
 static void reduce(struct rrow *r, size_t n, uint64_t *scratch)
 {
-    memcpy(scratch, r->total, n * sizeof *scratch);
-    qsort(scratch, n, sizeof *scratch, cmp_u64);
-    r->min = scratch[0];
-    r->max = scratch[n - 1];
-    r->med =
-        n % 2 ? scratch[n / 2]
-              : scratch[n / 2 - 1] + (scratch[n / 2] - scratch[n / 2 - 1]) / 2;
+    evp_runs_reduce(r->total, n, scratch, &r->med, &r->min, &r->max);
 }
 
 static void print_table(FILE *out, const char *title, const char *what,
@@ -203,49 +208,47 @@ static int table(FILE *out, struct evp_trace **t, struct evp_stats *s,
     return rc;
 }
 
+void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
+                          const char *what, int unit)
+{
+    char a[48], b[48], c[48];
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "reading from %s\n", evp_trace_info(t[i])->path);
+    const struct evp_trace_info *in = evp_trace_info(t[0]);
+    fprintf(out, "(showing results in 'summary' format, %zu %s)\n\n", n, what);
+    fputs("python:    ", out);
+    evp_view_python(out, in);
+    putc('\n', out);
+    uint64_t *el = calloc(2 * n, sizeof *el), med, min, max;
+    if (!el)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_trace_info *ti = evp_trace_info(t[i]);
+        uint64_t end = evp_trace_end_ns(t[i]);
+        el[i] = end > ti->start_ns ? end - ti->start_ns : 0;
+    }
+    evp_runs_reduce(el, n, el + n, &med, &min, &max);
+    free(el);
+    fprintf(out, "elapsed:   %s %s [%s - %s]\n",
+            evp_fmt_us(a, sizeof a, med, unit), evp_fmt_unit(unit),
+            evp_fmt_us(b, sizeof b, min, unit),
+            evp_fmt_us(c, sizeof c, max, unit));
+}
+
 int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,
                           const struct evp_summary_opts *o)
 {
     struct evp_stats *s = calloc(n, sizeof *s);
-    uint64_t *el = calloc(n, sizeof *el);
     size_t done = 0;
-    int rc = s && el ? 0 : -ENOMEM;
+    int rc = s ? 0 : -ENOMEM;
     for (; rc == 0 && done < n; done++)
         if ((rc = evp_stats_compute(t[done], &s[done], o->compensate, o->stream,
                                     o->funcs)) < 0)
             break;
     if (rc == 0) {
-        char a[48], b[48], c[48];
-        for (size_t i = 0; i < n; i++)
-            fprintf(out, "reading from %s\n", evp_trace_info(t[i])->path);
-        const struct evp_trace_info *in = evp_trace_info(t[0]);
-        fprintf(out,
-                "(showing results in 'summary' format, %zu runs: counts "
-                "summed, times as median [min - max])\n\n",
-                n);
-        fputs("python:    ", out);
-        evp_esc_term(out, in->executable, strlen(in->executable), 0);
-        if (*in->python_version) {
-            putc(' ', out);
-            evp_esc_term(out, in->python_version, strlen(in->python_version),
-                         0);
-        }
-        putc('\n', out);
-        struct rrow er = {.total = el};
-        for (size_t i = 0; i < n; i++) {
-            const struct evp_trace_info *ti = evp_trace_info(t[i]);
-            uint64_t end = evp_trace_end_ns(t[i]);
-            el[i] = end > ti->start_ns ? end - ti->start_ns : 0;
-        }
-        uint64_t *scratch = malloc(n * sizeof *scratch);
-        if (scratch) {
-            reduce(&er, n, scratch);
-            free(scratch);
-            fprintf(out, "elapsed:   %s %s [%s - %s]\n",
-                    evp_fmt_us(a, sizeof a, er.med, o->ns), evp_fmt_unit(o->ns),
-                    evp_fmt_us(b, sizeof b, er.min, o->ns),
-                    evp_fmt_us(c, sizeof c, er.max, o->ns));
-        }
+        evp_view_runs_header(out, t, n,
+                             "runs: counts summed, times as median [min - max]",
+                             o->ns);
         if (o->compensate)
             fputs("(recorder cost per event subtracted where measured)\n", out);
         fputc('\n', out);
@@ -258,6 +261,5 @@ int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,
     for (size_t i = 0; i < done && s; i++)
         evp_stats_free(&s[i]);
     free(s);
-    free(el);
     return rc;
 }

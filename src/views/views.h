@@ -135,7 +135,22 @@ void evp_lines_close(struct evp_lines *l);
 int evp_lines_present(const struct evp_trace *t);
 /* The line of the op at AT (evp_event.unit) in FUNC; 0 when unknown. */
 uint32_t evp_lines_line(struct evp_lines *l, uint32_t func, uint32_t at);
-/* summary --lines: the hottest lines, with the ops that ran on them. */
+/* "file.py:12" of FUNC's LINE ("?" unknown; a long file cut at its
+ * start to "...", 32 characters), as summary --lines shows it. */
+void evp_lines_where(char *buf, size_t len, const struct evp_trace *t,
+                     uint32_t func, uint32_t line);
+/* Each (function, line, opcode) that the samples of sampled trace T
+ * (stream index STREAM, -1 all) had as their leaf, with the timer
+ * periods they stand for, to FN (stopping at its nonzero return, which
+ * is returned).  A trace without line tables is refused in one line,
+ * -EINVAL. */
+int evp_lines_sampled_each(struct evp_trace *t, long stream,
+                           int (*fn)(void *ctx, uint32_t func, uint32_t line,
+                                     unsigned op, uint64_t periods),
+                           void *ctx);
+/* summary --lines: the hottest lines, with the ops that ran on them
+ * (the first EVP_LINES_SHOWN, then how many more). */
+#define EVP_LINES_SHOWN 25
 int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
                          long stream, int ns);
 
@@ -165,6 +180,19 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
  * the median and [min - max] across the N traces of T. */
 int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,
                           const struct evp_summary_opts *o);
+
+/* The median (the lower middle's and upper middle's mean, rounded down,
+ * of an even number), minimum and maximum of the N values V (N > 0);
+ * SCRATCH has N slots. */
+void evp_runs_reduce(const uint64_t *v, size_t n, uint64_t *scratch,
+                     uint64_t *med, uint64_t *min, uint64_t *max);
+
+/* The head of a summary of the N runs T: a "reading from" line each, the
+ * mode line "(showing results in 'summary' format, N WHAT)", the
+ * first run's interpreter and the runs' elapsed times as median [min -
+ * max] in UNIT (enum evp_unit). */
+void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
+                          const char *what, int unit);
 
 /* ---- diff (diff.c) ------------------------------------------------ */
 struct evp_diff_opts {
@@ -203,6 +231,9 @@ int evp_view_info(struct evp_trace *t, FILE *out);
  * the tree, "" and 11 for the summary; the elapsed time in ns if IN_NS. */
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                      int width, int compensate, int in_ns);
+/* "/usr/bin/python3.12 3.12.0": IN's interpreter and its version (when
+ * known), escaped as the header's values are, no newline. */
+void evp_view_python(FILE *out, const struct evp_trace_info *in);
 /* The per-kind costs the producer measured, kinds of equal cost grouped:
  * "op 41.2 ns; enter, exit 60.3 ns; other kinds 8.5 ns (the recorder
  * alone), measured per event"; returns its length. */
@@ -508,5 +539,23 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
 /* `summary` of a sampled trace (o->lines: evp_view_lines_table). */
 int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
                              const struct evp_summary_opts *o);
+
+/* `summary` of N sampled runs T, laid out as one's: per state, phase,
+ * opcode and function (matched by evp_stats_func_rel_key) the periods
+ * summed, the pooled share of all runs' periods with its 95% Wilson
+ * interval, and the estimated time per run as median and [min - max];
+ * exact counts summed over the runs that recorded them.  Runs sampled
+ * at different rates or clocks are pooled by periods, and a note says
+ * so.  0 or a negative errno. */
+int evp_view_summary_sampled_runs(struct evp_trace **t, size_t n, FILE *out,
+                                  const struct evp_summary_opts *o);
+
+/* `summary --lines` of N sampled runs T (stream index STREAM, -1 all):
+ * the hottest lines, matched by function (evp_stats_func_rel_key) and
+ * line, with their periods summed, pooled share and 95% interval, and
+ * estimated time per run as median [min - max].  0 or a negative errno
+ * (said on stderr). */
+int evp_view_lines_runs(struct evp_trace **t, size_t n, FILE *out, long stream,
+                        int unit);
 
 #endif

@@ -15,7 +15,6 @@
 #include "evalprof/format.h"
 #include "sampgen.h"
 
-#define PERIOD_NS 1000000u
 #define START_NS UINT64_C(1000000000)
 
 enum { F_MAIN = 1, F_WORK, F_HOT, F_COLD };
@@ -105,7 +104,7 @@ static size_t meta_put(uint8_t *p, const char *k, const char *v)
 
 /* A stream's samples: every category's periods as samples of weight 1,
  * but one of 5 and one of 2, shuffled with a fixed seed, then timed. */
-static size_t stream_samples(uint32_t stream, int variant,
+static size_t stream_samples(uint32_t stream, int variant, uint64_t period,
                              struct evp_sample_rec *out)
 {
     size_t n = 0;
@@ -136,7 +135,7 @@ static size_t stream_samples(uint32_t stream, int variant,
     }
     uint64_t ts = START_NS + stream * 1000u;
     for (size_t i = 0; i < n; i++) {
-        ts += (uint64_t)out[i].weight * PERIOD_NS;
+        ts += (uint64_t)out[i].weight * period;
         out[i].ts = ts;
     }
     return n;
@@ -144,7 +143,7 @@ static size_t stream_samples(uint32_t stream, int variant,
 
 int sampgen_write(const char *path, const struct sampgen_opts *opts)
 {
-    static const struct sampgen_opts defaults = {'a', 0, 0, 0};
+    static const struct sampgen_opts defaults = {'a', 0, 0, 0, 0, NULL};
     if (!opts)
         opts = &defaults;
     int variant = opts->variant == 'b';
@@ -169,9 +168,13 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
     k += meta_put(buf + k, "start.ticks", "1000000000");
     k += meta_put(buf + k, "start.clock_ns", "1000000000");
     k += meta_put(buf + k, "start.wall_ns", "1764650000000000000");
-    k += meta_put(buf + k, "sample.clock", "cpu");
-    k += meta_put(buf + k, "sample.rate_hz", "1000");
-    k += meta_put(buf + k, "sample.period_ns", "1000000");
+    uint64_t period = opts->wall ? 250000u : 1000000u;
+    k += meta_put(buf + k, "sample.clock", opts->wall ? "wall" : "cpu");
+    k += meta_put(buf + k, "sample.rate_hz", opts->wall ? "4000" : "1000");
+    k += meta_put(buf + k, "sample.period_ns",
+                  opts->wall ? "250000" : "1000000");
+    if (opts->root)
+        k += meta_put(buf + k, "root.script", opts->root);
     k += meta_put(buf + k, "sample.signal", "SIGPROF");
     k += meta_put(buf + k, "sample.sampler", "timer_create SIGEV_THREAD_ID");
     k += meta_put(buf + k, "sample.max_depth", "128");
@@ -203,9 +206,12 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
         const char *name;
         uint32_t line;
     } funcs[] = {{"main", 1}, {"work", 5}, {"hot", 10}, {"cold", 20}};
+    char file[512];
+    snprintf(file, sizeof file, "%s%sgen.py", opts->root ? opts->root : "",
+             opts->root ? "/" : "");
     k = evp_varint_put(buf, 4);
     for (uint32_t i = 0; i < 4; i++)
-        k += evp_func_entry_put(buf + k, i + 1, funcs[i].name, "gen.py",
+        k += evp_func_entry_put(buf + k, i + 1, funcs[i].name, file,
                                 funcs[i].line);
     rc |= put_chunk(&o, EVP_CHUNK_FUNCS, buf, k);
 
@@ -229,7 +235,7 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
         return -1;
     }
     for (uint32_t stream = 1; stream <= 2; stream++) {
-        size_t n = stream_samples(stream, variant, s);
+        size_t n = stream_samples(stream, variant, period, s);
         uint32_t seq = 0;
         for (size_t i = 0; i < n; i += per) {
             size_t m = n - i < per ? n - i : per;

@@ -22,6 +22,11 @@
  *
  * Variant B moves 200 periods from hot's BINARY_OP_ADD_INT to cold's
  * BINARY_OP: hot 40 %, cold 50 %.
+ *
+ * Either variant can be sampled at 4000 Hz of wall-clock time instead
+ * (the same periods, of 250 us: a quarter of the estimated time), and
+ * have its functions' file under a directory recorded as the script's
+ * root (root.script), as two runs of one program from two checkouts.
  */
 #ifndef EVP_TEST_SAMPGEN_H
 #define EVP_TEST_SAMPGEN_H
@@ -37,6 +42,9 @@ struct sampgen_opts {
                          EVALPROF_COUNTS=1 writes them: BINARY_OP_ADD_INT
                          200,000, BINARY_OP 100,000, LOAD_FAST 2,000,000,
                          STORE_FAST 5 */
+    int wall;         /* 4000 Hz of wall-clock time, not 1000 Hz of CPU */
+    const char *root; /* the functions' directory (root.script); NULL:
+                         "gen.py", no root */
 };
 
 /* Write the trace to PATH.  Returns 0 or -1 (errno set). */
