@@ -7,7 +7,8 @@
 #   make demo       trace the bundled example workload and show the reports
 #   make bench      run the benchmarks (figures beside same-run baselines)
 #   make cpython    build instrumented CPython (CPYTHON=3.13|3.11, CPYTHON_SRC=DIR)
-#   make asan       the sanitizer runs alone (ASan+UBSan suites, TSan recorder)
+#   make asan       the sanitizer runs alone (ASan+UBSan suites, TSan recorder,
+#                   the sampled mode's stress test under both)
 #   make fuzz       build the libFuzzer targets and run each for a while
 #   make install    install into PREFIX (default /usr/local; DESTDIR=DIR
 #                   stages it there): the binary, the Python package for

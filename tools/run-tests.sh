@@ -8,7 +8,8 @@
 # 2. Runs the Meson test suites (unit, golden, damage, e2e-*, ...).
 # 3. Without extra arguments (and unless EVP_SANITIZE=0), runs the suites
 #    again under AddressSanitizer+UBSan and the recorder's concurrency
-#    test under ThreadSanitizer, in build-asan and build-tsan
+#    test under ThreadSanitizer, in build-asan and build-tsan, and in both
+#    the sampled mode's stress test in stock interpreters
 #    (tools/sanitize-tests.sh).
 # 4. Prints the skipped tests with their reasons, then the closing line
 #    "N passed, N failed" that CI reads, over every run (skipped are

@@ -7,12 +7,17 @@
 #               flame graphs' and perf's (flame, golden-flame, perf)
 #   build-tsan  ThreadSanitizer; only the recorder's concurrency tests
 #               (suite threads: events and samples)
+#   both        the sampled mode's stress test in stock interpreters, the
+#               extension and the recorder instrumented (suite
+#               sanitize-modeb, tests/e2e/modeb/meson.build)
 #   build-fuzz  each libFuzzer target (clang) for FUZZ_SECONDS (20) from a
 #               copy of its corpus, which keeps what it learns
 #               (tests/fuzz/run.sh); skipped, saying why, without clang's
 #               libFuzzer
 #
-# Each directory is set up once and then rebuilt incrementally.  Its old
+# Each directory is set up once and then rebuilt incrementally (set up
+# again when the options below changed: DIR/sanitize-setup has those it
+# was set up with).  Its old
 # testlog.json is removed first, so that a directory that cannot be built
 # leaves no log, which tools/test-summary.py counts as a failure.  When a
 # sanitizer cannot run on this machine at all (a probe program fails), its
@@ -81,10 +86,15 @@ run() {
     while [ $# -gt 0 ] && [ "$1" != -- ]; do targets="$targets $1"; shift; done
     shift
     rm -f "$dir/meson-logs/testlog.json"
-    if [ ! -f "$dir/build.ninja" ]; then
+    again=""
+    if [ -f "$dir/build.ninja" ] &&
+        [ "$(cat "$dir/sanitize-setup" 2>/dev/null)" != "$setup" ]; then
+        again=--reconfigure
+    fi
+    if [ ! -f "$dir/build.ninja" ] || [ -n "$again" ]; then
         log=$(mktemp)
         # shellcheck disable=SC2086
-        if ! meson setup "$dir" $setup >"$log" 2>&1; then
+        if ! meson setup $again "$dir" $setup >"$log" 2>&1; then
             echo "== $dir: meson setup failed:"
             tail -n 5 "$log"
             rm -f "$log"
@@ -92,6 +102,7 @@ run() {
             return
         fi
         rm -f "$log"
+        printf '%s\n' "$setup" >"$dir/sanitize-setup"
     fi
     # shellcheck disable=SC2086
     if ! ninja -C "$dir" $targets >"$dir/build.log" 2>&1; then
@@ -173,12 +184,13 @@ for s in $which; do
             continue
         fi
         run build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-            -Dbuildtype=debug -Dpython_ext=disabled -- -- \
+            -Dbuildtype=debug -Dpython_ext=auto -- -- \
             --suite unit --suite golden --suite damage --suite fuzz-corpus \
-            --suite threads --suite flame --suite golden-flame --suite perf
+            --suite threads --suite flame --suite golden-flame --suite perf \
+            --suite sanitize-modeb
         ;;
     tsan)
-        echo "== build-tsan: ThreadSanitizer (the recorder)"
+        echo "== build-tsan: ThreadSanitizer (the recorder, the sampled mode in a stock interpreter)"
         why=$(probe -fsanitize=thread)
         if [ -n "$why" ]; then
             echo "   skipped: $why"
@@ -186,9 +198,9 @@ for s in $which; do
             continue
         fi
         run build-tsan -Db_sanitize=thread -Dbuildtype=debug \
-            -Dpython_ext=disabled -- tests/threads/recorder_threads \
-            tests/threads/replay_threads tests/threads/sample_threads -- \
-            --suite threads
+            -Dpython_ext=auto -- tests/threads/recorder_threads \
+            tests/threads/replay_threads tests/threads/sample_threads \
+            sanitize-modeb -- --suite threads --suite sanitize-modeb
         ;;
     fuzz)
         fuzz

@@ -1368,7 +1368,10 @@ static int start_file(const char *path, int deferred);
 static void fork_child(void)
 {
     evp_rec_sample_fork_child_();
-    pthread_mutex_init(&S.mu, NULL);
+    /* fork_prepare's lock, taken by this thread: released, not
+     * initialised again (which POSIX leaves undefined for a locked
+     * mutex, and ThreadSanitizer takes for a mutex still held) */
+    pthread_mutex_unlock(&S.mu);
     pthread_cond_init(&S.wake, NULL);
     pthread_cond_init(&S.room, NULL);
     pthread_cond_init(&S.flushed, NULL);

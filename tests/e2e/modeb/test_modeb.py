@@ -39,8 +39,46 @@ PKG = os.path.join(BUILD, "python")
 VERSION = sys.version_info[:2]
 
 
+# A sanitizer build's run (tests/e2e/modeb/meson.build, suite
+# sanitize-modeb): the extension and the recorder are instrumented with
+# EVP_SANITIZER ("address,undefined" or "thread"), the interpreter is not.
+SANITIZER = os.environ.get("EVP_SANITIZER", "")
+TSAN_SUPPRESSIONS = os.path.join(HERE, "tsan.supp")
+
+
 def prog(name):
     return os.path.join(PROGS, name)
+
+
+def sanitizer_env():
+    """What a traced run needs in a sanitizer build: the sanitizer's
+    runtime preloaded (it must come before every instrumented object) and
+    options that make any report end the run with an error: abort_on_error
+    kills it with SIGABRT, so that the program's own exit status cannot
+    hide a report.  The interpreter's leaks are its own (detect_leaks=0);
+    evalprof's recorder is checked for leaks by the C tests.  Under TSan a
+    forked child of the multi-threaded traced process (the recorder's
+    writer thread runs) starts a writer of its own when it follows the
+    fork: TSan refuses new threads in such a child unless die_after_fork=0;
+    the child then runs checked as any other (TSan's own locks are taken
+    around fork, so that its state in the child is whole).  TSan's own
+    background thread, started with the process's second thread, is still
+    there when the recorder's writer has stopped for a fork: CPython 3.12+
+    counts it and warns that the process is multi-threaded, a warning the
+    uninstrumented run does not give, which is ignored here."""
+    if not SANITIZER:
+        return {}
+    e = {"LD_PRELOAD": os.environ["EVP_SANITIZER_RUNTIME"]}
+    common = "halt_on_error=1:abort_on_error=1:print_summary=1"
+    if "address" in SANITIZER:
+        e["ASAN_OPTIONS"] = common + ":detect_leaks=0"
+    if "undefined" in SANITIZER:
+        e["UBSAN_OPTIONS"] = common + ":print_stacktrace=1"
+    if "thread" in SANITIZER:
+        e["TSAN_OPTIONS"] = (common + ":die_after_fork=0:suppressions="
+                             + TSAN_SUPPRESSIONS)
+        e["PYTHONWARNINGS"] = "ignore:This process:DeprecationWarning"
+    return e
 
 
 def env(extra=None, pythonpath=True):
@@ -75,7 +113,7 @@ class Case(unittest.TestCase):
         trace = self.path(out)
         p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace] +
                            list(opts) + list(args), capture_output=True,
-                           text=True, env=env(), cwd=self.tmp,
+                           text=True, env=env(sanitizer_env()), cwd=self.tmp,
                            timeout=timeout, **kw)
         if check and p.returncode != 0:
             self.fail("traced run failed (%d):\n%s%s"
@@ -1663,6 +1701,10 @@ class Sampled(Case):
         self.assertGreater(periods - samples, 400, streams)
 
     def test_stress_20khz(self):
+        # Also the sanitizer builds' test (suite sanitize-modeb): the same
+        # run and checks with the sanitizer's runtime preloaded, where a
+        # report aborts the run.  Under TSan the forks are made and
+        # followed too (die_after_fork=0: sanitizer_env says why).
         script = prog("sample_stress.py")
         plain = self.plain([script], timeout=300)
         p, trace = self.sampled([script], opts=[
