@@ -1536,7 +1536,10 @@ class Sampled(Case):
         # a single busy thread: it holds the GIL, and the eval function
         # (found, with its .cold part) runs part of the time
         where = table(self.summary(trace), "where")
-        self.assertLess(where["no GIL"], 5.0, where)
+        no_gil = sum(where[k] for k in ("waiting for the GIL",
+                                        "no GIL, in a system call",
+                                        "no GIL, not blocked"))
+        self.assertLess(no_gil, 5.0, where)
         self.assertGreater(where["in the eval loop"], 5.0, where)
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
