@@ -250,6 +250,15 @@ int evp_rec_sample_thread_start(const char *name);
 void evp_rec_sample_thread_stop(void);
 
 /*
+ * The calling thread (sampled): its GIL's words are [LOCK, LOCK + SIZE)
+ * (LOCK NULL: none).  With the wall clock's sampler thread, a sample
+ * taken on behalf of the thread while it is blocked in a futex wait on
+ * one of them is flagged EVP_SAMPLE_GIL_WAIT, any other call
+ * EVP_SAMPLE_SYSCALL.  Returns 0, or -ENOTCONN when it is not sampled.
+ */
+int evp_rec_sample_thread_gil(const void *lock, size_t size);
+
+/*
  * In the handler (async-signal-safe: no lock, no allocation, no system
  * call).  Key a function for the calling thread: KEY (>= 1) names it in
  * this thread's later samples until it is keyed again.  NAME, FILE are
