@@ -323,6 +323,8 @@ static struct {
     pthread_t ticker;
     int has_ticker;
     int ticker_stop;    /* (atomic) */
+    int ticker_paused;  /* around a fork */
+    int ticker_tid;     /* (atomic) */
     uint64_t ticks;     /* the sampler thread's ticks so far */
     uint64_t budget_ns; /* CPU a blocked thread may use between samples */
     pid_t pid;
@@ -983,7 +985,10 @@ static void tick_thread(struct sthread *st)
 static void *ticker_main(void *arg)
 {
     (void)arg;
-    uint64_t t0 = evp_clock_mono_ns(), ticks = 0;
+    __atomic_store_n(&G.ticker_tid, evp_rec_gettid_(), __ATOMIC_RELAXED);
+    pthread_mutex_lock(&G.mu);
+    uint64_t ticks = G.ticks, t0 = evp_clock_mono_ns() - ticks * G.period_ns;
+    pthread_mutex_unlock(&G.mu);
     while (!__atomic_load_n(&G.ticker_stop, __ATOMIC_ACQUIRE)) {
         uint64_t next = t0 + (ticks + 1) * G.period_ns;
         struct timespec ts = {(time_t)(next / 1000000000u),
@@ -1004,6 +1009,53 @@ static void *ticker_main(void *arg)
         pthread_mutex_unlock(&G.mu);
     }
     return NULL;
+}
+
+/* Start the sampler thread (G.mu held), every signal blocked in it. */
+static int ticker_start(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    __atomic_store_n(&G.ticker_stop, 0, __ATOMIC_RELEASE);
+    int rc = pthread_create(&G.ticker, NULL, ticker_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    G.has_ticker = rc == 0;
+    return -rc;
+}
+
+void evp_rec_sample_ticker_pause_(void)
+{
+    pthread_mutex_lock(&G.mu);
+    if (!G.has_ticker) {
+        pthread_mutex_unlock(&G.mu);
+        return;
+    }
+    pthread_t th = G.ticker;
+    G.has_ticker = 0;
+    G.ticker_paused = 1;
+    __atomic_store_n(&G.ticker_stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&G.mu);
+    pthread_join(th, NULL);
+    char task[64];
+    snprintf(task, sizeof task, "/proc/self/task/%d",
+             __atomic_load_n(&G.ticker_tid, __ATOMIC_RELAXED));
+    for (int i = 0; i < 2000 && access(task, F_OK) == 0; i++) {
+        struct timespec pause = {0, 10000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+int evp_rec_sample_ticker_resume_(void)
+{
+    int rc = 0;
+    pthread_mutex_lock(&G.mu);
+    if (G.ticker_paused && G.running && !G.has_ticker &&
+        !__atomic_load_n(&G.stopping, __ATOMIC_RELAXED))
+        rc = ticker_start();
+    G.ticker_paused = 0;
+    pthread_mutex_unlock(&G.mu);
+    return rc;
 }
 
 /* ---- the sampler --------------------------------------------------------- */
@@ -1076,20 +1128,14 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
             G.stacks = 0;
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
+    G.ticker_paused = 0;
     if (G.use_ticker) {
-        /* Every signal blocked in the sampler thread: none is its. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        __atomic_store_n(&G.ticker_stop, 0, __ATOMIC_RELEASE);
-        int rc = pthread_create(&G.ticker, NULL, ticker_main, NULL);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        int rc = ticker_start();
         if (rc != 0) {
             sigaction(c.signo, &G.old, NULL);
             pthread_mutex_unlock(&G.mu);
-            return -rc;
+            return rc;
         }
-        G.has_ticker = 1;
     }
     G.running = 1;
     G.used = 1;
@@ -1592,7 +1638,7 @@ void evp_rec_sample_fork_child_(void)
         if (__atomic_load_n(&st->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
             st->sys_fd >= 0)
             close(st->sys_fd);
-    G.has_ticker = 0; /* (not the child's) */
+    G.has_ticker = G.ticker_paused = 0; /* (not the child's) */
     G.running = 0;
     G.used = 0;
     G.poll_ms = 0;
