@@ -196,6 +196,10 @@ void evp_rec_set_enabled(uint64_t kinds);
  *
  * The signal is a real-time one (SIGRTMIN + 4 unless cfg->signo), so
  * that a program's own SIGPROF, setitimer() and SIGALRM are untouched.
+ * The wall clock's signal comes from a sampler thread of the recorder,
+ * which does not interrupt a thread that stays blocked in a call: it
+ * stores a sample on the thread's behalf, with the stack the thread's
+ * handler last stored (sample.sampler; src/recorder/sample.c).
  */
 /* The default rate: one signal costs this kind of machine (a VM) 25-75
  * µs, timer interrupt and delivery, whoever handles it, so 4 kHz cost

@@ -34,6 +34,31 @@
  * a blocked signal's periods are still counted), and the POSIX CPU-time timer
  * only where perf events are refused (sample.sampler says which).
  *
+ * The wall clock's sampler thread.  A timer's signal interrupts a
+ * blocked call, and CPython takes the GIL back to check for signals
+ * before it blocks again: a blocked thread then waits for the GIL at
+ * every sample.  So, unless EVALPROF_SAMPLE_WALL=timer, the wall clock
+ * is a thread of the recorder (ticker_main) that ticks every period on
+ * absolute CLOCK_MONOTONIC deadlines, owes each sampled thread the
+ * periods since its last tick (a late tick counts those it missed) and
+ * looks at it: /proc/self/task/TID/syscall ("running", or the call's
+ * number and arguments), read with pread on a descriptor kept open, and
+ * the thread's CPU clock.  A thread running, past its CPU budget since
+ * its handler last sampled it (a tenth of a period, at least 100 us:
+ * more than CPython's wake-up and signal check cost a blocked thread, so
+ * that one signal does not call for the next), or whose last sample held
+ * the GIL, is sent the signal (rt_tgsigqueueinfo, SI_QUEUE, the struct
+ * as its value), and its handler takes every period owed as its weight.
+ * Any other is sampled on its behalf: the stack, unit and state its
+ * handler last stored (kept by evp_rec_sample_put; a function keyed
+ * since voids the copy), flagged GIL_WAIT for a futex on the thread's GIL
+ * (evp_rec_sample_thread_gil) or SYSCALL.  The ring stays single
+ * producer: the sampler thread writes one only while no signal to its
+ * thread is in flight (sent == done; the handler sets done when
+ * finished), under G.mu, and a per-ring flag (producer) turns any
+ * overlap that a stray signal could make into a dropped sample.  It is
+ * paused around a fork, as the writer is (CPython 3.12+ counts threads).
+ *
  * The handler calls the producer's on_sample, which walks the thread's
  * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
  * Those are async-signal-safe: no lock, no allocation, no system call;

@@ -471,8 +471,20 @@ static void sampled_header(FILE *out, const struct evp_trace *t,
             "interval covers the sampling error only, not the sampler's "
             "bias (where its signals land)\n",
             "estimate:", evp_num_group(c1, sizeof c1, a->total));
-    if (!strcmp(in->sample_clock, "wall") &&
+    const char *sampler = evp_trace_meta(t, "sample.sampler");
+    int ticker = sampler && !strncmp(sampler, "sampler thread", 14);
+    if (!strcmp(in->sample_clock, "wall") && ticker &&
         (a->cat[EVP_SCAT_GIL_WAIT] || a->cat[EVP_SCAT_SYSCALL]))
+        fprintf(out,
+                "%-11sa thread that stays blocked is sampled without being "
+                "interrupted; one that ran past a CPU budget while blocked "
+                "is interrupted once, and CPython then takes the GIL again "
+                "before it blocks again: its \"waiting for the GIL\" "
+                "share can be a few points above what it is untraced "
+                "(README, \"Sampled mode\")\n",
+                "bias:");
+    else if (!strcmp(in->sample_clock, "wall") &&
+             (a->cat[EVP_SCAT_GIL_WAIT] || a->cat[EVP_SCAT_SYSCALL]))
         fprintf(out,
                 "%-11swith the wall clock a sample interrupts a blocked "
                 "call (sleep, lock, I/O), and CPython takes the GIL again "
