@@ -908,7 +908,11 @@ _PyEvalprof_SampleThread(PyThreadState *tstate)
     s->walker = w;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     s->tstate = tstate;
-    evp_rec_sample_thread_start(_Py_IsMainThread() ? "main" : NULL);
+    if (evp_rec_sample_thread_start(_Py_IsMainThread() ? "main" : NULL) == 0) {
+        size_t size;
+        const void *gil = evp_gil_lock(tstate, &size);
+        evp_rec_sample_thread_gil(gil, size);
+    }
 }
 
 void

@@ -196,6 +196,10 @@ void evp_rec_set_enabled(uint64_t kinds);
  *
  * The signal is a real-time one (SIGRTMIN + 4 unless cfg->signo), so
  * that a program's own SIGPROF, setitimer() and SIGALRM are untouched.
+ * The wall clock's signal comes from a sampler thread of the recorder,
+ * which does not interrupt a thread that stays blocked in a call: it
+ * stores a sample on the thread's behalf, with the stack the thread's
+ * handler last stored (sample.sampler; src/recorder/sample.c).
  */
 /* The default rate: one signal costs this kind of machine (a VM) 25-75
  * µs, timer interrupt and delivery, whoever handles it, so 4 kHz cost
@@ -248,6 +252,15 @@ void evp_rec_sampler_stop(void);
  */
 int evp_rec_sample_thread_start(const char *name);
 void evp_rec_sample_thread_stop(void);
+
+/*
+ * The calling thread (sampled): its GIL's words are [LOCK, LOCK + SIZE)
+ * (LOCK NULL: none).  With the wall clock's sampler thread, a sample
+ * taken on behalf of the thread while it is blocked in a futex wait on
+ * one of them is flagged EVP_SAMPLE_GIL_WAIT, any other call
+ * EVP_SAMPLE_SYSCALL.  Returns 0, or -ENOTCONN when it is not sampled.
+ */
+int evp_rec_sample_thread_gil(const void *lock, size_t size);
 
 /*
  * In the handler (async-signal-safe: no lock, no allocation, no system

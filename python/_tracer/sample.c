@@ -673,6 +673,9 @@ thread_begin(PyThreadState *ts, const char *name)
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
     }
+    size_t gil_size;
+    const void *gil = evp_sample_gil_lock(ts, &gil_size);
+    evp_rec_sample_thread_gil(gil, gil_size);
     return 0;
 }
 

@@ -788,6 +788,7 @@ static int writer_paused;
 
 int evp_rec_writer_pause(void)
 {
+    evp_rec_sample_ticker_pause_(); /* the wall clock's sampler thread too */
     pthread_mutex_lock(&S.mu);
     if (!S.writer_running) {
         pthread_mutex_unlock(&S.mu);
@@ -817,7 +818,8 @@ int evp_rec_writer_resume(void)
         rc = writer_start();
     writer_paused = 0;
     pthread_mutex_unlock(&S.mu);
-    return rc;
+    int trc = evp_rec_sample_ticker_resume_();
+    return rc ? rc : trc;
 }
 
 /* ---- threads ---------------------------------------------------------- */

@@ -34,6 +34,31 @@
  * a blocked signal's periods are still counted), and the POSIX CPU-time timer
  * only where perf events are refused (sample.sampler says which).
  *
+ * The wall clock's sampler thread.  A timer's signal interrupts a
+ * blocked call, and CPython takes the GIL back to check for signals
+ * before it blocks again: a blocked thread then waits for the GIL at
+ * every sample.  So, unless EVALPROF_SAMPLE_WALL=timer, the wall clock
+ * is a thread of the recorder (ticker_main) that ticks every period on
+ * absolute CLOCK_MONOTONIC deadlines, owes each sampled thread the
+ * periods since its last tick (a late tick counts those it missed) and
+ * looks at it: /proc/self/task/TID/syscall ("running", or the call's
+ * number and arguments), read with pread on a descriptor kept open, and
+ * the thread's CPU clock.  A thread running, past its CPU budget since
+ * its handler last sampled it (a tenth of a period, at least 100 us:
+ * more than CPython's wake-up and signal check cost a blocked thread, so
+ * that one signal does not call for the next), or whose last sample held
+ * the GIL, is sent the signal (rt_tgsigqueueinfo, SI_QUEUE, the struct
+ * as its value), and its handler takes every period owed as its weight.
+ * Any other is sampled on its behalf: the stack, unit and state its
+ * handler last stored (kept by evp_rec_sample_put; a function keyed
+ * since voids the copy), flagged GIL_WAIT for a futex on the thread's GIL
+ * (evp_rec_sample_thread_gil) or SYSCALL.  The ring stays single
+ * producer: the sampler thread writes one only while no signal to its
+ * thread is in flight (sent == done; the handler sets done when
+ * finished), under G.mu, and a per-ring flag (producer) turns any
+ * overlap that a stray signal could make into a dropped sample.  It is
+ * paused around a fork, as the writer is (CPython 3.12+ counts threads).
+ *
  * The handler calls the producer's on_sample, which walks the thread's
  * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
  * Those are async-signal-safe: no lock, no allocation, no system call;
@@ -123,7 +148,8 @@
 #define MAX_NAME 4096u         /* longer names and files are cut */
 #define MAX_LINETABLE (1u << 20)
 #define LOST_MAX 16
-#define CHUNK_SAMPLES 65536u /* samples per SAMPLES chunk at most */
+#define CHUNK_SAMPLES 65536u  /* samples per SAMPLES chunk at most */
+#define BUDGET_MIN_NS 100000u /* the wall clock's CPU budget, at least */
 
 /* ---- the ring ----------------------------------------------------------- */
 
@@ -260,6 +286,23 @@ struct sthread {
     uint64_t periods_told; /* the perf event's periods already sampled */
     uint64_t cpu_base;     /* the thread's CPU ns when it started */
     uint32_t stream;
+    /* the wall clock's sampler thread (ticker_main) */
+    int sys_fd;       /* /proc/self/task/TID/syscall, or -1 */
+    clockid_t cpu_id; /* the thread's CPU clock */
+    int has_cpu_id;
+    uintptr_t gil_lo;       /* the thread's GIL words (atomic) */
+    size_t gil_size;        /* (atomic) */
+    uint64_t ticks_seen;    /* the sampler's ticks already owed (ticker) */
+    uint64_t owed;          /* periods not sampled yet (atomic) */
+    uint64_t sent, done;    /* signals sent (ticker), handled (atomic) */
+    uint64_t cpu_at_sample; /* CPU ns at the handler's last sample */
+    int producer;           /* the ring is being written (atomic) */
+    /* the handler's last sample, copied by evp_rec_sample_put */
+    int last_ok; /* 0 after a key changed meaning (evp_rec_sample_func) */
+    uint32_t last_state, last_unit1;
+    unsigned last_depth;
+    uint32_t *last_keys;
+    unsigned last_cap;
     /* writer side */
     uint64_t dropped_told; /* ring.dropped already in a chunk's prefix */
     uint64_t unbatched;    /* samples the writer had no memory for */
@@ -300,7 +343,16 @@ static struct {
     uint64_t period_ns;
     uint64_t ring_bytes;
     int signo;
-    int use_perf; /* CPU clock through perf_event_open */
+    int use_perf;   /* CPU clock through perf_event_open */
+    int use_ticker; /* wall clock through the sampler thread */
+    pthread_t ticker;
+    int has_ticker;
+    int ticker_stop;    /* (atomic) */
+    int ticker_paused;  /* around a fork */
+    int ticker_tid;     /* (atomic) */
+    uint64_t ticks;     /* the sampler thread's ticks so far */
+    uint64_t budget_ns; /* CPU a blocked thread may use between samples */
+    pid_t pid;
     struct sigaction old;
     struct sthread *threads;
     pthread_key_t exit_key;
@@ -362,6 +414,14 @@ static int perf_open(int signo, uint64_t period_ns)
     return -1;
 }
 
+/* The wall clock through the sampler thread, unless
+ * EVALPROF_SAMPLE_WALL=timer asks for each thread's own timer. */
+static int wall_ticker_wanted(void)
+{
+    const char *e = getenv("EVALPROF_SAMPLE_WALL");
+    return !(e && strcmp(e, "timer") == 0);
+}
+
 /* Can this process sample CPU time through perf?  EVALPROF_SAMPLE_TIMER
  * =posix says no (the POSIX CPU-time timer instead). */
 static int perf_usable(int signo, uint64_t period_ns)
@@ -387,6 +447,9 @@ static void clock_stop(struct sthread *st)
         close(st->perf_fd);
     }
     st->perf_fd = -1;
+    if (st->sys_fd >= 0)
+        close(st->sys_fd);
+    st->sys_fd = -1;
 }
 
 /* ---- in the handler ------------------------------------------------------ */
@@ -455,15 +518,34 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         st && si && si->si_code == SI_TIMER && si->si_value.sival_ptr == st;
     int perf = st && si && st->perf_fd >= 0 && si->si_fd == st->perf_fd &&
                (si->si_code == POLL_IN || si->si_code == POLL_HUP);
-    if ((timer || perf) && (st = enter()) != NULL) {
+    int tick = st && si && si->si_code == SI_QUEUE &&
+               si->si_value.sival_ptr == st && si->si_pid == G.pid;
+    if ((timer || perf || tick) && (st = enter()) != NULL) {
         uint32_t weight = 1;
-        if (perf)
+        if (perf) {
             weight = perf_weight(st);
-        else if (si->si_overrun > 0)
+        } else if (tick) {
+            uint64_t w = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
+            weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+        } else if (si->si_overrun > 0) {
             weight += (uint32_t)si->si_overrun;
+        }
         if (weight > 1)
             bump(&st->ring.missed, weight - 1u);
-        G.cfg.on_sample(uc, weight);
+        if (weight)
+            G.cfg.on_sample(uc, weight);
+        if (tick) {
+            struct timespec ts;
+            if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+                __atomic_store_n(&st->cpu_at_sample,
+                                 (uint64_t)ts.tv_sec * 1000000000u +
+                                     (uint64_t)ts.tv_nsec,
+                                 __ATOMIC_RELAXED);
+            /* The sampler thread may write for this thread from here. */
+            __atomic_store_n(&st->done,
+                             __atomic_load_n(&st->sent, __ATOMIC_ACQUIRE),
+                             __ATOMIC_RELEASE);
+        }
         leave(st);
     }
     errno = saved;
@@ -492,6 +574,11 @@ int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
         ltlen = 0;
     if (!ltlen)
         lt_format = EVP_LT_NONE;
+    if (__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
+        leave(st); /* (the sampler thread writes: cannot happen) */
+        return -EBUSY;
+    }
+    st->last_ok = 0; /* its keys may name other functions now */
     uint64_t at;
     uint32_t len = pad8(HDR + FUNC_FIXED + namelen + filelen + ltlen);
     int ok = ring_flush_lost(r);
@@ -503,6 +590,7 @@ int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
     }
     if (!ok || !ring_reserve(r, len, &at)) {
         ring_lose_key(r, key);
+        __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
         leave(st);
         return -ENOSPC;
     }
@@ -518,28 +606,21 @@ int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
     p += filelen;
     ring_copy_in(r, p, linetable, ltlen);
     ring_commit(r, at, len);
+    __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
     leave(st);
     return 0;
 }
 
-int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
-                       uint32_t weight, const uint32_t *keys, unsigned depth)
+/* One sample into ST's ring, its producer lock held. */
+static int ring_put_sample(struct sthread *st, uint64_t ts, uint32_t state,
+                           uint32_t unit1, uint32_t weight,
+                           const uint32_t *keys, unsigned depth)
 {
-    struct sthread *st = enter();
-    if (!st)
-        return -ENOTCONN;
     struct ring *r = &st->ring;
-    if (depth > G.cfg.max_depth) {
-        depth = G.cfg.max_depth; /* keys are leaf first: the root is cut */
-        state |= EVP_SAMPLE_TRUNCATED;
-    }
-    if (!keys)
-        depth = 0;
     uint32_t len = pad8(HDR + SAMPLE_FIXED + 4u * depth);
     uint64_t at;
     if (!ring_flush_lost(r) || !ring_reserve(r, len, &at)) {
         bump(&r->dropped, 1);
-        leave(st);
         return -ENOSPC;
     }
     struct {
@@ -551,8 +632,39 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
     ring_copy_in(r, at + HDR + SAMPLE_FIXED, keys, 4u * depth);
     ring_commit(r, at, len);
     bump(&r->samples, 1);
-    leave(st);
     return 0;
+}
+
+int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
+                       uint32_t weight, const uint32_t *keys, unsigned depth)
+{
+    struct sthread *st = enter();
+    if (!st)
+        return -ENOTCONN;
+    if (depth > G.cfg.max_depth) {
+        depth = G.cfg.max_depth; /* keys are leaf first: the root is cut */
+        state |= EVP_SAMPLE_TRUNCATED;
+    }
+    if (!keys)
+        depth = 0;
+    if (__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
+        bump(&st->ring.dropped, 1); /* (the sampler thread writes) */
+        leave(st);
+        return -ENOSPC;
+    }
+    int rc = ring_put_sample(st, ts, state, unit1, weight, keys, depth);
+    /* What the sampler thread repeats while the thread stays blocked. */
+    if (st->last_keys && depth <= st->last_cap) {
+        if (depth)
+            memcpy(st->last_keys, keys, 4u * depth);
+        st->last_depth = depth;
+        st->last_state = state;
+        st->last_unit1 = unit1;
+        st->last_ok = 1;
+    }
+    __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
+    leave(st);
+    return rc;
 }
 
 uint32_t evp_rec_sample_blocked(const void *ucontext, const void *lock,
@@ -681,7 +793,32 @@ int evp_rec_sample_thread_start(const char *name)
 
     st->perf_fd = -1;
     st->periods_told = 0;
-    if (G.use_perf) {
+    st->sys_fd = -1;
+    if (G.use_ticker) {
+        if (st->last_cap < G.cfg.max_depth) {
+            uint32_t *k = realloc(st->last_keys, 4u * G.cfg.max_depth);
+            if (k) {
+                st->last_keys = k;
+                st->last_cap = G.cfg.max_depth;
+            }
+        }
+        st->last_ok = 0;
+        char sys[64];
+        snprintf(sys, sizeof sys, "/proc/self/task/%d/syscall", st->tid);
+        st->sys_fd = open(sys, O_RDONLY | O_CLOEXEC);
+        st->has_cpu_id =
+            pthread_getcpuclockid(pthread_self(), &st->cpu_id) == 0;
+        __atomic_store_n(&st->gil_lo, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&st->gil_size, 0, __ATOMIC_RELAXED);
+        st->ticks_seen = G.ticks;
+        st->owed = 0;
+        st->sent = st->done = 0;
+        st->cpu_at_sample = 0;
+        st->producer = 0;
+    }
+    if (G.use_ticker) {
+        /* the sampler thread signals it */
+    } else if (G.use_perf) {
         if ((st->perf_fd = perf_open(G.signo, G.period_ns)) < 0)
             rc = -EPERM;
     } else {
@@ -700,6 +837,9 @@ int evp_rec_sample_thread_start(const char *name)
     }
     if (rc) {
         st->ring.buf = NULL;
+        if (st->sys_fd >= 0)
+            close(st->sys_fd);
+        st->sys_fd = -1;
         __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&G.mu);
         munmap(buf, bytes);
@@ -717,6 +857,11 @@ int evp_rec_sample_thread_start(const char *name)
                 : 0;
         ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
         ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+        G.threads_started++;
+        pthread_mutex_unlock(&G.mu);
+        return 0;
+    }
+    if (G.use_ticker) {
         G.threads_started++;
         pthread_mutex_unlock(&G.mu);
         return 0;
@@ -759,6 +904,183 @@ void evp_rec_sample_thread_stop(void)
         __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&G.mu);
+}
+
+int evp_rec_sample_thread_gil(const void *lock, size_t size)
+{
+    struct sthread *st = sample_tls;
+    if (!st || st->owner != (void *)&sample_tls)
+        return -ENOTCONN;
+    __atomic_store_n(&st->gil_size, lock ? size : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&st->gil_lo, (uintptr_t)lock, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* ---- the wall clock's sampler thread --------------------------------------
+ */
+
+/*
+ * What /proc/self/task/TID/syscall says of ST: 1 blocked in system call
+ * *NR whose first argument is *ARG, 0 running (or not in a call, or it
+ * cannot be told).
+ */
+static int thread_blocked(const struct sthread *st, long *nr, uintptr_t *arg)
+{
+    char buf[256];
+    if (st->sys_fd < 0)
+        return 0;
+    ssize_t n = pread(st->sys_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *end;
+    long v = strtol(buf, &end, 10);
+    if (end == buf || v < 0) /* "running", or "-1 SP PC": no call */
+        return 0;
+    *nr = v;
+    *arg = (uintptr_t)strtoull(end, NULL, 16);
+    return 1;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0)
+        return UINT64_MAX;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One tick for ST (G.mu held): owe it the periods since its last tick,
+ * then sample it on its behalf or signal it. */
+static void tick_thread(struct sthread *st)
+{
+    uint64_t n = G.ticks - st->ticks_seen;
+    st->ticks_seen = G.ticks;
+    if (!n || !st->ring.buf)
+        return;
+    __atomic_add_fetch(&st->owed, n, __ATOMIC_ACQ_REL);
+    uint64_t sent = st->sent;
+    if (__atomic_load_n(&st->done, __ATOMIC_ACQUIRE) != sent)
+        return; /* in flight: its handler takes the periods owed */
+    long nr;
+    uintptr_t arg;
+    if (st->last_ok && (st->last_state & EVP_SAMPLE_NO_GIL) &&
+        thread_blocked(st, &nr, &arg) && st->has_cpu_id) {
+        uint64_t cpu = clock_ns(st->cpu_id);
+        uint64_t at = __atomic_load_n(&st->cpu_at_sample, __ATOMIC_RELAXED);
+        if (cpu != UINT64_MAX && cpu - at <= G.budget_ns &&
+            !__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
+            uintptr_t lo = __atomic_load_n(&st->gil_lo, __ATOMIC_RELAXED);
+            size_t size = __atomic_load_n(&st->gil_size, __ATOMIC_RELAXED);
+            uint32_t state =
+                st->last_state & ~(EVP_SAMPLE_GIL_WAIT | EVP_SAMPLE_SYSCALL |
+                                   EVP_SAMPLE_IN_EVAL);
+            if (G.cfg.tells_blocked)
+                state |= lo && nr == SYS_futex && arg - lo < size
+                             ? EVP_SAMPLE_GIL_WAIT
+                             : EVP_SAMPLE_SYSCALL;
+            uint64_t w = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
+            uint32_t weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+            if (weight > 1)
+                bump(&st->ring.missed, weight - 1u);
+            if (weight)
+                ring_put_sample(st, evp_rec_now(), state, st->last_unit1,
+                                weight, st->last_keys, st->last_depth);
+            __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
+            return;
+        }
+    }
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = G.signo;
+    si.si_code = SI_QUEUE;
+    si.si_pid = G.pid;
+    si.si_uid = getuid();
+    si.si_value.sival_ptr = st;
+    __atomic_store_n(&st->sent, sent + 1, __ATOMIC_RELEASE);
+    if (syscall(SYS_rt_tgsigqueueinfo, G.pid, st->tid, G.signo, &si) != 0)
+        __atomic_store_n(&st->sent, sent, __ATOMIC_RELEASE); /* gone */
+}
+
+/*
+ * The sampler thread of the wall clock: every period (absolute
+ * deadlines on CLOCK_MONOTONIC; a late wake-up counts the periods it
+ * missed), each sampled thread is owed a period and looked at.
+ */
+static void *ticker_main(void *arg)
+{
+    (void)arg;
+    __atomic_store_n(&G.ticker_tid, evp_rec_gettid_(), __ATOMIC_RELAXED);
+    pthread_mutex_lock(&G.mu);
+    uint64_t ticks = G.ticks, t0 = evp_clock_mono_ns() - ticks * G.period_ns;
+    pthread_mutex_unlock(&G.mu);
+    while (!__atomic_load_n(&G.ticker_stop, __ATOMIC_ACQUIRE)) {
+        uint64_t next = t0 + (ticks + 1) * G.period_ns;
+        struct timespec ts = {(time_t)(next / 1000000000u),
+                              (long)(next % 1000000000u)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+               EINTR)
+            ;
+        if (__atomic_load_n(&G.ticker_stop, __ATOMIC_ACQUIRE))
+            break;
+        uint64_t due = (evp_clock_mono_ns() - t0) / G.period_ns;
+        ticks = due > ticks ? due : ticks + 1;
+        pthread_mutex_lock(&G.mu);
+        G.ticks = ticks;
+        for (struct sthread *st = G.threads; st; st = st->next)
+            if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE &&
+                st->gen == G.gen)
+                tick_thread(st);
+        pthread_mutex_unlock(&G.mu);
+    }
+    return NULL;
+}
+
+/* Start the sampler thread (G.mu held), every signal blocked in it. */
+static int ticker_start(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    __atomic_store_n(&G.ticker_stop, 0, __ATOMIC_RELEASE);
+    int rc = pthread_create(&G.ticker, NULL, ticker_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    G.has_ticker = rc == 0;
+    return -rc;
+}
+
+void evp_rec_sample_ticker_pause_(void)
+{
+    pthread_mutex_lock(&G.mu);
+    if (!G.has_ticker) {
+        pthread_mutex_unlock(&G.mu);
+        return;
+    }
+    pthread_t th = G.ticker;
+    G.has_ticker = 0;
+    G.ticker_paused = 1;
+    __atomic_store_n(&G.ticker_stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&G.mu);
+    pthread_join(th, NULL);
+    char task[64];
+    snprintf(task, sizeof task, "/proc/self/task/%d",
+             __atomic_load_n(&G.ticker_tid, __ATOMIC_RELAXED));
+    for (int i = 0; i < 2000 && access(task, F_OK) == 0; i++) {
+        struct timespec pause = {0, 10000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+int evp_rec_sample_ticker_resume_(void)
+{
+    int rc = 0;
+    pthread_mutex_lock(&G.mu);
+    if (G.ticker_paused && G.running && !G.has_ticker &&
+        !__atomic_load_n(&G.stopping, __ATOMIC_RELAXED))
+        rc = ticker_start();
+    G.ticker_paused = 0;
+    pthread_mutex_unlock(&G.mu);
+    return rc;
 }
 
 /* ---- the sampler --------------------------------------------------------- */
@@ -809,6 +1131,11 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.signo = c.signo;
     G.period_ns = 1000000000u / c.rate_hz;
     G.use_perf = c.cpu_clock && perf_usable(c.signo, G.period_ns);
+    G.use_ticker = !c.cpu_clock && wall_ticker_wanted();
+    G.budget_ns =
+        G.period_ns / 10 > BUDGET_MIN_NS ? G.period_ns / 10 : BUDGET_MIN_NS;
+    G.pid = getpid();
+    G.ticks = 0;
     G.ring_bytes = bytes;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -826,6 +1153,15 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
             G.stacks = 0;
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
+    G.ticker_paused = 0;
+    if (G.use_ticker) {
+        int rc = ticker_start();
+        if (rc != 0) {
+            sigaction(c.signo, &G.old, NULL);
+            pthread_mutex_unlock(&G.mu);
+            return rc;
+        }
+    }
     G.running = 1;
     G.used = 1;
     __atomic_store_n(&G.poll_ms, 50, __ATOMIC_RELAXED);
@@ -842,7 +1178,15 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     evp_rec_meta("sample.sampler",
                  G.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
                               "thread"
-                            : "timer_create SIGEV_THREAD_ID");
+                 : G.use_ticker
+                     ? "sampler thread: rt_tgsigqueueinfo to a thread "
+                       "running or past its CPU budget, else a sample on "
+                       "its behalf (/proc/self/task/TID/syscall)"
+                     : "timer_create SIGEV_THREAD_ID");
+    if (G.use_ticker) {
+        snprintf(v, sizeof v, "%llu", (unsigned long long)G.budget_ns);
+        evp_rec_meta("sample.cpu_budget_ns", v);
+    }
 #if defined(__x86_64__) && defined(__linux__)
     if (c.tells_blocked)
         evp_rec_meta("sample.blocked", "gil-futex syscall");
@@ -863,6 +1207,15 @@ void evp_rec_sampler_stop(void)
     }
     __atomic_store_n(&G.stopping, 1, __ATOMIC_SEQ_CST);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (G.has_ticker) {
+        /* No tick after this: it takes G.mu for each. */
+        pthread_t th = G.ticker;
+        G.has_ticker = 0;
+        __atomic_store_n(&G.ticker_stop, 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&G.mu);
+        pthread_join(th, NULL);
+        pthread_mutex_lock(&G.mu);
+    }
     for (struct sthread *st = G.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_ACTIVE)
             continue;
@@ -1306,6 +1659,11 @@ void evp_rec_sample_fork_child_(void)
         if (__atomic_load_n(&st->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
             st->perf_fd >= 0)
             close(st->perf_fd);
+    for (struct sthread *st = G.threads; st; st = st->next)
+        if (__atomic_load_n(&st->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
+            st->sys_fd >= 0)
+            close(st->sys_fd);
+    G.has_ticker = G.ticker_paused = 0; /* (not the child's) */
     G.running = 0;
     G.used = 0;
     G.poll_ms = 0;

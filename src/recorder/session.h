@@ -52,6 +52,10 @@ EVP_HIDDEN int evp_rec_stream_attach_(const char *name, uint32_t *stream);
 
 /* The kernel's id of the calling thread. */
 EVP_HIDDEN int evp_rec_gettid_(void);
+/* The wall clock's sampler thread stopped before a fork (it is waited
+ * for until the kernel no longer counts it) and started after it. */
+EVP_HIDDEN void evp_rec_sample_ticker_pause_(void);
+EVP_HIDDEN int evp_rec_sample_ticker_resume_(void);
 
 /* ---- provided by sample.c --------------------------------------------- */
 

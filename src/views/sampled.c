@@ -812,11 +812,20 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
                 "bias (where its signals land)\n",
                 "estimate:", evp_num_group(c1, sizeof c1, total));
     }
-    int bias = 0;
-    for (size_t i = 0; i < runs; i++)
-        bias |= !strcmp(evp_trace_info(t[i])->sample_clock, "wall") &&
-                (a[i].cat[EVP_SCAT_GIL_WAIT] || a[i].cat[EVP_SCAT_SYSCALL]);
-    if (bias)
+    /* blocked samples of the wall clock: taken by the sampler thread, or
+     * (EVALPROF_SAMPLE_WALL=timer, older traces) by interrupting them */
+    int ticker = 0, timer = 0;
+    for (size_t i = 0; i < runs; i++) {
+        if (strcmp(evp_trace_info(t[i])->sample_clock, "wall") ||
+            !(a[i].cat[EVP_SCAT_GIL_WAIT] || a[i].cat[EVP_SCAT_SYSCALL]))
+            continue;
+        const char *sampler = evp_trace_meta(t[i], "sample.sampler");
+        if (sampler && !strncmp(sampler, "sampler thread", 14))
+            ticker = 1;
+        else
+            timer = 1;
+    }
+    if (timer)
         fprintf(out,
                 "%-11swith the wall clock a sample interrupts a blocked "
                 "call (sleep, lock, I/O), and CPython takes the GIL again "
@@ -825,6 +834,15 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
                 "\"waiting for the GIL\" share can be several times what "
                 "it is untraced (README, \"Sampled mode\"); the CPU clock "
                 "interrupts no blocked thread\n",
+                "bias:");
+    else if (ticker)
+        fprintf(out,
+                "%-11sa thread that stays blocked is sampled without being "
+                "interrupted; one that ran past a CPU budget while blocked "
+                "is interrupted once, and CPython then takes the GIL again "
+                "before it blocks again: its \"waiting for the GIL\" "
+                "share can be a few points above what it is untraced "
+                "(README, \"Sampled mode\")\n",
                 "bias:");
 }
 

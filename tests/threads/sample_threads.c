@@ -20,6 +20,9 @@
  *    (which has no sampler) allocates, checks it cannot sample, and exits
  *    cleanly; no child dies of the sampler's signal.
  *
+ * 3. The wall clock's sampler thread does not interrupt blocked threads
+ *    (blocked_case below).
+ *
  * Prints "N passed, N failed".
  */
 #define _GNU_SOURCE
@@ -30,6 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -502,6 +507,135 @@ static void follow_case(const char *dir)
     sc_free(&t);
 }
 
+/*
+ * 3. The wall clock's sampler thread leaves blocked threads alone: two
+ *    threads at 1 kHz burn 20 ms of CPU (the producer says they hold a
+ *    "GIL"), then, without it, one waits 300 ms in a futex on its GIL
+ *    word, the other sleeps 300 ms, both counting the EINTR returns
+ *    that a signal would make.  Each is interrupted once or twice at
+ *    most (its last sample held the GIL), and the samples taken on its
+ *    behalf stand for the time it blocked, flagged GIL_WAIT for the
+ *    futex and SYSCALL for the sleep, with the stack it had.
+ */
+static __thread volatile int no_gil;
+static uint32_t gil_word[2]; /* a "GIL": its words, futex-waited on */
+static int eintr[2];
+
+static void on_sample_gil(void *uc, uint32_t weight)
+{
+    (void)uc;
+    uint32_t keys[3] = {KEY_A, KEY_WORK, KEY_MAIN};
+    for (int i = 0; i < 3; i++) {
+        uint32_t k = keys[i];
+        if (!(keyed & 1u << k) &&
+            evp_rec_sample_func(k, key_name[k], strlen(key_name[k]),
+                                "synthetic.py", 12, k, NULL, 0,
+                                EVP_LT_NONE) == 0)
+            keyed |= 1u << k;
+    }
+    evp_rec_sample_put(evp_rec_now(),
+                       evp_sample_state(0, 0, no_gil ? EVP_SAMPLE_NO_GIL : 0),
+                       1, weight, keys, 3);
+}
+
+static void *blocker(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    keyed = 0;
+    start_rc[i] = evp_rec_sample_thread_start(i ? "sleeper" : "waiter");
+    evp_rec_sample_thread_gil(gil_word, sizeof gil_word);
+    burn(20000000);
+    no_gil = 1;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t left =
+            300000000 - ((int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 +
+                         (now.tv_nsec - t0.tv_nsec));
+        if (left <= 0)
+            break;
+        struct timespec rel = {(time_t)(left / 1000000000),
+                               (long)(left % 1000000000)};
+        long rc = i ? nanosleep(&rel, NULL)
+                    : syscall(SYS_futex, &gil_word[1], FUTEX_WAIT_PRIVATE, 0,
+                              &rel, NULL, 0);
+        if (rc < 0 && errno == EINTR)
+            eintr[i]++;
+    }
+    evp_rec_sample_thread_stop();
+    return NULL;
+}
+
+static void blocked_case(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/blocked.evp", dir);
+    struct evp_rec_config cfg = {.path = path,
+                                 .producer = EVP_PRODUCER_SYNTHETIC,
+                                 .can_emit = EVP_KINDS_CLASSIC,
+                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
+    CHECK(evp_rec_open(&cfg) == 0, "open");
+    struct evp_rec_sample_config sc = {
+        .rate_hz = 1000, .on_sample = on_sample_gil, .tells_blocked = 1};
+    CHECK(evp_rec_sampler_start(&sc) == 0, "sampler start");
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, blocker, (void *)(intptr_t)i);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    CHECK(evp_rec_close() == 0, "close");
+    struct evp_trace *tr = NULL;
+    char err[256];
+    struct sc_trace t;
+    if (evp_trace_open(path, NULL, &tr, err, sizeof err) < 0) {
+        CHECK(0, "open trace: %s", err);
+        return;
+    }
+    if (sc_read(path, &t) < 0) {
+        CHECK(0, "%s", t.err);
+        evp_trace_close(tr);
+        return;
+    }
+    const char *sampler = evp_trace_meta(tr, "sample.sampler");
+    CHECK(sampler && strncmp(sampler, "sampler thread", 14) == 0,
+          "sample.sampler %s", sampler ? sampler : "(none)");
+    uint32_t fa = 0;
+    for (uint32_t f = 1; f <= evp_trace_nfuncs(tr); f++)
+        if (strcmp(evp_trace_func(tr, f)->name, "A") == 0)
+            fa = f;
+    for (int i = 0; i < 2; i++) {
+        const char *name = i ? "sleeper" : "waiter";
+        uint32_t flag = i ? EVP_SAMPLE_SYSCALL : EVP_SAMPLE_GIL_WAIT;
+        const struct evp_stream *s = NULL;
+        for (size_t j = 0; j < evp_trace_nstreams(tr); j++)
+            if (strcmp(evp_trace_stream(tr, j)->name, name) == 0)
+                s = evp_trace_stream(tr, j);
+        uint64_t blocked = 0, wrong = 0;
+        for (size_t j = 0; s && j < t.nsamples; j++) {
+            const struct sc_sample *x = &t.samples[j];
+            if (x->stream != s->id || !(x->s.state & EVP_SAMPLE_NO_GIL))
+                continue;
+            if ((x->s.state & flag) && sc_depth(&t, x) == 3 &&
+                sc_func_at(&t, x, 0) == fa)
+                blocked += x->s.weight;
+            else
+                wrong += x->s.weight;
+        }
+        CHECK(start_rc[i] == 0 && s != NULL, "%s: start %d", name, start_rc[i]);
+        CHECK(eintr[i] <= 3, "%s: interrupted %d times while blocked", name,
+              eintr[i]);
+        CHECK(blocked >= 240 && blocked <= 330 && wrong <= 5,
+              "%s: %llu ms blocked as flagged (of 300), %llu otherwise", name,
+              (unsigned long long)blocked, (unsigned long long)wrong);
+        printf("blocked: %s interrupted %d times, %llu ms sampled blocked\n",
+               name, eintr[i], (unsigned long long)blocked);
+    }
+    sc_free(&t);
+    evp_trace_close(tr);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/evp-sample-XXXXXX";
@@ -517,6 +651,8 @@ int main(void)
     unsetenv("EVALPROF_SAMPLE_TIMER");
     threads_case(dir, 0, 2, 200000000u);
     fork_case(dir);
+    if (!UNDER_TSAN) /* (its signals land late, at its own points) */
+        blocked_case(dir);
 #ifndef __SANITIZE_THREAD__
     /* TSan refuses new threads in the child of a multi-threaded fork (the
      * child's writer thread); with die_after_fork=0 it aborts the child

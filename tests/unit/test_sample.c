@@ -734,6 +734,7 @@ static void test_config_errors(void **state)
     struct evp_rec_sample_config sc = {.on_sample = on_sample_count};
     assert_int_equal(evp_rec_sampler_start(&sc), -ENOTCONN);
     assert_int_equal(evp_rec_sample_thread_start(NULL), -ENOTCONN);
+    assert_int_equal(evp_rec_sample_thread_gil(&sc, sizeof sc), -ENOTCONN);
     uint32_t k = 1;
     assert_int_equal(evp_rec_sample_put(1, 0, 0, 1, &k, 1), -ENOTCONN);
     char path[128];
@@ -776,8 +777,12 @@ static void test_config_errors(void **state)
     assert_string_equal(evp_trace_meta(tr, "sample.period_ns"), "4000000");
     assert_string_equal(evp_trace_meta(tr, "sample.clock"), "wall");
     assert_string_equal(evp_trace_meta(tr, "sample.signal"), "SIGRTMIN+4");
-    assert_string_equal(evp_trace_meta(tr, "sample.sampler"),
-                        "timer_create SIGEV_THREAD_ID");
+    /* the wall clock: the sampler thread, a CPU budget of a tenth of a
+     * period (at least 100 us) */
+    assert_non_null(evp_trace_meta(tr, "sample.sampler"));
+    assert_true(strncmp(evp_trace_meta(tr, "sample.sampler"),
+                        "sampler thread:", 15) == 0);
+    assert_string_equal(evp_trace_meta(tr, "sample.cpu_budget_ns"), "400000");
     assert_string_equal(evp_trace_meta(tr, "sample.max_depth"), "512");
     assert_string_equal(evp_trace_meta(tr, "sample.ring_kb"), "2048");
     assert_non_null(evp_trace_meta(tr, "sample.missed"));
