@@ -1354,10 +1354,12 @@ static void atexit_close(void)
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&S.mu);
+    evp_rec_sample_fork_prepare_();
 }
 
 static void fork_parent(void)
 {
+    evp_rec_sample_fork_parent_();
     pthread_mutex_unlock(&S.mu);
 }
 

@@ -525,6 +525,10 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         if (perf) {
             weight = perf_weight(st);
         } else if (tick) {
+            /* what the sampler thread read of this thread before it sent
+             * the signal (its last sample) happens before this handler
+             * writes it again: the send is no synchronisation of C's */
+            (void)__atomic_load_n(&st->sent, __ATOMIC_ACQUIRE);
             uint64_t w = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
             weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
         } else if (si->si_overrun > 0) {
@@ -1641,6 +1645,16 @@ static struct {
     struct evp_rec_sample_config cfg;
 } F;
 
+void evp_rec_sample_fork_prepare_(void)
+{
+    pthread_mutex_lock(&G.mu);
+}
+
+void evp_rec_sample_fork_parent_(void)
+{
+    pthread_mutex_unlock(&G.mu);
+}
+
 void evp_rec_sample_fork_child_(void)
 {
     struct sthread *me = __atomic_load_n(&sample_tls, __ATOMIC_RELAXED);
@@ -1649,7 +1663,9 @@ void evp_rec_sample_fork_child_(void)
                __atomic_load_n(&me->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
                me->gen == G.gen;
     F.cfg = G.cfg;
-    pthread_mutex_init(&G.mu, NULL);
+    /* fork_prepare's lock, taken by this thread: released, not
+     * initialised again (another thread may have held it) */
+    pthread_mutex_unlock(&G.mu);
     __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
     if (G.running)
         sigaction(G.signo, &G.old, NULL);

@@ -72,6 +72,13 @@ EVP_HIDDEN void evp_rec_sample_collect_(int final);
  * ms, 10 ms while a ring fills fast), 0 when no sampler runs. */
 EVP_HIDDEN unsigned evp_rec_sample_poll_ms_(void);
 
+/* Around fork(): the sampler's lock is held across it (after the
+ * session lock, its order everywhere), so that the child finds the
+ * sampler's state whole; the parent releases it, and the child in
+ * evp_rec_sample_fork_child_. */
+EVP_HIDDEN void evp_rec_sample_fork_prepare_(void);
+EVP_HIDDEN void evp_rec_sample_fork_parent_(void);
+
 /* In a forked child (fork_child, before anything else): no sampling. */
 EVP_HIDDEN void evp_rec_sample_fork_child_(void);
 
