@@ -507,6 +507,25 @@ static uint32_t perf_weight(struct sthread *st)
     return weight;
 }
 
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    if (clock_gettime(id, &ts) != 0)
+        return UINT64_MAX;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The flag of a thread without the GIL blocked in call NR (-1: not
+ * known) whose first argument is ARG: a futex wait on a word of the GIL
+ * at [LO, LO + SIZE) (LO 0: none) is waiting for it; any other call is
+ * another call. */
+static uint32_t call_flag(long nr, uintptr_t arg, uintptr_t lo, size_t size)
+{
+    return lo && (nr == -1 || nr == SYS_futex) && arg - lo < size
+               ? EVP_SAMPLE_GIL_WAIT
+               : EVP_SAMPLE_SYSCALL;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
@@ -539,12 +558,9 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         if (weight)
             G.cfg.on_sample(uc, weight);
         if (tick) {
-            struct timespec ts;
-            if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-                __atomic_store_n(&st->cpu_at_sample,
-                                 (uint64_t)ts.tv_sec * 1000000000u +
-                                     (uint64_t)ts.tv_nsec,
-                                 __ATOMIC_RELAXED);
+            uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+            if (cpu != UINT64_MAX)
+                __atomic_store_n(&st->cpu_at_sample, cpu, __ATOMIC_RELAXED);
             /* The sampler thread may write for this thread from here. */
             __atomic_store_n(&st->done,
                              __atomic_load_n(&st->sent, __ATOMIC_ACQUIRE),
@@ -687,10 +703,7 @@ uint32_t evp_rec_sample_blocked(const void *ucontext, const void *lock,
         nr = ax; /* to be restarted */
     else
         return 0;
-    uintptr_t arg = (uintptr_t)g[REG_RDI];
-    if (lock && (nr == -1 || nr == SYS_futex) && arg - (uintptr_t)lock < size)
-        return EVP_SAMPLE_GIL_WAIT;
-    return EVP_SAMPLE_SYSCALL;
+    return call_flag(nr, (uintptr_t)g[REG_RDI], (uintptr_t)lock, size);
 #else
     (void)ucontext;
     (void)lock;
@@ -819,8 +832,6 @@ int evp_rec_sample_thread_start(const char *name)
         st->sent = st->done = 0;
         st->cpu_at_sample = 0;
         st->producer = 0;
-    }
-    if (G.use_ticker) {
         /* the sampler thread signals it */
     } else if (G.use_perf) {
         if ((st->perf_fd = perf_open(G.signo, G.period_ns)) < 0)
@@ -946,14 +957,6 @@ static int thread_blocked(const struct sthread *st, long *nr, uintptr_t *arg)
     return 1;
 }
 
-static uint64_t clock_ns(clockid_t id)
-{
-    struct timespec ts;
-    if (clock_gettime(id, &ts) != 0)
-        return UINT64_MAX;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* One tick for ST (G.mu held): owe it the periods since its last tick,
  * then sample it on its behalf or signal it. */
 static void tick_thread(struct sthread *st)
@@ -980,9 +983,7 @@ static void tick_thread(struct sthread *st)
                 st->last_state & ~(EVP_SAMPLE_GIL_WAIT | EVP_SAMPLE_SYSCALL |
                                    EVP_SAMPLE_IN_EVAL);
             if (G.cfg.tells_blocked)
-                state |= lo && nr == SYS_futex && arg - lo < size
-                             ? EVP_SAMPLE_GIL_WAIT
-                             : EVP_SAMPLE_SYSCALL;
+                state |= call_flag(nr, arg, lo, size);
             uint64_t w = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
             uint32_t weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
             if (weight > 1)
