@@ -704,7 +704,13 @@ static void writer_round(int force)
     round_done(round);
 }
 
-static pid_t writer_tid; /* the kernel's id of the writer thread */
+static pid_t writer_tid;        /* the kernel's id of the writer thread */
+static unsigned writer_poll_ms; /* its pace (atomic), 0 before a round */
+
+unsigned evp_rec_writer_poll_ms_(void)
+{
+    return __atomic_load_n(&writer_poll_ms, __ATOMIC_RELAXED);
+}
 
 static void *writer_main(void *arg)
 {
@@ -720,6 +726,8 @@ static void *writer_main(void *arg)
     pthread_mutex_lock(&S.mu);
     unsigned poll_ms =
         S.cfg.flush_ms > 40 ? S.cfg.flush_ms / 4 : S.cfg.flush_ms;
+    uint64_t last_queued = __atomic_load_n(&S.queued, __ATOMIC_RELAXED);
+    __atomic_store_n(&writer_poll_ms, 0, __ATOMIC_RELAXED);
     while (!S.writer_stop) {
         if (!__atomic_load_n(&S.queue_head, __ATOMIC_RELAXED) &&
             S.flush_want <= S.rounds_done) {
@@ -733,12 +741,17 @@ static void *writer_main(void *arg)
             if (S.writer_stop)
                 break;
         }
+        /* What the threads queued since the last round began: the
+         * sleep and the round.  Counted over the round alone, a thread
+         * that waited on a full ring queued nothing then, and the pace
+         * slowed down just when the ring was too small for it. */
         uint64_t queued = __atomic_load_n(&S.queued, __ATOMIC_RELAXED);
+        uint64_t got = queued - last_queued;
+        last_queued = queued;
         writer_round(0);
         progress(0);
         /* Poll often enough that a quarter of the ring is what fills
          * between two rounds, every flush_ms at the least. */
-        uint64_t got = __atomic_load_n(&S.queued, __ATOMIC_RELAXED) - queued;
         if (got * 4 >= S.max_buffers && poll_ms > 5)
             poll_ms /= 2;
         else if (got * 16 < S.max_buffers && poll_ms < S.cfg.flush_ms)
@@ -749,6 +762,7 @@ static void *writer_main(void *arg)
         unsigned ring_ms = evp_rec_sample_poll_ms_();
         if (ring_ms && poll_ms > ring_ms)
             poll_ms = ring_ms;
+        __atomic_store_n(&writer_poll_ms, poll_ms, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&S.mu);
     return NULL;

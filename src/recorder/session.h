@@ -57,6 +57,11 @@ EVP_HIDDEN int evp_rec_gettid_(void);
 EVP_HIDDEN void evp_rec_sample_ticker_pause_(void);
 EVP_HIDDEN int evp_rec_sample_ticker_resume_(void);
 
+/* The writer's longest wait between two rounds, as it last set it (0
+ * before its first round): short enough that a quarter of the ring fills
+ * between two, flush_ms at the most. */
+EVP_HIDDEN unsigned evp_rec_writer_poll_ms_(void);
+
 /* ---- provided by sample.c --------------------------------------------- */
 
 /*

@@ -632,6 +632,40 @@ static void test_writer_pace(void **state)
     unblock();
 }
 
+/* The writer's pace follows what the threads queue between two of its
+ * rounds, the sleep included: a thread that fills a buffer every 2 ms
+ * (25 of the ring's 32 in the first 50 ms) brings it from 50 ms down to
+ * 25 ms or less.  Counted over the round alone, which takes a fraction of
+ * a millisecond, the same thread queued nothing and the pace slowed to
+ * flush_ms (200 ms), where a thread that fills the ring faster than that
+ * waits for the writer at every round. */
+static void test_writer_pace_events(void **state)
+{
+    (void)state;
+    char path[128];
+    scratch_path(path, sizeof path, "pace-events.evp");
+    struct evp_rec_config cfg = {.path = path,
+                                 .producer = EVP_PRODUCER_SYNTHETIC,
+                                 .can_emit = EVP_KINDS_CLASSIC,
+                                 .enabled = EVP_KIND_BIT(EVP_EV_OP),
+                                 .buffer_events = 1024,
+                                 .flags = EVP_REC_QUIET};
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    struct timespec t0, now, nap = {0, 2000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    unsigned pace = 0;
+    do {
+        for (uint32_t i = 0; i < 1024; i++)
+            evp_rec_op(1, i);
+        nanosleep(&nap, NULL);
+        pace = evp_rec_writer_poll_ms_();
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((pace == 0 || pace > 25) && now.tv_sec - t0.tv_sec < 3);
+    assert_int_equal(evp_rec_close(), 0);
+    assert_int_not_equal(pace, 0);
+    assert_true(pace <= 25);
+}
+
 /* A producer's on_sample: one frame. */
 static void on_sample_put(void *uc, uint32_t weight)
 {
@@ -901,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_one_stream),
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_writer_pace),
+        cmocka_unit_test(test_writer_pace_events),
         cmocka_unit_test(test_blocked_signal_weight),
         cmocka_unit_test(test_blocked_signal_weight_cpu),
         cmocka_unit_test(test_zstd_chunks),
