@@ -200,10 +200,20 @@ def where_it_goes(exe, build, tag, med, sizes):
                  % (clock, format(int(events), ","), tsc,
                     over - calls - clock))
     print(line)
+    allowance = 1.3 * med["mon. floor"] - med["floor+calls"]
     print("    the floor with every event ops mode asks for: %.2fx the "
           "floor; 1.3x the floor leaves %.3fs for the clock and evalprof"
-          % (med["floor+calls"] / med["mon. floor"],
-             1.3 * med["mon. floor"] - med["floor+calls"]))
+          % (med["floor+calls"] / med["mon. floor"], allowance))
+    if clock is not None:
+        if clock >= allowance:
+            print("    one TSC read per event alone (%.3fs) takes more than "
+                  "that: within 1.3x of the floor, exact ops cannot read "
+                  "the clock at every instruction (sampled mode, --sample, "
+                  "is the cheap way to opcode shares)" % clock)
+        else:
+            print("    one TSC read per event (%.3fs) leaves %.3fs of that "
+                  "for evalprof's own work (the rest: %.3fs)"
+                  % (clock, allowance - clock, over - calls - clock))
 
 
 def json_input(tmp, mb):
