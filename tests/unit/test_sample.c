@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -53,6 +54,27 @@ static char *decode(const uint8_t *table, size_t n, long firstline)
         return NULL;
     }
     return l.buf ? l.buf : strdup("");
+}
+
+/* The text evp_rec_lines_add writes: ",unit:line" per new line, in
+ * decimal, negative and extreme values included; a repeated line adds
+ * nothing. */
+static void test_lines_text(void **state)
+{
+    (void)state;
+    struct evp_rec_lines l = EVP_REC_LINES_INIT;
+    evp_rec_lines_add(&l, 0, 7);
+    evp_rec_lines_add(&l, 3, 7);
+    evp_rec_lines_add(&l, 10, -1);
+    evp_rec_lines_add(&l, 123456789, 1000000);
+    evp_rec_lines_add(&l, LONG_MAX, LONG_MIN);
+    char want[160];
+    snprintf(want, sizeof want, "0:7,10:-1,123456789:1000000,%ld:%ld", LONG_MAX,
+             LONG_MIN);
+    assert_non_null(l.buf);
+    assert_string_equal(l.buf, want);
+    assert_int_equal(l.len, strlen(want));
+    free(l.buf);
 }
 
 static void assert_decodes(const uint8_t *table, size_t n, long firstline,
@@ -922,6 +944,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
         cmocka_unit_test(test_blocked_registers),
+        cmocka_unit_test(test_lines_text),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
