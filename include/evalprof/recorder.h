@@ -202,10 +202,12 @@ void evp_rec_set_enabled(uint64_t kinds);
  * handler last stored (sample.sampler; src/recorder/sample.c).
  */
 /* The default rate: one signal costs this kind of machine (a VM) 25-75
- * µs, timer interrupt and delivery, whoever handles it, so 4 kHz cost
- * the demo 1.2-1.3x and 1 kHz about 1.03-1.05x (bench/modeb "sampled");
- * a 10 s run still gives 10,000 samples a thread, a share's 95%
- * interval within a point. */
+ * µs, timer interrupt and delivery, whoever handles it (an empty
+ * handler's perf task-clock signal at 1 kHz: 33 µs, 3.3% of the run;
+ * bench/signal), so 4 kHz cost the demo 1.2-1.3x and 1 kHz about
+ * 1.03-1.05x (bench/modeb "sampled"; the instrumented interpreters:
+ * bench/cpython/sampled.py); a 10 s run still gives 10,000 samples a
+ * thread, a share's 95% interval within a point (500 Hz: 1.4 points). */
 #define EVP_SAMPLE_RATE_DEFAULT 1000u
 #define EVP_SAMPLE_RATE_MAX 100000u
 #define EVP_SAMPLE_MAX_DEPTH 512u    /* the default max_depth */
