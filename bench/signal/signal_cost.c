@@ -168,11 +168,11 @@ int main(int argc, char **argv)
            "without a timer, per signal:\n",
            rate, reps, work_ms);
     for (int m = 0; m < 4; m++) {
-        double n = (double)sg[m] / reps;
-        double per = sg[m] ? dif[m][reps / 2] / n : 0;
+        double per_run = (double)sg[m] / reps;
+        double per = sg[m] ? dif[m][reps / 2] / per_run : 0;
         printf("  %-16s %8.1f ms  %6.3fx  %7.0f signals/run  %6.1f us/signal"
                "  (%+.2f%% of the run)\n",
-               name[m], med[m] * 1e3, med[m] / med[0], n, per * 1e6,
+               name[m], med[m] * 1e3, med[m] / med[0], per_run, per * 1e6,
                100 * dif[m][reps / 2] / med[0]);
     }
     return 0;
