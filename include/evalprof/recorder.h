@@ -203,7 +203,7 @@ void evp_rec_set_enabled(uint64_t kinds);
  */
 /* The default rate: one signal costs this kind of machine (a VM) 25-75
  * µs, timer interrupt and delivery, whoever handles it (an empty
- * handler's perf task-clock signal at 1 kHz: 33 µs, 3.3% of the run;
+ * handler's perf task-clock signal at 1 kHz: 33-41 µs, 3.3-4.2%;
  * bench/signal), so 4 kHz cost the demo 1.2-1.3x and 1 kHz about
  * 1.03-1.05x (bench/modeb "sampled"; the instrumented interpreters:
  * bench/cpython/sampled.py); a 10 s run still gives 10,000 samples a
