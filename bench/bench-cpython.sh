@@ -3,8 +3,10 @@
 # times with tracing off, op events only and every event, each with its
 # ratio to the plain build of the same source measured in the same run;
 # the cost per event, trace MB/s; and the shares of a traced
-# `python -c pass`.  Builds the interpreters first when missing (reused
-# when their source and hooks are unchanged).  Never fails on time.
+# `python -c pass`; the sampled mode's overhead at several rates
+# (bench/cpython/sampled.py) and one signal's cost (bench/signal).
+# Builds the interpreters first when missing (reused when their source
+# and hooks are unchanged).  Never fails on time.
 #
 #   sh bench/bench-cpython.sh BUILD      (EVP_BENCH_QUICK=1: fewer runs)
 BUILD=${1:-build}
@@ -23,3 +25,9 @@ done
 reps=5
 [ -n "${EVP_BENCH_QUICK:-}" ] && reps=3
 python3 bench/cpython/bench.py "$BUILD" --versions "${ok#,}" --reps "$reps" --scale 2
+# The sampled mode beside the same interpreter untraced, at several rates
+# (CPU time, paired runs), and the machine's own price per signal.
+python3 bench/cpython/sampled.py "$BUILD" --versions "${ok#,}" --reps $((reps + 4))
+if [ -x "$BUILD/bench/signal_cost" ]; then
+    "$BUILD/bench/signal_cost" 1000 21 400
+fi

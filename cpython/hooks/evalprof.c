@@ -603,8 +603,9 @@ evp_holds_gil(PyThreadState *ts)
 #endif
 }
 
-/* The GIL TS takes: a thread without it, blocked in a futex wait on one
- * of its words, is waiting for it (evp_rec_sample_blocked). */
+/* The GIL TS takes, registered with the recorder when the thread starts
+ * sampling: a thread without it, blocked in a futex wait on one of its
+ * words, is waiting for it (evp_rec_sample_thread_gil). */
 static const void *
 evp_gil_lock(PyThreadState *ts, size_t *size)
 {
@@ -763,10 +764,7 @@ evp_on_sample(void *ucontext, uint32_t weight)
     }
     if (ts != NULL && w != NULL && !evs.walks_off) {
         if (!evp_holds_gil(ts)) {
-            size_t size;
-            const void *gil = evp_gil_lock(ts, &size);
-            flags |= EVP_SAMPLE_NO_GIL |
-                     evp_rec_sample_blocked(ucontext, gil, size);
+            flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
         }
         const _PyInterpreterFrame *next =
             s->held ? (const _PyInterpreterFrame *)s->held_top

@@ -202,10 +202,12 @@ void evp_rec_set_enabled(uint64_t kinds);
  * handler last stored (sample.sampler; src/recorder/sample.c).
  */
 /* The default rate: one signal costs this kind of machine (a VM) 25-75
- * µs, timer interrupt and delivery, whoever handles it, so 4 kHz cost
- * the demo 1.2-1.3x and 1 kHz about 1.03-1.05x (bench/modeb "sampled");
- * a 10 s run still gives 10,000 samples a thread, a share's 95%
- * interval within a point. */
+ * µs, timer interrupt and delivery, whoever handles it (an empty
+ * handler's perf task-clock signal at 1 kHz: 33-41 µs, 3.3-4.2%;
+ * bench/signal), so 4 kHz cost the demo 1.2-1.3x and 1 kHz about
+ * 1.03-1.05x (bench/modeb "sampled"; the instrumented interpreters:
+ * bench/cpython/sampled.py); a 10 s run still gives 10,000 samples a
+ * thread, a share's 95% interval within a point (500 Hz: 1.4 points). */
 #define EVP_SAMPLE_RATE_DEFAULT 1000u
 #define EVP_SAMPLE_RATE_MAX 100000u
 #define EVP_SAMPLE_MAX_DEPTH 512u    /* the default max_depth */
@@ -255,10 +257,11 @@ void evp_rec_sample_thread_stop(void);
 
 /*
  * The calling thread (sampled): its GIL's words are [LOCK, LOCK + SIZE)
- * (LOCK NULL: none).  With the wall clock's sampler thread, a sample
- * taken on behalf of the thread while it is blocked in a futex wait on
+ * (LOCK NULL: none).  A sample of the thread blocked in a futex wait on
  * one of them is flagged EVP_SAMPLE_GIL_WAIT, any other call
- * EVP_SAMPLE_SYSCALL.  Returns 0, or -ENOTCONN when it is not sampled.
+ * EVP_SAMPLE_SYSCALL: the wall clock's sampler thread's on its behalf,
+ * and the handler's through evp_rec_sample_blocked.  Returns 0, or -ENOTCONN
+ * when it is not sampled.
  */
 int evp_rec_sample_thread_gil(const void *lock, size_t size);
 
@@ -294,9 +297,10 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
  * In the handler: was the interrupted thread blocked in a system call?
  * Read from the handler's UCONTEXT (its registers; x86-64 Linux, else 0
  * always).  Returns EVP_SAMPLE_GIL_WAIT when the call is a futex wait on
- * a word in [LOCK, LOCK + SIZE), the GIL's mutex and condition variables
- * (LOCK NULL: none), EVP_SAMPLE_SYSCALL for any other call, 0 when the
- * thread was not in one.  A thread that the sampler's signal finds in a
+ * a word of the calling thread's GIL, the range it registered with
+ * evp_rec_sample_thread_gil (none registered, or a thread not sampled:
+ * never), EVP_SAMPLE_SYSCALL for any other call, 0 when the thread was
+ * not in one.  A thread that the sampler's signal finds in a
  * call is either just past its `syscall` instruction, returning (-EINTR,
  * or woken while the signal was pending), or set back onto it to restart
  * the call, whose number is then in RAX; RDI still holds the call's
@@ -305,8 +309,7 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
  * when the kernel returns to the thread, so the call's time is where the
  * period ran out.
  */
-uint32_t evp_rec_sample_blocked(const void *ucontext, const void *lock,
-                                size_t size);
+uint32_t evp_rec_sample_blocked(const void *ucontext);
 
 struct evp_rec_sample_stats {
     uint64_t samples; /* stored into rings */

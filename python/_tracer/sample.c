@@ -408,12 +408,8 @@ on_sample(void *ucontext, uint32_t weight)
         st->session != __atomic_load_n(&evp_sample_session, __ATOMIC_RELAXED))
         return;
     uint32_t flags = 0;
-    if (!evp_sample_gil_held(st->ts)) {
-        size_t size;
-        const void *gil = evp_sample_gil_lock(st->ts, &size);
-        flags |=
-            EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext, gil, size);
-    }
+    if (!evp_sample_gil_held(st->ts))
+        flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
     uintptr_t pc = context_pc(ucontext);
     int in_eval = 0;
     for (int i = 0; i < n_eval_range; i++)

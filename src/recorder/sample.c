@@ -687,8 +687,7 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
     return rc;
 }
 
-uint32_t evp_rec_sample_blocked(const void *ucontext, const void *lock,
-                                size_t size)
+uint32_t evp_rec_sample_blocked(const void *ucontext)
 {
 #if defined(__x86_64__) && defined(__linux__)
     if (!ucontext)
@@ -703,11 +702,19 @@ uint32_t evp_rec_sample_blocked(const void *ucontext, const void *lock,
         nr = ax; /* to be restarted */
     else
         return 0;
-    return call_flag(nr, (uintptr_t)g[REG_RDI], (uintptr_t)lock, size);
+    /* The range the thread registered (evp_rec_sample_thread_gil); the
+     * handler runs on the thread itself, so it sees its own stores. */
+    const struct sthread *st = sample_tls;
+    uintptr_t lo = 0;
+    size_t size = 0;
+    if (st &&
+        __atomic_load_n(&st->owner, __ATOMIC_RELAXED) == (void *)&sample_tls) {
+        lo = __atomic_load_n(&st->gil_lo, __ATOMIC_RELAXED);
+        size = __atomic_load_n(&st->gil_size, __ATOMIC_RELAXED);
+    }
+    return call_flag(nr, (uintptr_t)g[REG_RDI], lo, size);
 #else
     (void)ucontext;
-    (void)lock;
-    (void)size;
     return 0;
 #endif
 }

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -53,6 +54,27 @@ static char *decode(const uint8_t *table, size_t n, long firstline)
         return NULL;
     }
     return l.buf ? l.buf : strdup("");
+}
+
+/* The text evp_rec_lines_add writes: ",unit:line" per new line, in
+ * decimal, negative and extreme values included; a repeated line adds
+ * nothing. */
+static void test_lines_text(void **state)
+{
+    (void)state;
+    struct evp_rec_lines l = EVP_REC_LINES_INIT;
+    evp_rec_lines_add(&l, 0, 7);
+    evp_rec_lines_add(&l, 3, 7);
+    evp_rec_lines_add(&l, 10, -1);
+    evp_rec_lines_add(&l, 123456789, 1000000);
+    evp_rec_lines_add(&l, LONG_MAX, LONG_MIN);
+    char want[160];
+    snprintf(want, sizeof want, "0:7,10:-1,123456789:1000000,%ld:%ld", LONG_MAX,
+             LONG_MIN);
+    assert_non_null(l.buf);
+    assert_string_equal(l.buf, want);
+    assert_int_equal(l.len, strlen(want));
+    free(l.buf);
 }
 
 static void assert_decodes(const uint8_t *table, size_t n, long firstline,
@@ -864,19 +886,19 @@ static void test_put_cost(void **state)
 
 #if defined(__x86_64__) && defined(__linux__)
 /* A ucontext whose thread stood at IP, with RAX and RDI. */
-static uint32_t blocked_at(const unsigned char *ip, long ax, uintptr_t di,
-                           const void *lock, size_t size)
+static uint32_t blocked_at(const unsigned char *ip, long ax, uintptr_t di)
 {
     ucontext_t uc;
     memset(&uc, 0, sizeof uc);
     uc.uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)ip;
     uc.uc_mcontext.gregs[REG_RAX] = (greg_t)ax;
     uc.uc_mcontext.gregs[REG_RDI] = (greg_t)di;
-    return evp_rec_sample_blocked(&uc, lock, size);
+    return evp_rec_sample_blocked(&uc);
 }
 
 /* The registers say where a thread without the GIL was: blocked taking
- * it (a futex on a word of the lock), in another call, or in neither. */
+ * it (a futex on a word of the lock the thread registered), in another
+ * call, or in neither. */
 static void test_blocked_registers(void **state)
 {
     (void)state;
@@ -886,34 +908,49 @@ static void test_blocked_registers(void **state)
     uintptr_t in = (uintptr_t)&gil[3], out = (uintptr_t)&gil[8];
     unsigned char *code = page + 100;
     memcpy(code, syscall_insn, 2);
+    /* not sampled: no range registered, any call is another call */
+    assert_int_equal(blocked_at(code, SYS_futex, in), EVP_SAMPLE_SYSCALL);
+    char path[128];
+    open_session("blocked-regs.evp", path, sizeof path);
+    start_blocked(0);
+    /* sampled, no range registered yet */
+    assert_int_equal(blocked_at(code + 2, -EINTR, in), EVP_SAMPLE_SYSCALL);
+    assert_int_equal(evp_rec_sample_thread_gil(gil, sizeof gil), 0);
     /* past the instruction (returning -EINTR, or woken): any call */
-    assert_int_equal(blocked_at(code + 2, -EINTR, in, gil, sizeof gil),
+    assert_int_equal(blocked_at(code + 2, -EINTR, in), EVP_SAMPLE_GIL_WAIT);
+    assert_int_equal(blocked_at(code + 2, 0, in), EVP_SAMPLE_GIL_WAIT);
+    assert_int_equal(blocked_at(code + 2, -EINTR, (uintptr_t)gil),
                      EVP_SAMPLE_GIL_WAIT);
-    assert_int_equal(blocked_at(code + 2, 0, in, gil, sizeof gil),
-                     EVP_SAMPLE_GIL_WAIT);
-    assert_int_equal(blocked_at(code + 2, -EINTR, out, gil, sizeof gil),
-                     EVP_SAMPLE_SYSCALL);
-    assert_int_equal(blocked_at(code + 2, -EINTR, 1, gil, sizeof gil),
-                     EVP_SAMPLE_SYSCALL);
+    assert_int_equal(blocked_at(code + 2, -EINTR, out), EVP_SAMPLE_SYSCALL);
+    assert_int_equal(blocked_at(code + 2, -EINTR, 1), EVP_SAMPLE_SYSCALL);
     /* set back onto it to restart: RAX is the call's number */
-    assert_int_equal(blocked_at(code, SYS_futex, in, gil, sizeof gil),
-                     EVP_SAMPLE_GIL_WAIT);
-    assert_int_equal(blocked_at(code, SYS_read, in, gil, sizeof gil),
-                     EVP_SAMPLE_SYSCALL);
-    /* no lock given: any call is another call */
-    assert_int_equal(blocked_at(code, SYS_futex, in, NULL, 0),
-                     EVP_SAMPLE_SYSCALL);
+    assert_int_equal(blocked_at(code, SYS_futex, in), EVP_SAMPLE_GIL_WAIT);
+    assert_int_equal(blocked_at(code, SYS_read, in), EVP_SAMPLE_SYSCALL);
     /* not at a system call */
-    assert_int_equal(blocked_at(code + 1, -EINTR, in, gil, sizeof gil), 0);
-    assert_int_equal(blocked_at(code + 10, SYS_futex, in, gil, sizeof gil), 0);
-    assert_int_equal(evp_rec_sample_blocked(NULL, gil, sizeof gil), 0);
+    assert_int_equal(blocked_at(code + 1, -EINTR, in), 0);
+    assert_int_equal(blocked_at(code + 10, SYS_futex, in), 0);
+    assert_int_equal(evp_rec_sample_blocked(NULL), 0);
     /* the bytes read stay on IP's own page: an instruction split across
      * pages is not looked at */
     memcpy(page + 4095, syscall_insn, 2);
-    assert_int_equal(blocked_at(page + 4095, SYS_futex, in, gil, sizeof gil),
-                     0);
-    assert_int_equal(blocked_at(page + 4097, SYS_futex, in, gil, sizeof gil),
-                     0);
+    assert_int_equal(blocked_at(page + 4095, SYS_futex, in), 0);
+    assert_int_equal(blocked_at(page + 4097, SYS_futex, in), 0);
+    /* a range registered again replaces the first; NULL clears it */
+    assert_int_equal(evp_rec_sample_thread_gil(&gil[4], 2 * sizeof(long)), 0);
+    assert_int_equal(blocked_at(code, SYS_futex, in), EVP_SAMPLE_SYSCALL);
+    assert_int_equal(blocked_at(code, SYS_futex, (uintptr_t)&gil[5]),
+                     EVP_SAMPLE_GIL_WAIT);
+    assert_int_equal(blocked_at(code, SYS_futex, (uintptr_t)&gil[6]),
+                     EVP_SAMPLE_SYSCALL);
+    assert_int_equal(evp_rec_sample_thread_gil(NULL, sizeof gil), 0);
+    assert_int_equal(blocked_at(code, SYS_futex, (uintptr_t)&gil[5]),
+                     EVP_SAMPLE_SYSCALL);
+    /* a thread stopped: its range is no longer read */
+    assert_int_equal(evp_rec_sample_thread_gil(gil, sizeof gil), 0);
+    evp_rec_sample_thread_stop();
+    assert_int_equal(blocked_at(code, SYS_futex, in), EVP_SAMPLE_SYSCALL);
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
 }
 #else
 static void test_blocked_registers(void **state)
@@ -942,6 +979,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
         cmocka_unit_test(test_blocked_registers),
+        cmocka_unit_test(test_lines_text),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Mode A's sampled run against the same instrumented interpreter untraced.
+
+    sampled.py BUILD [--versions 3.13,3.11] [--reps N] [--scale S]
+               [--rates 1000,500,250,10]
+
+For each version, the demo workload (examples/workload/main.py --scale S)
+runs REPS times in each configuration, interleaved so that machine noise
+(a shared machine) hits all alike:
+
+    off          the instrumented build, not tracing (the baseline)
+    sample@R     EVALPROF_MODE=sample at R Hz of CPU time (the first rate
+                 of --rates is also run with exact counts)
+    counts@R     the same with EVALPROF_COUNTS=1
+    counts@10    exact counts at 10 Hz: the stores' cost nearly alone
+
+Each run's time is the child's CPU time (user + system, from wait4; the
+two are also printed apart: a signal's delivery is system time, or
+time the VM's host takes, charged to whichever the interrupt hit), and
+the medians are printed with their ratios to off, and the median of
+each run's ratio to the off run of its own round (paired: a load that
+drifts over the rounds cancels), and the samples that a
+10 s run would hold at each rate with the 95% interval's half-width of
+a share of 50% and of 20% (Wilson, in points).  Targets: sample at the
+default rate at most 1.03x, counts at most 1.3x.  Nothing here fails on
+time.
+"""
+import argparse
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+DEMO = os.path.join(TOP, "examples", "workload", "main.py")
+
+
+def cpu_time(argv, env):
+    """The child's (user, system) CPU time in seconds (it must exit 0)."""
+    with open(os.devnull, "wb") as null:
+        p = subprocess.Popen(argv, env=env, stdout=null, stderr=null)
+        _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit("%s exited %d" % (" ".join(argv), p.returncode))
+    return ru.ru_utime, ru.ru_stime
+
+
+def half_width(p, n, z=1.96):
+    """The 95% Wilson interval's half-width of share P over N, points."""
+    d = 1 + z * z / n
+    return 100 * z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+
+
+def configs_for(tmp, rates):
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith("EVALPROF")}
+    out = [("off", dict(base))]
+    for r in rates:
+        e = dict(base, EVALPROF=os.path.join(tmp, "s.evp"),
+                 EVALPROF_MODE="sample", EVALPROF_SAMPLE_RATE=str(r))
+        out.append(("sample@%d" % r, e))
+    for r in sorted({rates[0], 10}, reverse=True):
+        e = dict(base, EVALPROF=os.path.join(tmp, "s.evp"),
+                 EVALPROF_MODE="sample", EVALPROF_SAMPLE_RATE=str(r),
+                 EVALPROF_COUNTS="1")
+        out.append(("counts@%d" % r, e))
+    return out
+
+
+def bench_version(build, ver, reps, scale, rates, tmp):
+    py = os.path.join(build, "cpython", ver, "evalprof", "python")
+    if not os.access(py, os.X_OK):
+        print("CPython %s: skipped: %s is missing" % (ver, py))
+        return
+    configs = configs_for(tmp, rates)
+    argv = [py, DEMO, "--scale", str(scale), "--no-times"]
+    times = {name: [] for name, _ in configs}
+    user = {name: [] for name, _ in configs}
+    system = {name: [] for name, _ in configs}
+    for _ in range(reps):
+        for name, env in configs:
+            u, k = cpu_time(argv, env)
+            times[name].append(u + k)
+            user[name].append(u)
+            system[name].append(k)
+            path = env.get("EVALPROF")
+            if path and os.path.exists(path):
+                os.unlink(path)
+    off = statistics.median(times["off"])
+    print("CPython %s (instrumented), demo --scale %s: CPU time, medians of "
+          "%d interleaved runs, ratio to off [min - max], and the medians "
+          "of user and system time" % (ver, scale, reps))
+    print("  %-11s %8s     %7s  %8s  %s" % (
+        "", "median", "ratio", "paired", "[min - max] of the paired ratios"))
+    for name, _ in configs:
+        med = statistics.median(times[name])
+        # each run against the off run of its own round: drift cancels
+        pr = [t / o for t, o in zip(times[name], times["off"])]
+        lo, hi = min(pr), max(pr)
+        print("  %-11s %8.1f ms  %6.3fx  %6.3fx   [%.3f - %.3f]   "
+              "user %7.1f  sys %5.1f ms" % (
+                  name, med * 1e3, med / off, statistics.median(pr), lo, hi,
+                  statistics.median(user[name]) * 1e3,
+                  statistics.median(system[name]) * 1e3))
+    print()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build")
+    ap.add_argument("--versions", default="3.13,3.11")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--scale", default="0.3")
+    ap.add_argument("--rates", default="1000,500,250,10")
+    args = ap.parse_args()
+    rates = [int(r) for r in args.rates.split(",")]
+    build = os.path.abspath(args.build)
+    with tempfile.TemporaryDirectory(prefix="evp-bench-sampled-") as tmp:
+        for ver in args.versions.split(","):
+            bench_version(build, ver, args.reps, args.scale, rates, tmp)
+    print("a 10 s run of one thread: samples, and a share's 95% interval "
+          "(half-width, points)")
+    for r in rates:
+        n = 10 * r
+        print("  %6d Hz %7d samples   50%%: %4.2f   20%%: %4.2f   5%%: %4.2f"
+              % (r, n, half_width(0.5, n), half_width(0.2, n),
+                 half_width(0.05, n)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,179 @@
+/*
+ * What one CPU-time timer signal costs this machine, whoever handles it:
+ * a loop of fixed work, run with no timer, then with a POSIX CPU-time
+ * timer (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID, as the recorder arms
+ * where perf events are refused) and an empty SA_SIGINFO handler, and
+ * with a perf task-clock event signalling through F_SETSIG (the
+ * recorder's default clock), and with the same perf event counting but
+ * signalling nothing (its timer interrupts alone), interleaved; prints the
+ * process CPU time of each, medians of REPS, and (timed - none) / signals
+ * delivered.
+ *
+ *   signal_cost [RATE_HZ=1000] [REPS=9] [WORK_MS=1000]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile uint64_t sigs;
+static volatile uint64_t sink;
+static int perf_fd = -1;
+
+static void on_sig(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    (void)uc;
+    sigs++;
+}
+
+static void on_perf(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    (void)uc;
+    sigs++;
+    ioctl(perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+}
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void work(uint64_t n)
+{
+    uint64_t x = 1;
+    for (uint64_t i = 0; i < n; i++)
+        x = x * 6364136223846793005u + 1442695040888963407u;
+    sink = x;
+}
+
+/* MODE 0 none, 1 POSIX CPU timer, 2 perf task-clock, 3 the same event
+ * with no signal (its hrtimer keeps firing every period) */
+static double one(int mode, unsigned rate, uint64_t n, uint64_t *nsig)
+{
+    timer_t t;
+    long period = 1000000000L / rate;
+    sigs = 0;
+    if (mode == 1) {
+        struct sigevent ev;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_THREAD_ID;
+        ev.sigev_signo = SIGRTMIN + 4;
+        ev._sigev_un._tid = (int)syscall(SYS_gettid);
+        if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &t) != 0)
+            exit(1);
+        struct itimerspec its = {{0, period}, {0, period}};
+        timer_settime(t, 0, &its, NULL);
+    } else if (mode >= 2) {
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.type = PERF_TYPE_SOFTWARE;
+        a.config = PERF_COUNT_SW_TASK_CLOCK;
+        a.sample_period = (uint64_t)period;
+        a.wakeup_events = 1;
+        a.exclude_kernel = 1;
+        perf_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
+                               PERF_FLAG_FD_CLOEXEC);
+        if (perf_fd < 0)
+            return -1;
+        if (mode == 3)
+            goto armed;
+        struct f_owner_ex o = {F_OWNER_TID, (int)syscall(SYS_gettid)};
+        fcntl(perf_fd, F_SETFL, O_ASYNC);
+        fcntl(perf_fd, F_SETSIG, SIGRTMIN + 5);
+        fcntl(perf_fd, F_SETOWN_EX, &o);
+        ioctl(perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+    }
+armed:;
+    double t0 = cpu_s();
+    work(n);
+    double dt = cpu_s() - t0;
+    if (mode == 1)
+        timer_delete(t);
+    else if (mode >= 2) {
+        if (mode == 3) {
+            uint64_t c = 0; /* task-clock ns / period: the interrupts */
+            if (read(perf_fd, &c, sizeof c) == (ssize_t)sizeof c)
+                sigs = c / (uint64_t)period;
+        }
+        close(perf_fd);
+        perf_fd = -1;
+    }
+    *nsig = sigs;
+    return dt;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned rate = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
+    int reps = argc > 2 ? atoi(argv[2]) : 9;
+    double work_ms = argc > 3 ? atof(argv[3]) : 1000;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sa.sa_sigaction = on_sig;
+    sigaction(SIGRTMIN + 4, &sa, NULL);
+    sa.sa_sigaction = on_perf;
+    sigaction(SIGRTMIN + 5, &sa, NULL);
+    /* calibrate the loop to WORK_MS of CPU time */
+    uint64_t n = 10000000, s;
+    double d = one(0, rate, n, &s);
+    n = (uint64_t)(n * (work_ms / 1e3) / d);
+    double tm[4][64];
+    uint64_t sg[4] = {0, 0, 0, 0};
+    if (reps > 64)
+        reps = 64;
+    for (int r = 0; r < reps; r++)
+        for (int m = 0; m < 4; m++) {
+            tm[m][r] = one(m, rate, n, &s);
+            sg[m] += s;
+        }
+    static const char *name[4] = {"none", "POSIX CPU timer", "perf task-clock",
+                                  "perf, no signal"};
+    /* each run against the run without a timer of its own round: a load
+     * that drifts over the rounds cancels */
+    double med[4], dif[4][64];
+    for (int m = 0; m < 4; m++) {
+        for (int r = 0; r < reps; r++)
+            dif[m][r] = tm[m][r] - tm[0][r];
+        qsort(dif[m], (size_t)reps, sizeof(double), cmp);
+    }
+    for (int m = 0; m < 4; m++) {
+        qsort(tm[m], (size_t)reps, sizeof(double), cmp);
+        med[m] = tm[m][reps / 2];
+    }
+    printf("%u Hz, %d interleaved runs of %.0f ms of work, CPU time medians "
+           "and the median of each run's difference to its round's run "
+           "without a timer, per signal:\n",
+           rate, reps, work_ms);
+    for (int m = 0; m < 4; m++) {
+        double per_run = (double)sg[m] / reps;
+        double per = sg[m] ? dif[m][reps / 2] / per_run : 0;
+        printf("  %-16s %8.1f ms  %6.3fx  %7.0f signals/run  %6.1f us/signal"
+               "  (%+.2f%% of the run)\n",
+               name[m], med[m] * 1e3, med[m] / med[0], per_run, per * 1e6,
+               100 * dif[m][reps / 2] / med[0]);
+    }
+    return 0;
+}
