@@ -2,18 +2,30 @@
 
     python ops.py --rounds N            the workload (untraced or traced)
     python ops.py --calibrate OUT.json  the ground truth, untraced
+    --operands A,B                      mul's operands (default 1,2)
 
-The workload runs three loops: `mul` (seven small-integer multiplications
-per iteration: BINARY_OP), `subs` (dict look-ups: BINARY_SUBSCR) and
-`calls` (calls of a small Python function, timed for the round's total
-only: a call's time is mostly its callee's frame).  --calibrate times each loop
-and a variant of it without its marker instructions (`x = a` in place of
-the multiplications, and so on), interleaved and repeated, and writes
-per loop the time of its marker instructions as the difference: the
-ground truth of the marker opcode's share, measured untraced.  The
-differential holds the marker's operand loads too (one LOAD_FAST per
-marker, a few percent of it): bench/fidelity/run.py
-says so beside the figure.
+The workload runs, each round, `mul` (seven small-integer multiplications
+per iteration: BINARY_OP), `subs` (dict look-ups: BINARY_SUBSCR), the
+variant of each without its marker instructions (`x = a` in place of the
+multiplications, `x = d` in place of the look-ups), and `calls` (calls
+of a small Python function, timed for the round's total only: a call's
+time is mostly its callee's frame).  --calibrate times each loop and its
+variant, interleaved and repeated, and writes per loop the time of its
+marker instructions as the difference: the ground truth of the marker
+opcode's share of the round, measured untraced.  Each loop is timed in the
+thread's CPU time (the clock the sampler counts by default), so that a
+loaded machine's preemption stays out of the truth.
+
+The difference holds the markers and the operand loads the variant does
+not make, and nothing else: every operand and result is a small integer
+(1 and 2: 1*2*1*2... stays at most 16), cached and never freed, so the
+loop's STORE_FAST drops the same kind of reference as its variant's.
+With larger operands (3 and 5, as this loop had before) the result,
+50625, is allocated by the last BINARY_OP and freed by the next
+iteration's STORE_FAST: a deallocation in the differential that every
+tool rightly puts on STORE_FAST.  bench/fidelity/run.py takes each
+tool's figure as the same difference: its time in the marker opcode and
+the loads in the loop, less its time in them in the variant.
 """
 import json
 import statistics
@@ -72,22 +84,27 @@ def calls_base(n):
     return x
 
 
+A, B = 1, 2
+
+
 def run_round():
-    mul(N_MUL, 3, 5)
+    mul(N_MUL, A, B)
+    mul_base(N_MUL, A, B)
     subs(N_SUB, D, "key")
+    subs_base(N_SUB, D, "key")
     calls(N_CALL)
 
 
 def timed(fn, *a):
-    t0 = time.perf_counter_ns()
+    t0 = time.thread_time_ns()
     fn(*a)
-    return time.perf_counter_ns() - t0
+    return time.thread_time_ns() - t0
 
 
 def calibrate(out, reps=15):
     pairs = {
-        "BINARY_OP": (lambda: timed(mul, N_MUL, 3, 5),
-                      lambda: timed(mul_base, N_MUL, 3, 5), 7 * N_MUL),
+        "BINARY_OP": (lambda: timed(mul, N_MUL, A, B),
+                      lambda: timed(mul_base, N_MUL, A, B), 7 * N_MUL),
         "BINARY_SUBSCR": (lambda: timed(subs, N_SUB, D, "key"),
                           lambda: timed(subs_base, N_SUB, D, "key"),
                           4 * N_SUB),
@@ -99,9 +116,10 @@ def calibrate(out, reps=15):
         for _ in range(reps):
             fs.append(full())
             bs.append(base())
-        loops[name] = statistics.median(fs)
+        loops[name] = statistics.median(fs) + statistics.median(bs)
         res[name] = {"marker_ns": statistics.median(fs) - statistics.median(bs),
-                     "loop_ns": statistics.median(fs), "count": count}
+                     "loop_ns": statistics.median(fs),
+                     "base_ns": statistics.median(bs), "count": count}
     # The calls loop has no opcode truth (a call's time is mostly its
     # callee's frame, which the profilers give to f, not to CALL); it is
     # timed for the round's total.
@@ -112,7 +130,12 @@ def calibrate(out, reps=15):
 
 
 def main():
+    global A, B
     a = sys.argv[1:]
+    if "--operands" in a:  # --operands 3,5: the large-integer form, for
+        i = a.index("--operands")  # the comparison above
+        A, B = (int(v) for v in a[i + 1].split(","))
+        del a[i:i + 2]
     if a and a[0] == "--calibrate":
         calibrate(a[1])
         return
