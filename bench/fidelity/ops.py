@@ -30,7 +30,8 @@ the loads in the loop, less its time in them in the variant.
 import json
 import statistics
 import sys
-import time
+
+import loops
 
 N_MUL, N_SUB, N_CALL = 300000, 300000, 200000
 
@@ -95,37 +96,34 @@ def run_round():
     calls(N_CALL)
 
 
-def timed(fn, *a):
-    t0 = time.thread_time_ns()
-    fn(*a)
-    return time.thread_time_ns() - t0
-
 
 def calibrate(out, reps=15):
     pairs = {
-        "BINARY_OP": (lambda: timed(mul, N_MUL, A, B),
-                      lambda: timed(mul_base, N_MUL, A, B), 7 * N_MUL),
-        "BINARY_SUBSCR": (lambda: timed(subs, N_SUB, D, "key"),
-                          lambda: timed(subs_base, N_SUB, D, "key"),
+        "BINARY_OP": (lambda: loops.timed(mul, N_MUL, A, B),
+                      lambda: loops.timed(mul_base, N_MUL, A, B),
+                      7 * N_MUL),
+        "BINARY_SUBSCR": (lambda: loops.timed(subs, N_SUB, D, "key"),
+                          lambda: loops.timed(subs_base, N_SUB, D,
+                                              "key"),
                           4 * N_SUB),
     }
     res = {}
-    loops = {}
+    totals = {}
     for name, (full, base, count) in pairs.items():
         fs, bs = [], []
         for _ in range(reps):
             fs.append(full())
             bs.append(base())
-        loops[name] = statistics.median(fs) + statistics.median(bs)
+        totals[name] = statistics.median(fs) + statistics.median(bs)
         res[name] = {"marker_ns": statistics.median(fs) - statistics.median(bs),
                      "loop_ns": statistics.median(fs),
                      "base_ns": statistics.median(bs), "count": count}
     # The calls loop has no opcode truth (a call's time is mostly its
     # callee's frame, which the profilers give to f, not to CALL); it is
     # timed for the round's total.
-    cs = [timed(calls, N_CALL) for _ in range(reps)]
+    cs = [loops.timed(calls, N_CALL) for _ in range(reps)]
     json.dump({"per_round": res,
-               "round_ns": sum(loops.values()) + statistics.median(cs)},
+               "round_ns": sum(totals.values()) + statistics.median(cs)},
               open(out, "w"))
 
 
@@ -136,12 +134,7 @@ def main():
         i = a.index("--operands")  # the comparison above
         A, B = (int(v) for v in a[i + 1].split(","))
         del a[i:i + 2]
-    if a and a[0] == "--calibrate":
-        calibrate(a[1])
-        return
-    rounds = int(a[a.index("--rounds") + 1]) if "--rounds" in a else 5
-    for _ in range(rounds):
-        run_round()
+    loops.main(a, calibrate, run_round)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ loaded machine's preemption stays out of the truth.
 import json
 import statistics
 import sys
-import time
+
+import loops
 
 N_RAISE, N_CCALL, N_SPIN = 100000, 1500, 150000
 
@@ -93,11 +94,6 @@ def run_round():
         fn(*a)
 
 
-def timed(fn, a):
-    t0 = time.thread_time_ns()
-    fn(*a)
-    return time.thread_time_ns() - t0
-
 
 def calibrate(out, reps=15):
     res = {}
@@ -105,25 +101,21 @@ def calibrate(out, reps=15):
     for name, full, base, fa, ba in PAIRS:
         fs, bs = [], []
         for _ in range(reps):
-            fs.append(timed(full, fa))
-            bs.append(timed(base, ba))
+            fs.append(loops.timed(full, *fa))
+            bs.append(loops.timed(base, *ba))
         f, b = statistics.median(fs), statistics.median(bs)
         res[name] = {"marker_ns": f - b, "loop_ns": f, "base_ns": b,
                      "loop": full.__name__, "base": base.__name__}
         round_ns += f + b
     for fn, a in ALONE:
-        round_ns += statistics.median(timed(fn, a) for _ in range(reps))
+        round_ns += statistics.median(loops.timed(fn, *a)
+                                      for _ in range(reps))
     json.dump({"per_round": res, "round_ns": round_ns}, open(out, "w"))
 
 
 def main():
     a = sys.argv[1:]
-    if a and a[0] == "--calibrate":
-        calibrate(a[1])
-        return
-    rounds = int(a[a.index("--rounds") + 1]) if "--rounds" in a else 5
-    for _ in range(rounds):
-        run_round()
+    loops.main(a, calibrate, run_round)
 
 
 if __name__ == "__main__":

@@ -152,7 +152,7 @@ def is_op(name, base):
     return name is not None and (name == base or name.startswith(base + "_"))
 
 
-def differential(b, loop, variant, pick):
+def differential_of(b, loop, variant, pick):
     """A tool's figure for the difference the truth measures: its ns in
     the buckets PICK selects in LOOP, less the same in VARIANT."""
     f = sum(v for k, v in b.get(loop, {}).items() if pick(k))
@@ -176,7 +176,7 @@ def op_times(b, ops):
     t = {}
     for o in ops:
         loop, variant = MARKERS[o]
-        t[o] = differential(b, loop, variant,
+        t[o] = differential_of(b, loop, variant,
                             lambda k, o=o: is_op(op_of(k), o)
                             or loads(op_of(k)))
     return t
@@ -364,32 +364,44 @@ def target_line(res, seconds):
                  "; a %.0f s run (the target is for 10 s or more)" % seconds))
 
 
-def opcodes(tag, exe, build, env, tmp, reps, seconds, modea):
-    script = os.path.join(HERE, "ops.py")
-    round_ns, marker = calibrated(exe, script, env, tmp, reps, OPS)
-    truth = {o: marker[o] / round_ns for o in OPS}
+def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
+                 heading, folded_opts, figure, what):
+    """Run a workload of loops and variants (ops.py, phases.py): its
+    truth, each evalprof way's row, FIGURE(kind, buckets) -> ({name: ns},
+    note) giving a tool's figures; returns the --rounds arguments."""
+    round_ns, marker = calibrated(exe, script, env, tmp, reps, names)
+    truth = {n: marker[n] / round_ns for n in names}
     rounds = rounds_for(round_ns, seconds)
     args = ["--rounds", str(rounds)]
-    print("  opcodes (%d rounds; the truth: each marker loop's time less "
-          "its variant's, the markers and the loads the variant does not "
-          "make, as a share of the round: %s; each tool's figure is the "
-          "same difference of its marker and load time):"
-          % (rounds, ", ".join("%s %.1f%%" % (o, truth[o] * 100)
-                               for o in OPS)))
+    print(heading % (rounds, ", ".join("%s %.1f%%" % (n, truth[n] * 100)
+                                       for n in names)))
     print("    %-20s %6s %6s   %8s %8s  shares" % ("", "max pt", "mean",
                                                    "max %", "mean %"))
     res = {}
     for kind, rows in traced_runs(exe, build, env, tmp, script, args, modea,
-                                  ["--ops"]):
+                                  folded_opts):
         if isinstance(rows, str):
             print("    %-20s %s" % (kind, rows))
             continue
         b, total = buckets(rows, "run_round")
-        res[kind] = shares_rows(kind, op_times(b, OPS), total, truth, marker,
-                                rounds)
-    print("    %-20s not measured: it times functions, not opcodes"
-          % "cProfile")
+        got, note = figure(kind, b)
+        res[kind] = shares_rows(kind, got, total, truth, marker, rounds,
+                                note)
+    print("    %-20s not measured: it times functions, not %s"
+          % ("cProfile", what))
     target_line(res, seconds)
+    return args
+
+
+def opcodes(tag, exe, build, env, tmp, reps, seconds, modea):
+    script = os.path.join(HERE, "ops.py")
+    args = differential(
+        exe, build, env, tmp, reps, seconds, modea, script, OPS,
+        "  opcodes (%d rounds; the truth: each marker loop's time less "
+        "its variant's, the markers and the loads the variant does not "
+        "make, as a share of the round: %s; each tool's figure is the "
+        "same difference of its marker and load time):", ["--ops"],
+        lambda kind, b: (op_times(b, OPS), ""), "opcodes")
     pdir = os.path.join(tmp, "perf")
     p = sh([os.path.join(build, "evalprof"), "perf", "--ops", "-o", pdir,
             "--", exe, script] + args, env=env, check=False)
@@ -437,48 +449,34 @@ def c_call_pick(kind, modea):
 
 
 def phases(tag, exe, build, env, tmp, reps, seconds, modea):
-    script = os.path.join(HERE, "phases.py")
-    round_ns, marker = calibrated(exe, script, env, tmp, reps, PHASE_ROWS)
-    truth = {n: marker[n] / round_ns for n in PHASE_ROWS}
-    rounds = rounds_for(round_ns, seconds)
-    args = ["--rounds", str(rounds)]
-    print("  phases (%d rounds; the truth: the loop that raises and catches "
-          "less the same loop not raising, bytes.count on 16 KiB less the "
-          "same call on b'', as shares of the round: %s; the rest is the "
-          "eval loop's; each tool's figure is the same difference: "
-          "exception = every bucket of the raising loop but its skeleton "
-          "(%s), C call = %s):"
-          % (rounds, ", ".join("%s %.1f%%" % (n, truth[n] * 100)
-                               for n in PHASE_ROWS),
-             " ".join(SKELETON),
-             "the call instruction (instrumented: no C-call state in its "
-             "stacks)" if modea else
-             "the [C call] state sampled, the C callee's frame exact"))
-    print("    %-20s %6s %6s   %8s %8s  shares" % ("", "max pt", "mean",
-                                                   "max %", "mean %"))
-    res = {}
-    for kind, rows in traced_runs(exe, build, env, tmp, script, args, modea,
-                                  ["--ops", "--phases"]):
-        if isinstance(rows, str):
-            print("    %-20s %s" % (kind, rows))
-            continue
-        b, total = buckets(rows, "run_round")
-        got = {"exception": differential(b, "raising", "raising_base",
-                                         lambda k: not skeleton(op_of(k))),
-               "C call": differential(b, "ccall", "ccall_base",
-                                      c_call_pick(kind, modea))}
+    def figure(kind, b):
+        got = {"exception": differential_of(b, "raising", "raising_base",
+                                            lambda k: not skeleton(op_of(k))),
+               "C call": differential_of(b, "ccall", "ccall_base",
+                                         c_call_pick(kind, modea))}
         note = ""
         if kind == "evalprof sampled" and modea and got["exception"] > 0:
-            ph = differential(b, "raising", "raising_base",
-                              lambda k: "[loop error]" in k
-                              or "[loop exception]" in k)
+            ph = differential_of(b, "raising", "raising_base",
+                                 lambda k: "[loop error]" in k
+                                 or "[loop exception]" in k)
             note = ("; of the exception, %.0f%% in the phases loop error "
                     "and loop exception" % (ph / got["exception"] * 100))
-        res[kind] = shares_rows(kind, got, total, truth, marker, rounds,
-                                note)
-    print("    %-20s not measured: it times functions, not phases"
-          % "cProfile")
-    target_line(res, seconds)
+        return got, note
+
+    differential(
+        exe, build, env, tmp, reps, seconds, modea,
+        os.path.join(HERE, "phases.py"), PHASE_ROWS,
+        "  phases (%%d rounds; the truth: the loop that raises and catches "
+        "less the same loop not raising, bytes.count on 16 KiB less the "
+        "same call on b'', as shares of the round: %%s; the rest is the "
+        "eval loop's; each tool's figure is the same difference: "
+        "exception = every bucket of the raising loop but its skeleton "
+        "(%s), C call = %s):"
+        % (" ".join(SKELETON),
+           "the call instruction (instrumented: no C-call state in its "
+           "stacks)" if modea else
+           "the [C call] state sampled, the C callee's frame exact"),
+        ["--ops", "--phases"], figure, "phases")
 
 
 def main():
