@@ -7,9 +7,9 @@
 The workload runs, each round, `mul` (seven small-integer multiplications
 per iteration: BINARY_OP), `subs` (dict look-ups: BINARY_SUBSCR), the
 variant of each without its marker instructions (`x = a` in place of the
-multiplications, `x = d` in place of the look-ups), and `calls` (calls
-of a small Python function, timed for the round's total only: a call's
-time is mostly its callee's frame).  --calibrate times each loop and its
+multiplications, `x = v` in place of the look-ups, v the value they
+find), and `calls` (calls of a small Python function, timed for the
+round's total only: a call's time is mostly its callee's frame).  --calibrate times each loop and its
 variant, interleaved and repeated, and writes per loop the time of its
 marker instructions as the difference: the ground truth of the marker
 opcode's share of the round, measured untraced.  Each loop is timed in the
@@ -18,12 +18,22 @@ loaded machine's preemption stays out of the truth.
 
 The difference holds the markers and the operand loads the variant does
 not make, and nothing else: every operand and result is a small integer
-(1 and 2: 1*2*1*2... stays at most 16), cached and never freed, so the
-loop's STORE_FAST drops the same kind of reference as its variant's.
+(1 and 2: 1*2*1*2... stays at most 16; the look-ups find 1), cached and
+never freed, so the loop's STORE_FAST drops the same object as its
+variant's.  A variant storing another object costs its stores another
+price: `x = d` in place of `x = d[k]` drops a reference to the dict at
+each store, where the loop drops one to the small integer 1 (immortal
+on 3.12+): on stock 3.13.0 the sampler saw that variant's skeleton
+(STORE_FAST, FOR_ITER, JUMP_BACKWARD) take 14.2% of the round against
+the loop's 10.3%, and that difference was missing from the truth (12.0%
+of the round; 15.7% with `x = v`, whose skeleton the sampler put within
+a point of the loop's).
 With larger operands (3 and 5, as this loop had before) the result,
 50625, is allocated by the last BINARY_OP and freed by the next
 iteration's STORE_FAST: a deallocation in the differential that every
-tool rightly puts on STORE_FAST.  bench/fidelity/run.py takes each
+tool rightly puts on STORE_FAST (on stock 3.13.0 the sampler put mul's
+STORE_FAST at 7.3% of the round against mul_base's 3.5%; with 1 and 2,
+4.8% against 4.8%).  bench/fidelity/run.py takes each
 tool's figure as the same difference: its time in the marker opcode and
 the loads in the loop, less its time in them in the variant.
 """
@@ -60,12 +70,12 @@ def subs(n, d, k):
     return x
 
 
-def subs_base(n, d, k):
+def subs_base(n, v):
     for _ in range(n):
-        x = d
-        x = d
-        x = d
-        x = d
+        x = v
+        x = v
+        x = v
+        x = v
     return x
 
 
@@ -92,7 +102,7 @@ def run_round():
     mul(N_MUL, A, B)
     mul_base(N_MUL, A, B)
     subs(N_SUB, D, "key")
-    subs_base(N_SUB, D, "key")
+    subs_base(N_SUB, D["key"])
     calls(N_CALL)
 
 
@@ -103,8 +113,7 @@ def calibrate(out, reps=15):
                       lambda: loops.timed(mul_base, N_MUL, A, B),
                       7 * N_MUL),
         "BINARY_SUBSCR": (lambda: loops.timed(subs, N_SUB, D, "key"),
-                          lambda: loops.timed(subs_base, N_SUB, D,
-                                              "key"),
+                          lambda: loops.timed(subs_base, N_SUB, D["key"]),
                           4 * N_SUB),
     }
     res = {}

@@ -50,7 +50,8 @@ Environment: BENCH_REPS (default 3), BENCH_FIDELITY_SECONDS (each
 workload's length, default 4; the targets are stated for runs of at
 least 10 s), BENCH_PYTHONS (version tags to restrict to; with it, an
 instrumented interpreter runs only when named "instrumented" or
-"instrumented-3.13", "instrumented-3.11").
+"instrumented-3.13", "instrumented-3.11"), BENCH_WORKLOADS
+(functions,opcodes,phases: the workloads to run, default all).
 Nothing fails on the figures: the targets are printed beside them.
 """
 import json
@@ -498,12 +499,15 @@ def main():
     print("fidelity: errors against untraced ground truth (median of %d "
           "truth runs; load average %.1f at start)"
           % (reps, os.getloadavg()[0]))
+    workloads = [w for w in os.environ.get("BENCH_WORKLOADS", "").split(",")
+                 if w]
     with tempfile.TemporaryDirectory(prefix="evp-fidelity-") as tmp:
         for tag, exe, e, modea in targets:
             print("CPython %s (%s)" % (tag, exe))
-            functions(tag, exe, build, e, tmp, reps, seconds, modea)
-            opcodes(tag, exe, build, e, tmp, reps, seconds, modea)
-            phases(tag, exe, build, e, tmp, reps, seconds, modea)
+            for name, fn in (("functions", functions), ("opcodes", opcodes),
+                             ("phases", phases)):
+                if not workloads or name in workloads:
+                    fn(tag, exe, build, e, tmp, reps, seconds, modea)
     print("load average %.1f at the end" % os.getloadavg()[0])
     return 0
 
