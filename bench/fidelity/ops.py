@@ -17,7 +17,10 @@ thread's CPU time (the clock the sampler counts by default), so that a
 loaded machine's preemption stays out of the truth.
 
 The difference holds the markers and the operand loads the variant does
-not make, and nothing else: every operand and result is a small integer
+not make, and nothing else: the loops iterate over
+itertools.repeat(None, n), which allocates nothing (range would allocate
+an integer per iteration, freed by the next STORE_FAST: phases.py says
+what that does to a skeleton), and every operand and result is a small integer
 (1 and 2: 1*2*1*2... stays at most 16; the look-ups find 1), cached and
 never freed, so the loop's STORE_FAST drops the same object as its
 variant's.  A variant storing another object costs its stores another
@@ -39,6 +42,7 @@ the loads in the loop, less its time in them in the variant.
 """
 import json
 import statistics
+from itertools import repeat
 import sys
 
 import loops
@@ -47,13 +51,13 @@ N_MUL, N_SUB, N_CALL = 300000, 300000, 200000
 
 
 def mul(n, a, b):
-    for _ in range(n):
+    for _ in repeat(None, n):
         x = a * b * a * b * a * b * a * b
     return x
 
 
 def mul_base(n, a, b):
-    for _ in range(n):
+    for _ in repeat(None, n):
         x = a
     return x
 
@@ -62,7 +66,7 @@ D = {"key": 1, "other": 2}
 
 
 def subs(n, d, k):
-    for _ in range(n):
+    for _ in repeat(None, n):
         x = d[k]
         x = d[k]
         x = d[k]
@@ -71,7 +75,7 @@ def subs(n, d, k):
 
 
 def subs_base(n, v):
-    for _ in range(n):
+    for _ in repeat(None, n):
         x = v
         x = v
         x = v
