@@ -17,10 +17,7 @@ thread's CPU time (the clock the sampler counts by default), so that a
 loaded machine's preemption stays out of the truth.
 
 The difference holds the markers and the operand loads the variant does
-not make, and nothing else: the loops iterate over
-itertools.repeat(None, n), which allocates nothing (range would allocate
-an integer per iteration, freed by the next STORE_FAST: phases.py says
-what that does to a skeleton), and every operand and result is a small integer
+not make, and nothing else: every operand and result is a small integer
 (1 and 2: 1*2*1*2... stays at most 16; the look-ups find 1), cached and
 never freed, so the loop's STORE_FAST drops the same object as its
 variant's.  A variant storing another object costs its stores another
@@ -36,13 +33,19 @@ With larger operands (3 and 5, as this loop had before) the result,
 iteration's STORE_FAST: a deallocation in the differential that every
 tool rightly puts on STORE_FAST (on stock 3.13.0 the sampler put mul's
 STORE_FAST at 7.3% of the round against mul_base's 3.5%; with 1 and 2,
-4.8% against 4.8%).  bench/fidelity/run.py takes each
+4.8% against 4.8%).  The loops iterate over range, whose integers past
+256 are allocated and freed in the skeleton of both the loop and its
+variant; iterating over itertools.repeat(None, n) instead (as phases.py
+does) was measured once, on a machine loaded to 7, and every sampled
+error grew (stock 3.11.7 0.44 to 3.86 points, stock 3.13.0 1.63 to 2.92,
+instrumented 3.11 2.83 to 3.48, instrumented 3.13 4.16 to 12.81): with
+a skeleton that small, the markers' cost in the differential and their
+share in a sampler's view part further (see README).  bench/fidelity/run.py takes each
 tool's figure as the same difference: its time in the marker opcode and
 the loads in the loop, less its time in them in the variant.
 """
 import json
 import statistics
-from itertools import repeat
 import sys
 
 import loops
@@ -51,13 +54,13 @@ N_MUL, N_SUB, N_CALL = 300000, 300000, 200000
 
 
 def mul(n, a, b):
-    for _ in repeat(None, n):
+    for _ in range(n):
         x = a * b * a * b * a * b * a * b
     return x
 
 
 def mul_base(n, a, b):
-    for _ in repeat(None, n):
+    for _ in range(n):
         x = a
     return x
 
@@ -66,7 +69,7 @@ D = {"key": 1, "other": 2}
 
 
 def subs(n, d, k):
-    for _ in repeat(None, n):
+    for _ in range(n):
         x = d[k]
         x = d[k]
         x = d[k]
@@ -75,7 +78,7 @@ def subs(n, d, k):
 
 
 def subs_base(n, v):
-    for _ in repeat(None, n):
+    for _ in range(n):
         x = v
         x = v
         x = v
