@@ -40,7 +40,7 @@ does) was measured once, on a machine loaded to 7, and every sampled
 error grew (stock 3.11.7 0.44 to 3.86 points, stock 3.13.0 1.63 to 2.92,
 instrumented 3.11 2.83 to 3.48, instrumented 3.13 4.16 to 12.81): with
 a skeleton that small, the markers' cost in the differential and their
-share in a sampler's view part further (see README).  bench/fidelity/run.py takes each
+share in a sampler's view part further.  bench/fidelity/run.py takes each
 tool's figure as the same difference: its time in the marker opcode and
 the loads in the loop, less its time in them in the variant.
 """
