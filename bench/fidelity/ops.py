@@ -2,23 +2,53 @@
 
     python ops.py --rounds N            the workload (untraced or traced)
     python ops.py --calibrate OUT.json  the ground truth, untraced
+    --operands A,B                      mul's operands (default 1,2)
 
-The workload runs three loops: `mul` (seven small-integer multiplications
-per iteration: BINARY_OP), `subs` (dict look-ups: BINARY_SUBSCR) and
-`calls` (calls of a small Python function, timed for the round's total
-only: a call's time is mostly its callee's frame).  --calibrate times each loop
-and a variant of it without its marker instructions (`x = a` in place of
-the multiplications, and so on), interleaved and repeated, and writes
-per loop the time of its marker instructions as the difference: the
-ground truth of the marker opcode's share, measured untraced.  The
-differential holds the marker's operand loads too (one LOAD_FAST per
-marker, a few percent of it): bench/fidelity/run.py
-says so beside the figure.
+The workload runs, each round, `mul` (seven small-integer multiplications
+per iteration: BINARY_OP), `subs` (dict look-ups: BINARY_SUBSCR), the
+variant of each without its marker instructions (`x = a` in place of the
+multiplications, `x = v` in place of the look-ups, v the value they
+find), and `calls` (calls of a small Python function, timed for the
+round's total only: a call's time is mostly its callee's frame).  --calibrate times each loop and its
+variant, interleaved and repeated, and writes per loop the time of its
+marker instructions as the difference: the ground truth of the marker
+opcode's share of the round, measured untraced.  Each loop is timed in the
+thread's CPU time (the clock the sampler counts by default), so that a
+loaded machine's preemption stays out of the truth.
+
+The difference holds the markers and the operand loads the variant does
+not make, and nothing else: every operand and result is a small integer
+(1 and 2: 1*2*1*2... stays at most 16; the look-ups find 1), cached and
+never freed, so the loop's STORE_FAST drops the same object as its
+variant's.  A variant storing another object costs its stores another
+price: `x = d` in place of `x = d[k]` drops a reference to the dict at
+each store, where the loop drops one to the small integer 1 (immortal
+on 3.12+): on stock 3.13.0 the sampler saw that variant's skeleton
+(STORE_FAST, FOR_ITER, JUMP_BACKWARD) take 14.2% of the round against
+the loop's 10.3%, and that difference was missing from the truth (12.0%
+of the round; 15.7% with `x = v`, whose skeleton the sampler put within
+a point of the loop's).
+With larger operands (3 and 5, as this loop had before) the result,
+50625, is allocated by the last BINARY_OP and freed by the next
+iteration's STORE_FAST: a deallocation in the differential that every
+tool rightly puts on STORE_FAST (on stock 3.13.0 the sampler put mul's
+STORE_FAST at 7.3% of the round against mul_base's 3.5%; with 1 and 2,
+4.8% against 4.8%).  The loops iterate over range, whose integers past
+256 are allocated and freed in the skeleton of both the loop and its
+variant; iterating over itertools.repeat(None, n) instead (as phases.py
+does) was measured once, on a machine loaded to 7, and every sampled
+error grew (stock 3.11.7 0.44 to 3.86 points, stock 3.13.0 1.63 to 2.92,
+instrumented 3.11 2.83 to 3.48, instrumented 3.13 4.16 to 12.81): with
+a skeleton that small, the markers' cost in the differential and their
+share in a sampler's view part further.  bench/fidelity/run.py takes each
+tool's figure as the same difference: its time in the marker opcode and
+the loads in the loop, less its time in them in the variant.
 """
 import json
 import statistics
 import sys
-import time
+
+import loops
 
 N_MUL, N_SUB, N_CALL = 300000, 300000, 200000
 
@@ -47,12 +77,12 @@ def subs(n, d, k):
     return x
 
 
-def subs_base(n, d, k):
+def subs_base(n, v):
     for _ in range(n):
-        x = d
-        x = d
-        x = d
-        x = d
+        x = v
+        x = v
+        x = v
+        x = v
     return x
 
 
@@ -72,53 +102,55 @@ def calls_base(n):
     return x
 
 
+A, B = 1, 2
+
+
 def run_round():
-    mul(N_MUL, 3, 5)
+    mul(N_MUL, A, B)
+    mul_base(N_MUL, A, B)
     subs(N_SUB, D, "key")
+    subs_base(N_SUB, D["key"])
     calls(N_CALL)
 
-
-def timed(fn, *a):
-    t0 = time.perf_counter_ns()
-    fn(*a)
-    return time.perf_counter_ns() - t0
 
 
 def calibrate(out, reps=15):
     pairs = {
-        "BINARY_OP": (lambda: timed(mul, N_MUL, 3, 5),
-                      lambda: timed(mul_base, N_MUL, 3, 5), 7 * N_MUL),
-        "BINARY_SUBSCR": (lambda: timed(subs, N_SUB, D, "key"),
-                          lambda: timed(subs_base, N_SUB, D, "key"),
+        "BINARY_OP": (lambda: loops.timed(mul, N_MUL, A, B),
+                      lambda: loops.timed(mul_base, N_MUL, A, B),
+                      7 * N_MUL),
+        "BINARY_SUBSCR": (lambda: loops.timed(subs, N_SUB, D, "key"),
+                          lambda: loops.timed(subs_base, N_SUB, D["key"]),
                           4 * N_SUB),
     }
     res = {}
-    loops = {}
+    totals = {}
     for name, (full, base, count) in pairs.items():
         fs, bs = [], []
         for _ in range(reps):
             fs.append(full())
             bs.append(base())
-        loops[name] = statistics.median(fs)
+        totals[name] = statistics.median(fs) + statistics.median(bs)
         res[name] = {"marker_ns": statistics.median(fs) - statistics.median(bs),
-                     "loop_ns": statistics.median(fs), "count": count}
+                     "loop_ns": statistics.median(fs),
+                     "base_ns": statistics.median(bs), "count": count}
     # The calls loop has no opcode truth (a call's time is mostly its
     # callee's frame, which the profilers give to f, not to CALL); it is
     # timed for the round's total.
-    cs = [timed(calls, N_CALL) for _ in range(reps)]
+    cs = [loops.timed(calls, N_CALL) for _ in range(reps)]
     json.dump({"per_round": res,
-               "round_ns": sum(loops.values()) + statistics.median(cs)},
+               "round_ns": sum(totals.values()) + statistics.median(cs)},
               open(out, "w"))
 
 
 def main():
+    global A, B
     a = sys.argv[1:]
-    if a and a[0] == "--calibrate":
-        calibrate(a[1])
-        return
-    rounds = int(a[a.index("--rounds") + 1]) if "--rounds" in a else 5
-    for _ in range(rounds):
-        run_round()
+    if "--operands" in a:  # --operands 3,5: the large-integer form, for
+        i = a.index("--operands")  # the comparison above
+        A, B = (int(v) for v in a[i + 1].split(","))
+        del a[i:i + 2]
+    loops.main(a, calibrate, run_round)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,22 @@ of any profiler:
               is each one's total time in an untraced run, timed call by
               call with perf_counter_ns (median of BENCH_REPS runs)
   opcodes     bench/fidelity/ops.py: loops dominated by BINARY_OP and
-              BINARY_SUBSCR; the truth is each marker's time by differential
-              timing of untraced variants of the loops (ops.py
-              --calibrate), as a share of the loops' time
+              BINARY_SUBSCR, and their variants without the markers, all
+              run each round; the truth is each loop's time less its
+              variant's (ops.py --calibrate), as a share of the round, and
+              each tool's figure the same difference of its time in the
+              marker opcode and the operand loads
+  phases      bench/fidelity/phases.py: a loop raising and catching an
+              exception and its variant that does not raise, a loop calling
+              bytes.count on 16 KiB and the same call on b'', and a loop of
+              eval-loop work; the truth is each difference (the exception's
+              whole cost: raise, error path, unwinding, handler; the C
+              function's scan) and the rest of the round (the eval loop),
+              and each tool's figure the same difference of its buckets:
+              for the exception every bucket of the raising loop but its
+              skeleton, phases included; for the C call the [C call]
+              state sampled on a stock interpreter, the C callee's frame
+              exact, the call instruction on an instrumented one
 
 For each interpreter evalprof's mode B extension was built for (and the
 instrumented 3.13/3.11 under BUILD/cpython when built), each way of
@@ -23,7 +36,8 @@ rows and their mean:
 
   evalprof sampled     record --sample at the default rate
   evalprof exact       every event, compensated (the views' default)
-  evalprof exact raw   the same trace, --no-compensate
+  evalprof exact raw   the same trace, --no-compensate (summary's, and
+                       export --format folded's for opcodes and phases)
   cProfile             python -m cProfile (its tottime/cumtime)
   perf --ops           evalprof perf --ops: opcode shares of the eval
                        function's samples (opcodes only; its denominator
@@ -32,9 +46,12 @@ rows and their mean:
   VizTracer            not measured: Debian has no package of it and PyPI
                        is not reachable from this machine
 
-Environment: BENCH_REPS (default 3), BENCH_FIDELITY_SECONDS (the
-functions workload's length, default 4; the targets are stated for runs
-of at least 10 s), BENCH_PYTHONS (version tags to restrict to).
+Environment: BENCH_REPS (default 3), BENCH_FIDELITY_SECONDS (each
+workload's length, default 4; the targets are stated for runs of at
+least 10 s), BENCH_PYTHONS (version tags to restrict to; with it, an
+instrumented interpreter runs only when named "instrumented" or
+"instrumented-3.13", "instrumented-3.11"), BENCH_WORKLOADS
+(functions,opcodes,phases: the workloads to run, default all).
 Nothing fails on the figures: the targets are printed beside them.
 """
 import json
@@ -93,38 +110,77 @@ def func_times(rows, names):
     return t
 
 
-# Each marker, the loop function that holds it, and the share of that
-# function's operand loads (LOAD_FAST*, LOAD_CONST*) its differential
-# holds: mul runs 8 loads against its variant's 1, subs 8 against 4.
-MARKERS = {"BINARY_OP": ("mul", 7 / 8), "BINARY_SUBSCR": ("subs", 1 / 2)}
-
-
-def op_times(rows, under, ops):
-    """ns of each marker opcode as the differential measures it (its own
-    leaves, base names, in its loop function, and that share of the
-    function's operand loads), in stacks under function UNDER, and the
-    total under it."""
-    t = {o: 0.0 for o in ops}
+def buckets(rows, under):
+    """{func: {tags: ns}} of the stacks under function UNDER: for each
+    stack, its innermost function frame and the tags after it (a phase
+    "[loop error]", a sampled state "[C call]", "op:NAME", or a callee's
+    frame: exact mode's C functions), evalprof's own [evalprof] time left
+    out; and the total ns under UNDER."""
+    out = {}
     total = 0
     for frames, v in rows:
         if frames[-1] == "[evalprof]":
             continue
-        names = set(frame_name(f) for f in frames)
+        names = [frame_name(f) for f in frames]
         if under not in names:
             continue
         total += v
-        leaf = frames[-1]
-        if leaf.startswith("op:"):
-            leaf = leaf[3:]
-        for o in ops:
-            func, frac = MARKERS[o]
-            if func not in names:
-                continue
-            if leaf == o or leaf.startswith(o + "_"):
-                t[o] += v
-            elif leaf.startswith("LOAD_FAST") or leaf.startswith("LOAD_CONST"):
-                t[o] += frac * v
-    return t, total
+        i = len(frames) - 1
+        while i >= 0 and (frames[i].startswith("[")
+                          or frames[i].startswith("op:")
+                          or " (" not in frames[i]
+                          or frames[i].endswith(":0)")):  # a C function
+            i -= 1
+        if i < 0:
+            continue
+        d = out.setdefault(names[i], {})
+        tags = tuple(frames[i + 1:])
+        d[tags] = d.get(tags, 0) + v
+    return out, total
+
+
+def op_of(tags):
+    """The opcode tag's name in TAGS, or None."""
+    for t in tags:
+        if t.startswith("op:"):
+            return t[3:]
+    return None
+
+
+def is_op(name, base):
+    """NAME is BASE or one of its specialized forms (LOAD_FAST_CHECK,
+    FOR_ITER_RANGE, ...)."""
+    return name is not None and (name == base or name.startswith(base + "_"))
+
+
+def differential_of(b, loop, variant, pick):
+    """A tool's figure for the difference the truth measures: its ns in
+    the buckets PICK selects in LOOP, less the same in VARIANT."""
+    f = sum(v for k, v in b.get(loop, {}).items() if pick(k))
+    g = sum(v for k, v in b.get(variant, {}).items() if pick(k))
+    return f - g
+
+
+def loads(name):
+    return is_op(name, "LOAD_FAST") or is_op(name, "LOAD_CONST")
+
+
+# Each marker, the loop that holds it and its variant: the truth is the
+# loop's time less its variant's, the markers and the operand loads the
+# variant does not make; each tool's figure is the same difference of
+# its marker and load buckets.
+MARKERS = {"BINARY_OP": ("mul", "mul_base"),
+           "BINARY_SUBSCR": ("subs", "subs_base")}
+
+
+def op_times(b, ops):
+    t = {}
+    for o in ops:
+        loop, variant = MARKERS[o]
+        t[o] = differential_of(b, loop, variant,
+                            lambda k, o=o: is_op(op_of(k), o)
+                            or loads(op_of(k)))
+    return t
 
 
 def summary_funcs(build, trace, names, extra=()):
@@ -241,42 +297,112 @@ def functions(tag, exe, build, env, tmp, reps, seconds, modea):
                  "; a %.0f s run (the target is for 10 s or more)" % seconds))
 
 
-def opcodes(tag, exe, build, env, tmp, reps, modea):
-    script = os.path.join(HERE, "ops.py")
+def calibrated(exe, script, env, tmp, reps, names, extra=()):
+    """The truth of SCRIPT --calibrate (median of REPS runs): the round's
+    ns and each of NAMES' marker ns per round."""
     cals = []
     for _ in range(reps):
         out = os.path.join(tmp, "cal.json")
-        sh([exe, script, "--calibrate", out], env=env)
+        sh([exe, script] + list(extra) + ["--calibrate", out], env=env)
         cals.append(json.load(open(out)))
     round_ns = statistics.median(c["round_ns"] for c in cals)
-    truth = {o: statistics.median(c["per_round"][o]["marker_ns"]
-                                  for c in cals) / round_ns for o in OPS}
-    rounds = 30
-    args = ["--rounds", str(rounds)]
-    print("  opcodes (%d rounds; true shares of the loops' time: %s; a "
-          "marker's differential holds its operand loads, and so does each "
-          "tool's figure):"
-          % (rounds, ", ".join("%s %.1f%%" % (o, truth[o] * 100)
-                               for o in OPS)))
-    trace = os.path.join(tmp, "o.evp")
+    marker = {n: statistics.median(c["per_round"][n]["marker_ns"]
+                                   for c in cals) for n in names}
+    return round_ns, marker
+
+
+def rounds_for(round_ns, seconds):
+    return max(3, int(seconds * 1e9 / round_ns))
+
+
+def shares_rows(kind, got, total, truth, marker, rounds, note=""):
+    """One tool's row of a differential workload: GOT (ns of each marker
+    over the run) against TRUTH (shares of the round) and MARKER (ns per
+    round); the rest of the round is a row too."""
+    if not total:
+        print("    %-20s no stacks under run_round" % kind)
+        return None
+    shares = {n: got[n] / total for n in truth}
+    shares["rest"] = 1 - sum(shares.values())
+    t = dict(truth, rest=1 - sum(truth.values()))
+    pts = [abs(shares[n] - t[n]) * 100 for n in t]
+    pct = [abs(got[n] / rounds - marker[n]) / marker[n] * 100
+           for n in marker if marker[n] > 0]
+    print("    %-20s %6.2f %6.2f   %7.1f%% %7.1f%%  %s%s"
+          % (kind, max(pts), statistics.mean(pts), max(pct),
+             statistics.mean(pct),
+             ", ".join("%s %.1f%%" % (n, shares[n] * 100) for n in t),
+             note))
+    return max(pts)
+
+
+def traced_runs(exe, build, env, tmp, script, args, modea, extra_folded):
+    """(kind, folded rows) of each evalprof way: sampled, exact
+    compensated and the same trace raw."""
+    trace = os.path.join(tmp, "w.evp")
     for kind, mk in (("evalprof sampled", sampled_cmd),
                      ("evalprof exact", exact_cmd)):
         cmd, extra = mk(exe, trace, script, args, modea)
         p = sh(cmd, env=dict(env, **extra), check=False)
         if p.returncode != 0 or not os.path.exists(trace):
-            print("    %-20s did not run: %s" % (kind,
-                                                  p.stderr.strip()[-200:]))
+            yield kind, "did not run: " + p.stderr.strip()[-200:]
             continue
-        t, total = op_times(folded(build, trace, ["--ops"]), "run_round", OPS)
-        if not total:
-            print("    %-20s no opcode leaves under run_round" % kind)
-            continue
-        got = {o: t[o] / total for o in OPS}
-        mx, mean = share_errors(truth, got)
-        print("    %-20s max %5.2f points, mean %5.2f (%s)"
-              % (kind, mx, mean, ", ".join("%s %.1f%%" % (o, got[o] * 100)
-                                           for o in OPS)))
+        yield kind, folded(build, trace, extra_folded)
+        if kind == "evalprof exact":
+            yield "evalprof exact raw", folded(build, trace, extra_folded +
+                                               ["--no-compensate"])
         os.unlink(trace)
+
+
+def target_line(res, seconds):
+    s, c = res.get("evalprof sampled"), res.get("evalprof exact")
+    if s is not None and c is not None:
+        print("    target: sampled within 2 points of the truth (%s: %.2f) "
+              "and closer than exact compensated (%s: %.2f vs %.2f)%s"
+              % ("met" if s <= 2 else "NOT met", s,
+                 "met" if s < c else "NOT met", s, c,
+                 "" if seconds >= 10 else
+                 "; a %.0f s run (the target is for 10 s or more)" % seconds))
+
+
+def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
+                 heading, folded_opts, figure, what):
+    """Run a workload of loops and variants (ops.py, phases.py): its
+    truth, each evalprof way's row, FIGURE(kind, buckets) -> ({name: ns},
+    note) giving a tool's figures; returns the --rounds arguments."""
+    round_ns, marker = calibrated(exe, script, env, tmp, reps, names)
+    truth = {n: marker[n] / round_ns for n in names}
+    rounds = rounds_for(round_ns, seconds)
+    args = ["--rounds", str(rounds)]
+    print(heading % (rounds, ", ".join("%s %.1f%%" % (n, truth[n] * 100)
+                                       for n in names)))
+    print("    %-20s %6s %6s   %8s %8s  shares" % ("", "max pt", "mean",
+                                                   "max %", "mean %"))
+    res = {}
+    for kind, rows in traced_runs(exe, build, env, tmp, script, args, modea,
+                                  folded_opts):
+        if isinstance(rows, str):
+            print("    %-20s %s" % (kind, rows))
+            continue
+        b, total = buckets(rows, "run_round")
+        got, note = figure(kind, b)
+        res[kind] = shares_rows(kind, got, total, truth, marker, rounds,
+                                note)
+    print("    %-20s not measured: it times functions, not %s"
+          % ("cProfile", what))
+    target_line(res, seconds)
+    return args
+
+
+def opcodes(tag, exe, build, env, tmp, reps, seconds, modea):
+    script = os.path.join(HERE, "ops.py")
+    args = differential(
+        exe, build, env, tmp, reps, seconds, modea, script, OPS,
+        "  opcodes (%d rounds; the truth: each marker loop's time less "
+        "its variant's, the markers and the loads the variant does not "
+        "make, as a share of the round: %s; each tool's figure is the "
+        "same difference of its marker and load time):", ["--ops"],
+        lambda kind, b: (op_times(b, OPS), ""), "opcodes")
     pdir = os.path.join(tmp, "perf")
     p = sh([os.path.join(build, "evalprof"), "perf", "--ops", "-o", pdir,
             "--", exe, script] + args, env=env, check=False)
@@ -297,6 +423,63 @@ def opcodes(tag, exe, build, env, tmp, reps, modea):
                                          for o in shares)))
 
 
+# The loop skeleton raising and raising_base share, one of each per
+# iteration in both: everything else in raising is the exception's.
+SKELETON = ("FOR_ITER", "STORE_FAST", "NOP", "JUMP_BACKWARD", "END_FOR")
+PHASE_ROWS = ["exception", "C call"]
+
+
+def skeleton(name):
+    return (name is not None and name != "JUMP_BACKWARD_NO_INTERRUPT"
+            and any(is_op(name, o) for o in SKELETON))
+
+
+def c_call_pick(kind, modea):
+    """The buckets that hold time in C code under a call instruction:
+    the sampled state [C call] of a stock interpreter's samples, the
+    callee's own frame in a stock interpreter's exact trace (its c call
+    events), the call instruction itself on the instrumented one (neither
+    its exact events nor its sampled folded stacks tell a C callee from
+    the instruction that calls it)."""
+    if modea:
+        return lambda k: is_op(op_of(k), "CALL")
+    if kind == "evalprof sampled":
+        return lambda k: "[C call]" in k
+    return lambda k: any(not (t.startswith("[") or t.startswith("op:"))
+                         for t in k)
+
+
+def phases(tag, exe, build, env, tmp, reps, seconds, modea):
+    def figure(kind, b):
+        got = {"exception": differential_of(b, "raising", "raising_base",
+                                            lambda k: not skeleton(op_of(k))),
+               "C call": differential_of(b, "ccall", "ccall_base",
+                                         c_call_pick(kind, modea))}
+        note = ""
+        if kind == "evalprof sampled" and modea and got["exception"] > 0:
+            ph = differential_of(b, "raising", "raising_base",
+                                 lambda k: "[loop error]" in k
+                                 or "[loop exception]" in k)
+            note = ("; of the exception, %.0f%% in the phases loop error "
+                    "and loop exception" % (ph / got["exception"] * 100))
+        return got, note
+
+    differential(
+        exe, build, env, tmp, reps, seconds, modea,
+        os.path.join(HERE, "phases.py"), PHASE_ROWS,
+        "  phases (%%d rounds; the truth: the loop that raises and catches "
+        "less the same loop not raising, bytes.count on 16 KiB less the "
+        "same call on b'', as shares of the round: %%s; the rest is the "
+        "eval loop's; each tool's figure is the same difference: "
+        "exception = every bucket of the raising loop but its skeleton "
+        "(%s), C call = %s):"
+        % (" ".join(SKELETON),
+           "the call instruction (instrumented: no C-call state in its "
+           "stacks)" if modea else
+           "the [C call] state sampled, the C callee's frame exact"),
+        ["--ops", "--phases"], figure, "phases")
+
+
 def main():
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
     reps = int(os.environ.get("BENCH_REPS", "3"))
@@ -305,18 +488,26 @@ def main():
     env.pop("PYTHONPATH", None)
     tenv = dict(env, PYTHONPATH=os.path.join(build, "python"))
     targets = [(tag, exe, tenv, False) for tag, exe in interpreters(build)]
+    want = [w for w in os.environ.get("BENCH_PYTHONS", "").split(",") if w]
     for v in ("3.13", "3.11"):
         exe = os.path.join(build, "cpython", v, "evalprof", "python")
+        if want and "instrumented" not in want and \
+                "instrumented-" + v not in want:
+            continue
         if os.path.exists(exe):
             targets.append(("instrumented " + v, exe, env, True))
     print("fidelity: errors against untraced ground truth (median of %d "
           "truth runs; load average %.1f at start)"
           % (reps, os.getloadavg()[0]))
+    workloads = [w for w in os.environ.get("BENCH_WORKLOADS", "").split(",")
+                 if w]
     with tempfile.TemporaryDirectory(prefix="evp-fidelity-") as tmp:
         for tag, exe, e, modea in targets:
             print("CPython %s (%s)" % (tag, exe))
-            functions(tag, exe, build, e, tmp, reps, seconds, modea)
-            opcodes(tag, exe, build, e, tmp, reps, modea)
+            for name, fn in (("functions", functions), ("opcodes", opcodes),
+                             ("phases", phases)):
+                if not workloads or name in workloads:
+                    fn(tag, exe, build, e, tmp, reps, seconds, modea)
     print("load average %.1f at the end" % os.getloadavg()[0])
     return 0
 

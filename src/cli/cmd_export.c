@@ -31,6 +31,7 @@ struct export_opts {
     int ops;         /* folded: opcode leaves */
     int lines;       /* folded: file:line leaves */
     int phases;      /* folded: loop phases as leaves */
+    int raw;         /* folded: --no-compensate */
     long max_depth;  /* folded: frames kept on a stack, 0 all */
     int depth_given; /* --max-depth was: the timelines take it too */
     struct evp_cli_filter filter; /* chrome, speedscope */
@@ -79,7 +80,8 @@ static int export_folded(struct evp_trace *t, const struct export_opts *o)
     struct evp_folded_opts fo = {.ops = o->ops,
                                  .lines = o->lines,
                                  .phases = o->phases,
-                                 .compensate = !evp_trace_info(t)->text,
+                                 .compensate =
+                                     !evp_trace_info(t)->text && !o->raw,
                                  .stream = -1,
                                  .max_depth = (size_t)o->max_depth};
     return evp_cli_out_close(&of, evp_view_folded(t, f, &fo));
@@ -213,6 +215,7 @@ int cmd_export(int argc, char **argv)
         {"ops", no_argument, NULL, 'O'},
         {"lines", no_argument, NULL, 'L'},
         {"phases", no_argument, NULL, 'P'},
+        {"no-compensate", no_argument, NULL, 'n'},
         {"max-depth", required_argument, NULL, 'D'},
         {"python", required_argument, NULL, 'p'},
         EVP_CLI_FILTER_LONGOPTS,
@@ -251,6 +254,9 @@ int cmd_export(int argc, char **argv)
         case 'P':
             o.phases = 1;
             break;
+        case 'n':
+            o.raw = 1;
+            break;
         case 'D':
             if ((o.max_depth = evp_cli_parse_long("--max-depth", optarg)) < 0)
                 return 2;
@@ -284,6 +290,10 @@ int cmd_export(int argc, char **argv)
         ;
     if (i == n) {
         evp_cli_error("export: unknown format '%s' (%s)", fmt, names);
+        return 2;
+    }
+    if (o.raw && formats[i].fn != export_folded) {
+        evp_cli_error("export: --no-compensate is for folded, not %s", fmt);
         return 2;
     }
     if (filters && formats[i].fn != export_chrome &&
