@@ -844,6 +844,20 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
                 "share can be a few points above what it is untraced "
                 "(README, \"Sampled mode\")\n",
                 "bias:");
+    /* a stock interpreter that exports no eval function: no sample is
+     * marked in it (docs/EVENTS.md, flag in eval) */
+    size_t noeval = 0;
+    for (size_t i = 0; i < runs; i++) {
+        const char *er = evp_trace_meta(t[i], "sample.eval_ranges");
+        noeval += er && !strcmp(er, "0");
+    }
+    if (noeval)
+        fprintf(out,
+                "%-11sthe interpreter%s exported no _PyEval_EvalFrameDefault "
+                "for the sampler to find: no sample is marked in the eval "
+                "loop, its time is in \"runtime other (frame)\" and, at a "
+                "call instruction, in \"C call\"\n",
+                "note:", runs > 1 ? " of some runs" : "");
 }
 
 /* Rows from matched rows K: both weight columns (the inclusive one the

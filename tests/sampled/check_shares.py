@@ -100,6 +100,16 @@ check(run("summary", "--funcs", az).stdout.replace(az, a) ==
 # exact counts (mode A's EVALPROF_COUNTS=1) beside the samples' estimate:
 # the count, the estimated time, and their quotient per execution; with
 # --group-specialized a specialized form's count joins its base's
+# A stock interpreter that exported no eval function: summary says what
+# that does to the states, and only then.
+noeval = run("summary", make("ae.evp", "-e")).stdout
+check(re.search(r"^note: +the interpreter exported no "
+                r"_PyEval_EvalFrameDefault .*runtime other \(frame\)",
+                noeval, re.M) is not None,
+      "summary of a trace with sample.eval_ranges 0 notes it")
+check("_PyEval_EvalFrameDefault" not in run("summary", a).stdout,
+      "no such note where the eval function was found")
+
 ac = make("ac.evp", "-c")
 crow = re.compile(r"^ (\S+)\s+([\d,]+)\s+([\d.]+) ms\s+([\d.]+) ns$")
 

@@ -143,7 +143,7 @@ static size_t stream_samples(uint32_t stream, int variant, uint64_t period,
 
 int sampgen_write(const char *path, const struct sampgen_opts *opts)
 {
-    static const struct sampgen_opts defaults = {'a', 0, 0, 0, 0, NULL};
+    static const struct sampgen_opts defaults = {'a', 0, 0, 0, 0, NULL, 0};
     if (!opts)
         opts = &defaults;
     int variant = opts->variant == 'b';
@@ -178,6 +178,8 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
     k += meta_put(buf + k, "sample.signal", "SIGPROF");
     k += meta_put(buf + k, "sample.sampler", "timer_create SIGEV_THREAD_ID");
     k += meta_put(buf + k, "sample.max_depth", "128");
+    if (opts->no_eval)
+        k += meta_put(buf + k, "sample.eval_ranges", "0");
     k += meta_put(buf + k, "sample.missed", "3");
     k += meta_put(buf + k, "lines.3", "0:10,2:11,6:12,10:13");
     k += meta_put(buf + k, "lines.4", "0:20,2:21,8:22");

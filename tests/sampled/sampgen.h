@@ -45,6 +45,8 @@ struct sampgen_opts {
     int wall;         /* 4000 Hz of wall-clock time, not 1000 Hz of CPU */
     const char *root; /* the functions' directory (root.script); NULL:
                          "gen.py", no root */
+    int no_eval;      /* sample.eval_ranges 0: the eval function was not
+                         found (its samples keep their flags) */
 };
 
 /* Write the trace to PATH.  Returns 0 or -1 (errno set). */
