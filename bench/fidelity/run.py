@@ -220,12 +220,6 @@ def errors(truth, got):
     return max(pts), statistics.mean(pts), max(pct), statistics.mean(pct)
 
 
-def share_errors(truth_share, got_share):
-    pts = [abs(got_share.get(k, 0) - truth_share[k]) * 100
-           for k in truth_share]
-    return max(pts), statistics.mean(pts)
-
-
 def line(name, e, extra=""):
     if e is None:
         print("    %-20s %s" % (name, extra or "no figures"))
@@ -287,14 +281,7 @@ def functions(tag, exe, build, env, tmp, reps, seconds, modea):
                                                        FUNCS, tmp))
         line("cProfile", res["cProfile"])
     line("VizTracer", None, "not measured: no Debian package, no PyPI here")
-    s, c = res.get("evalprof sampled"), res.get("evalprof exact")
-    if s and c:
-        print("    target: sampled within 2 points of the truth (%s: %.2f) "
-              "and closer than exact compensated (%s: %.2f vs %.2f)%s"
-              % ("met" if s[0] <= 2 else "NOT met", s[0],
-                 "met" if s[0] < c[0] else "NOT met", s[0], c[0],
-                 "" if seconds >= 10 else
-                 "; a %.0f s run (the target is for 10 s or more)" % seconds))
+    target_line({k: e[0] for k, e in res.items()}, seconds)
 
 
 def calibrated(exe, script, env, tmp, reps, names, extra=()):

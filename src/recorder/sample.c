@@ -515,12 +515,14 @@ static uint64_t clock_ns(clockid_t id)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The flag of a thread without the GIL blocked in call NR (-1: not
- * known) whose first argument is ARG: a futex wait on a word of the GIL
- * at [LO, LO + SIZE) (LO 0: none) is waiting for it; any other call is
- * another call. */
-static uint32_t call_flag(long nr, uintptr_t arg, uintptr_t lo, size_t size)
+/* The flag of thread ST (NULL: not known) without the GIL, blocked in
+ * call NR (-1: not known) whose first argument is ARG: a futex wait on a
+ * word of the GIL range it registered (evp_rec_sample_thread_gil; none:
+ * never) is waiting for it; any other call is another call. */
+static uint32_t call_flag(const struct sthread *st, long nr, uintptr_t arg)
 {
+    uintptr_t lo = st ? __atomic_load_n(&st->gil_lo, __ATOMIC_RELAXED) : 0;
+    size_t size = st ? __atomic_load_n(&st->gil_size, __ATOMIC_RELAXED) : 0;
     return lo && (nr == -1 || nr == SYS_futex) && arg - lo < size
                ? EVP_SAMPLE_GIL_WAIT
                : EVP_SAMPLE_SYSCALL;
@@ -702,17 +704,13 @@ uint32_t evp_rec_sample_blocked(const void *ucontext)
         nr = ax; /* to be restarted */
     else
         return 0;
-    /* The range the thread registered (evp_rec_sample_thread_gil); the
-     * handler runs on the thread itself, so it sees its own stores. */
+    /* The range the thread registered; the handler runs on the thread
+     * itself, so it sees its own stores. */
     const struct sthread *st = sample_tls;
-    uintptr_t lo = 0;
-    size_t size = 0;
     if (st &&
-        __atomic_load_n(&st->owner, __ATOMIC_RELAXED) == (void *)&sample_tls) {
-        lo = __atomic_load_n(&st->gil_lo, __ATOMIC_RELAXED);
-        size = __atomic_load_n(&st->gil_size, __ATOMIC_RELAXED);
-    }
-    return call_flag(nr, (uintptr_t)g[REG_RDI], lo, size);
+        __atomic_load_n(&st->owner, __ATOMIC_RELAXED) != (void *)&sample_tls)
+        st = NULL;
+    return call_flag(st, nr, (uintptr_t)g[REG_RDI]);
 #else
     (void)ucontext;
     return 0;
@@ -984,13 +982,11 @@ static void tick_thread(struct sthread *st)
         uint64_t at = __atomic_load_n(&st->cpu_at_sample, __ATOMIC_RELAXED);
         if (cpu != UINT64_MAX && cpu - at <= G.budget_ns &&
             !__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
-            uintptr_t lo = __atomic_load_n(&st->gil_lo, __ATOMIC_RELAXED);
-            size_t size = __atomic_load_n(&st->gil_size, __ATOMIC_RELAXED);
             uint32_t state =
                 st->last_state & ~(EVP_SAMPLE_GIL_WAIT | EVP_SAMPLE_SYSCALL |
                                    EVP_SAMPLE_IN_EVAL);
             if (G.cfg.tells_blocked)
-                state |= call_flag(nr, arg, lo, size);
+                state |= call_flag(st, nr, arg);
             uint64_t w = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
             uint32_t weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
             if (weight > 1)
