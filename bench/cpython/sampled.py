@@ -2,15 +2,20 @@
 """Mode A's sampled run against the same instrumented interpreter untraced.
 
     sampled.py BUILD [--versions 3.13,3.11] [--reps N] [--scale S]
-               [--rates 1000,500,250,10]
+               [--rates 1000,500,250,10] [--workloads demo,callheavy]
 
-For each version, the demo workload (examples/workload/main.py --scale S)
-runs REPS times in each configuration, interleaved so that machine noise
+For each version and workload (demo: examples/workload/main.py --scale
+S; callheavy: bench/modeb/callheavy.py S, recursion, methods, closures),
+each configuration runs REPS times, interleaved so that machine noise
 (a shared machine) hits all alike:
 
     off          the instrumented build, not tracing (the baseline)
     sample@R     EVALPROF_MODE=sample at R Hz of CPU time (the first rate
-                 of --rates is also run with exact counts)
+                 of --rates is also run with exact counts); the perf
+                 event sends SIGTRAP (sample.sampler says so)
+    rt@R         the same at the first rate with EVALPROF_SAMPLE_TIMER=rt:
+                 the real-time signal through F_SETSIG, re-armed by each
+                 handler (the way under a debugger)
     counts@R     the same with EVALPROF_COUNTS=1
     counts@10    exact counts at 10 Hz: the stores' cost nearly alone
 
@@ -36,6 +41,15 @@ import tempfile
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEMO = os.path.join(TOP, "examples", "workload", "main.py")
+CALLHEAVY = os.path.join(TOP, "bench", "modeb", "callheavy.py")
+
+
+def workload_argv(name, scale):
+    if name == "demo":
+        return [DEMO, "--scale", str(scale), "--no-times"]
+    if name == "callheavy":
+        return [CALLHEAVY, str(scale)]
+    raise SystemExit("unknown workload %r (demo, callheavy)" % name)
 
 
 def cpu_time(argv, env):
@@ -63,6 +77,8 @@ def configs_for(tmp, rates):
         e = dict(base, EVALPROF=os.path.join(tmp, "s.evp"),
                  EVALPROF_MODE="sample", EVALPROF_SAMPLE_RATE=str(r))
         out.append(("sample@%d" % r, e))
+    out.append(("rt@%d" % rates[0],
+                dict(out[1][1], EVALPROF_SAMPLE_TIMER="rt")))
     for r in sorted({rates[0], 10}, reverse=True):
         e = dict(base, EVALPROF=os.path.join(tmp, "s.evp"),
                  EVALPROF_MODE="sample", EVALPROF_SAMPLE_RATE=str(r),
@@ -71,13 +87,13 @@ def configs_for(tmp, rates):
     return out
 
 
-def bench_version(build, ver, reps, scale, rates, tmp):
+def bench_version(build, ver, reps, scale, rates, tmp, workload):
     py = os.path.join(build, "cpython", ver, "evalprof", "python")
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
     configs = configs_for(tmp, rates)
-    argv = [py, DEMO, "--scale", str(scale), "--no-times"]
+    argv = [py] + workload_argv(workload, scale)
     times = {name: [] for name, _ in configs}
     user = {name: [] for name, _ in configs}
     system = {name: [] for name, _ in configs}
@@ -91,9 +107,9 @@ def bench_version(build, ver, reps, scale, rates, tmp):
             if path and os.path.exists(path):
                 os.unlink(path)
     off = statistics.median(times["off"])
-    print("CPython %s (instrumented), demo --scale %s: CPU time, medians of "
-          "%d interleaved runs, ratio to off [min - max], and the medians "
-          "of user and system time" % (ver, scale, reps))
+    print("CPython %s (instrumented), %s at scale %s: CPU time, medians "
+          "of %d interleaved runs, ratio to off [min - max], and the "
+          "medians of user and system time" % (ver, workload, scale, reps))
     print("  %-11s %8s     %7s  %8s  %s" % (
         "", "median", "ratio", "paired", "[min - max] of the paired ratios"))
     for name, _ in configs:
@@ -116,12 +132,15 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--scale", default="0.3")
     ap.add_argument("--rates", default="1000,500,250,10")
+    ap.add_argument("--workloads", default="demo,callheavy")
     args = ap.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     build = os.path.abspath(args.build)
     with tempfile.TemporaryDirectory(prefix="evp-bench-sampled-") as tmp:
         for ver in args.versions.split(","):
-            bench_version(build, ver, args.reps, args.scale, rates, tmp)
+            for w in args.workloads.split(","):
+                bench_version(build, ver, args.reps, args.scale, rates, tmp,
+                              w)
     print("a 10 s run of one thread: samples, and a share's 95% interval "
           "(half-width, points)")
     for r in rates:

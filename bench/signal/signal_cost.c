@@ -2,10 +2,13 @@
  * What one CPU-time timer signal costs this machine, whoever handles it:
  * a loop of fixed work, run with no timer, then with a POSIX CPU-time
  * timer (CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID, as the recorder arms
- * where perf events are refused) and an empty SA_SIGINFO handler, and
- * with a perf task-clock event signalling through F_SETSIG (the
- * recorder's default clock), and with the same perf event counting but
- * signalling nothing (its timer interrupts alone), interleaved; prints the
+ * where perf events are refused) and an empty SA_SIGINFO handler, with a
+ * perf task-clock event signalling through F_SETSIG and re-armed by each
+ * handler (the recorder's clock under a debugger or with
+ * EVALPROF_SAMPLE_TIMER=rt), with the same event sending SIGTRAP itself
+ * (attr.sigtrap: the recorder's default clock), and with the event
+ * counting but signalling nothing (its timer interrupts alone),
+ * interleaved; prints the
  * process CPU time of each, medians of REPS, and (timed - none) / signals
  * delivered.
  *
@@ -61,8 +64,10 @@ static void work(uint64_t n)
     sink = x;
 }
 
-/* MODE 0 none, 1 POSIX CPU timer, 2 perf task-clock, 3 the same event
- * with no signal (its hrtimer keeps firing every period) */
+/* MODE 0 none, 1 POSIX CPU timer, 2 perf task-clock through F_SETSIG,
+ * 3 the same event with no signal (its hrtimer keeps firing every
+ * period), 4 the event sending SIGTRAP (sigtrap) */
+enum { NMODES = 5 };
 static double one(int mode, unsigned rate, uint64_t n, uint64_t *nsig)
 {
     timer_t t;
@@ -93,6 +98,16 @@ static double one(int mode, unsigned rate, uint64_t n, uint64_t *nsig)
             return -1;
         if (mode == 3)
             goto armed;
+        if (mode == 4) {
+            close(perf_fd);
+            a.sigtrap = 1;
+            a.remove_on_exec = 1;
+            perf_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
+                                   PERF_FLAG_FD_CLOEXEC);
+            if (perf_fd < 0)
+                return -1;
+            goto armed;
+        }
         struct f_owner_ex o = {F_OWNER_TID, (int)syscall(SYS_gettid)};
         fcntl(perf_fd, F_SETFL, O_ASYNC);
         fcntl(perf_fd, F_SETSIG, SIGRTMIN + 5);
@@ -136,30 +151,33 @@ int main(int argc, char **argv)
     sigaction(SIGRTMIN + 4, &sa, NULL);
     sa.sa_sigaction = on_perf;
     sigaction(SIGRTMIN + 5, &sa, NULL);
+    sa.sa_sigaction = on_sig;
+    sigaction(SIGTRAP, &sa, NULL);
     /* calibrate the loop to WORK_MS of CPU time */
     uint64_t n = 10000000, s;
     double d = one(0, rate, n, &s);
     n = (uint64_t)(n * (work_ms / 1e3) / d);
-    double tm[4][64];
-    uint64_t sg[4] = {0, 0, 0, 0};
+    double tm[NMODES][64];
+    uint64_t sg[NMODES] = {0};
     if (reps > 64)
         reps = 64;
     for (int r = 0; r < reps; r++)
-        for (int m = 0; m < 4; m++) {
+        for (int m = 0; m < NMODES; m++) {
             tm[m][r] = one(m, rate, n, &s);
             sg[m] += s;
         }
-    static const char *name[4] = {"none", "POSIX CPU timer", "perf task-clock",
-                                  "perf, no signal"};
+    static const char *name[NMODES] = {"none", "POSIX CPU timer",
+                                       "perf, F_SETSIG", "perf, no signal",
+                                       "perf, sigtrap"};
     /* each run against the run without a timer of its own round: a load
      * that drifts over the rounds cancels */
-    double med[4], dif[4][64];
-    for (int m = 0; m < 4; m++) {
+    double med[NMODES], dif[NMODES][64];
+    for (int m = 0; m < NMODES; m++) {
         for (int r = 0; r < reps; r++)
             dif[m][r] = tm[m][r] - tm[0][r];
         qsort(dif[m], (size_t)reps, sizeof(double), cmp);
     }
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < NMODES; m++) {
         qsort(tm[m], (size_t)reps, sizeof(double), cmp);
         med[m] = tm[m][reps / 2];
     }
@@ -167,7 +185,7 @@ int main(int argc, char **argv)
            "and the median of each run's difference to its round's run "
            "without a timer, per signal:\n",
            rate, reps, work_ms);
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < NMODES; m++) {
         double per_run = (double)sg[m] / reps;
         double per = sg[m] ? dif[m][reps / 2] / per_run : 0;
         printf("  %-16s %8.1f ms  %6.3fx  %7.0f signals/run  %6.1f us/signal"

@@ -34,6 +34,24 @@
  * a blocked signal's periods are still counted), and the POSIX CPU-time timer
  * only where perf events are refused (sample.sampler says which).
  *
+ * How the perf event signals.  Where the kernel takes attr.sigtrap
+ * (Linux 5.13+) and no debugger traces the process, the event sends the
+ * thread SIGTRAP itself (si_code TRAP_PERF, si_perf_data the thread's
+ * struct), queued as task work that runs on the thread's way back to user
+ * mode from the timer interrupt: no inter-processor interrupt, no
+ * re-arming ioctl in the handler, the interrupted registers still the
+ * user code's.  On this kind of VM that is about half of what a signal
+ * through F_SETSIG costs (bench/signal/signal_cost).  The event keeps
+ * counting while a signal waits (SIGTRAP is a standard signal: one
+ * pending at most), the weight is the CPU time in periods as above.  The
+ * SIGTRAP handler, once installed, stays: a trap that is not this
+ * sampler's (a breakpoint, raise(SIGTRAP)) goes to the disposition it
+ * found, SIG_DFL's included (reset and raised again), and a perf trap
+ * that comes late, after the sampler stopped, is dropped.  Under a
+ * debugger, or with EVALPROF_SAMPLE_TIMER=rt, the event signals through
+ * F_SETSIG with the real-time signal and each handler re-arms it for one
+ * more overflow (PERF_EVENT_IOC_REFRESH).
+ *
  * The wall clock's sampler thread.  A timer's signal interrupts a
  * blocked call, and CPython takes the GIL back to check for signals
  * before it blocks again: a blocked thread then waits for the GIL at
@@ -343,8 +361,12 @@ static struct {
     uint64_t period_ns;
     uint64_t ring_bytes;
     int signo;
-    int use_perf;   /* CPU clock through perf_event_open */
-    int use_ticker; /* wall clock through the sampler thread */
+    int use_perf;       /* CPU clock through perf_event_open */
+    int use_trap;       /* ... its overflows sending SIGTRAP (attr.sigtrap) */
+    int trap_installed; /* on_trap is SIGTRAP's handler */
+    struct sigaction old_trap; /* what SIGTRAP had before on_trap */
+    uint64_t trap_retaken;     /* times the program replaced on_trap */
+    int use_ticker;            /* wall clock through the sampler thread */
     pthread_t ticker;
     int has_ticker;
     int ticker_stop;    /* (atomic) */
@@ -388,7 +410,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
  * refused: kernel.perf_event_paranoid, a seccomp filter), with user and
  * kernel time first, then user time only.
  */
-static int perf_open(int signo, uint64_t period_ns)
+static int perf_open(int signo, uint64_t period_ns, int trap, void *cookie)
 {
     struct perf_event_attr a;
     for (int user_only = 0; user_only < 2; user_only++) {
@@ -401,10 +423,17 @@ static int perf_open(int signo, uint64_t period_ns)
         a.wakeup_events = 1;
         a.exclude_kernel = (unsigned)user_only;
         a.exclude_hv = 1;
+        if (trap) {
+            a.sigtrap = 1;
+            a.remove_on_exec = 1; /* (the kernel requires it) */
+            a.sig_data = (uint64_t)(uintptr_t)cookie;
+        }
         int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
                               PERF_FLAG_FD_CLOEXEC);
         if (fd < 0)
             continue;
+        if (trap)
+            return fd;
         struct f_owner_ex o = {F_OWNER_TID, evp_rec_gettid_()};
         if (fcntl(fd, F_SETFL, O_ASYNC) == 0 &&
             fcntl(fd, F_SETSIG, signo) == 0 && fcntl(fd, F_SETOWN_EX, &o) == 0)
@@ -429,7 +458,46 @@ static int perf_usable(int signo, uint64_t period_ns)
     const char *e = getenv("EVALPROF_SAMPLE_TIMER");
     if (e && strcmp(e, "posix") == 0)
         return 0;
-    int fd = perf_open(signo, period_ns);
+    int fd = perf_open(signo, period_ns, 0, NULL);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+/* Is the process traced (/proc/self/status TracerPid)?  A debugger
+ * stops at every SIGTRAP. */
+static int traced(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 0;
+    char line[128];
+    int pid = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "TracerPid: %d", &pid) == 1)
+            break;
+    fclose(f);
+    return pid != 0;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *uc);
+
+/* Can the perf event send SIGTRAP itself?  Not under a debugger, nor
+ * with EVALPROF_SAMPLE_TIMER=rt, nor when the program handles or ignores
+ * SIGTRAP already, nor where the kernel refuses attr.sigtrap (before
+ * 5.13: EINVAL). */
+static int trap_usable(uint64_t period_ns)
+{
+    const char *e = getenv("EVALPROF_SAMPLE_TIMER");
+    if ((e && strcmp(e, "rt") == 0) || traced())
+        return 0;
+    struct sigaction cur;
+    if (sigaction(SIGTRAP, NULL, &cur) != 0 ||
+        ((cur.sa_flags & SA_SIGINFO) ? cur.sa_sigaction != on_trap
+                                     : cur.sa_handler != SIG_DFL))
+        return 0;
+    int fd = perf_open(0, period_ns, 1, NULL);
     if (fd < 0)
         return 0;
     close(fd);
@@ -503,7 +571,8 @@ static uint32_t perf_weight(struct sthread *st)
         }
     }
     st->periods_told += weight;
-    ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+    if (!G.use_trap)
+        ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
     return weight;
 }
 
@@ -571,6 +640,90 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         leave(st);
     }
     errno = saved;
+}
+
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+
+/* siginfo's si_perf_data (glibc before 2.37 does not name it): right
+ * after si_addr, in the union that holds si_addr_lsb */
+static uintptr_t perf_data(const siginfo_t *si)
+{
+    uintptr_t v;
+    memcpy(&v, (const char *)&si->si_addr + sizeof(void *), sizeof v);
+    return v;
+}
+
+/* SIGTRAP: this thread's perf event (TRAP_PERF, its struct as the data)
+ * is a sample; another perf trap (a stopped sampler's, late) is dropped;
+ * any other trap goes where it went before. */
+static void on_trap(int sig, siginfo_t *si, void *uc)
+{
+    if (si && si->si_code == TRAP_PERF) {
+        int saved = errno;
+        struct sthread *st = sample_tls;
+        if (st && perf_data(si) == (uintptr_t)st && st->perf_fd >= 0 &&
+            (st = enter()) != NULL) {
+            uint32_t weight = perf_weight(st);
+            if (weight > 1)
+                bump(&st->ring.missed, weight - 1u);
+            if (weight)
+                G.cfg.on_sample(uc, weight);
+            leave(st);
+        }
+        errno = saved;
+        return;
+    }
+    const struct sigaction *o = &G.old_trap;
+    if (o->sa_flags & SA_SIGINFO) {
+        if (o->sa_sigaction)
+            o->sa_sigaction(sig, si, uc);
+    } else if (o->sa_handler == SIG_DFL) {
+        /* what the trap would have done: the default action, once this
+         * handler returns (SIGTRAP is blocked in it) */
+        signal(SIGTRAP, SIG_DFL);
+        raise(SIGTRAP);
+    } else if (o->sa_handler != SIG_IGN) {
+        o->sa_handler(sig);
+    }
+}
+
+/* SIGTRAP's handler again, if the program replaced it while sampling
+ * (the writer, every round; G.mu held): the program's disposition is
+ * then the one its own traps go to, and the perf traps of the round
+ * before went to it. */
+static void trap_guard(void)
+{
+    struct sigaction cur, sa;
+    if (!G.running || !G.use_trap || sigaction(SIGTRAP, NULL, &cur) != 0 ||
+        ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_trap))
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_trap;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGTRAP);
+    G.old_trap = cur;
+    if (sigaction(SIGTRAP, &sa, NULL) == 0)
+        G.trap_retaken++;
+}
+
+/* Make on_trap SIGTRAP's handler, once (G.mu held). */
+static int trap_install(void)
+{
+    if (G.trap_installed)
+        return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_trap;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGTRAP);
+    if (sigaction(SIGTRAP, &sa, &G.old_trap) != 0)
+        return -errno;
+    G.trap_installed = 1;
+    return 0;
 }
 
 int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
@@ -839,7 +992,7 @@ int evp_rec_sample_thread_start(const char *name)
         st->producer = 0;
         /* the sampler thread signals it */
     } else if (G.use_perf) {
-        if ((st->perf_fd = perf_open(G.signo, G.period_ns)) < 0)
+        if ((st->perf_fd = perf_open(G.signo, G.period_ns, G.use_trap, st)) < 0)
             rc = -EPERM;
     } else {
         struct sigevent sev;
@@ -876,7 +1029,10 @@ int evp_rec_sample_thread_start(const char *name)
                 ? (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec
                 : 0;
         ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
-        ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+        if (G.use_trap)
+            ioctl(st->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
+        else
+            ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
         G.threads_started++;
         pthread_mutex_unlock(&G.mu);
         return 0;
@@ -1139,6 +1295,9 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.signo = c.signo;
     G.period_ns = 1000000000u / c.rate_hz;
     G.use_perf = c.cpu_clock && perf_usable(c.signo, G.period_ns);
+    G.use_trap = G.use_perf && trap_usable(G.period_ns);
+    if (G.use_trap && trap_install() != 0)
+        G.use_trap = 0;
     G.use_ticker = !c.cpu_clock && wall_ticker_wanted();
     G.budget_ns =
         G.period_ns / 10 > BUDGET_MIN_NS ? G.period_ns / 10 : BUDGET_MIN_NS;
@@ -1158,7 +1317,7 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     }
     if (!G.used) /* the session's first sampler: its own figures */
         G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
-            G.stacks = 0;
+            G.trap_retaken = G.stacks = 0;
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
     G.ticker_paused = 0;
@@ -1181,11 +1340,13 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     evp_rec_meta("sample.rate_hz", v);
     snprintf(v, sizeof v, "%llu", (unsigned long long)G.period_ns);
     evp_rec_meta("sample.period_ns", v);
-    signal_name(c.signo, v, sizeof v);
+    signal_name(G.use_trap ? SIGTRAP : c.signo, v, sizeof v);
     evp_rec_meta("sample.signal", v);
     evp_rec_meta("sample.sampler",
-                 G.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
-                              "thread"
+                 G.use_trap   ? "perf_event_open task-clock, sigtrap (SIGTRAP "
+                                "to the thread as task work)"
+                 : G.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
+                                "thread"
                  : G.use_ticker
                      ? "sampler thread: rt_tgsigqueueinfo to a thread "
                        "running or past its CPU budget, else a sample on "
@@ -1595,6 +1756,7 @@ void evp_rec_sample_collect_(int final)
         return;
     }
     int fast = 0;
+    trap_guard();
     for (struct sthread *st = G.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
             continue;
@@ -1630,6 +1792,10 @@ void evp_rec_sample_collect_(int final)
         if (lost) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)lost);
             evp_rec_meta_locked_("sample.funcs_lost", v);
+        }
+        if (G.trap_retaken) {
+            snprintf(v, sizeof v, "%llu", (unsigned long long)G.trap_retaken);
+            evp_rec_meta_locked_("sample.sigtrap_retaken", v);
         }
         forget_tables();
         G.used = G.running; /* a sampler left running samples no more */
@@ -1701,7 +1867,7 @@ void evp_rec_sample_fork_child_(void)
     G.scratch = G.out = NULL;
     G.scratch_cap = G.out_cap = 0;
     G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
-        G.stacks = 0;
+        G.trap_retaken = G.stacks = 0;
 }
 
 int evp_rec_sample_fork_resume_(void)

@@ -1729,31 +1729,69 @@ class Sampled(Case):
         # that no sample of its own took
         self.assertGreater(periods - samples, 400, streams)
 
+    def test_program_sigtrap(self):
+        # The CPU clock's perf event sends SIGTRAP (TRAP_PERF) where the
+        # kernel can: a trap of the program's own with SIGTRAP's default
+        # disposition still ends it, and a handler the program installs
+        # while sampled gets back its own traps only once evalprof's
+        # handler is back (the writer's next round, sample.sigtrap_retaken).
+        script = prog("sample_sigtrap.py")
+        want = "child died of SIGTRAP True own traps 3 handler True\n"
+        self.assertEqual(self.plain([script]).stdout, want)
+        p, trace = self.sampled([script])
+        self.assertEqual(p.stdout, want)
+        t = self.meta(trace)
+        if t.get("sample.signal") != "SIGTRAP":
+            self.skipTest("perf events refused sigtrap here: %s"
+                          % t.get("sample.sampler"))
+        self.assertIn("sigtrap", t.get("sample.sampler"))
+        self.assertEqual(t.get("sample.sigtrap_retaken"), "1", t)
+        funcs = func_shares(self.summary(trace, "--funcs"))
+        self.assertGreater(funcs.get("spin", 0.0), 50.0, funcs)
+        # EVALPROF_SAMPLE_TIMER=rt: the real-time signal through F_SETSIG
+        trace = self.path("rt.evp")
+        p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace,
+                            "--sample", script], capture_output=True,
+                           text=True, cwd=self.tmp, timeout=120,
+                           env=env(dict(sanitizer_env(),
+                                        EVALPROF_SAMPLE_TIMER="rt")))
+        self.assertEqual((p.returncode, p.stdout), (0, want), p.stderr)
+        t = self.meta(trace)
+        self.assertEqual(t.get("sample.signal"), "SIGRTMIN+4", t)
+        self.assertIn("F_SETSIG", t.get("sample.sampler"))
+        self.assertNotIn("sample.sigtrap_retaken", t)
+        funcs = func_shares(self.summary(trace, "--funcs"))
+        self.assertGreater(funcs.get("spin", 0.0), 50.0, funcs)
+
     def test_stress_20khz(self):
         # Also the sanitizer builds' test (suite sanitize-modeb): the same
         # run and checks with the sanitizer's runtime preloaded, where a
         # report aborts the run.  Under TSan the forks are made and
-        # followed too (die_after_fork=0: sanitizer_env says why).
+        # followed too (die_after_fork=0: sanitizer_env says why).  Both
+        # clocks: the wall clock's sampler thread and signals, the CPU
+        # clock's perf events (SIGTRAP where the kernel sends it).
         script = prog("sample_stress.py")
         plain = self.plain([script], timeout=300)
-        p, trace = self.sampled([script], opts=[
-            "--clock", "wall", "--rate", "20000", "--max-depth", "2000"],
-            timeout=300)
-        self.assertEqual(p.stdout, plain.stdout)
-        self.assertEqual(p.stderr, "")
-        self.info(trace)
-        folded = self.run_evalprof("export", "--format", "folded",
-                                   "--phases", trace)
-        depths = [len(line.rsplit(" ", 1)[0].split(";"))
-                  for line in folded.splitlines()]
-        self.assertGreater(max(depths), 900)
-        self.assertTrue(any(";deep (" in l and ";raises (" not in l
-                            for l in folded.splitlines()))
-        children = [n for n in os.listdir(self.tmp)
-                    if n.startswith("t.evp.")]
-        self.assertEqual(len(children), 9, children)
-        for n in children:
-            self.info(self.path(n))
+        for clock in ("wall", "cpu"):
+            out = "%s.evp" % clock
+            p, trace = self.sampled([script], out=out, opts=[
+                "--clock", clock, "--rate", "20000", "--max-depth", "2000"],
+                timeout=300)
+            self.assertEqual(p.stdout, plain.stdout, clock)
+            self.assertEqual(p.stderr, "", clock)
+            self.info(trace)
+            folded = self.run_evalprof("export", "--format", "folded",
+                                       "--phases", trace)
+            depths = [len(line.rsplit(" ", 1)[0].split(";"))
+                      for line in folded.splitlines()]
+            self.assertGreater(max(depths), 900, clock)
+            self.assertTrue(any(";deep (" in l and ";raises (" not in l
+                                for l in folded.splitlines()), clock)
+            children = [n for n in os.listdir(self.tmp)
+                        if n.startswith(out + ".")]
+            self.assertEqual(len(children), 9, (clock, children))
+            for n in children:
+                self.info(self.path(n))
 
     def test_api(self):
         trace = self.path("api.evp")
