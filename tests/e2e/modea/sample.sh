@@ -21,8 +21,8 @@ prog=$PROGRAMS/sampled.py
 want=$("$PY" -S "$prog" 20000)
 
 # --- samples, phases, the hot instruction --------------------------------
-out=$(EVALPROF="$T/s.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 2000000)
-[ "$out" = "$(  "$PY" -S "$prog" 2000000)" ] && ok "sampling leaves the program's output alone" ||
+out=$(EVALPROF="$T/s.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 6000000)
+[ "$out" = "$(  "$PY" -S "$prog" 6000000)" ] && ok "sampling leaves the program's output alone" ||
     fail "sampled run printed '$out'"
 "$EVALPROF_CLI" info "$T/s.evp" > "$T/s.info" 2>&1 || fail "info: $(head -n 1 "$T/s.info")"
 "$EVALPROF_CLI" summary --group-specialized "$T/s.evp" > "$T/s.sum" 2>&1 ||
