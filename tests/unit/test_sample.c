@@ -240,12 +240,15 @@ static void on_sample_count(void *uc, uint32_t weight)
     __atomic_add_fetch(&handler_calls, 1, __ATOMIC_RELAXED);
 }
 
-/* Block (HOW: SIG_BLOCK) or unblock the sampler's signal in this thread. */
+/* Block (HOW: SIG_BLOCK) or unblock the sampler's signals in this thread:
+ * the real-time one, and SIGTRAP, which the CPU clock's perf event sends
+ * where the kernel can. */
 static void mask_signal(int how)
 {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGRTMIN + 4);
+    sigaddset(&set, SIGTRAP);
     pthread_sigmask(how, &set, NULL);
 }
 
