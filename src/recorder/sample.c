@@ -483,6 +483,11 @@ static int traced(void)
 
 static void on_trap(int sig, siginfo_t *si, void *uc);
 
+static int is_on_trap(const struct sigaction *sa)
+{
+    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_trap;
+}
+
 /* Can the perf event send SIGTRAP itself?  Not under a debugger, nor
  * with EVALPROF_SAMPLE_TIMER=rt, nor when the program handles or ignores
  * SIGTRAP already, nor where the kernel refuses attr.sigtrap (before
@@ -494,8 +499,8 @@ static int trap_usable(uint64_t period_ns)
         return 0;
     struct sigaction cur;
     if (sigaction(SIGTRAP, NULL, &cur) != 0 ||
-        ((cur.sa_flags & SA_SIGINFO) ? cur.sa_sigaction != on_trap
-                                     : cur.sa_handler != SIG_DFL))
+        !(is_on_trap(&cur) ||
+          (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL)))
         return 0;
     int fd = perf_open(0, period_ns, 1, NULL);
     if (fd < 0)
@@ -597,6 +602,16 @@ static uint32_t call_flag(const struct sthread *st, long nr, uintptr_t arg)
                : EVP_SAMPLE_SYSCALL;
 }
 
+/* The sample a handler took, standing for WEIGHT periods (those past
+ * the first counted as missed). */
+static void take(struct sthread *st, void *uc, uint32_t weight)
+{
+    if (weight > 1)
+        bump(&st->ring.missed, weight - 1u);
+    if (weight)
+        G.cfg.on_sample(uc, weight);
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
@@ -624,10 +639,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
         } else if (si->si_overrun > 0) {
             weight += (uint32_t)si->si_overrun;
         }
-        if (weight > 1)
-            bump(&st->ring.missed, weight - 1u);
-        if (weight)
-            G.cfg.on_sample(uc, weight);
+        take(st, uc, weight);
         if (tick) {
             uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
             if (cpu != UINT64_MAX)
@@ -665,11 +677,7 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
         struct sthread *st = sample_tls;
         if (st && perf_data(si) == (uintptr_t)st && st->perf_fd >= 0 &&
             (st = enter()) != NULL) {
-            uint32_t weight = perf_weight(st);
-            if (weight > 1)
-                bump(&st->ring.missed, weight - 1u);
-            if (weight)
-                G.cfg.on_sample(uc, weight);
+            take(st, uc, perf_weight(st));
             leave(st);
         }
         errno = saved;
@@ -693,19 +701,27 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
  * (the writer, every round; G.mu held): the program's disposition is
  * then the one its own traps go to, and the perf traps of the round
  * before went to it. */
-static void trap_guard(void)
+/* Make on_trap SIGTRAP's handler, the one it replaces into OLD (NULL:
+ * not kept).  Returns 0 or -errno. */
+static int trap_set(struct sigaction *old)
 {
-    struct sigaction cur, sa;
-    if (!G.running || !G.use_trap || sigaction(SIGTRAP, NULL, &cur) != 0 ||
-        ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_trap))
-        return;
+    struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_trap;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGTRAP);
+    return sigaction(SIGTRAP, &sa, old) == 0 ? 0 : -errno;
+}
+
+static void trap_guard(void)
+{
+    struct sigaction cur;
+    if (!G.running || !G.use_trap || sigaction(SIGTRAP, NULL, &cur) != 0 ||
+        is_on_trap(&cur))
+        return;
     G.old_trap = cur;
-    if (sigaction(SIGTRAP, &sa, NULL) == 0)
+    if (trap_set(NULL) == 0)
         G.trap_retaken++;
 }
 
@@ -714,16 +730,9 @@ static int trap_install(void)
 {
     if (G.trap_installed)
         return 0;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_trap;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaddset(&sa.sa_mask, SIGTRAP);
-    if (sigaction(SIGTRAP, &sa, &G.old_trap) != 0)
-        return -errno;
-    G.trap_installed = 1;
-    return 0;
+    int rc = trap_set(&G.old_trap);
+    G.trap_installed = rc == 0;
+    return rc;
 }
 
 int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
