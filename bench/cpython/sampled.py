@@ -29,10 +29,25 @@ drifts over the rounds cancels), and the samples that a
 a share of 50% and of 20% (Wilson, in points).  Targets: sample at the
 default rate at most 1.03x, counts at most 1.3x.  Nothing here fails on
 time.
+
+    sampled.py BUILD --instructions [--scale S] ...
+
+counts instructions instead, under Valgrind's callgrind (a figure no
+load moves): each workload's instructions (a run's less those of
+`python -c pass` in the same configuration: start-up and the recorder's
+own start and stop left out) off, sampled at 10 Hz and with counts at
+10 Hz (the hooks' stores nearly alone; the sampler's signals at 10 Hz
+are a few), and within them the eval function's own (the
+untraced copy's _PyEval_EvalFrameDefault against the sampled copy's
+evp_eval_frame_sampled, recursion included).  Under Valgrind the CPU
+clock signals through F_SETSIG (SIGTRAP would end Valgrind).  The
+default scale there is 0.05 (callgrind runs some 50 times slower).
 """
+import re
 import argparse
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -125,6 +140,61 @@ def bench_version(build, ver, reps, scale, rates, tmp, workload):
     print()
 
 
+def callgrind(argv, env, tmp):
+    """Instructions of ARGV under callgrind: (total, in the eval function)."""
+    out = os.path.join(tmp, "cg.out")
+    with open(os.devnull, "wb") as null:
+        p = subprocess.run(["valgrind", "--tool=callgrind", "-q",
+                            "--callgrind-out-file=" + out] + argv, env=env,
+                           stdout=null, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise SystemExit("valgrind %s exited %d: %s" % (
+            " ".join(argv), p.returncode, p.stderr.decode()[-400:]))
+    # self cost by file:function (inlined code apart, by its file)
+    ann = subprocess.run(["callgrind_annotate", "--inclusive=no",
+                          "--auto=no", "--threshold=100", out], capture_output=True,
+                         text=True, check=True).stdout
+    total, in_eval = None, 0
+    for line in ann.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*)", line)
+        if not m or "=>" in line:
+            continue
+        n = int(m.group(1).replace(",", ""))
+        what = m.group(2)
+        if "PROGRAM TOTALS" in what:
+            total = n
+        elif re.search(r":(_PyEval_EvalFrameDefault|evp_eval_frame_sampled)(\.cold)?"
+                       r"('\d+)? ", what + " "):
+            in_eval += n
+    os.unlink(out)
+    if total is None:
+        raise SystemExit("callgrind_annotate printed no totals")
+    return total, in_eval
+
+
+def instructions_version(build, ver, scale, tmp, workload):
+    py = os.path.join(build, "cpython", ver, "evalprof", "python")
+    if not os.access(py, os.X_OK):
+        print("CPython %s: skipped: %s is missing" % (ver, py))
+        return
+    configs = [(n, e) for n, e in configs_for(tmp, [10])
+               if n in ("off", "sample@10", "counts@10")]
+    rows = []
+    for name, env in configs:
+        t, ev = callgrind([py] + workload_argv(workload, scale), env, tmp)
+        t0, ev0 = callgrind([py, "-c", "pass"], env, tmp)
+        rows.append((name, t - t0, ev - ev0))
+    print("CPython %s (instrumented), %s at scale %s: instructions "
+          "(callgrind), less those of python -c pass" % (ver, workload, scale))
+    print("  %-11s %14s  %7s  %14s  %7s" % (
+        "", "workload", "ratio", "eval function", "ratio"))
+    off = rows[0]
+    for name, t, ev in rows:
+        print("  %-11s %14d  %6.3fx  %14d  %6.3fx" % (
+            name, t, t / off[1], ev, ev / off[2] if off[2] else 0.0))
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build")
@@ -133,9 +203,20 @@ def main():
     ap.add_argument("--scale", default="0.3")
     ap.add_argument("--rates", default="1000,500,250,10")
     ap.add_argument("--workloads", default="demo,callheavy")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count instructions under callgrind instead")
     args = ap.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     build = os.path.abspath(args.build)
+    if args.instructions:
+        if not shutil.which("valgrind"):
+            raise SystemExit("sampled.py: --instructions needs valgrind")
+        scale = args.scale if "--scale" in sys.argv else "0.05"
+        with tempfile.TemporaryDirectory(prefix="evp-bench-cg-") as tmp:
+            for ver in args.versions.split(","):
+                for w in args.workloads.split(","):
+                    instructions_version(build, ver, scale, tmp, w)
+        return 0
     with tempfile.TemporaryDirectory(prefix="evp-bench-sampled-") as tmp:
         for ver in args.versions.split(","):
             for w in args.workloads.split(","):
