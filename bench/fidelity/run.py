@@ -399,10 +399,19 @@ def opcodes(tag, exe, build, env, tmp, reps, seconds, modea):
         if m:
             shares[o] = float(m.group(1)) / 100
     if p.returncode != 0 or not shares:
-        print("    %-20s not measured: %s" % ("perf --ops",
-                                              ((p.stderr + p.stdout)
-                                               .strip().splitlines()
-                                               or ["no output"])[-1]))
+        out = p.stderr + p.stdout
+        m = re.search(r"no DWARF line tables[^\n]*", out)
+        if "opcodes need the interpreter's source tree" in out:
+            why = ("no source tree of this interpreter (its eval-loop "
+                   "lines are sampled, but the TARGET blocks that name "
+                   "their opcodes are in its ceval.c or "
+                   "generated_cases.c.h)")
+        elif m:
+            why = m.group(0)
+        else:
+            why = ((p.stderr.strip() or p.stdout.strip()).splitlines()
+                   or ["no output"])[-1]
+        print("    %-20s not measured: %s" % ("perf --ops", why))
     else:
         print("    %-20s %s (shares of the eval function's samples, not of "
               "the loops' whole time: not comparable point for point)"

@@ -192,6 +192,9 @@ struct ring {
     uint64_t dropped;    /* samples lost to a full ring (producer) */
     uint64_t funcs_lost; /* function records lost (producer) */
     uint64_t missed;     /* timer overruns (handler) */
+    uint64_t unsampled;  /* periods of signals the producer took no
+                            sample in (handler) */
+    uint64_t puts;       /* evp_rec_sample_put calls (the thread) */
     /* keys whose function record was lost, not yet told (producer) */
     uint32_t lost[LOST_MAX];
     unsigned nlost;
@@ -303,6 +306,9 @@ struct sthread {
     int has_timer;
     int perf_fd;           /* CPU clock through perf: its event, or -1 */
     uint64_t periods_told; /* the perf event's periods already sampled */
+    uint64_t handled;      /* the perf event's signals handled (atomic) */
+    uint64_t event_ns;     /* the perf event's period now (perf_throttle) */
+    uint64_t watch_cpu, watch_handled; /* perf_throttle's last look */
     uint64_t cpu_base;     /* the thread's CPU ns when it started */
     uint32_t stream;
     /* the wall clock's sampler thread (ticker_main) */
@@ -376,6 +382,8 @@ static struct {
     } old_trap[2];
     unsigned old_trap_gen;
     uint64_t trap_retaken;     /* times the program replaced on_trap */
+    uint64_t throttled;        /* perf periods raised (perf_throttle) */
+    uint64_t throttled_max_ns; /* the longest period raised to */
     int use_ticker;            /* wall clock through the sampler thread */
     pthread_t ticker;
     int has_ticker;
@@ -389,7 +397,8 @@ static struct {
     struct sthread *threads;
     pthread_key_t exit_key;
     /* figures, of rings freed already */
-    uint64_t samples, dropped, missed, funcs_lost, threads_started, stacks;
+    uint64_t samples, dropped, missed, unsampled, funcs_lost, threads_started,
+        stacks;
     /* writer side */
     struct gfunc *funcs;
     size_t nfuncs, funcs_cap;
@@ -626,6 +635,7 @@ static uint32_t perf_weight(struct sthread *st)
         }
     }
     st->periods_told += weight;
+    __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
     if (!G.use_trap)
         ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
     return weight;
@@ -654,12 +664,22 @@ static uint32_t call_flag(const struct sthread *st, long nr, uintptr_t arg)
 
 /* The sample a handler took, standing for WEIGHT periods (those past
  * the first counted as missed). */
+/* One signal's sample, standing for WEIGHT periods: the periods past
+ * the first are missed ones (counted in its weight); a signal the
+ * producer takes no sample in (evalprof's own code running, a frame walk
+ * that faulted) leaves all its periods unsampled, told apart
+ * (sample.unsampled), so that every period is in the weights, missed
+ * included, or unsampled. */
 static void take(struct sthread *st, void *uc, uint32_t weight)
 {
-    if (weight > 1)
+    if (!weight)
+        return;
+    uint64_t puts = st->ring.puts;
+    G.cfg.on_sample(uc, weight);
+    if (st->ring.puts == puts)
+        bump(&st->ring.unsampled, weight);
+    else if (weight > 1)
         bump(&st->ring.missed, weight - 1u);
-    if (weight)
-        G.cfg.on_sample(uc, weight);
 }
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
@@ -913,6 +933,7 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
     }
     if (!keys)
         depth = 0;
+    bump(&st->ring.puts, 1);
     if (__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
         bump(&st->ring.dropped, 1); /* (the sampler thread writes) */
         leave(st);
@@ -989,6 +1010,7 @@ static void thread_release(struct sthread *st)
     G.samples += r->samples;
     G.dropped += r->dropped;
     G.missed += r->missed;
+    G.unsampled += r->unsampled;
     G.funcs_lost += r->funcs_lost;
     if (r->buf)
         munmap(r->buf, r->size);
@@ -1059,7 +1081,10 @@ int evp_rec_sample_thread_start(const char *name)
 
     st->perf_fd = -1;
     st->periods_told = 0;
+    st->handled = 0;
+    st->event_ns = G.period_ns;
     st->sys_fd = -1;
+    st->has_cpu_id = pthread_getcpuclockid(pthread_self(), &st->cpu_id) == 0;
     if (G.use_ticker) {
         if (st->last_cap < G.cfg.max_depth) {
             uint32_t *k = realloc(st->last_keys, 4u * G.cfg.max_depth);
@@ -1072,8 +1097,6 @@ int evp_rec_sample_thread_start(const char *name)
         char sys[64];
         snprintf(sys, sizeof sys, "/proc/self/task/%d/syscall", st->tid);
         st->sys_fd = open(sys, O_RDONLY | O_CLOEXEC);
-        st->has_cpu_id =
-            pthread_getcpuclockid(pthread_self(), &st->cpu_id) == 0;
         __atomic_store_n(&st->gil_lo, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&st->gil_size, 0, __ATOMIC_RELAXED);
         st->ticks_seen = G.ticks;
@@ -1119,6 +1142,8 @@ int evp_rec_sample_thread_start(const char *name)
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0
                 ? (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec
                 : 0;
+        st->watch_cpu = st->cpu_base;
+        st->watch_handled = 0;
         ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
         if (G.use_trap)
             ioctl(st->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
@@ -1408,7 +1433,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     }
     if (!G.used) /* the session's first sampler: its own figures */
         G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
-            G.trap_retaken = G.stacks = 0;
+            G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
+                G.unsampled = 0;
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
     G.ticker_paused = 0;
@@ -1839,6 +1865,77 @@ static void forget_tables(void)
         memset(G.seq_of, 0, G.seq_cap * sizeof *G.seq_of);
 }
 
+/* Is signal SIG blocked in thread TID (/proc/self/task/TID/status
+ * SigBlk)?  Not known: 0. */
+static int thread_blocks(int tid, int sig)
+{
+    char path[64], line[128];
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    unsigned long long mask = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "SigBlk: %llx", &mask) == 1)
+            break;
+    fclose(f);
+    return (mask >> (sig - 1)) & 1;
+}
+
+/*
+ * The CPU clock's guard against a rate the machine cannot take (the
+ * writer, every round; G.mu held).  Each signal costs the thread CPU
+ * time, which its own clock counts: once a signal's delivery and handler
+ * cost more than a period, the next period has passed when the handler
+ * returns, and the thread runs little but its samples (on this kind of
+ * VM, where a timer interrupt alone costs some 12 us, a 0.14 s program
+ * sampled at 60 kHz took 16.9 s, and at 100 kHz no handler ran in 60 s).
+ * The writer looks at each thread's CPU time since its last look (5 ms
+ * and 50 periods of it at least, so that a period more or less is not a
+ * fifth): when fewer than four in five of its periods had a
+ * signal handled (a thread that keeps up has 97-99% at 40 kHz here), and
+ * the thread does not block the signal (a thread that
+ * blocks it is sampled when it unblocks, the sample weighing the periods
+ * held back), the event's period is doubled (PERF_EVENT_IOC_PERIOD), up
+ * to 10 ms, as perf lowers its own rate when its interrupts take too
+ * long.  The weights stay periods of the rate asked for, so a throttled
+ * thread's samples each weigh the periods between them (missed ones);
+ * the trace says how often and how far (sample.throttled,
+ * sample.throttled_max_ns).
+ */
+static void perf_throttle(struct sthread *st)
+{
+    uint64_t cpu = clock_ns(st->cpu_id);
+    uint64_t handled = __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
+    uint64_t window = 50 * st->event_ns;
+    if (window < 5 * 1000000ull)
+        window = 5 * 1000000ull;
+    if (cpu == UINT64_MAX || cpu < st->watch_cpu ||
+        cpu - st->watch_cpu < window)
+        return;
+    uint64_t ran = cpu - st->watch_cpu;
+    uint64_t got = handled - st->watch_handled;
+    st->watch_cpu = cpu;
+    st->watch_handled = handled;
+    if (got * st->event_ns * 5 >= ran * 4 ||
+        st->event_ns * 2 > 10 * 1000000ull)
+        return;
+    /* the signal blocked by the program, not by the handler's own mask
+     * (a thread whose handlers run back to back is in one most of the
+     * time): no handler in flight before nor after the look */
+    unsigned busy = __atomic_load_n(&st->busy, __ATOMIC_ACQUIRE);
+    if (thread_blocks(st->tid, G.use_trap ? SIGTRAP : G.signo) &&
+        (busy | __atomic_load_n(&st->busy, __ATOMIC_ACQUIRE)) == 0)
+        return;
+    uint64_t p = st->event_ns * 2;
+    if (ioctl(st->perf_fd, PERF_EVENT_IOC_PERIOD, &p) != 0)
+        return;
+    st->event_ns = p;
+    G.throttled++;
+    if (p > G.throttled_max_ns)
+        G.throttled_max_ns = p;
+}
+
 void evp_rec_sample_collect_(int final)
 {
     pthread_mutex_lock(&G.mu);
@@ -1849,8 +1946,12 @@ void evp_rec_sample_collect_(int final)
     int fast = 0;
     trap_guard();
     for (struct sthread *st = G.threads; st; st = st->next) {
-        if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
+        int state = __atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
+        if (state == ST_FREE)
             continue;
+        if (G.running && state == ST_ACTIVE && st->perf_fd >= 0 &&
+            st->has_cpu_id)
+            perf_throttle(st);
         struct ring *r = &st->ring;
         uint64_t held = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - r->tail;
         fast |= r->buf && held * 4 >= r->size;
@@ -1871,15 +1972,21 @@ void evp_rec_sample_collect_(int final)
     }
     if (final) {
         uint64_t missed = G.missed, lost = G.funcs_lost;
+        uint64_t unsampled = G.unsampled;
         for (struct sthread *st = G.threads; st; st = st->next) {
             if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE) {
                 missed += st->ring.missed;
+                unsampled += st->ring.unsampled;
                 lost += st->ring.funcs_lost;
             }
         }
         char v[32];
         snprintf(v, sizeof v, "%llu", (unsigned long long)missed);
         evp_rec_meta_locked_("sample.missed", v);
+        if (unsampled) {
+            snprintf(v, sizeof v, "%llu", (unsigned long long)unsampled);
+            evp_rec_meta_locked_("sample.unsampled", v);
+        }
         if (lost) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)lost);
             evp_rec_meta_locked_("sample.funcs_lost", v);
@@ -1887,6 +1994,13 @@ void evp_rec_sample_collect_(int final)
         if (G.trap_retaken) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)G.trap_retaken);
             evp_rec_meta_locked_("sample.sigtrap_retaken", v);
+        }
+        if (G.throttled) {
+            snprintf(v, sizeof v, "%llu", (unsigned long long)G.throttled);
+            evp_rec_meta_locked_("sample.throttled", v);
+            snprintf(v, sizeof v, "%llu",
+                     (unsigned long long)G.throttled_max_ns);
+            evp_rec_meta_locked_("sample.throttled_max_ns", v);
         }
         forget_tables();
         G.used = G.running; /* a sampler left running samples no more */
@@ -1958,7 +2072,8 @@ void evp_rec_sample_fork_child_(void)
     G.scratch = G.out = NULL;
     G.scratch_cap = G.out_cap = 0;
     G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
-        G.trap_retaken = G.stacks = 0;
+        G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
+                G.unsampled = 0;
 }
 
 int evp_rec_sample_fork_resume_(void)

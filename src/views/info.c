@@ -137,6 +137,20 @@ int evp_view_info(struct evp_trace *t, FILE *out)
         fprintf(out, "             %s samples lost, %s periods missed\n",
                 evp_num_group(a, sizeof a, in->samples_lost),
                 evp_num_group(b, sizeof b, in->sample_missed));
+        const char *un = evp_trace_meta(t, "sample.unsampled");
+        if (un)
+            fprintf(out,
+                    "             %s periods unsampled (a signal that took "
+                    "no sample: evalprof's own code running, or a frame walk "
+                    "that faulted)\n",
+                    evp_num_group(a, sizeof a, strtoull(un, NULL, 10)));
+        const char *n = evp_trace_meta(t, "sample.throttled");
+        const char *ns = evp_trace_meta(t, "sample.throttled_max_ns");
+        if (n)
+            fprintf(out,
+                    "             throttled: the period raised %s time%s, "
+                    "to %s ns at most (a signal cost more than the period)\n",
+                    n, strcmp(n, "1") ? "s" : "", ns ? ns : "?");
     }
     if (!in->dropped)
         fputs("dropped:     none\n", out);

@@ -802,6 +802,32 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
             "missed:", evp_num_group(c1, sizeof c1, missed),
             evp_num_group(c2, sizeof c2, lost),
             runs > 1 ? " (summed over the runs)" : "");
+    uint64_t unsampled = 0;
+    for (size_t i = 0; i < runs; i++) {
+        const char *un = evp_trace_meta(t[i], "sample.unsampled");
+        unsampled += un ? strtoull(un, NULL, 10) : 0;
+    }
+    if (unsampled)
+        fprintf(out,
+                "%-11s%s periods in no sample (a signal that took none: "
+                "evalprof's own code running, or a frame walk that faulted; "
+                "not in the shares nor in est. time)%s\n",
+                "unsampled:", evp_num_group(c1, sizeof c1, unsampled),
+                runs > 1 ? " (summed over the runs)" : "");
+    for (size_t i = 0; i < runs; i++) {
+        const char *n = evp_trace_meta(t[i], "sample.throttled");
+        const char *ns = evp_trace_meta(t[i], "sample.throttled_max_ns");
+        if (!n)
+            continue;
+        fprintf(out, "%-11s", "throttled:");
+        if (runs > 1)
+            fprintf(out, "run %zu: ", i + 1);
+        fprintf(out,
+                "the CPU clock's period was raised %s time%s, to %s ns at "
+                "most: a signal cost the threads more than the period asked "
+                "for (the periods between their samples are missed ones)\n",
+                n, strcmp(n, "1") ? "s" : "", ns ? ns : "?");
+    }
     if (runs > 1) {
         pooled_lines(out, t, runs, total, "", samples, unit);
     } else {

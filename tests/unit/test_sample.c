@@ -746,6 +746,59 @@ static void blocked_signal_weight(int cpu_clock)
     sc_free(&t);
 }
 
+/* A producer that takes a sample in every other signal only (as one
+ * does while evalprof's own code runs, or when its walk faults). */
+static unsigned every_other;
+
+static void on_sample_every_other(void *uc, uint32_t weight)
+{
+    if (every_other++ & 1)
+        on_sample_put(uc, weight);
+}
+
+/* Every period of the thread's CPU time is in a stored sample's weight
+ * (its first, or a missed one past it) or unsampled: the periods of the
+ * signals the producer took no sample in (sample.unsampled). */
+static void test_unsampled_periods(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("unsampled.evp", path, sizeof path);
+    every_other = 0;
+    struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                       .cpu_clock = 1,
+                                       .on_sample = on_sample_every_other};
+    assert_int_equal(evp_rec_sampler_start(&sc), 0);
+    assert_int_equal(evp_rec_sample_thread_start("half"), 0);
+    assert_int_equal(evp_rec_sample_func(1, "h", 1, "", 0, 1, NULL, 0, 0), 0);
+    uint64_t t0 = thread_cpu_ns();
+    while (thread_cpu_ns() - t0 < 100000000u)
+        ;
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    struct sc_trace t;
+    read_samples(path, &t);
+    uint64_t weight = 0;
+    for (size_t i = 0; i < t.nsamples; i++)
+        weight += t.samples[i].s.weight;
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    uint64_t missed = strtoull(evp_trace_meta(tr, "sample.missed"), NULL, 10);
+    const char *un = evp_trace_meta(tr, "sample.unsampled");
+    assert_non_null(un);
+    uint64_t unsampled = strtoull(un, NULL, 10);
+    assert_true(t.nsamples >= 20);
+    assert_int_equal(weight - t.nsamples, missed);
+    /* half the signals took no sample */
+    assert_true(unsampled * 3 >= t.nsamples * 2 &&
+                unsampled <= t.nsamples * 3 / 2 + 2);
+    /* and the periods of both halves are the CPU time spun (100 ms at
+     * 1 kHz, with a period or so of start and stop) */
+    assert_true(weight + unsampled >= 95 && weight + unsampled <= 110);
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
 static void test_blocked_signal_weight(void **state)
 {
     (void)state;
@@ -978,6 +1031,7 @@ int main(void)
         cmocka_unit_test(test_writer_pace_events),
         cmocka_unit_test(test_blocked_signal_weight),
         cmocka_unit_test(test_blocked_signal_weight_cpu),
+        cmocka_unit_test(test_unsampled_periods),
         cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),

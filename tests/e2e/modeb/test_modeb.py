@@ -1575,8 +1575,46 @@ class Sampled(Case):
         t = self.meta(trace)
         self.assertEqual(t.get("sample.clock"), "cpu")
         self.assertEqual(t.get("sample.rate_hz"), "1000")
+        self.assertNotIn("sample.throttled", t)
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
+
+    def test_cpu_clock_throttles(self):
+        # At 100 kHz of CPU time a signal costs this kind of VM more than
+        # the 10 us period (a timer interrupt alone some 12 us): the
+        # thread ran nothing but its signals (a 0.14 s program sampled no
+        # sample in 60 s).  The writer doubles the period of a thread that
+        # gets fewer than four in five of its periods' signals; the trace
+        # says so, and every view counts the same periods.
+        script = prog("sample_hot.py")
+        plain = self.plain([script, "5"])
+        p, trace = self.sampled([script, "5"], opts=["--rate", "100000"],
+                                timeout=120)
+        self.assertEqual(p.stdout, plain.stdout)
+        t = self.meta(trace)
+        info = self.info(trace)
+        m = re.search(r"sampled: +([\d,]+) samples \(([\d,]+) timer "
+                      r"periods\)", info)
+        samples, periods = (int(g.replace(",", "")) for g in m.groups())
+        missed = int(t["sample.missed"])
+        self.assertEqual(periods - samples, missed, info)
+        if "sample.throttled" in t:
+            self.assertIn("throttled: the period raised", info)
+            top = int(t["sample.throttled_max_ns"])
+            self.assertTrue(10000 < top <= 10000000, t)
+            self.assertIn("throttled:", self.summary(trace))
+        else:
+            # a machine that takes 100 kHz: nearly every period its signal
+            self.assertGreater(samples * 5, periods * 4, info)
+        funcs = func_shares(self.summary(trace, "--funcs"))
+        self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
+        summary = self.summary(trace)
+        m = re.search(r"sampled: +([\d,]+) samples standing for ([\d,]+) "
+                      r"timer periods", summary)
+        self.assertEqual(tuple(int(g.replace(",", "")) for g in m.groups()),
+                         (samples, periods), summary)
+        m = re.search(r"missed: +([\d,]+) periods missed", summary)
+        self.assertEqual(int(m.group(1).replace(",", "")), missed, summary)
 
     def test_cpu_clock_under_valgrind(self):
         # Valgrind takes a SIGTRAP that arrives in the program's
