@@ -748,10 +748,10 @@ static void *trap_old(int *siginfo)
     void *fn;
     do {
         gen = __atomic_load_n(&G.old_trap_gen, __ATOMIC_ACQUIRE);
-        fn = __atomic_load_n(&G.old_trap[gen & 1].fn, __ATOMIC_RELAXED);
+        /* (acquire: the second look at gen comes after these) */
+        fn = __atomic_load_n(&G.old_trap[gen & 1].fn, __ATOMIC_ACQUIRE);
         *siginfo = __atomic_load_n(&G.old_trap[gen & 1].siginfo,
-                                   __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+                                   __ATOMIC_ACQUIRE);
     } while (__atomic_load_n(&G.old_trap_gen, __ATOMIC_RELAXED) != gen);
     return fn;
 }
@@ -864,7 +864,8 @@ int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
         leave(st); /* (the sampler thread writes: cannot happen) */
         return -EBUSY;
     }
-    st->last_ok = 0; /* its keys may name other functions now */
+    /* its keys may name other functions now */
+    __atomic_store_n(&st->last_ok, 0, __ATOMIC_RELAXED);
     uint64_t at;
     uint32_t len = pad8(HDR + FUNC_FIXED + namelen + filelen + ltlen);
     int ok = ring_flush_lost(r);
@@ -945,9 +946,9 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
         if (depth)
             memcpy(st->last_keys, keys, 4u * depth);
         st->last_depth = depth;
-        st->last_state = state;
+        __atomic_store_n(&st->last_state, state, __ATOMIC_RELAXED);
         st->last_unit1 = unit1;
-        st->last_ok = 1;
+        __atomic_store_n(&st->last_ok, 1, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
     leave(st);
@@ -1248,26 +1249,38 @@ static void tick_thread(struct sthread *st)
         return; /* in flight: its handler takes the periods owed */
     long nr;
     uintptr_t arg;
-    if (st->last_ok && (st->last_state & EVP_SAMPLE_NO_GIL) &&
+    /* a first look without the ring (the thread may be writing its last
+     * sample), then again once the ring is the sampler thread's: the
+     * thread's last sample may have changed, or a key its meaning,
+     * between the two */
+    if (__atomic_load_n(&st->last_ok, __ATOMIC_RELAXED) &&
+        (__atomic_load_n(&st->last_state, __ATOMIC_RELAXED) &
+         EVP_SAMPLE_NO_GIL) &&
         thread_blocked(st, &nr, &arg) && st->has_cpu_id) {
         uint64_t cpu = clock_ns(st->cpu_id);
         uint64_t at = __atomic_load_n(&st->cpu_at_sample, __ATOMIC_RELAXED);
         if (cpu != UINT64_MAX && cpu - at <= G.budget_ns &&
             !__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
-            uint32_t state =
-                st->last_state & ~(EVP_SAMPLE_GIL_WAIT | EVP_SAMPLE_SYSCALL |
+            if (st->last_ok && (st->last_state & EVP_SAMPLE_NO_GIL)) {
+                uint32_t state = st->last_state &
+                                 ~(EVP_SAMPLE_GIL_WAIT | EVP_SAMPLE_SYSCALL |
                                    EVP_SAMPLE_IN_EVAL);
-            if (G.cfg.tells_blocked)
-                state |= call_flag(st, nr, arg);
-            uint64_t w = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
-            uint32_t weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
-            if (weight > 1)
-                bump(&st->ring.missed, weight - 1u);
-            if (weight)
-                ring_put_sample(st, evp_rec_now(), state, st->last_unit1,
-                                weight, st->last_keys, st->last_depth);
+                if (G.cfg.tells_blocked)
+                    state |= call_flag(st, nr, arg);
+                uint64_t w =
+                    __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
+                uint32_t weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+                if (weight > 1)
+                    bump(&st->ring.missed, weight - 1u);
+                if (weight)
+                    ring_put_sample(st, evp_rec_now(), state,
+                                    st->last_unit1, weight, st->last_keys,
+                                    st->last_depth);
+                __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
+                return;
+            }
+            /* it changed meanwhile: the thread is signalled instead */
             __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
-            return;
         }
     }
     siginfo_t si;
