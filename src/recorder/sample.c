@@ -304,12 +304,13 @@ struct sthread {
     int tid;
     timer_t timer;
     int has_timer;
-    int perf_fd;           /* CPU clock through perf: its event, or -1 */
-    uint64_t periods_told; /* the perf event's periods already sampled */
-    uint64_t handled;      /* the perf event's signals handled (atomic) */
-    uint64_t event_ns;     /* the perf event's period now (perf_throttle) */
-    uint64_t watch_cpu, watch_handled; /* perf_throttle's last look */
-    uint64_t cpu_base;     /* the thread's CPU ns when it started */
+    int perf_fd;            /* CPU clock through perf: its event, or -1 */
+    uint64_t periods_told;  /* the perf event's periods already sampled */
+    uint64_t handled;       /* the perf event's signals handled (atomic) */
+    uint64_t event_ns;      /* the perf event's period now (perf_throttle) */
+    uint64_t watch_cpu;     /* perf_throttle's last look: CPU ns, */
+    uint64_t watch_handled; /* and signals handled */
+    uint64_t cpu_base;      /* the thread's CPU ns when it started */
     uint32_t stream;
     /* the wall clock's sampler thread (ticker_main) */
     int sys_fd;       /* /proc/self/task/TID/syscall, or -1 */
@@ -750,8 +751,8 @@ static void *trap_old(int *siginfo)
         gen = __atomic_load_n(&G.old_trap_gen, __ATOMIC_ACQUIRE);
         /* (acquire: the second look at gen comes after these) */
         fn = __atomic_load_n(&G.old_trap[gen & 1].fn, __ATOMIC_ACQUIRE);
-        *siginfo = __atomic_load_n(&G.old_trap[gen & 1].siginfo,
-                                   __ATOMIC_ACQUIRE);
+        *siginfo =
+            __atomic_load_n(&G.old_trap[gen & 1].siginfo, __ATOMIC_ACQUIRE);
     } while (__atomic_load_n(&G.old_trap_gen, __ATOMIC_RELAXED) != gen);
     return fn;
 }
@@ -1262,9 +1263,9 @@ static void tick_thread(struct sthread *st)
         if (cpu != UINT64_MAX && cpu - at <= G.budget_ns &&
             !__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
             if (st->last_ok && (st->last_state & EVP_SAMPLE_NO_GIL)) {
-                uint32_t state = st->last_state &
-                                 ~(EVP_SAMPLE_GIL_WAIT | EVP_SAMPLE_SYSCALL |
-                                   EVP_SAMPLE_IN_EVAL);
+                uint32_t state =
+                    st->last_state & ~(EVP_SAMPLE_GIL_WAIT |
+                                       EVP_SAMPLE_SYSCALL | EVP_SAMPLE_IN_EVAL);
                 if (G.cfg.tells_blocked)
                     state |= call_flag(st, nr, arg);
                 uint64_t w =
@@ -1273,9 +1274,8 @@ static void tick_thread(struct sthread *st)
                 if (weight > 1)
                     bump(&st->ring.missed, weight - 1u);
                 if (weight)
-                    ring_put_sample(st, evp_rec_now(), state,
-                                    st->last_unit1, weight, st->last_keys,
-                                    st->last_depth);
+                    ring_put_sample(st, evp_rec_now(), state, st->last_unit1,
+                                    weight, st->last_keys, st->last_depth);
                 __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
                 return;
             }
@@ -1930,8 +1930,7 @@ static void perf_throttle(struct sthread *st)
     uint64_t got = handled - st->watch_handled;
     st->watch_cpu = cpu;
     st->watch_handled = handled;
-    if (got * st->event_ns * 5 >= ran * 4 ||
-        st->event_ns * 2 > 10 * 1000000ull)
+    if (got * st->event_ns * 5 >= ran * 4 || st->event_ns * 2 > 10 * 1000000ull)
         return;
     /* the signal blocked by the program, not by the handler's own mask
      * (a thread whose handlers run back to back is in one most of the
@@ -2086,7 +2085,7 @@ void evp_rec_sample_fork_child_(void)
     G.scratch_cap = G.out_cap = 0;
     G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
         G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
-                G.unsampled = 0;
+            G.unsampled = 0;
 }
 
 int evp_rec_sample_fork_resume_(void)

@@ -765,9 +765,8 @@ static void test_unsampled_periods(void **state)
     char path[128];
     open_session("unsampled.evp", path, sizeof path);
     every_other = 0;
-    struct evp_rec_sample_config sc = {.rate_hz = 1000,
-                                       .cpu_clock = 1,
-                                       .on_sample = on_sample_every_other};
+    struct evp_rec_sample_config sc = {
+        .rate_hz = 1000, .cpu_clock = 1, .on_sample = on_sample_every_other};
     assert_int_equal(evp_rec_sampler_start(&sc), 0);
     assert_int_equal(evp_rec_sample_thread_start("half"), 0);
     assert_int_equal(evp_rec_sample_func(1, "h", 1, "", 0, 1, NULL, 0, 0), 0);
