@@ -764,8 +764,11 @@ static void trap_old_set(const struct sigaction *sa)
     unsigned gen = G.old_trap_gen + 1;
     int siginfo = (sa->sa_flags & SA_SIGINFO) != 0;
     void *fn = siginfo ? (void *)sa->sa_sigaction : (void *)sa->sa_handler;
-    __atomic_store_n(&G.old_trap[gen & 1].fn, fn, __ATOMIC_RELAXED);
-    __atomic_store_n(&G.old_trap[gen & 1].siginfo, siginfo, __ATOMIC_RELAXED);
+    /* (release: a reader that reads one of these stores sees the
+     * publication before them too, so its second look at the generation
+     * finds it moved and it reads again) */
+    __atomic_store_n(&G.old_trap[gen & 1].fn, fn, __ATOMIC_RELEASE);
+    __atomic_store_n(&G.old_trap[gen & 1].siginfo, siginfo, __ATOMIC_RELEASE);
     __atomic_store_n(&G.old_trap_gen, gen, __ATOMIC_RELEASE);
 }
 
