@@ -20,6 +20,7 @@ import pstats
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -1759,9 +1760,12 @@ class Sampled(Case):
             return float(m.group(1))
         # The program's own figure comes from some 30 sleeps and moves
         # with the machine's load: three untraced and three traced runs,
-        # interleaved, and the trace of each traced run is held to that
-        # same run's figure.
-        untraced, traced_runs, rows = [], [], []
+        # interleaved, their medians compared.  The trace reads the GIL
+        # wait high (README, "wall clock"): 27-41% for 20-32% in the same
+        # run, so the median share is held within 20 points of the traced
+        # runs' median; the bias this test was written for, a signal to
+        # each blocked sample, made it 75-86%.
+        untraced, traced_runs, shares, rows = [], [], [], []
         for i in range(3):
             untraced.append(gil_wait(self.plain([script]).stdout))
             p, trace = self.sampled([script], out="s%d.evp" % i,
@@ -1772,16 +1776,14 @@ class Sampled(Case):
                 "where")
             rows.append(sleeper)
             share = sleeper["waiting for the GIL"]
+            shares.append(share)
             blocked = share + sleeper["no GIL, in a system call"]
             self.assertGreater(blocked, 90.0, sleeper)
-            # a sample signalled to the blocked thread made it wait at
-            # every period: 75-86% of its samples
             self.assertLess(share, 65.0, sleeper)
-            self.assertLess(abs(share - traced_runs[-1]), 15.0,
-                            (share, traced_runs[-1], sleeper))
-        untraced.sort()
-        traced_runs.sort()
-        self.assertLess(traced_runs[1], untraced[1] + 15.0,
+        med = statistics.median
+        self.assertLess(abs(med(shares) - med(traced_runs)), 20.0,
+                        (shares, traced_runs, rows))
+        self.assertLess(med(traced_runs), med(untraced) + 15.0,
                         (traced_runs, untraced, rows))
 
     def test_program_signals(self):
