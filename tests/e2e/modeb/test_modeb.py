@@ -1674,9 +1674,12 @@ class Sampled(Case):
         self.assertEqual(p.stdout, "None None []\n")
 
     def test_sixteen_threads(self):
+        # 1,000,000 iterations a thread (about 0.1 s of CPU time each):
+        # with 200,000, on two cores shared by four such test runs, a
+        # thread once took no sample of the wall clock's sampler thread
         script = prog("sample_threads.py")
-        plain = self.plain([script])
-        p, trace = self.sampled([script], opts=["--clock", "wall"])
+        plain = self.plain([script, "1000000"])
+        p, trace = self.sampled([script, "1000000"], opts=["--clock", "wall"])
         self.assertEqual(p.stdout, plain.stdout)
         streams = self.streams(trace)
         for i in range(16):
