@@ -92,22 +92,16 @@ static double one(int mode, unsigned rate, uint64_t n, uint64_t *nsig)
         a.sample_period = (uint64_t)period;
         a.wakeup_events = 1;
         a.exclude_kernel = 1;
+        if (mode == 4) {
+            a.sigtrap = 1;
+            a.remove_on_exec = 1;
+        }
         perf_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
                                PERF_FLAG_FD_CLOEXEC);
         if (perf_fd < 0)
             return -1;
-        if (mode == 3)
+        if (mode == 3 || mode == 4)
             goto armed;
-        if (mode == 4) {
-            close(perf_fd);
-            a.sigtrap = 1;
-            a.remove_on_exec = 1;
-            perf_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
-                                   PERF_FLAG_FD_CLOEXEC);
-            if (perf_fd < 0)
-                return -1;
-            goto armed;
-        }
         struct f_owner_ex o = {F_OWNER_TID, (int)syscall(SYS_gettid)};
         fcntl(perf_fd, F_SETFL, O_ASYNC);
         fcntl(perf_fd, F_SETSIG, SIGRTMIN + 5);

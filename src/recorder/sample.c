@@ -485,20 +485,29 @@ static int perf_usable(int signo, uint64_t period_ns)
     return 1;
 }
 
+/* The first line of file PATH (of /proc) holding NEEDLE, into LINE of
+ * LEN bytes: 1, or 0 when there is none or the file cannot be read. */
+static int proc_line(const char *path, const char *needle, char *line,
+                     size_t len)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    int found = 0;
+    while (!found && fgets(line, (int)len, f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
 /* Is the process traced (/proc/self/status TracerPid)?  A debugger
  * stops at every SIGTRAP. */
 static int traced(void)
 {
-    FILE *f = fopen("/proc/self/status", "re");
-    if (!f)
-        return 0;
     char line[128];
     int pid = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "TracerPid: %d", &pid) == 1)
-            break;
-    fclose(f);
-    return pid != 0;
+    return proc_line("/proc/self/status", "TracerPid:", line, sizeof line) &&
+           sscanf(line, "TracerPid: %d", &pid) == 1 && pid != 0;
 }
 
 /* Does the process run under Valgrind (its preloaded vgpreload_*.so in
@@ -507,15 +516,8 @@ static int traced(void)
  * ("Valgrind received a signal 5"). */
 static int under_valgrind(void)
 {
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
-        return 0;
     char line[512];
-    int found = 0;
-    while (!found && fgets(line, sizeof line, f))
-        found = strstr(line, "/vgpreload_") != NULL;
-    fclose(f);
-    return found;
+    return proc_line("/proc/self/maps", "/vgpreload_", line, sizeof line);
 }
 
 static void on_trap(int sig, siginfo_t *si, void *uc);
@@ -1887,14 +1889,10 @@ static int thread_blocks(int tid, int sig)
 {
     char path[64], line[128];
     snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return 0;
     unsigned long long mask = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "SigBlk: %llx", &mask) == 1)
-            break;
-    fclose(f);
+    if (!proc_line(path, "SigBlk:", line, sizeof line) ||
+        sscanf(line, "SigBlk: %llx", &mask) != 1)
+        return 0;
     return (mask >> (sig - 1)) & 1;
 }
 

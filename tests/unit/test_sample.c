@@ -710,6 +710,14 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Spin for NS of the thread's CPU time. */
+static void spin_cpu(uint64_t ns)
+{
+    uint64_t t0 = thread_cpu_ns();
+    while (thread_cpu_ns() - t0 < ns)
+        ;
+}
+
 static void blocked_signal_weight(int cpu_clock)
 {
     char path[128];
@@ -722,9 +730,7 @@ static void blocked_signal_weight(int cpu_clock)
     assert_int_equal(evp_rec_sample_func(1, "b", 1, "", 0, 1, NULL, 0, 0), 0);
     mask_signal(SIG_BLOCK);
     if (cpu_clock) {
-        uint64_t t0 = thread_cpu_ns();
-        while (thread_cpu_ns() - t0 < 60000000u)
-            ;
+        spin_cpu(60000000u);
     } else {
         struct timespec ts = {0, 60000000}, rem;
         while (nanosleep(&ts, &rem) < 0)
@@ -770,9 +776,7 @@ static void test_unsampled_periods(void **state)
     assert_int_equal(evp_rec_sampler_start(&sc), 0);
     assert_int_equal(evp_rec_sample_thread_start("half"), 0);
     assert_int_equal(evp_rec_sample_func(1, "h", 1, "", 0, 1, NULL, 0, 0), 0);
-    uint64_t t0 = thread_cpu_ns();
-    while (thread_cpu_ns() - t0 < 100000000u)
-        ;
+    spin_cpu(100000000u);
     evp_rec_sample_thread_stop();
     assert_int_equal(evp_rec_close(), 0);
     struct sc_trace t;
