@@ -23,13 +23,11 @@
 #ifndef Py_EVALPROF_CEVAL_H
 #define Py_EVALPROF_CEVAL_H
 
-/* the sampled copy's stores in assembly (evalprof_ceval_common.h) */
-#define EVP_SAMPLE_ASM 1
 #include "evalprof_ceval_common.h"
 
 #if defined(Py_STATS)
 #error \
-    "evalprof hooks do not support Py_STATS builds (INSTRUCTION_START is taken)"
+    "evalprof hooks do not support Py_STATS builds (INSTRUCTION_START counts)"
 #endif
 
 /* ---- frames ------------------------------------------------------- */
@@ -97,6 +95,13 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
 
 /* The thread's top frame, for the sampled copy's prologue. */
 #define EVP_TOP_FRAME(tstate) ((tstate)->cframe->current_frame)
+#define EVP_FRAME_IP(f) ((const void *)(f)->prev_instr)
+
+/* A returning frame is cleared while it is still the thread's top frame
+ * (pop_frame), and its caller resumes through resume_frame: the pop is
+ * pending there (evalprof_ceval_common.h). */
+#define EVP_SAMPLE_LEAVE_TO_CALLER 0
+#define EVP_SAMPLE_POPS 1
 
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
 
@@ -295,8 +300,7 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
  * GCC may hoist the read above every dispatch's indirect jump (into the
  * untraced path) to share it with the traced entries.  The sampled copy
  * reaches its entries only with EVALPROF_COUNTS (evp_sample_table), and
- * there they count the opcode; the opcode's store is the handler's own
- * (INSTRUCTION_START). */
+ * there they count the opcode. */
 #define EVP_OP_ENTRY(op) \
     do { \
         if (EVP_COPY_SAMPLED) { \
@@ -304,7 +308,7 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
                 evp_skip_op = 0; \
             } \
             else { \
-                _PyEvalprof_Sample.counts[(op)]++; \
+                EVP_SAMPLE_COUNT(op); \
             } \
         } \
         else if (evp_rec_wants(EVP_EV_OP)) { \
@@ -344,16 +348,9 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
         } \
     } while (0)
 
-/* Every handler starts here (TARGET): the sampled copy's store of the
- * opcode with phase op, then CPython's own. */
-#undef INSTRUCTION_START
-#define INSTRUCTION_START(op) \
-    do { \
-        if (EVP_COPY_SAMPLED) { \
-            EVP_SAMPLE_OP(op); \
-        } \
-        frame->prev_instr = next_instr++; \
-    } while (0)
+/* Every handler starts with CPython's INSTRUCTION_START, its store of
+ * frame->prev_instr: the sampler's handler reads the opcode being run
+ * there, and the sampled copy adds nothing to it. */
 
 #ifdef LLTRACE
 #define EVP_LLTRACE_INSTRUCTION() \
@@ -385,7 +382,7 @@ evp_fused_op(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr)
         opcode = _Py_OPCODE(*next_instr); \
         EVP_LLTRACE_INSTRUCTION(); \
         opcode |= cframe.use_tracing OR_DTRACE_LINE; \
-        goto *opcode_targets[opcode]; \
+        goto *EVP_PLAIN_TARGETS[opcode]; \
     }
 
 /* The breaker's fast path (the slow path is handle_eval_breaker). */

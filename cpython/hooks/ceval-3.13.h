@@ -108,8 +108,18 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
                : 0;
 }
 
-/* The thread's top frame, for the sampled copy's prologue. */
+/* The thread's top frame, for the sampled copy's prologue, and a frame's
+ * instruction pointer, for its phases that end at the next instruction
+ * (each instruction stores it as it starts). */
 #define EVP_TOP_FRAME(tstate) ((tstate)->current_frame)
+#define EVP_FRAME_IP(f) ((const void *)(f)->instr_ptr)
+
+/* A returning frame's loop exit is bound to its caller, which is the
+ * thread's top frame while the frame is cleared (RETURN_VALUE and the
+ * others pop it first): no store at the frame switch after it, and none
+ * pending there (evalprof_ceval_common.h). */
+#define EVP_SAMPLE_LEAVE_TO_CALLER 1
+#define EVP_SAMPLE_POPS 0
 
 /* ---- locals and label hooks (placed by apply-hooks.py) -------------- */
 
@@ -228,12 +238,11 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
  * GCC may hoist the read above every dispatch's indirect jump (into the
  * untraced path) to share it with the traced entries.  The sampled copy
  * reaches its entries only with EVALPROF_COUNTS (evp_sample_table), and
- * there they count the opcode; the opcode's store is the handler's own
- * (INSTRUCTION_STATS). */
+ * there they count the opcode. */
 #define EVP_OP_ENTRY(op) \
     do { \
         if (EVP_COPY_SAMPLED) { \
-            _PyEvalprof_Sample.counts[(op)]++; \
+            EVP_SAMPLE_COUNT(op); \
         } \
         else if (evp_rec_wants(EVP_EV_OP)) { \
             evp_rec_emit(EVP_EV_OP, (op), (uint32_t)oparg); \
@@ -251,16 +260,15 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
  */
 
 /* INTERPRETER_EXIT runs in the entry frame when the eval function returns
- * to C: runtime other.  Every other handler starts here, right after it
- * set frame->instr_ptr: the sampled copy's store of the opcode with
- * phase op (not for INSTRUMENTED_INSTRUCTION, a prefix of the real
- * instruction, which has a plain entry in the traced copy too). */
+ * to C: runtime other.  A frame's first instruction, RESUME (or its
+ * forms), leaves the instruction pointer where the frame's loop enter
+ * found it: the sampled copy ends that phase here, once per call. */
 #undef INSTRUCTION_STATS
 #define INSTRUCTION_STATS(op) \
     do { \
-        if (EVP_COPY_SAMPLED && (op) != INTERPRETER_EXIT && \
-            (op) != INSTRUMENTED_INSTRUCTION) { \
-            EVP_SAMPLE_OP(op); \
+        if ((op) == RESUME || (op) == RESUME_CHECK || \
+            (op) == INSTRUMENTED_RESUME) { \
+            EVP_SAMPLE_PHASE(EVP_EV_OP); \
         } \
         if ((op) == INTERPRETER_EXIT) { \
             EVP_EMIT_IF(EVP_EV_RUNTIME_OTHER); \
@@ -298,7 +306,7 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
     { \
         opcode = next_instr->op.code; \
         EVP_LLTRACE_INSTRUCTION(); \
-        goto *opcode_targets[opcode]; \
+        goto *EVP_PLAIN_TARGETS[opcode]; \
     }
 
 /* The eval breaker: loop slow when set, loop fast when not. */
@@ -393,7 +401,10 @@ evp_count_skipped(const _Py_CODEUNIT *next, int n)
  * LLTRACE_RESUME_FRAME() follows every frame switch inside the loop: a
  * pop (returns and yields, after _Py_LeaveRecursiveCallPy: the pending
  * exit) or a push by _PUSH_FRAME (CALL_PY_EXACT_ARGS, FOR_ITER_GEN, ...:
- * enter and loop enter, as these never pass start_frame).
+ * enter and loop enter, as these never pass start_frame).  The sampled
+ * copy stores nothing here: a pop's loop exit is bound to the caller,
+ * and a pushed frame's first instruction, RESUME, stores phase op (its
+ * set-up was its caller's instruction, and nothing runs between).
  */
 #define EVP_FRAME_SWITCH() \
     do { \
@@ -405,7 +416,6 @@ evp_count_skipped(const _Py_CODEUNIT *next, int n)
                 evp_frame_enter(frame, 1); \
             } \
         } \
-        EVP_SAMPLE_RESUMED(EVP_EV_LOOP_ENTER); \
     } while (0)
 
 #undef LLTRACE_RESUME_FRAME

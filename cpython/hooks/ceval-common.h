@@ -65,18 +65,27 @@ static PyObject *evp_eval_frame_sampled(PyThreadState *tstate,
  * The sampled copy (EVALPROF_MODE=sample, docs/EVENTS.md "Sampled
  * mode"): a third copy of the same hooked body, Python/
  * evalprof_sampled.h, compiled with EVP_COPY_SAMPLED 1 and
- * EVP_COPY_TRACED 0.  Its hooks read no clock and record no event: each
- * stores what the thread is doing into the thread's state word
- * (_PyEvalprof_Sample, pycore_evalprof.h), the phase (the event kind the
- * traced copy would record there) or, at an instruction's entry, the
- * opcode with phase op, and with EVALPROF_COUNTS the entry adds one to
- * the thread's counter of that opcode.  The sampler's signal handler
- * (Python/evalprof.c), on the same thread, reads the word and walks the
- * frames.  The traced copy hands a call to it while sampling (the
- * recorder's mask then holds only the kinds always recorded), so the
- * untraced copy is untouched and the exact mode pays one test per
- * C-level call, none per instruction.  Without two copies (tier 2) there
- * is no sampled copy and sample mode is refused.
+ * EVP_COPY_TRACED 0.  Its hooks read no clock and record no event, and
+ * no instruction stores anything more than the untraced copy's: the
+ * opcode being run is read by the sampler's signal handler (Python/
+ * evalprof.c) from the code unit the frame's own instruction pointer
+ * names, as on a stock interpreter.  What the handler cannot read there,
+ * the loop's phase, the copy stores into the thread's state word
+ * (_PyEvalprof_Sample, pycore_evalprof.h) where the phase changes, which
+ * happens per call, per exception and per eval-breaker slow path, never
+ * per instruction: the event kind the traced copy would record there.
+ * A phase that ends when the next instruction starts
+ * (_PyEvalprof_SAMPLE_UNTIL) is stored with the instruction pointer the
+ * thread's top frame has while it lasts, and the handler takes it only
+ * while that pointer has not moved; the others hold until the next store.
+ * The two per-instruction phases, dispatch and the eval breaker's fast
+ * path, are not stored: their time is the instruction's.  With
+ * EVALPROF_COUNTS the copy dispatches through entries that add one to
+ * the thread's counter of the opcode.  The traced copy hands a call to it
+ * while sampling (the recorder's mask then holds only the kinds always
+ * recorded), so the untraced copy is untouched and the exact mode pays
+ * one test per C-level call, none per instruction.  Without two copies
+ * (tier 2) there is no sampled copy and sample mode is refused.
  */
 #define EVP_COPY_SAMPLED 0
 
@@ -139,49 +148,85 @@ evp_emit_if(unsigned kind)
 
 /* ---- the sampled copy's stores -------------------------------------- */
 
-/* The phase KIND (an event kind) into the state word; nothing outside the
- * sampled copy.  A byte store (the high half's high byte is always 0):
- * the opcode half stays, and a byte immediate has none of the decode
- * stall of a 16-bit one, which made GCC keep each phase constant in a
- * register. */
-/* Where the version's header asks for them (EVP_SAMPLE_ASM), the stores
- * are written in assembly: one instruction each, at the word's offset
- * from the thread pointer, which GCC otherwise keeps in a register for
- * 3.11's copy (175 of its stores), at the cost of reloads in every
- * dispatch and of the dispatch's being merged into one indirect jump (2
- * left of the untraced copy's 187).  The asm names no memory clobber: no
- * code of the loop reads the word, only the sampler's handler on the
- * same thread, and a store that moves by an instruction or two still
- * names the instruction being run.  3.13's copy keeps the C stores,
- * which ran faster there (1.075x against 1.107x, demo at 1 kHz). */
-#if defined(__x86_64__) && (defined(__PIE__) || !defined(__PIC__)) && \
-    defined(EVP_SAMPLE_ASM)
+/*
+ * The sampled copy's accesses to the thread's state (_PyEvalprof_Sample):
+ * the phase (a byte: the word's other bytes are always 0), the pointer
+ * stored with it, the phase read back, an opcode's count.  On x86-64, in
+ * the interpreter's executable (local-exec TLS), each is one instruction
+ * written in assembly at its offset from the thread pointer.  Written in
+ * C, GCC computes the variable's thread-pointer offset once, keeps it in
+ * a register live into every handler (the counting entries are dispatch
+ * targets too) and reloads it before every dispatch: 3.13's copy ran
+ * 1.08x the untraced copy's instructions with no phase stored at all.
+ * The asm names no memory clobber: no code of the loop reads what it
+ * stores, only the sampler's handler on the same thread; volatile asm
+ * statements keep their order.
+ */
+#define EVP_SAMPLE_OFF(field) offsetof(struct _evp_sample_tls, field)
+#if defined(__x86_64__) && (defined(__PIE__) || !defined(__PIC__))
 #define EVP_SAMPLE_STORE_PHASE(v) \
     __asm__ volatile("movb %0, %%fs:_PyEvalprof_Sample@tpoff+%c1" \
                      : \
-                     : "i"(v), \
-                       "i"(offsetof(struct _evp_sample_tls, state) + 2))
-#define EVP_SAMPLE_STORE_WORD(v) \
-    __asm__ volatile("movl %0, %%fs:_PyEvalprof_Sample@tpoff+%c1" \
+                     : "i"(v), "i"(EVP_SAMPLE_OFF(state) + 2))
+#define EVP_SAMPLE_STORE_UNTIL(p) \
+    __asm__ volatile("movq %0, %%fs:_PyEvalprof_Sample@tpoff+%c1" \
                      : \
-                     : "i"(v), "i"(offsetof(struct _evp_sample_tls, state)))
+                     : "er"((uintptr_t)(p)), "i"(EVP_SAMPLE_OFF(until)))
+#define EVP_SAMPLE_COUNT(op) \
+    __asm__ volatile("addq $1, %%fs:_PyEvalprof_Sample@tpoff+%c0" \
+                     : \
+                     : "i"(EVP_SAMPLE_OFF(counts) + 8 * (op)))
+static inline unsigned
+evp_sample_load_phase(void)
+{
+    unsigned v;
+    __asm__ volatile("movzbl %%fs:_PyEvalprof_Sample@tpoff+%c1, %0"
+                     : "=r"(v)
+                     : "i"(EVP_SAMPLE_OFF(state) + 2));
+    return v;
+}
 #else
 #define EVP_SAMPLE_STORE_PHASE(v) (_PyEvalprof_Sample.state.byte[2] = (v))
-#define EVP_SAMPLE_STORE_WORD(v) (_PyEvalprof_Sample.state.word = (v))
+#define EVP_SAMPLE_STORE_UNTIL(p) (_PyEvalprof_Sample.until = (p))
+#define EVP_SAMPLE_COUNT(op) (_PyEvalprof_Sample.counts[(op)]++)
+static inline unsigned
+evp_sample_load_phase(void)
+{
+    return _PyEvalprof_Sample.state.byte[2];
+}
 #endif
 
+/* The phases the sampled copy does not store: once per instruction, they
+ * would cost that copy a store per instruction (3.11's 1.17x the untraced
+ * copy's instructions on a call-heavy program, 3.13's 1.11x), and their
+ * time is the instruction's. */
+#define EVP_SAMPLE_UNSTORED(kind) \
+    ((kind) == EVP_EV_DISPATCH || (kind) == EVP_EV_LOOP_FAST)
+
+/* The pointer a phase that ends at the next instruction is stored with
+ * (_PyEvalprof_SAMPLE_UNTIL, pycore_evalprof.h): the instruction pointer
+ * of FRAME (EVP_FRAME_IP, the version's header), or of its caller (the
+ * frame that called the C code the eval function returns to; 3.13's
+ * returning frame's caller) when there is one. */
+#define EVP_SAMPLE_TO_CALLER(kind) \
+    ((kind) == EVP_EV_RUNTIME_OTHER || \
+     (EVP_SAMPLE_LEAVE_TO_CALLER && (kind) == EVP_EV_LOOP_EXIT))
+#define EVP_SAMPLE_UNTIL(kind) \
+    (EVP_SAMPLE_TO_CALLER(kind) \
+         ? (frame->previous != NULL ? EVP_FRAME_IP(frame->previous) : NULL) \
+         : EVP_FRAME_IP(frame))
+
+/* KIND is a constant wherever this is used, so each use compiles to its
+ * one or two stores, or to nothing. */
 #define EVP_SAMPLE_PHASE(kind) \
     do { \
-        if (EVP_COPY_SAMPLED) { \
+        if (EVP_COPY_SAMPLED && !EVP_SAMPLE_UNSTORED(kind)) { \
+            if (_PyEvalprof_SAMPLE_UNTIL(kind)) { \
+                EVP_SAMPLE_STORE_UNTIL(EVP_SAMPLE_UNTIL(kind)); \
+            } \
             EVP_SAMPLE_STORE_PHASE((uint8_t)((kind) + 1)); \
         } \
     } while (0)
-
-/* An instruction's entry: opcode OP (a constant) with phase op, in one
- * store. */
-#define EVP_SAMPLE_OP(op) \
-    EVP_SAMPLE_STORE_WORD((uint32_t)((op) + 1) | (uint32_t)(EVP_EV_OP + 1) \
-                                                     << 16)
 
 /* Exact op counts (EVALPROF_COUNTS) are kept. */
 #define EVP_COUNTING() (EVP_COPY_SAMPLED && EVP_UNLIKELY(_PyEvalprof_Counting))
@@ -303,26 +348,30 @@ evp_pop_done(int *popped, uint32_t fid)
     } while (0)
 
 /*
- * The sampled copy's frame bookkeeping, in the same evp_popped local:
- * a frame that stops being evaluated is in phase loop exit and pending
- * (EVP_SAMPLE_LEAVE); the next frame switch makes the phase exit, or,
- * with nothing pending, ELSE (a kind; -1: unchanged).  The traced copy's
- * distinctions (suspend, silent pops) are not made.
+ * The sampled copy's frame bookkeeping, where a frame is popped before
+ * its caller resumes through a frame switch (3.11: EVP_SAMPLE_POPS 1): a
+ * frame that stops being evaluated is in phase loop exit (or loop
+ * exiting: EVP_SAMPLE_LEAVE); the next frame switch finds that phase
+ * still stored and makes it exit, or, with none pending, ELSE (a kind;
+ * -1: unchanged).  The phase itself says what is pending, so that no
+ * local of the loop holds it.  On 3.13 loop exit is bound to the caller
+ * and nothing is pending: ELSE alone.  The traced copy's distinctions
+ * (suspend, silent pops) are not made.
  */
-#define EVP_SAMPLE_LEAVE(kind) \
-    do { \
-        if (EVP_COPY_SAMPLED) { \
-            EVP_SAMPLE_PHASE(kind); \
-            evp_popped = 1; \
-        } \
-    } while (0)
+#define EVP_SAMPLE_LEAVE(kind) EVP_SAMPLE_PHASE(kind)
+
+static inline int
+evp_sample_pending(void)
+{
+    unsigned p = evp_sample_load_phase();
+    return p == EVP_EV_LOOP_EXIT + 1 || p == EVP_EV_LOOP_EXITING + 1;
+}
 
 #define EVP_SAMPLE_RESUMED(else_kind) \
     do { \
         if (EVP_COPY_SAMPLED) { \
-            if (evp_popped) { \
+            if (EVP_SAMPLE_POPS && evp_sample_pending()) { \
                 EVP_SAMPLE_PHASE(EVP_EV_EXIT); \
-                evp_popped = 0; \
             } \
             else if ((else_kind) >= 0) { \
                 EVP_SAMPLE_PHASE(else_kind); \
@@ -357,33 +406,53 @@ evp_pop_done(int *popped, uint32_t fid)
 static void **evp_dispatch_table;
 
 /*
- * The sampled copy's dispatch: without counts through its own
- * opcode_targets, as the untraced copy does, each handler storing its
- * opcode as it starts (3.13's INSTRUCTION_STATS, 3.11's
- * INSTRUCTION_START), so an instruction costs that store and the
- * dispatch's phase store, no jump and no test more; with EVALPROF_COUNTS
- * through evp_traced_targets, whose entries count.  The table is picked
- * where the copy's first dispatch is reached from (start_frame; error:
- * after a throw), and is the same for every call of the process.  The
- * names exist in the sampled copy only, so they are picked by token
- * pasting on EVP_COPY_SAMPLED where the macro is used.
+ * The sampled copy's dispatch: through its own opcode_targets, as the
+ * untraced copy does (an address GCC keeps at hand, no load per
+ * dispatch), so an instruction costs what it costs there.  With
+ * EVALPROF_COUNTS that table's entries are overwritten, once, before the
+ * copy's first dispatch, with evp_traced_targets', whose entries count
+ * before the handler; the plain ones are kept in evp_sample_plain for
+ * the dispatches that must not count again (DISPATCH_SAME_OPARG: an
+ * instruction re-run after it specialized itself).  Counting is set when
+ * the sampler starts, before the copy first runs, and never changes.
+ * The check sits where the copy's first dispatch is reached from
+ * (start_frame; error: after a throw).  The names exist in the sampled
+ * copy only, so they are picked by token pasting on EVP_COPY_SAMPLED
+ * where the macro is used.
  */
 #define EVP_CAT_(a, b) a##b
 #define EVP_CAT(a, b) EVP_CAT_(a, b)
-static void **evp_sample_table;
+static void *evp_sample_plain[256];
+static int evp_sample_tables_set;
+
+static EVP_COLD void
+evp_sample_tables(void **targets, void *const *counting)
+{
+    memcpy(evp_sample_plain, targets, sizeof evp_sample_plain);
+    if (_PyEvalprof_Counting) {
+        memcpy(targets, counting, sizeof evp_sample_plain);
+    }
+    evp_sample_tables_set = 1;
+}
+
 #define EVP_SAMPLE_TABLE_SET_0() ((void)0)
 #define EVP_SAMPLE_TABLE_SET_1() \
-    (evp_sample_table = EVP_UNLIKELY(_PyEvalprof_Counting) \
-                            ? evp_traced_targets \
-                            : opcode_targets)
+    do { \
+        if (EVP_UNLIKELY(!evp_sample_tables_set)) { \
+            evp_sample_tables(opcode_targets, evp_traced_targets); \
+        } \
+    } while (0)
 #define EVP_SAMPLE_TABLE_SET() \
     EVP_CAT(EVP_SAMPLE_TABLE_SET_, EVP_COPY_SAMPLED)()
 
 #undef DISPATCH_GOTO
 #define DISPATCH_GOTO() \
-    goto *(EVP_COPY_TRACED    ? evp_dispatch_table \
-           : EVP_COPY_SAMPLED ? evp_sample_table \
-                              : opcode_targets)[opcode]
+    goto *(EVP_COPY_TRACED ? evp_dispatch_table : opcode_targets)[opcode]
+
+/* The table of a dispatch that must not count: the sampled copy's plain
+ * entries. */
+#define EVP_PLAIN_TARGETS \
+    (EVP_COPY_SAMPLED ? evp_sample_plain : opcode_targets)
 
 /* After the opcode tables, in the traced copy (Python/evalprof_targets.h
  * ends with it): the table that matches the recorder's mask. */

@@ -331,10 +331,11 @@ evp_add_meta(void)
  * EVALPROF_MODE=sample (docs/EVENTS.md "Sampled mode"): the recorder's
  * sampler interrupts every thread that runs Python code at a fixed rate
  * and evp_on_sample, in its signal handler on that thread, takes one
- * sample: the thread's state word (what the sampled copy of the eval
- * function last stored: the phase and the opcode), its frames (walked as
+ * sample: the loop's phase (what the sampled copy of the eval function
+ * last stored in the thread's state word), its frames (walked as
  * faulthandler walks them, through a per-thread cache of code objects
- * that keys each function once), the leaf's code unit.  Everything it
+ * that keys each function once), the leaf's code unit and the opcode
+ * there.  Everything it
  * does is async-signal-safe: memory reads and the recorder's
  * evp_rec_sample_* calls.
  */
@@ -492,15 +493,24 @@ evp_frame_code(const _PyInterpreterFrame *f)
                                                   : NULL;
 }
 
+/* A frame's instruction pointer: the instruction it runs (as the sampled
+ * copy stores it with a phase that ends at the next instruction:
+ * EVP_FRAME_IP). */
+static const _Py_CODEUNIT *
+evp_frame_ip(const _PyInterpreterFrame *f)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return f->instr_ptr;
+#else
+    return f->prev_instr;
+#endif
+}
+
 /* The code unit FRAME (of CO) executes, + 1; 0 when out of range. */
 static uint32_t
 evp_frame_unit1(const _PyInterpreterFrame *f, const PyCodeObject *co)
 {
-#if PY_VERSION_HEX >= 0x030D0000
-    const _Py_CODEUNIT *at = f->instr_ptr;
-#else
-    const _Py_CODEUNIT *at = f->prev_instr;
-#endif
+    const _Py_CODEUNIT *at = evp_frame_ip(f);
     ptrdiff_t unit = at - _PyCode_CODE((PyCodeObject *)co);
     return unit >= 0 && unit < Py_SIZE(co) ? (uint32_t)unit + 1 : 0;
 }
@@ -744,31 +754,55 @@ evp_in_eval(const void *ucontext)
     return 0;
 }
 
-/* The sampler's callback, in its signal handler on the sampled thread. */
+/* The opcode + 1 at code unit UNIT1 - 1 of CO (0: none): the
+ * instruction the frame runs, as its own instruction pointer names it
+ * (3.13: instr_ptr; 3.11: prev_instr). */
+static unsigned
+evp_unit_op1(const PyCodeObject *co, uint32_t unit1)
+{
+    if (unit1 == 0) {
+        return 0;
+    }
+    const _Py_CODEUNIT *u = _PyCode_CODE((PyCodeObject *)co) + (unit1 - 1);
+#if PY_VERSION_HEX >= 0x030D0000
+    return (unsigned)u->op.code + 1;
+#else
+    return (unsigned)_Py_OPCODE(*u) + 1;
+#endif
+}
+
+/*
+ * The sampler's callback, in its signal handler on the sampled thread.
+ * The phase is the state word's, unless it is one that ends at the next
+ * instruction (_PyEvalprof_SAMPLE_UNTIL) and the thread's top frame has
+ * moved on since (its instruction pointer is no longer the one stored
+ * with it): then the thread runs an instruction, phase op.  The opcode
+ * is the leaf frame's, read at its instruction pointer, or, while the
+ * leaf has not started its first instruction (its set-up), that of the
+ * frame calling it, as a stock interpreter's sampler names it.
+ */
 static void
 evp_on_sample(void *ucontext, uint32_t weight)
 {
     struct _evp_sample_tls *s = &_PyEvalprof_Sample;
-    uint32_t word = s->state.word;
+    unsigned phase1 = s->state.byte[2];
+    const void *until = s->until;
     PyThreadState *ts = s->tstate;
     struct evp_walker *w = s->walker;
     uint32_t flags = 0, unit1 = 0, none[1];
-    unsigned depth = 0;
-    unsigned op1 = word & 0xffff, phase1 = word >> 16;
+    unsigned depth = 0, op1 = 0;
+    int moved = 0;
     if (evp_in_eval(ucontext)) {
         flags |= EVP_SAMPLE_IN_EVAL;
-    }
-    else if (phase1 == EVP_EV_OP + 1 && op1 >= 1 && op1 <= 256 &&
-             evp_calls[op1 - 1]) {
-        flags |= EVP_SAMPLE_C_CALL;
     }
     if (ts != NULL && w != NULL && !evs.walks_off) {
         if (!evp_holds_gil(ts)) {
             flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
         }
+        int held = s->held;
         const _PyInterpreterFrame *next =
-            s->held ? (const _PyInterpreterFrame *)s->held_top
-                    : evp_top_frame(ts);
+            held ? (const _PyInterpreterFrame *)s->held_top
+                 : evp_top_frame(ts);
         _PyInterpreterFrame buf;
         int reads = 0;
         for (int hops = 0; next != NULL; hops++) {
@@ -777,6 +811,10 @@ evp_on_sample(void *ucontext, uint32_t weight)
             if (f == NULL || hops > 4 * (int)EVP_SAMPLE_MAX_DEPTH) {
                 flags |= EVP_SAMPLE_TRUNCATED; /* a link not (yet) valid */
                 break;
+            }
+            if (hops == 0 && !held && phase1 >= 1 &&
+                _PyEvalprof_SAMPLE_UNTIL(phase1 - 1)) {
+                moved = (const void *)evp_frame_ip(f) != until;
             }
             next = f->previous;
             const PyCodeObject *co = evp_frame_code(f);
@@ -796,11 +834,20 @@ evp_on_sample(void *ucontext, uint32_t weight)
                 flags |= EVP_SAMPLE_TRUNCATED;
                 break;
             }
-            if (depth == 0) {
-                unit1 = evp_frame_unit1(f, co);
+            if (op1 == 0) {
+                uint32_t u1 = evp_frame_unit1(f, co);
+                unit1 = depth == 0 ? u1 : unit1;
+                op1 = evp_unit_op1(co, u1);
             }
             w->keys[depth++] = evp_code_key(w, co);
         }
+    }
+    if (moved) {
+        phase1 = EVP_EV_OP + 1;
+    }
+    if (!(flags & EVP_SAMPLE_IN_EVAL) && phase1 == EVP_EV_OP + 1 && op1 >= 1 &&
+        op1 <= 256 && evp_calls[op1 - 1]) {
+        flags |= EVP_SAMPLE_C_CALL;
     }
     if (depth == 0) {
         flags |= EVP_SAMPLE_NO_FRAME;
@@ -1074,6 +1121,9 @@ evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
     evp_find_calls();
     evp_rec_meta("evalprof.mode", "sample");
     evp_rec_meta("evalprof.counts", counts ? "on" : "off");
+    /* the sampled copy stores no per-instruction phase (Python/
+     * evalprof_ceval_common.h): summary says where their time is */
+    evp_rec_meta("sample.phases_unseen", "dispatch,loop fast");
     evp.sample = 1;
     _PyEvalprof_Counting = counts;
     _PyEvalprof_Sampling = 1;

@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <wchar.h>
 
+#include "evalprof/events.h" /* the event kinds, the sampled phases */
+
 /*
  * Decide whether to trace, from "-X evalprof=FILE" in ARGV or else the
  * EVALPROF environment variable, and if so start the recording and emit
@@ -110,20 +112,23 @@ extern uint32_t _PyEvalprof_CodeLines(PyCodeObject *co);
 
 /*
  * Each thread's sampling state.  The sampled copy of the eval function
- * (Python/evalprof_ceval_common.h) stores into `state` at its hooks; the
- * sampler's signal handler, run on the same thread, reads it, so plain
- * (volatile) stores suffice.  Low half: the opcode of the last
- * instruction entered + 1 (0: none yet); high half: the phase, the event
- * kind of the last hook passed + 1.  `counts` are the thread's
- * instructions per executed opcode (EVALPROF_COUNTS).  The rest belongs
- * to Python/evalprof.c.
+ * (Python/evalprof_ceval_common.h) stores into `state` where the loop's
+ * phase changes; the sampler's signal handler, run on the same thread,
+ * reads it, so plain (volatile) stores suffice.  byte[2]: the phase, the
+ * event kind of the last hook passed + 1 (0: none yet); the other bytes
+ * are 0.  `until`: for a phase that ends when the next instruction starts,
+ * the instruction pointer that the thread's top frame has while the phase
+ * lasts (_PyEvalprof_SAMPLE_UNTIL): the handler takes the phase only while
+ * that frame still has it; the other phases hold until the next store.
+ * `counts` are the thread's instructions per executed opcode
+ * (EVALPROF_COUNTS).  The rest belongs to Python/evalprof.c.
  */
 struct _evp_sample_tls {
     volatile union {
         uint32_t word;
-        uint16_t half[2];
-        uint8_t byte[4]; /* byte[2]: the phase's low byte (byte[3] is 0) */
+        uint8_t byte[4];
     } state;
+    const void *volatile until;
     PyThreadState *tstate; /* the thread state the frames are walked from */
     /* Set while the sampled copy's prologue pushes a frame (the frame
      * links are being written, in any order the compiler chose): samples
@@ -134,6 +139,30 @@ struct _evp_sample_tls {
     int started;  /* the thread asked for its timer */
     uint64_t counts[256];
 };
+
+/*
+ * The phases (event kinds) that end when the thread's top frame moves to
+ * another instruction, stored with `until`: loop slow, loop error and
+ * loop exception (the instruction they interrupted runs on, or a handler
+ * starts), exit (the caller's clean-up of a popped frame), runtime other
+ * (the eval function returned to C: until the frame that called the C
+ * code moves on) and, on 3.13, loop exit (a returning frame, bound to
+ * its caller's pointer: the frame is popped while its clean-up runs, and
+ * no store follows the pop); on 3.11 loop enter (a frame's pointer moves
+ * at its first instruction; on 3.13 RESUME leaves it where it was, and
+ * stores phase op instead).
+ */
+#define _PyEvalprof_SAMPLE_UNTIL_COMMON(k) \
+    ((k) == EVP_EV_LOOP_SLOW || (k) == EVP_EV_LOOP_ERROR || \
+     (k) == EVP_EV_LOOP_EXCEPTION || (k) == EVP_EV_EXIT || \
+     (k) == EVP_EV_RUNTIME_OTHER)
+#if PY_VERSION_HEX >= 0x030D0000
+#define _PyEvalprof_SAMPLE_UNTIL(k) \
+    (_PyEvalprof_SAMPLE_UNTIL_COMMON(k) || (k) == EVP_EV_LOOP_EXIT)
+#else
+#define _PyEvalprof_SAMPLE_UNTIL(k) \
+    (_PyEvalprof_SAMPLE_UNTIL_COMMON(k) || (k) == EVP_EV_LOOP_ENTER)
+#endif
 
 /* In the interpreter's executable (a PIE or non-PIC build: libpython
  * linked in) the word is at a fixed offset from the thread pointer, and

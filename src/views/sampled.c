@@ -870,6 +870,18 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
                 "share can be a few points above what it is untraced "
                 "(README, \"Sampled mode\")\n",
                 "bias:");
+    /* an instrumented interpreter's sampled copy stores no phase per
+     * instruction (docs/EVENTS.md, "Sampled mode") */
+    for (size_t i = 0; i < runs; i++) {
+        const char *unseen = evp_trace_meta(t[i], "sample.phases_unseen");
+        if (!unseen || !*unseen)
+            continue;
+        fprintf(out, "%-11sphases not sampled apart (", "note:");
+        evp_esc_term(out, unseen, strlen(unseen), 0);
+        fprintf(out, "): their time is in the rows of the instructions "
+                     "they belong to; exact mode records them\n");
+        break;
+    }
     /* a stock interpreter that exports no eval function: no sample is
      * marked in it (docs/EVENTS.md, flag in eval) */
     size_t noeval = 0;

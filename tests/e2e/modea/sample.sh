@@ -38,15 +38,46 @@ grep -Eq "^evalprof: wrote .*/q\.evp \($qn samples, [0-9.]+ kB, [0-9.]+ kB/s\)\$
     ok "the end line counts the samples: $(cat "$T/q.err")" || fail "end line: $(cat "$T/q.err") (info: $qn samples)"
 grep -q '^  evalprof.mode  *sample$' "$T/s.info" && grep -q '^  sample.rate_hz  *1000$' "$T/s.info" && grep -q '^  sample.clock  *cpu$' "$T/s.info" &&
     ok "metadata: evalprof.mode sample, the defaults: sample.rate_hz 1000, sample.clock cpu" || fail "metadata lacks evalprof.mode or sample.rate_hz"
+# --- phases: stored where they change, each ended in time --------------
+# The sampled copy stores no phase per instruction (dispatch and the eval
+# breaker's fast path are in their instruction's row, and the summary says
+# so); a phase that ends at the next instruction (loop enter, loop error,
+# loop exception, exit) ends there: in a loop that makes no call nearly
+# every sample is op, and one that raises and catches at every iteration
+# spends a part of its time on the error path.
+phase_share() { # phase_share PHASE FILE: the phase's share in "loop phases"
+    awk -v r="$1" '/^loop phases:/ { f = 1; next } f && /^[a-z]/ { exit }
+        f && index($0, " " r " ") == 1 { n = split(r, w, " "); v = $(n + 1)
+        sub("%", "", v); print v; exit }' "$2"
+}
 phases=$(awk '/^loop phases:/ { f = 1; next } f && /^---/ { if (++d == 2) exit; next }
               d == 1 { sub(/^ /, ""); sub(/  .*/, ""); print }' "$T/s.sum" | tr '\n' ',')
+opshare=$(phase_share op "$T/s.sum")
 case ",$phases" in
-*,op,*) case ",$phases" in
-        *,dispatch,*) ok "state words name the phases: $phases" ;;
-        *) fail "no dispatch phase among '$phases'" ;;
-        esac ;;
+*,dispatch,* | *,loop\ fast,*) fail "a per-instruction phase was sampled: '$phases'" ;;
+*,op,*) if awk -v o="${opshare:-0}" 'BEGIN { exit !(o >= 90) }' &&
+           grep -q '^note: *phases not sampled apart (dispatch,loop fast): ' "$T/s.sum"; then
+            ok "phases: $phases op ${opshare}% of a loop without calls; dispatch and loop fast not sampled, as the note says"
+        else
+            fail "phases '$phases': op ${opshare}% of a loop without calls, or no note: $(grep '^note:' "$T/s.sum")"
+        fi ;;
 *) fail "no op phase among '$phases'" ;;
 esac
+EVALPROF="$T/ex.evp" EVALPROF_MODE=sample "$PY" -S -c '
+def f(n):
+    for i in range(n):
+        try:
+            raise ValueError(i)
+        except ValueError:
+            pass
+f(1500000)'
+"$EVALPROF_CLI" summary "$T/ex.evp" > "$T/ex.sum" 2>&1
+err=$(phase_share "loop error" "$T/ex.sum")
+exc=$(phase_share "loop exception" "$T/ex.sum")
+exop=$(phase_share op "$T/ex.sum")
+awk -v a="${err:-0}" -v b="${exc:-0}" -v o="${exop:-0}" 'BEGIN { exit !(a + b >= 3 && a + b <= 60 && o >= 30) }' &&
+    ok "phases: a raising loop ${err}% loop error, ${exc}% loop exception, ${exop}% op" ||
+    fail "phases: a raising loop '${err}'% loop error, '${exc}'% loop exception, '${exop}'% op"
 # where: the hot loop's samples are partly in the eval function's own
 # code; a loop around sum() spends its time in the C callee of a CALL
 share() { # share ROW FILE: the percentage of row ROW of the "where" table
