@@ -43,8 +43,18 @@ rows and their mean:
                        function's samples (opcodes only; its denominator
                        is the eval function's time, the truth's is the
                        loops' whole time: see the note it prints)
-  VizTracer            not measured: Debian has no package of it and PyPI
-                       is not reachable from this machine
+  VizTracer            python -m viztracer (functions only, stock
+                       interpreters), when its source is given: Debian
+                       has no package of it and PyPI is not reachable
+                       here, so BENCH_VIZTRACER_SRC names a VizTracer
+                       source tree and BENCH_OBJPRINT_SRC one of objprint,
+                       its one dependency; its C extensions are compiled
+                       for each interpreter with gcc into a scratch
+                       directory.  It traces every Python call into a
+                       ring of --tracer_entries (default 1,000,000), so
+                       its run is as many rounds as that ring holds
+                       (counted in a one-round run), and the truth it is
+                       measured against is scaled to those rounds
 
 Environment: BENCH_REPS (default 3), BENCH_FIDELITY_SECONDS (each
 workload's length, default 4; the targets are stated for runs of at
@@ -57,6 +67,7 @@ Nothing fails on the figures: the targets are printed beside them.
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -208,6 +219,72 @@ def cprofile_funcs(exe, script, args, names, tmp):
     return {n: int(got.get(n, 0) * 1e9) for n in names}
 
 
+VIZ_ENTRIES = 1000000  # VizTracer's default ring
+
+
+def viztracer_path(exe, tmp):
+    """PYTHONPATH under which EXE runs VizTracer built from
+    BENCH_VIZTRACER_SRC and BENCH_OBJPRINT_SRC, or (None, why not)."""
+    vsrc = os.environ.get("BENCH_VIZTRACER_SRC")
+    osrc = os.environ.get("BENCH_OBJPRINT_SRC")
+    if not vsrc or not osrc:
+        return None, ("not measured: no Debian package, no PyPI here "
+                      "(BENCH_VIZTRACER_SRC and BENCH_OBJPRINT_SRC name "
+                      "source trees to build it from)")
+    pkg = os.path.join(vsrc, "src", "viztracer")
+    opkg = os.path.join(osrc, "src")
+    if not os.path.isdir(os.path.join(pkg, "modules")) or \
+            not os.path.isdir(os.path.join(opkg, "objprint")):
+        return None, ("not measured: %s has no src/viztracer/modules or %s "
+                      "no src/objprint" % (vsrc, osrc))
+    out = os.path.join(tmp, "viztracer")
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(pkg, os.path.join(out, "viztracer"))
+    cfg = sh([exe, "-c", "import sysconfig; print(sysconfig.get_paths()"
+              "['include']); print(sysconfig.get_config_var('EXT_SUFFIX'))"]
+             ).stdout.split()
+    mods = os.path.join(out, "viztracer", "modules")
+    for ext, srcs in (("snaptrace", ["util.c", "eventnode.c", "quicktime.c",
+                                     "snaptrace.c", "snaptrace_member.c"]),
+                      ("vcompressor", ["vcompressor/vcompressor.c",
+                                       "vcompressor/vc_dump.c"])):
+        p = sh(["gcc", "-O2", "-shared", "-fPIC", "-std=c99", "-I" + cfg[0]]
+               + [os.path.join(mods, f) for f in srcs]
+               + ["-o", os.path.join(out, "viztracer", ext + cfg[1]),
+                  "-lpthread"], check=False)
+        if p.returncode != 0:
+            return None, "not measured: its %s did not build: %s" % (
+                ext, p.stderr.strip().splitlines()[-1:])
+    return out + os.pathsep + opkg, None
+
+
+def viztracer_funcs(exe, path, env, script, rounds, names, tmp):
+    """(inclusive ns of NAMES, rounds run) under VizTracer: as many
+    rounds as its ring holds, counted from a one-round run."""
+    out = os.path.join(tmp, "viz.json")
+    venv = dict(env, PYTHONPATH=path)
+
+    def run(n):
+        sh([exe, "-m", "viztracer", "--quiet", "-o", out,
+            "--tracer_entries", str(VIZ_ENTRIES), script, "1",
+            "--rounds", str(n)], env=venv)
+        with open(out) as f:
+            ev = json.load(f)["traceEvents"]
+        os.unlink(out)
+        return ev
+
+    per_round = max(1, len(run(1)))
+    n = max(1, min(rounds, VIZ_ENTRIES * 9 // 10 // per_round))
+    t = {k: 0 for k in names}
+    for e in run(n):
+        name = e.get("name", "")
+        fn = name.split(" (", 1)[0]
+        if e.get("ph") == "X" and fn in t and \
+                os.path.basename(script) in name:
+            t[fn] += int(e["dur"] * 1000)
+    return t, n
+
+
 def errors(truth, got):
     """(max points, mean points, max %, mean %) of GOT against TRUTH
     (dicts of ns over the same rows; shares are of the rows' sum)."""
@@ -280,7 +357,19 @@ def functions(tag, exe, build, env, tmp, reps, seconds, modea):
         res["cProfile"] = errors(truth, cprofile_funcs(exe, script, args,
                                                        FUNCS, tmp))
         line("cProfile", res["cProfile"])
-    line("VizTracer", None, "not measured: no Debian package, no PyPI here")
+    if modea:
+        line("VizTracer", None, "not run on an instrumented interpreter")
+    else:
+        path, why = viztracer_path(exe, tmp)
+        if path is None:
+            line("VizTracer", None, why)
+        else:
+            got, n = viztracer_funcs(exe, path, env, script, rounds, FUNCS,
+                                     tmp)
+            scaled = {k: v * n / rounds for k, v in truth.items()}
+            res["VizTracer"] = errors(scaled, got)
+            line("VizTracer", res["VizTracer"],
+                 "%d of the %d rounds (its ring)" % (n, rounds))
     target_line({k: e[0] for k, e in res.items()}, seconds)
 
 

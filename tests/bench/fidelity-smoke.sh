@@ -39,6 +39,15 @@ echo "$out" | grep -qE '^  phases \([0-9]+ rounds; .*exception [0-9.]+%, C call 
     { echo "FAIL: no phase truth"; fail=1; }
 echo "$out" | grep -qE '^    cProfile +[0-9.]+ ' ||
     { echo "FAIL: no cProfile row of figures"; fail=1; }
+# VizTracer: figures when BENCH_VIZTRACER_SRC and BENCH_OBJPRINT_SRC
+# name its sources, else a row that says how to give them
+if [ -n "${BENCH_VIZTRACER_SRC:-}" ]; then
+    viz='^    VizTracer +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+% +[0-9]+ of the [0-9]+ rounds'
+else
+    viz='^    VizTracer +not measured: .*BENCH_VIZTRACER_SRC'
+fi
+echo "$out" | grep -qE "$viz" ||
+    { echo "FAIL: no VizTracer row ($viz)"; fail=1; }
 echo "$out" | grep -qE '^    perf --ops +' ||
     { echo "FAIL: no perf --ops row"; fail=1; }
 exit $fail
