@@ -65,18 +65,19 @@
  * the thread's CPU clock.  A thread running, past its CPU budget since
  * its handler last sampled it (a tenth of a period, at least 100 us:
  * more than CPython's wake-up and signal check cost a blocked thread, so
- * that one signal does not call for the next), or whose last sample held
- * the GIL, is sent the signal (rt_tgsigqueueinfo, SI_QUEUE, the struct
- * as its value), and its handler takes every period owed as its weight.
- * Any other is sampled on its behalf: the stack, unit and state its
- * handler last stored (kept by evp_rec_sample_put; a function keyed
- * since voids the copy), flagged GIL_WAIT for a futex on the thread's GIL
- * (evp_rec_sample_thread_gil) or SYSCALL.  The ring stays single
- * producer: the sampler thread writes one only while no signal to its
- * thread is in flight (sent == done; the handler sets done when
- * finished), under G.mu, and a per-ring flag (producer) turns any
- * overlap that a stray signal could make into a dropped sample.  It is
- * paused around a fork, as the writer is (CPython 3.12+ counts threads).
+ * that one signal does not call for the next) and waiting for its GIL or
+ * blocked so for STALE_MAX_NS, is sent the signal (rt_tgsigqueueinfo,
+ * SI_QUEUE, the struct as its value), and its handler takes every period
+ * owed as its weight.  Any other is sampled on its behalf: the stack,
+ * unit and state its handler last stored (kept by evp_rec_sample_put; a
+ * function keyed since voids the copy; the opcode and unit not when the
+ * thread ran Python code since: blocked_state), flagged GIL_WAIT for a
+ * futex on the thread's GIL (evp_rec_sample_thread_gil) or SYSCALL.  The ring
+ * stays single producer: the sampler thread writes one only while no signal to
+ * its thread is in flight (sent == done; the handler sets done when finished),
+ * under G.mu, and a per-ring flag (producer) turns any overlap that a stray
+ * signal could make into a dropped sample.  It is paused around a fork, as the
+ * writer is (CPython 3.12+ counts threads).
  *
  * The handler calls the producer's on_sample, which walks the thread's
  * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
@@ -169,6 +170,9 @@
 #define LOST_MAX 16
 #define CHUNK_SAMPLES 65536u  /* samples per SAMPLES chunk at most */
 #define BUDGET_MIN_NS 100000u /* the wall clock's CPU budget, at least */
+/* How long a blocked thread past its CPU budget, not waiting for its GIL,
+ * is sampled on its behalf before it is signalled. */
+#define STALE_MAX_NS 50000000u
 
 /* ---- the ring ----------------------------------------------------------- */
 
@@ -322,7 +326,10 @@ struct sthread {
     uint64_t owed;          /* periods not sampled yet (atomic) */
     uint64_t sent, done;    /* signals sent (ticker), handled (atomic) */
     uint64_t cpu_at_sample; /* CPU ns at the handler's last sample */
-    int producer;           /* the ring is being written (atomic) */
+    /* (ticker) periods sampled on its behalf past its CPU budget since
+     * the handler's sample at CPU ns stale_at */
+    uint64_t stale_periods, stale_at;
+    int producer; /* the ring is being written (atomic) */
     /* the handler's last sample, copied by evp_rec_sample_put */
     int last_ok; /* 0 after a key changed meaning (evp_rec_sample_func) */
     uint32_t last_state, last_unit1;
@@ -1241,6 +1248,23 @@ static int thread_blocked(const struct sthread *st, long *nr, uintptr_t *arg)
     return 1;
 }
 
+/*
+ * The state of a sample on behalf of a blocked thread whose handler last
+ * stored LAST: without the GIL, in the eval function no more.  The
+ * instruction (and the C call it makes) is kept only when FRESH: the
+ * thread was already blocked then (LAST has no GIL) and has used no more
+ * than its CPU budget since; otherwise it ran Python code in between and
+ * only its stack is kept (no opcode; the caller passes no unit).
+ */
+static uint32_t blocked_state(uint32_t last, int fresh)
+{
+    uint32_t state =
+        last & ~(EVP_SAMPLE_GIL_WAIT | EVP_SAMPLE_SYSCALL | EVP_SAMPLE_IN_EVAL);
+    if (!fresh || !(last & EVP_SAMPLE_NO_GIL))
+        state &= ~(EVP_SAMPLE_OP_MASK | EVP_SAMPLE_C_CALL);
+    return state | EVP_SAMPLE_NO_GIL;
+}
+
 /* One tick for ST (G.mu held): owe it the periods since its last tick,
  * then sample it on its behalf or signal it. */
 static void tick_thread(struct sthread *st)
@@ -1260,27 +1284,43 @@ static void tick_thread(struct sthread *st)
      * thread's last sample may have changed, or a key its meaning,
      * between the two */
     if (__atomic_load_n(&st->last_ok, __ATOMIC_RELAXED) &&
-        (__atomic_load_n(&st->last_state, __ATOMIC_RELAXED) &
-         EVP_SAMPLE_NO_GIL) &&
         thread_blocked(st, &nr, &arg) && st->has_cpu_id) {
         uint64_t cpu = clock_ns(st->cpu_id);
         uint64_t at = __atomic_load_n(&st->cpu_at_sample, __ATOMIC_RELAXED);
-        if (cpu != UINT64_MAX && cpu - at <= G.budget_ns &&
+        uint32_t call = G.cfg.tells_blocked ? call_flag(st, nr, arg) : 0;
+        int fresh = cpu != UINT64_MAX && cpu - at <= G.budget_ns;
+        if (st->stale_at != at) {
+            st->stale_at = at;
+            st->stale_periods = 0;
+        }
+        /* Past its budget, the thread is signalled for a stack of now if
+         * it waits for its GIL (the signal does not change that wait);
+         * in another call only once it stayed there STALE_MAX_NS: a
+         * signal makes CPython take the GIL back in the middle of the
+         * call (its check for signals after EINTR), a wait the program
+         * does not have untraced.  Sampled at every budget overrun, a
+         * thread sleeping 20 ms at a time beside one holding the GIL
+         * read 2-8 points more "waiting for the GIL" than the program
+         * itself measured. */
+        int behalf =
+            fresh || (cpu != UINT64_MAX && !(call & EVP_SAMPLE_GIL_WAIT) &&
+                      st->stale_periods * G.period_ns < STALE_MAX_NS);
+        if (behalf &&
             !__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
-            if (st->last_ok && (st->last_state & EVP_SAMPLE_NO_GIL)) {
-                uint32_t state =
-                    st->last_state & ~(EVP_SAMPLE_GIL_WAIT |
-                                       EVP_SAMPLE_SYSCALL | EVP_SAMPLE_IN_EVAL);
-                if (G.cfg.tells_blocked)
-                    state |= call_flag(st, nr, arg);
+            if (st->last_ok) {
+                int keep = fresh && (st->last_state & EVP_SAMPLE_NO_GIL);
+                uint32_t state = blocked_state(st->last_state, fresh) | call;
                 uint64_t w =
                     __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
                 uint32_t weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
                 if (weight > 1)
                     bump(&st->ring.missed, weight - 1u);
                 if (weight)
-                    ring_put_sample(st, evp_rec_now(), state, st->last_unit1,
-                                    weight, st->last_keys, st->last_depth);
+                    ring_put_sample(st, evp_rec_now(), state,
+                                    keep ? st->last_unit1 : 0, weight,
+                                    st->last_keys, st->last_depth);
+                if (!fresh)
+                    st->stale_periods += w;
                 __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
                 return;
             }

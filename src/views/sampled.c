@@ -864,10 +864,11 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
     else if (ticker)
         fprintf(out,
                 "%-11sa thread that stays blocked is sampled without being "
-                "interrupted; one that ran past a CPU budget while blocked "
-                "is interrupted once, and CPython then takes the GIL again "
-                "before it blocks again: its \"waiting for the GIL\" "
-                "share can be a few points above what it is untraced "
+                "interrupted (after it ran Python code, such samples name "
+                "its stack but no instruction); one that stays blocked "
+                "50 ms past a CPU budget, not waiting for the GIL, is "
+                "interrupted once, and CPython then takes the GIL back "
+                "before it blocks again, a wait it does not have untraced "
                 "(README, \"Sampled mode\")\n",
                 "bias:");
     /* an instrumented interpreter's sampled copy stores no phase per
