@@ -523,9 +523,10 @@ static __thread volatile int no_gil;
 static uint32_t gil_word[2]; /* a "GIL": its words, futex-waited on */
 static int eintr[2];
 
-static void on_sample_gil(void *uc, uint32_t weight)
+/* A sample of main > work > A, opcode OP1, unit UNIT1, "GIL" as no_gil
+ * says. */
+static void put_blocker_sample(unsigned op1, uint32_t unit1, uint32_t weight)
 {
-    (void)uc;
     uint32_t keys[3] = {KEY_A, KEY_WORK, KEY_MAIN};
     for (int i = 0; i < 3; i++) {
         uint32_t k = keys[i];
@@ -536,8 +537,55 @@ static void on_sample_gil(void *uc, uint32_t weight)
             keyed |= 1u << k;
     }
     evp_rec_sample_put(evp_rec_now(),
-                       evp_sample_state(0, 0, no_gil ? EVP_SAMPLE_NO_GIL : 0),
-                       1, weight, keys, 3);
+                       evp_sample_state(op1, 0, no_gil ? EVP_SAMPLE_NO_GIL : 0),
+                       unit1, weight, keys, 3);
+}
+
+static void on_sample_gil(void *uc, uint32_t weight)
+{
+    (void)uc;
+    put_blocker_sample(0, 1, weight);
+}
+
+/* Block for NS from now, in a futex wait on the "GIL" (FUTEX) or a
+ * sleep, again after each EINTR; returns how many there were. */
+static int block_for(int64_t ns, int futex)
+{
+    int n = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t left = ns - ((int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 +
+                             (now.tv_nsec - t0.tv_nsec));
+        if (left <= 0)
+            return n;
+        struct timespec rel = {(time_t)(left / 1000000000),
+                               (long)(left % 1000000000)};
+        long rc = futex ? syscall(SYS_futex, &gil_word[1], FUTEX_WAIT_PRIVATE,
+                                  0, &rel, NULL, 0)
+                        : nanosleep(&rel, NULL);
+        if (rc < 0 && errno == EINTR)
+            n++;
+    }
+}
+
+/* Open a synthetic trace at DIR/NAME sampled on the wall clock at RATE
+ * with CB; PATH gets its path. */
+static void open_blocked(const char *dir, const char *name, char *path,
+                         size_t cap, unsigned rate,
+                         void (*cb)(void *, uint32_t))
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    struct evp_rec_config cfg = {.path = path,
+                                 .producer = EVP_PRODUCER_SYNTHETIC,
+                                 .can_emit = EVP_KINDS_CLASSIC,
+                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
+    CHECK(evp_rec_open(&cfg) == 0, "open");
+    struct evp_rec_sample_config sc = {
+        .rate_hz = rate, .on_sample = cb, .tells_blocked = 1};
+    CHECK(evp_rec_sampler_start(&sc) == 0, "sampler start");
 }
 
 static void *blocker(void *arg)
@@ -548,24 +596,7 @@ static void *blocker(void *arg)
     evp_rec_sample_thread_gil(gil_word, sizeof gil_word);
     burn(20000000);
     no_gil = 1;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t left =
-            300000000 - ((int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 +
-                         (now.tv_nsec - t0.tv_nsec));
-        if (left <= 0)
-            break;
-        struct timespec rel = {(time_t)(left / 1000000000),
-                               (long)(left % 1000000000)};
-        long rc = i ? nanosleep(&rel, NULL)
-                    : syscall(SYS_futex, &gil_word[1], FUTEX_WAIT_PRIVATE, 0,
-                              &rel, NULL, 0);
-        if (rc < 0 && errno == EINTR)
-            eintr[i]++;
-    }
+    eintr[i] = block_for(300000000, !i);
     evp_rec_sample_thread_stop();
     return NULL;
 }
@@ -573,15 +604,7 @@ static void *blocker(void *arg)
 static void blocked_case(const char *dir)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/blocked.evp", dir);
-    struct evp_rec_config cfg = {.path = path,
-                                 .producer = EVP_PRODUCER_SYNTHETIC,
-                                 .can_emit = EVP_KINDS_CLASSIC,
-                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
-    CHECK(evp_rec_open(&cfg) == 0, "open");
-    struct evp_rec_sample_config sc = {
-        .rate_hz = 1000, .on_sample = on_sample_gil, .tells_blocked = 1};
-    CHECK(evp_rec_sampler_start(&sc) == 0, "sampler start");
+    open_blocked(dir, "blocked.evp", path, sizeof path, 1000, on_sample_gil);
     pthread_t th[2];
     for (int i = 0; i < 2; i++)
         pthread_create(&th[i], NULL, blocker, (void *)(intptr_t)i);
@@ -667,18 +690,7 @@ static volatile int held_sampled; /* the handler took a sample with "GIL" */
 static void on_sample_held(void *uc, uint32_t weight)
 {
     (void)uc;
-    uint32_t keys[3] = {KEY_A, KEY_WORK, KEY_MAIN};
-    for (int i = 0; i < 3; i++) {
-        uint32_t k = keys[i];
-        if (!(keyed & 1u << k) &&
-            evp_rec_sample_func(k, key_name[k], strlen(key_name[k]),
-                                "synthetic.py", 12, k, NULL, 0,
-                                EVP_LT_NONE) == 0)
-            keyed |= 1u << k;
-    }
-    evp_rec_sample_put(evp_rec_now(),
-                       evp_sample_state(7, 0, no_gil ? EVP_SAMPLE_NO_GIL : 0),
-                       5, weight, keys, 3);
+    put_blocker_sample(7, 5, weight);
     if (!no_gil)
         held_sampled = 1;
 }
@@ -694,21 +706,7 @@ static void *held_blocker(void *arg)
     while (!held_sampled) /* running with the "GIL" until a sample */
         burn(100000);
     no_gil = 1;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        int64_t left =
-            1000000000 - ((int64_t)(now.tv_sec - t0.tv_sec) * 1000000000 +
-                          (now.tv_nsec - t0.tv_nsec));
-        if (left <= 0)
-            break;
-        struct timespec rel = {(time_t)(left / 1000000000),
-                               (long)(left % 1000000000)};
-        if (nanosleep(&rel, NULL) < 0 && errno == EINTR)
-            held_eintr++;
-    }
+    held_eintr = block_for(1000000000, 0);
     evp_rec_sample_thread_stop();
     return NULL;
 }
@@ -716,15 +714,7 @@ static void *held_blocker(void *arg)
 static void held_case(const char *dir)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/held.evp", dir);
-    struct evp_rec_config cfg = {.path = path,
-                                 .producer = EVP_PRODUCER_SYNTHETIC,
-                                 .can_emit = EVP_KINDS_CLASSIC,
-                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
-    CHECK(evp_rec_open(&cfg) == 0, "open");
-    struct evp_rec_sample_config sc = {
-        .rate_hz = 10, .on_sample = on_sample_held, .tells_blocked = 1};
-    CHECK(evp_rec_sampler_start(&sc) == 0, "sampler start");
+    open_blocked(dir, "held.evp", path, sizeof path, 10, on_sample_held);
     no_gil = 0;
     pthread_t th;
     pthread_create(&th, NULL, held_blocker, NULL);
