@@ -1524,8 +1524,9 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
                                 "thread"
                  : G.use_ticker
                      ? "sampler thread: rt_tgsigqueueinfo to a thread "
-                       "running or past its CPU budget, else a sample on "
-                       "its behalf (/proc/self/task/TID/syscall)"
+                       "running, or past its CPU budget and waiting for "
+                       "its GIL or blocked 50 ms, else a sample on its "
+                       "behalf (/proc/self/task/TID/syscall)"
                      : "timer_create SIGEV_THREAD_ID");
     if (G.use_ticker) {
         snprintf(v, sizeof v, "%llu", (unsigned long long)G.budget_ns);
