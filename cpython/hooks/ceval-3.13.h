@@ -237,8 +237,9 @@ evp_op_at(_PyInterpreterFrame *f, const _Py_CODEUNIT *instr, unsigned op,
 /* The traced entry reads the mask with an atomic load: with a plain one,
  * GCC may hoist the read above every dispatch's indirect jump (into the
  * untraced path) to share it with the traced entries.  The sampled copy
- * reaches its entries only with EVALPROF_COUNTS (evp_sample_table), and
- * there they count the opcode. */
+ * reaches its entries only with EVALPROF_COUNTS (its own table's entries
+ * are then these: evalprof_ceval_common.h), and there they count the
+ * opcode. */
 #define EVP_OP_ENTRY(op) \
     do { \
         if (EVP_COPY_SAMPLED) { \

@@ -1251,16 +1251,16 @@ static int thread_blocked(const struct sthread *st, long *nr, uintptr_t *arg)
 /*
  * The state of a sample on behalf of a blocked thread whose handler last
  * stored LAST: without the GIL, in the eval function no more.  The
- * instruction (and the C call it makes) is kept only when FRESH: the
+ * instruction (and the C call it makes) is kept only with KEEP: the
  * thread was already blocked then (LAST has no GIL) and has used no more
  * than its CPU budget since; otherwise it ran Python code in between and
  * only its stack is kept (no opcode; the caller passes no unit).
  */
-static uint32_t blocked_state(uint32_t last, int fresh)
+static uint32_t blocked_state(uint32_t last, int keep)
 {
     uint32_t state =
         last & ~(EVP_SAMPLE_GIL_WAIT | EVP_SAMPLE_SYSCALL | EVP_SAMPLE_IN_EVAL);
-    if (!fresh || !(last & EVP_SAMPLE_NO_GIL))
+    if (!keep)
         state &= ~(EVP_SAMPLE_OP_MASK | EVP_SAMPLE_C_CALL);
     return state | EVP_SAMPLE_NO_GIL;
 }
@@ -1309,7 +1309,7 @@ static void tick_thread(struct sthread *st)
             !__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
             if (st->last_ok) {
                 int keep = fresh && (st->last_state & EVP_SAMPLE_NO_GIL);
-                uint32_t state = blocked_state(st->last_state, fresh) | call;
+                uint32_t state = blocked_state(st->last_state, keep) | call;
                 uint64_t w =
                     __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
                 uint32_t weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
