@@ -21,7 +21,9 @@
  * against the trace).  A sampled trace has a second check that needs no
  * unwinding at all: the share of samples whose leaf is the eval
  * function's own code, perf's user leaf symbol against the trace's
- * EVP_SAMPLE_IN_EVAL (the interrupted program counter).
+ * EVP_SAMPLE_IN_EVAL (the interrupted program counter).  A perf sample
+ * taken in evalprof's own signal handler counts the code the signal
+ * interrupted (interrupted_leaf), as the trace's sample does.
  *
  * Perf is recorded with CLOCK_MONOTONIC timestamps, the clock traces are
  * converted to, so only samples inside the trace's time window (and of
@@ -101,16 +103,60 @@ static int rooted(const struct evp_perf_sample *s)
 
 /* S's innermost user function, NULL when it has none: the code the
  * program counter is in, so a function inlined there (perf prints it as
- * its own frame, "(inlined)") is its caller's. */
-static const struct evp_perf_frame *user_leaf(const struct evp_perf_sample *s)
+ * its own frame, "(inlined)") is its caller's.  Frames from index END on
+ * are not looked at. */
+static const struct evp_perf_frame *user_leaf_below(
+    const struct evp_perf_sample *s, size_t end)
 {
-    for (size_t i = s->nframes; i-- > 0;) {
+    for (size_t i = end; i-- > 0;) {
         const struct evp_perf_frame *f = &s->frames[i];
         if (!is_kernel_frame(f) &&
             !(f->dso_len == 7 && memcmp(f->dso, "inlined", 7) == 0))
             return f;
     }
     return NULL;
+}
+
+static int has_prefix(const struct evp_perf_frame *f, const char *p)
+{
+    size_t n = strlen(p);
+    return f->len >= n && memcmp(f->name, p, n) == 0;
+}
+
+/* Evalprof's sampling signal handlers, by their own names
+ * (src/recorder/sample.c): in the extension (mode B) and in an
+ * instrumented interpreter (mode A) alike.  (Not any frame of the
+ * extension's file: mode B runs the whole program beneath it.) */
+static int is_sampler_frame(const struct evp_perf_frame *f)
+{
+    return eq(f, "evp_sample_on_trap") || eq(f, "evp_sample_on_signal");
+}
+
+/* Where S's user leaf is, seen as the sampled trace sees it: the code a
+ * signal interrupted.  A sample taken while evalprof's own handler ran
+ * (the sampler's cost, which no trace sample can see) has the handler
+ * above a signal frame (the sigreturn trampoline, __restore_rt, which
+ * perf may print as an unnamed libc address) above the interrupted
+ * code: its leaf is that code, and *OWN is set.  A sample in the
+ * trampoline itself (a handler returning; perf unwinds nothing beneath
+ * it) has no leaf to compare: NULL, *OWN set. */
+static const struct evp_perf_frame *interrupted_leaf(
+    const struct evp_perf_sample *s, int *own)
+{
+    *own = 0;
+    for (size_t i = 0; i < s->nframes; i++) {
+        if (is_kernel_frame(&s->frames[i]) || !is_sampler_frame(&s->frames[i]))
+            continue;
+        *own = 1;
+        /* the outermost handler frame; beneath it the trampoline */
+        return i >= 2 ? user_leaf_below(s, i - 1) : NULL;
+    }
+    const struct evp_perf_frame *leaf = user_leaf_below(s, s->nframes);
+    if (leaf && (eq(leaf, "__restore_rt") || has_prefix(leaf, "__restore_rt@"))) {
+        *own = 1;
+        return NULL;
+    }
+    return leaf;
 }
 
 /* ---- the trace side -------------------------------------------------- */
@@ -329,7 +375,10 @@ void evp_xc_add(struct evp_xc_perf *p, const struct evp_xc_trace *x,
         p->other_threads++;
         return;
     }
-    const struct evp_perf_frame *leaf = user_leaf(s);
+    int own;
+    const struct evp_perf_frame *leaf = interrupted_leaf(s, &own);
+    p->sampler += own;
+    p->sampler_noleaf += own && !leaf;
     if (leaf) {
         p->leaf_n++;
         p->leaf_eval += is_eval_frame(leaf);
@@ -386,6 +435,22 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
             fprintf(out, "   <- %.1f points apart", d);
         fprintf(out, "\n  (the interrupted code itself, no unwinding: perf's "
                      "user leaf symbol, the trace's program counter)\n");
+        if (p->sampler) {
+            uint64_t seen = p->total + p->unrooted;
+            fprintf(out,
+                    "  (%s of perf's %s samples, %.1f%%, fell in evalprof's "
+                    "own signal handler: the sampler's cost, which no "
+                    "sample of the trace can see; the row counts the code "
+                    "each interrupted",
+                    evp_perf_count(a, sizeof a, p->sampler),
+                    evp_perf_count(b, sizeof b, seen),
+                    seen ? 100.0 * (double)p->sampler / (double)seen : 0.0);
+            if (p->sampler_noleaf)
+                fprintf(out, ", and leaves out the %s in its return, "
+                             "beneath which perf unwound nothing",
+                        evp_perf_count(a, sizeof a, p->sampler_noleaf));
+            fputs(")\n", out);
+        }
     } else if (x->sampled && !x->leaf_known)
         fprintf(out, "\n  leaf in the eval function: the trace cannot tell "
                      "(its producer found no code of the eval function)\n");

@@ -44,6 +44,8 @@ struct evp_xc_perf {
     uint64_t other_threads;        /* of threads the trace has not */
     uint64_t unrooted; /* no eval frame, and not unwound to a thread root */
     uint64_t leaf_eval, leaf_n; /* user leaf in the eval function's code */
+    uint64_t sampler;           /* in evalprof's sampling signal handler */
+    uint64_t sampler_noleaf;    /* ... in its return, nothing unwound */
     uint64_t located;           /* samples found in a timeline */
     uint64_t match[EVP_XC__COUNT][EVP_XC__COUNT]; /* [perf][trace] */
 };

@@ -378,18 +378,19 @@ static struct {
     int signo;
     int use_perf;       /* CPU clock through perf_event_open */
     int use_trap;       /* ... its overflows sending SIGTRAP (attr.sigtrap) */
-    int trap_installed; /* on_trap is SIGTRAP's handler */
-    /* What SIGTRAP had before on_trap, the disposition on_trap passes the
-     * traps that are not the sampler's: two slots, the writer fills the one
-     * not published and then publishes it (old_trap_gen, its low bit the
-     * slot), so that a trap delivered meanwhile, on the writer's thread
-     * too, reads a whole one (trap_old). */
+    int trap_installed; /* evp_sample_on_trap is SIGTRAP's handler */
+    /* What SIGTRAP had before evp_sample_on_trap, the disposition it
+     * passes the traps that are not the sampler's on to: two slots, the
+     * writer fills the one not published and then publishes it
+     * (old_trap_gen, its low bit the slot), so that a trap delivered
+     * meanwhile, on the writer's thread too, reads a whole one
+     * (trap_old). */
     struct {
         void *fn;    /* sa_sigaction or sa_handler (SIG_DFL, SIG_IGN) */
         int siginfo; /* SA_SIGINFO: fn is an sa_sigaction */
     } old_trap[2];
     unsigned old_trap_gen;
-    uint64_t trap_retaken;     /* times the program replaced on_trap */
+    uint64_t trap_retaken;     /* times the program replaced evp_sample_on_trap */
     uint64_t throttled;        /* perf periods raised (perf_throttle) */
     uint64_t throttled_max_ns; /* the longest period raised to */
     int use_ticker;            /* wall clock through the sampler thread */
@@ -527,11 +528,11 @@ static int under_valgrind(void)
     return proc_line("/proc/self/maps", "/vgpreload_", line, sizeof line);
 }
 
-static void on_trap(int sig, siginfo_t *si, void *uc);
+static void evp_sample_on_trap(int sig, siginfo_t *si, void *uc);
 
 static int is_on_trap(const struct sigaction *sa)
 {
-    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == on_trap;
+    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == evp_sample_on_trap;
 }
 
 /* ThreadSanitizer takes every SIGTRAP for a synchronous one (a fault of
@@ -692,7 +693,9 @@ static void take(struct sthread *st, void *uc, uint32_t weight)
         bump(&st->ring.missed, weight - 1u);
 }
 
-static void on_signal(int sig, siginfo_t *si, void *uc)
+/* The timer signal's handler.  The two handlers' names are what the perf
+ * cross-check knows them by in a perf stack (src/perf/crosscheck.c). */
+static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     int saved = errno;
@@ -766,8 +769,8 @@ static void *trap_old(int *siginfo)
     return fn;
 }
 
-/* Publish SA as the disposition on_trap passes other traps to (G.mu
- * held: one writer). */
+/* Publish SA as the disposition evp_sample_on_trap passes other traps
+ * to (G.mu held: one writer). */
 static void trap_old_set(const struct sigaction *sa)
 {
     unsigned gen = G.old_trap_gen + 1;
@@ -781,7 +784,7 @@ static void trap_old_set(const struct sigaction *sa)
     __atomic_store_n(&G.old_trap_gen, gen, __ATOMIC_RELEASE);
 }
 
-static void on_trap(int sig, siginfo_t *si, void *uc)
+static void evp_sample_on_trap(int sig, siginfo_t *si, void *uc)
 {
     if (si && si->si_code == TRAP_PERF) {
         int saved = errno;
@@ -809,13 +812,13 @@ static void on_trap(int sig, siginfo_t *si, void *uc)
     }
 }
 
-/* Make on_trap SIGTRAP's handler, the one it replaces into OLD (NULL:
- * not kept).  Returns 0 or -errno. */
+/* Make evp_sample_on_trap SIGTRAP's handler, the one it replaces into
+ * OLD (NULL: not kept).  Returns 0 or -errno. */
 static int trap_set(struct sigaction *old)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_trap;
+    sa.sa_sigaction = evp_sample_on_trap;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGTRAP);
@@ -837,7 +840,7 @@ static void trap_guard(void)
         G.trap_retaken++;
 }
 
-/* Make on_trap SIGTRAP's handler, once (G.mu held). */
+/* Make evp_sample_on_trap SIGTRAP's handler, once (G.mu held). */
 static int trap_install(void)
 {
     if (G.trap_installed)
@@ -1480,7 +1483,7 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.ring_bytes = bytes;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
+    sa.sa_sigaction = evp_sample_on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, c.signo); /* handlers of a thread never nest */
@@ -1949,15 +1952,22 @@ static int thread_blocks(int tid, int sig)
  * and 50 periods of it at least, so that a period more or less is not a
  * fifth): when fewer than four in five of its periods had a
  * signal handled (a thread that keeps up has 97-99% at 40 kHz here), and
+ * the period is short enough for the signals' cost to be the cause
+ * (under THROTTLE_FROM_NS: a signal would have to cost a fifth of it, 50
+ * us, some four times what one costs here; a longer period that loses
+ * signals loses them to the machine, a vCPU descheduled with its timer
+ * late, and a longer one would lose them too), and
  * the thread does not block the signal (a thread that
  * blocks it is sampled when it unblocks, the sample weighing the periods
- * held back), the event's period is doubled (PERF_EVENT_IOC_PERIOD), up
- * to 10 ms, as perf lowers its own rate when its interrupts take too
- * long.  The weights stay periods of the rate asked for, so a throttled
+ * held back), the event's period is doubled (PERF_EVENT_IOC_PERIOD), as
+ * perf lowers its own rate when its interrupts take too long, until it
+ * is THROTTLE_FROM_NS or longer.  The weights stay periods of the rate asked for, so a throttled
  * thread's samples each weigh the periods between them (missed ones);
  * the trace says how often and how far (sample.throttled,
  * sample.throttled_max_ns).
  */
+#define THROTTLE_FROM_NS 250000ull /* 4 kHz and faster */
+
 static void perf_throttle(struct sthread *st)
 {
     uint64_t cpu = clock_ns(st->cpu_id);
@@ -1972,7 +1982,7 @@ static void perf_throttle(struct sthread *st)
     uint64_t got = handled - st->watch_handled;
     st->watch_cpu = cpu;
     st->watch_handled = handled;
-    if (got * st->event_ns * 5 >= ran * 4 || st->event_ns * 2 > 10 * 1000000ull)
+    if (got * st->event_ns * 5 >= ran * 4 || st->event_ns >= THROTTLE_FROM_NS)
         return;
     /* the signal blocked by the program, not by the handler's own mask
      * (a thread whose handlers run back to back is in one most of the
