@@ -306,8 +306,14 @@ evp_pop_done(int *popped, uint32_t fid)
  * the traced copy's frames need no more C stack.
  */
 /*
- * While sampling, the traced copy hands the call on to the sampled one
- * (a second tail call), and the sampled copy starts sampling a thread
+ * While sampling, the untraced copy hands the call straight to the
+ * sampled one (in the same branch: its own path is untouched), so that
+ * the traced copy's prologue, a large function's, is neither run nor
+ * held in the instruction cache by each C-level call (on the call-heavy
+ * bench, 3.13, it missed in a 32 KiB instruction cache on 168,000 of
+ * them).  The traced copy hands on a call made while it runs (sampling
+ * began under a frame of it) likewise, and the sampled copy starts
+ * sampling a thread
  * the first time the thread runs in it (_PyEvalprof_SampleThread: its
  * timer, its stream) and names the frame's phase enter.
  */
@@ -315,6 +321,9 @@ evp_pop_done(int *popped, uint32_t fid)
 #define EVP_CHOOSE_COPY() \
     do { \
         if (!EVP_COPY_TRACED && !EVP_COPY_SAMPLED && evp_on()) { \
+            if (_PyEvalprof_Sampling) { \
+                return evp_eval_frame_sampled(tstate, frame, throwflag); \
+            } \
             return evp_eval_frame_traced(tstate, frame, throwflag); \
         } \
         if (EVP_COPY_TRACED && EVP_UNLIKELY(_PyEvalprof_Sampling)) { \

@@ -2,7 +2,8 @@
 # The two copies of the eval function (docs/EVENTS.md, "What it costs"):
 #   - the untraced copy, _PyEval_EvalFrameDefault, has no hook left: its
 #     machine code reads the recorder's mask once (the choice of copy) and
-#     refers to nothing else of evalprof but the traced copy it jumps to;
+#     refers to nothing else of evalprof but the copies it jumps to (the
+#     traced one, or while sampling the sampled one);
 #   - a trace that stops while frames are live (a forked child stops
 #     recording) leaves them running in the traced copy and new calls in
 #     the untraced one: the program's results do not change, and the
@@ -20,10 +21,12 @@ if command -v objdump > /dev/null 2>&1; then
     insns=$(grep -c '^ *[0-9a-f]*:' "$T/untraced.s")
     mask=$(grep -c '<evp_rec_mask_>' "$T/untraced.s")
     others=$(grep -o '<evp[a-z_]*' "$T/untraced.s" | sort -u | tr -d '<' |
-             grep -v -x -e evp_rec_mask_ -e evp_eval_frame_traced | tr '\n' ' ')
+             grep -v -x -e evp_rec_mask_ -e evp_eval_frame_traced \
+                 -e evp_eval_frame_sampled | tr '\n' ' ')
     if [ "$insns" -gt 1000 ] && [ "$mask" = 1 ] && [ -z "$others" ] &&
-       grep -q 'jmp .*<evp_eval_frame_traced>' "$T/untraced.s"; then
-        ok "untraced copy: $insns instructions, one test of the mask, a jump to the traced copy, no hook"
+       grep -q 'jmp .*<evp_eval_frame_traced>' "$T/untraced.s" &&
+       grep -q 'jmp .*<evp_eval_frame_sampled>' "$T/untraced.s"; then
+        ok "untraced copy: $insns instructions, one test of the mask, a jump to the traced copy or (sampling) the sampled one, no hook"
     else
         fail "untraced copy: $insns instructions, $mask reads of the mask, other evalprof symbols: '$others'"
     fi
