@@ -105,8 +105,8 @@ static int rooted(const struct evp_perf_sample *s)
  * program counter is in, so a function inlined there (perf prints it as
  * its own frame, "(inlined)") is its caller's.  Frames from index END on
  * are not looked at. */
-static const struct evp_perf_frame *user_leaf_below(
-    const struct evp_perf_sample *s, size_t end)
+static const struct evp_perf_frame *
+user_leaf_below(const struct evp_perf_sample *s, size_t end)
 {
     for (size_t i = end; i-- > 0;) {
         const struct evp_perf_frame *f = &s->frames[i];
@@ -140,8 +140,8 @@ static int is_sampler_frame(const struct evp_perf_frame *f)
  * code: its leaf is that code, and *OWN is set.  A sample in the
  * trampoline itself (a handler returning; perf unwinds nothing beneath
  * it) has no leaf to compare: NULL, *OWN set. */
-static const struct evp_perf_frame *interrupted_leaf(
-    const struct evp_perf_sample *s, int *own)
+static const struct evp_perf_frame *
+interrupted_leaf(const struct evp_perf_sample *s, int *own)
 {
     *own = 0;
     for (size_t i = 0; i < s->nframes; i++) {
@@ -152,7 +152,8 @@ static const struct evp_perf_frame *interrupted_leaf(
         return i >= 2 ? user_leaf_below(s, i - 1) : NULL;
     }
     const struct evp_perf_frame *leaf = user_leaf_below(s, s->nframes);
-    if (leaf && (eq(leaf, "__restore_rt") || has_prefix(leaf, "__restore_rt@"))) {
+    if (leaf &&
+        (eq(leaf, "__restore_rt") || has_prefix(leaf, "__restore_rt@"))) {
         *own = 1;
         return NULL;
     }
@@ -446,8 +447,9 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
                     evp_perf_count(b, sizeof b, seen),
                     seen ? 100.0 * (double)p->sampler / (double)seen : 0.0);
             if (p->sampler_noleaf)
-                fprintf(out, ", and leaves out the %s in its return, "
-                             "beneath which perf unwound nothing",
+                fprintf(out,
+                        ", and leaves out the %s in its return, "
+                        "beneath which perf unwound nothing",
                         evp_perf_count(a, sizeof a, p->sampler_noleaf));
             fputs(")\n", out);
         }

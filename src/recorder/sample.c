@@ -390,8 +390,8 @@ static struct {
         int siginfo; /* SA_SIGINFO: fn is an sa_sigaction */
     } old_trap[2];
     unsigned old_trap_gen;
-    uint64_t trap_retaken;     /* times the program replaced evp_sample_on_trap */
-    uint64_t throttled;        /* perf periods raised (perf_throttle) */
+    uint64_t trap_retaken; /* times the program replaced evp_sample_on_trap */
+    uint64_t throttled;    /* perf periods raised (perf_throttle) */
     uint64_t throttled_max_ns; /* the longest period raised to */
     int use_ticker;            /* wall clock through the sampler thread */
     pthread_t ticker;
@@ -532,7 +532,8 @@ static void evp_sample_on_trap(int sig, siginfo_t *si, void *uc);
 
 static int is_on_trap(const struct sigaction *sa)
 {
-    return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == evp_sample_on_trap;
+    return (sa->sa_flags & SA_SIGINFO) &&
+           sa->sa_sigaction == evp_sample_on_trap;
 }
 
 /* ThreadSanitizer takes every SIGTRAP for a synchronous one (a fault of
@@ -1961,9 +1962,9 @@ static int thread_blocks(int tid, int sig)
  * blocks it is sampled when it unblocks, the sample weighing the periods
  * held back), the event's period is doubled (PERF_EVENT_IOC_PERIOD), as
  * perf lowers its own rate when its interrupts take too long, until it
- * is THROTTLE_FROM_NS or longer.  The weights stay periods of the rate asked for, so a throttled
- * thread's samples each weigh the periods between them (missed ones);
- * the trace says how often and how far (sample.throttled,
+ * is THROTTLE_FROM_NS or longer.  The weights stay periods of the rate asked
+ * for, so a throttled thread's samples each weigh the periods between them
+ * (missed ones); the trace says how often and how far (sample.throttled,
  * sample.throttled_max_ns).
  */
 #define THROTTLE_FROM_NS 250000ull /* 4 kHz and faster */
