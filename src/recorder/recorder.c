@@ -712,6 +712,11 @@ unsigned evp_rec_writer_poll_ms_(void)
     return __atomic_load_n(&writer_poll_ms, __ATOMIC_RELAXED);
 }
 
+double evp_rec_hz_(void)
+{
+    return S.hz;
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;

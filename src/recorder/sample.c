@@ -311,9 +311,11 @@ struct sthread {
     int perf_fd;            /* CPU clock through perf: its event, or -1 */
     uint64_t periods_told;  /* the perf event's periods already sampled */
     uint64_t handled;       /* the perf event's signals handled (atomic) */
+    uint64_t handler_ticks; /* ... the time in their handlers (atomic) */
     uint64_t event_ns;      /* the perf event's period now (perf_throttle) */
     uint64_t watch_cpu;     /* perf_throttle's last look: CPU ns, */
-    uint64_t watch_handled; /* and signals handled */
+    uint64_t watch_handled; /* signals handled, */
+    uint64_t watch_ticks;   /* and the time in their handlers */
     uint64_t cpu_base;      /* the thread's CPU ns when it started */
     uint32_t stream;
     /* the wall clock's sampler thread (ticker_main) */
@@ -694,6 +696,18 @@ static void take(struct sthread *st, void *uc, uint32_t weight)
         bump(&st->ring.missed, weight - 1u);
 }
 
+/* A perf event's signal: its sample, and the time its handler took
+ * (perf_throttle tells from it whether the signals' cost is why they are
+ * lost). */
+static void take_perf(struct sthread *st, void *uc)
+{
+    uint64_t t0 = evp_rec_now();
+    take(st, uc, perf_weight(st));
+    uint64_t d = evp_rec_now() - t0;
+    __atomic_store_n(&st->handler_ticks, st->handler_ticks + d,
+                     __ATOMIC_RELAXED);
+}
+
 /* The timer signal's handler.  The two handlers' names are what the perf
  * cross-check knows them by in a perf stack (src/perf/crosscheck.c). */
 static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
@@ -709,11 +723,12 @@ static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
                (si->si_code == POLL_IN || si->si_code == POLL_HUP);
     int tick = st && si && si->si_code == SI_QUEUE &&
                si->si_value.sival_ptr == st && si->si_pid == G.pid;
-    if ((timer || perf || tick) && (st = enter()) != NULL) {
+    if (perf && (st = enter()) != NULL) {
+        take_perf(st, uc);
+        leave(st);
+    } else if ((timer || tick) && (st = enter()) != NULL) {
         uint32_t weight = 1;
-        if (perf) {
-            weight = perf_weight(st);
-        } else if (tick) {
+        if (tick) {
             /* what the sampler thread read of this thread before it sent
              * the signal (its last sample) happens before this handler
              * writes it again: the send is no synchronisation of C's */
@@ -792,7 +807,7 @@ static void evp_sample_on_trap(int sig, siginfo_t *si, void *uc)
         struct sthread *st = sample_tls;
         if (st && perf_data(si) == (uintptr_t)st && st->perf_fd >= 0 &&
             (st = enter()) != NULL) {
-            take(st, uc, perf_weight(st));
+            take_perf(st, uc);
             leave(st);
         }
         errno = saved;
@@ -1162,6 +1177,7 @@ int evp_rec_sample_thread_start(const char *name)
                 : 0;
         st->watch_cpu = st->cpu_base;
         st->watch_handled = 0;
+        st->watch_ticks = st->handler_ticks;
         ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
         if (G.use_trap)
             ioctl(st->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
@@ -1951,20 +1967,26 @@ static int thread_blocks(int tid, int sig)
  * sampled at 60 kHz took 16.9 s, and at 100 kHz no handler ran in 60 s).
  * The writer looks at each thread's CPU time since its last look (5 ms
  * and 50 periods of it at least, so that a period more or less is not a
- * fifth): when fewer than four in five of its periods had a
- * signal handled (a thread that keeps up has 97-99% at 40 kHz here), and
- * the period is short enough for the signals' cost to be the cause
- * (under THROTTLE_FROM_NS: a signal would have to cost a fifth of it, 50
- * us, some four times what one costs here; a longer period that loses
- * signals loses them to the machine, a vCPU descheduled with its timer
- * late, and a longer one would lose them too), and
- * the thread does not block the signal (a thread that
- * blocks it is sampled when it unblocks, the sample weighing the periods
- * held back), the event's period is doubled (PERF_EVENT_IOC_PERIOD), as
- * perf lowers its own rate when its interrupts take too long, until it
- * is THROTTLE_FROM_NS or longer.  The weights stay periods of the rate asked
- * for, so a throttled thread's samples each weigh the periods between them
- * (missed ones); the trace says how often and how far (sample.throttled,
+ * fifth).  When fewer than four in five of its periods had a signal
+ * handled (a thread that keeps up has 97-99% at 40 kHz here), the thread
+ * does not block the signal (a thread that blocks it is sampled when it
+ * unblocks, the sample weighing the periods held back), and the
+ * signals' cost can be why:
+ *
+ *   - the period is under THROTTLE_FROM_NS (there the kernel's part of a
+ *     signal, which no handler sees, may cost a fifth of it: 50 us, some
+ *     four times what one costs here), or
+ *   - the handlers themselves took a quarter of the thread's CPU time
+ *     since the last look (their time, st->handler_ticks, is measured);
+ *
+ * the event's period is doubled (PERF_EVENT_IOC_PERIOD), as perf lowers
+ * its own rate when its interrupts take too long, up to 10 ms.  A longer
+ * period whose cheap signals are lost loses them to the machine (a vCPU
+ * descheduled while its timer was due), and a longer one would lose
+ * them too: it is left alone, the lost periods in the weights.  The
+ * weights stay periods of the rate asked for, so a throttled thread's
+ * samples each weigh the periods between them (missed ones); the trace
+ * says how often and how far (sample.throttled,
  * sample.throttled_max_ns).
  */
 #define THROTTLE_FROM_NS 250000ull /* 4 kHz and faster */
@@ -1973,6 +1995,7 @@ static void perf_throttle(struct sthread *st)
 {
     uint64_t cpu = clock_ns(st->cpu_id);
     uint64_t handled = __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
+    uint64_t ticks = __atomic_load_n(&st->handler_ticks, __ATOMIC_RELAXED);
     uint64_t window = 50 * st->event_ns;
     if (window < 5 * 1000000ull)
         window = 5 * 1000000ull;
@@ -1981,9 +2004,15 @@ static void perf_throttle(struct sthread *st)
         return;
     uint64_t ran = cpu - st->watch_cpu;
     uint64_t got = handled - st->watch_handled;
+    double hz = evp_rec_hz_();
+    double in_handlers =
+        hz > 0 ? (double)(ticks - st->watch_ticks) * 1e9 / hz : 0.0;
     st->watch_cpu = cpu;
     st->watch_handled = handled;
-    if (got * st->event_ns * 5 >= ran * 4 || st->event_ns >= THROTTLE_FROM_NS)
+    st->watch_ticks = ticks;
+    if (got * st->event_ns * 5 >= ran * 4 || st->event_ns * 2 > 10 * 1000000ull)
+        return;
+    if (st->event_ns >= THROTTLE_FROM_NS && in_handlers * 4 < (double)ran)
         return;
     /* the signal blocked by the program, not by the handler's own mask
      * (a thread whose handlers run back to back is in one most of the

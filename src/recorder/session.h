@@ -62,6 +62,9 @@ EVP_HIDDEN int evp_rec_sample_ticker_resume_(void);
  * between two, flush_ms at the most. */
 EVP_HIDDEN unsigned evp_rec_writer_poll_ms_(void);
 
+/* The recorder clock's ticks per second (evp_rec_now(); clock.hz). */
+EVP_HIDDEN double evp_rec_hz_(void);
+
 /* ---- provided by sample.c --------------------------------------------- */
 
 /*

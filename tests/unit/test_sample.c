@@ -6,9 +6,11 @@
  * exactly, wrapped around with records of every size; a function record
  * lost to a full ring (its key's samples go to "<unknown>", not to the
  * function the key named before); the lines.ID metadata of a sampled
- * function; the configuration's errors; and the cost of one put.
+ * function; the CPU clock's throttle (which lost signals raise the
+ * period and which do not); the configuration's errors; and the cost of
+ * one put.
  *
- * The samples here are stored by the test thread itself with the
+ * The samples here are mostly stored by the test thread itself with the
  * sampler's signal blocked, so that it is the ring's only producer, as
  * its handler would be.
  */
@@ -802,6 +804,106 @@ static void test_unsampled_periods(void **state)
     sc_free(&t);
 }
 
+/* A handler that costs SLOW_NS of the thread's CPU time: the signals
+ * then cost more than a period, as they do at a rate the machine cannot
+ * take. */
+static uint64_t slow_ns;
+
+static void on_sample_slow(void *uc, uint32_t weight)
+{
+    on_sample_put(uc, weight);
+    spin_cpu(slow_ns);
+}
+
+/* The CPU clock's throttle (perf_throttle), from a thread that spins
+ * SPIN_NS of its CPU time, at RATE_HZ, its handler costing HANDLER_NS
+ * more, the signal blocked by the program for BLOCK_NS of each 4 ms
+ * (0: never): the trace's throttle figures and missed periods.  Skips
+ * where the CPU clock is no perf event (a timer has no period to
+ * raise). */
+static void throttle_case(unsigned rate_hz, uint64_t handler_ns,
+                          uint64_t block_ns, uint64_t spin_ns, const char *name,
+                          uint64_t *throttled, uint64_t *max_ns,
+                          uint64_t *missed)
+{
+    char path[128];
+    open_session(name, path, sizeof path);
+    slow_ns = handler_ns;
+    struct evp_rec_sample_config sc = {
+        .rate_hz = rate_hz, .cpu_clock = 1, .on_sample = on_sample_slow};
+    assert_int_equal(evp_rec_sampler_start(&sc), 0);
+    assert_int_equal(evp_rec_sample_thread_start("slow"), 0);
+    assert_int_equal(evp_rec_sample_func(1, "s", 1, "", 0, 1, NULL, 0, 0), 0);
+    for (uint64_t t = 0; t < spin_ns; t += 4000000u) {
+        if (block_ns) {
+            mask_signal(SIG_BLOCK);
+            spin_cpu(block_ns);
+            mask_signal(SIG_UNBLOCK);
+        }
+        spin_cpu(4000000u - block_ns);
+    }
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    const char *how = evp_trace_meta(tr, "sample.sampler");
+    if (!how || strncmp(how, "perf_event_open", 15) != 0) {
+        evp_trace_close(tr);
+        print_message("no perf event for the CPU clock here (%s)\n",
+                      how ? how : "no sampler");
+        skip();
+    }
+    const char *n = evp_trace_meta(tr, "sample.throttled");
+    const char *ns = evp_trace_meta(tr, "sample.throttled_max_ns");
+    assert_true((n == NULL) == (ns == NULL));
+    *throttled = n ? strtoull(n, NULL, 10) : 0;
+    *max_ns = ns ? strtoull(ns, NULL, 10) : 0;
+    *missed = strtoull(evp_trace_meta(tr, "sample.missed"), NULL, 10);
+    evp_trace_close(tr);
+}
+
+/* 10 kHz (100 us) with a 150 us handler: the signals' cost loses
+ * periods, and the period is doubled until the thread keeps up (200 us,
+ * perhaps 400). */
+static void test_throttle_fast_rate(void **state)
+{
+    (void)state;
+    uint64_t n, max_ns, missed;
+    throttle_case(10000, 150000, 0, 300000000u, "throttle-fast.evp", &n,
+                  &max_ns, &missed);
+    assert_true(n >= 1 && n <= 2);
+    assert_true(max_ns == 200000 || max_ns == 400000);
+}
+
+/* 1 kHz with a 1.5 ms handler: past the periods raised for the kernel's
+ * cost, but the handlers take most of the thread's time (unthrottled,
+ * it would run nothing but them): doubled to 2 ms, perhaps 4. */
+static void test_throttle_costly_handler(void **state)
+{
+    (void)state;
+    uint64_t n, max_ns, missed;
+    throttle_case(1000, 1500000, 0, 300000000u, "throttle-costly.evp", &n,
+                  &max_ns, &missed);
+    assert_true(n >= 1 && n <= 2);
+    assert_true(max_ns == 2000000 || max_ns == 4000000);
+}
+
+/* 1 kHz, a cheap handler, the signal blocked 3 ms of every 4 while the
+ * thread spins: three periods in four get no signal of their own, the
+ * writer finds the signal unblocked at some of its looks, and the loss
+ * is not the signals' cost: never throttled, the lost periods missed
+ * (in the weights). */
+static void test_throttle_cheap_signals_lost(void **state)
+{
+    (void)state;
+    uint64_t n, max_ns, missed;
+    throttle_case(1000, 0, 3000000u, 300000000u, "throttle-lost.evp", &n,
+                  &max_ns, &missed);
+    assert_int_equal(n, 0);
+    assert_int_equal(max_ns, 0);
+    assert_true(missed >= 150); /* some 225 of 300 periods */
+}
+
 static void test_blocked_signal_weight(void **state)
 {
     (void)state;
@@ -1035,6 +1137,9 @@ int main(void)
         cmocka_unit_test(test_blocked_signal_weight),
         cmocka_unit_test(test_blocked_signal_weight_cpu),
         cmocka_unit_test(test_unsampled_periods),
+        cmocka_unit_test(test_throttle_fast_rate),
+        cmocka_unit_test(test_throttle_costly_handler),
+        cmocka_unit_test(test_throttle_cheap_signals_lost),
         cmocka_unit_test(test_zstd_chunks),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_put_cost),
