@@ -139,7 +139,8 @@ static int is_sampler_frame(const struct evp_perf_frame *f)
  * perf may print as an unnamed libc address) above the interrupted
  * code: its leaf is that code, and *OWN is set.  A sample in the
  * trampoline itself (a handler returning; perf unwinds nothing beneath
- * it) has no leaf to compare: NULL, *OWN set. */
+ * it), or one whose stack ends in the handler, has no leaf to compare:
+ * NULL, *OWN set. */
 static const struct evp_perf_frame *
 interrupted_leaf(const struct evp_perf_sample *s, int *own)
 {
@@ -148,12 +149,18 @@ interrupted_leaf(const struct evp_perf_sample *s, int *own)
         if (is_kernel_frame(&s->frames[i]) || !is_sampler_frame(&s->frames[i]))
             continue;
         *own = 1;
-        /* the outermost handler frame; beneath it the trampoline */
-        return i >= 2 ? user_leaf_below(s, i - 1) : NULL;
+        /* the outermost handler frame; beneath it the trampoline (its
+         * name, or an unresolved address: perf looks the return address
+         * up less one, before the symbol), unless perf left it out */
+        size_t end = i;
+        if (end > 0 &&
+            (s->frames[end - 1].len == 0 || s->frames[end - 1].name[0] == '[' ||
+             has_prefix(&s->frames[end - 1], "__restore_rt")))
+            end--;
+        return user_leaf_below(s, end);
     }
     const struct evp_perf_frame *leaf = user_leaf_below(s, s->nframes);
-    if (leaf &&
-        (eq(leaf, "__restore_rt") || has_prefix(leaf, "__restore_rt@"))) {
+    if (leaf && has_prefix(leaf, "__restore_rt")) {
         *own = 1;
         return NULL;
     }
@@ -448,8 +455,9 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
                     seen ? 100.0 * (double)p->sampler / (double)seen : 0.0);
             if (p->sampler_noleaf)
                 fprintf(out,
-                        ", and leaves out the %s in its return, "
-                        "beneath which perf unwound nothing",
+                        ", and leaves out the %s beneath which perf "
+                        "unwound no interrupted code (in the handler's "
+                        "return, mostly)",
                         evp_perf_count(a, sizeof a, p->sampler_noleaf));
             fputs(")\n", out);
         }
