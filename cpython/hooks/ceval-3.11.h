@@ -139,7 +139,6 @@ evp_frame_leave(_PyInterpreterFrame *f, int *popped, uint32_t *fid)
             } \
             evp_c_frame = NULL; \
         } \
-        EVP_SAMPLE_TABLE_SET(); \
         EVP_SAMPLE_RELEASE(); \
         EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
     } while (0)

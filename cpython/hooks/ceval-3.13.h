@@ -153,7 +153,6 @@ evp_frame_leave(_PyInterpreterFrame *f, const void *shim, int *popped,
             } \
             evp_c_frame = NULL; \
         } \
-        EVP_SAMPLE_TABLE_SET(); \
         EVP_SAMPLE_RELEASE(); \
         EVP_SAMPLE_PHASE(EVP_EV_ENTER); \
     } while (0)

@@ -390,7 +390,6 @@ evp_sample_pending(void)
 
 #define EVP_HOOK_ERROR() \
     do { \
-        EVP_SAMPLE_TABLE_SET(); \
         EVP_HOOK_EMIT(EVP_EV_LOOP_ERROR); \
         EVP_SAMPLE_RELEASE(); \
     } while (0)
@@ -424,8 +423,9 @@ static void **evp_dispatch_table;
  * the dispatches that must not count again (DISPATCH_SAME_OPARG: an
  * instruction re-run after it specialized itself).  Counting is set when
  * the sampler starts, before the copy first runs, and never changes.
- * The check sits where the copy's first dispatch is reached from
- * (start_frame; error: after a throw).  The names exist in the sampled
+ * The check follows the tables, at the top of the copy
+ * (Python/evalprof_targets.h ends with it), where every call of the copy
+ * passes before its first dispatch.  The names exist in the sampled
  * copy only, so they are picked by token pasting on EVP_COPY_SAMPLED
  * where the macro is used.
  */
