@@ -313,9 +313,9 @@ evp_pop_done(int *popped, uint32_t fid)
  * bench, 3.13, it missed in a 32 KiB instruction cache on 168,000 of
  * them).  The traced copy hands on a call made while it runs (sampling
  * began under a frame of it) likewise, and the sampled copy starts
- * sampling a thread
- * the first time the thread runs in it (_PyEvalprof_SampleThread: its
- * timer, its stream) and names the frame's phase enter.
+ * sampling a thread the first time the thread runs in it
+ * (_PyEvalprof_SampleThread: its timer, its stream) and names the
+ * frame's phase enter.
  */
 #if EVP_TWO_COPIES
 #define EVP_CHOOSE_COPY() \

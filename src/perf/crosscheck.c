@@ -53,6 +53,12 @@ static int eq(const struct evp_perf_frame *f, const char *s)
     return f->len == n && memcmp(f->name, s, n) == 0;
 }
 
+static int has_prefix(const struct evp_perf_frame *f, const char *p)
+{
+    size_t n = strlen(p);
+    return f->len >= n && memcmp(f->name, p, n) == 0;
+}
+
 /* The eval function: CPython's, its split-off parts (".cold"), and the
  * instrumented interpreter's copies of it. */
 static int is_eval_frame(const struct evp_perf_frame *f)
@@ -82,7 +88,7 @@ enum evp_xc_cat evp_xc_classify(const struct evp_perf_sample *s)
         if (eq(f, "pymain_init") || eq(f, "Py_InitializeFromConfig") ||
             eq(f, "Py_InitializeEx") || eq(f, "Py_Initialize") ||
             eq(f, "pyinit_core") || eq(f, "pyinit_main") ||
-            (f->len >= 17 && memcmp(f->name, "_Py_PreInitialize", 17) == 0))
+            has_prefix(f, "_Py_PreInitialize"))
             init = 1;
         if (eq(f, "Py_FinalizeEx") || eq(f, "_Py_Finalize") ||
             eq(f, "Py_Finalize") || eq(f, "pymain_free"))
@@ -117,12 +123,6 @@ user_leaf_below(const struct evp_perf_sample *s, size_t end)
     return NULL;
 }
 
-static int has_prefix(const struct evp_perf_frame *f, const char *p)
-{
-    size_t n = strlen(p);
-    return f->len >= n && memcmp(f->name, p, n) == 0;
-}
-
 /* Evalprof's sampling signal handlers, by their own names
  * (src/recorder/sample.c): in the extension (mode B) and in an
  * instrumented interpreter (mode A) alike.  (Not any frame of the
@@ -146,7 +146,7 @@ interrupted_leaf(const struct evp_perf_sample *s, int *own)
 {
     *own = 0;
     for (size_t i = 0; i < s->nframes; i++) {
-        if (is_kernel_frame(&s->frames[i]) || !is_sampler_frame(&s->frames[i]))
+        if (!is_sampler_frame(&s->frames[i]))
             continue;
         *own = 1;
         /* the outermost handler frame; beneath it the trampoline (its
@@ -418,6 +418,7 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
     fprintf(out, " (producer: %s)\n\n",
             x->producer && *x->producer ? x->producer : "unknown");
     fprintf(out, "  %-28s %12s %12s\n", "share of time", "perf", "trace");
+    uint64_t seen = p->total + p->unrooted; /* of the traced threads */
     double pt = p->total ? (double)p->total : 1.0;
     double tt = x->total ? (double)x->total : 1.0;
     for (int c = 0; c < EVP_XC__COUNT; c++) {
@@ -444,7 +445,6 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
         fprintf(out, "\n  (the interrupted code itself, no unwinding: perf's "
                      "user leaf symbol, the trace's program counter)\n");
         if (p->sampler) {
-            uint64_t seen = p->total + p->unrooted;
             fprintf(out,
                     "  (%s of perf's %s samples, %.1f%%, fell in evalprof's "
                     "own signal handler: the sampler's cost, which no "
@@ -497,7 +497,6 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
                 100.0 * (double)same / (double)p->located,
                 evp_perf_count(a, sizeof a, p->located));
     }
-    uint64_t seen = p->total + p->unrooted;
     if (p->unrooted * 5 > seen)
         fprintf(out,
                 "  note: perf could not unwind %.0f%% of its samples, so its "
