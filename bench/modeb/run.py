@@ -42,7 +42,11 @@ for the call events (floor+calls less the floor), one TSC read per event
 (its cost measured by _floor.tsc_ns), and the rest, evalprof's own.
 Last, how honest the compensated times are: the workload's <module> in
 the ops trace, with each event's measured cost taken off and without,
-against the untraced run (its wall time less `python -c pass`).
+against the untraced run (its wall time less `python -c pass`).  After
+each interpreter's workloads, evalprof's fixed cost: the CPU time an
+empty script takes more under `-m evalprof --sample` and `--no-ops`
+than untraced (imports, the recorder's start, the trace's last flush),
+which every workload's ratio above includes.
 
 Environment: BENCH_REPS, BENCH_SCALE (workload size, default 0.15),
 BENCH_JSON_MB (json.tool's input, default 20),
@@ -350,6 +354,36 @@ def bench(tag, exe, build, workloads, reps, tmp):
             where_it_goes(exe, build, tag, med, sizes)
 
 
+def startup(exe, build, reps, tmp):
+    """What evalprof adds to a run before and after the program: an
+    empty script untraced, and under python -m evalprof --sample and
+    --no-ops (its imports, the recorder's start and the trace's last
+    flush; exact mode also calibrates), in CPU time, medians of REPS*3
+    interleaved runs.  A fixed cost, in every workload's figure above
+    it; the shorter the run, the more of its ratio it is."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env.pop("PYTHONPATH", None)
+    tenv = dict(env, PYTHONPATH=os.path.join(build, "python"))
+    empty = os.path.join(tmp, "empty.py")
+    with open(empty, "w") as f:
+        f.write("pass\n")
+    trace = os.path.join(tmp, "startup.evp")
+    configs = [("untraced", [exe, empty], env),
+               ("sampled", [exe, "-m", "evalprof", "--sample", "-o", trace,
+                            empty], tenv),
+               ("--no-ops", [exe, "-m", "evalprof", "--no-ops", "-o", trace,
+                             empty], tenv)]
+    cpus = {name: [] for name, _, _ in configs}
+    for _ in range(reps * 3):
+        for name, cmd, e in configs:
+            cpus[name].append(run(cmd, e)[1])
+    base = statistics.median(cpus["untraced"])
+    print("  start-up and exit (an empty script), cpu: untraced %.1f ms; "
+          "%s" % (base * 1e3, ", ".join(
+              "%s +%.1f ms" % (name, (statistics.median(cpus[name]) - base)
+                               * 1e3) for name, _, _ in configs[1:])))
+
+
 def main():
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
     reps = int(os.environ.get("BENCH_REPS", "3"))
@@ -373,6 +407,7 @@ def main():
         for tag, exe in found:
             print("CPython %s (%s)" % (tag, exe))
             bench(tag, exe, build, workloads, reps, tmp)
+            startup(exe, build, reps, tmp)
     print("load average %.1f at the end" % os.getloadavg()[0])
     return 0
 

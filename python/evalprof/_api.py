@@ -17,9 +17,7 @@ evalprof's own frames are left out of the trace.
 import atexit
 import errno
 import os
-import platform
 import sys
-import tempfile
 import threading
 import time
 
@@ -41,7 +39,10 @@ class TracerUnavailable(ImportError):
 
 
 def _version_tag():
-    return "%s%s" % (platform.python_version(), getattr(sys, "abiflags", ""))
+    """X.Y.Z and ABI flags: the tag python/find_interpreters.py gave the
+    extension built for this interpreter."""
+    return "%d.%d.%d%s" % (sys.version_info[:3]
+                           + (getattr(sys, "abiflags", ""),))
 
 
 def _load_tracer():
@@ -107,11 +108,22 @@ def _tracer_module():
 
 def _opcode_table():
     """(opcode, base opcode, name) for every opcode this interpreter has,
-    specialized forms included (they map to their base instruction)."""
-    import dis
+    specialized forms included (they map to their base instruction).
+    The names and numbers are dis._all_opmap's, made from opcode as dis
+    makes them (importing dis would cost every traced program its
+    imports): 3.13 lists the specialized forms' numbers, 3.11 and 3.12
+    give them the unnamed slots in order."""
     import opcode
 
-    allmap = dict(getattr(dis, "_all_opmap", None) or opcode.opmap)
+    allmap = dict(opcode.opmap)
+    specialized = getattr(opcode, "_specialized_opmap", None)
+    if specialized is not None:
+        allmap.update(specialized)
+    else:
+        free = [op for op, name in enumerate(opcode.opname)
+                if name.startswith("<")]
+        allmap.update(zip(getattr(opcode, "_specialized_instructions", ()),
+                          free))
     base_of = {}
     for base, forms in getattr(opcode, "_specializations", {}).items():
         for form in forms:
@@ -161,7 +173,7 @@ def _roots(extra):
 def _metadata(ops, threads, extra, can_emit, sample=False):
     impl = sys.implementation
     meta = {
-        "python.version": platform.python_version(),
+        "python.version": sys.version.split()[0],
         "python.executable": sys.executable or "",
         "python.implementation": "%s (%s)" % (impl.name, impl.cache_tag),
         "python.build": " ".join(sys.version.split()),
@@ -233,6 +245,8 @@ def _best_ns(fn, n, runs, clock=time.perf_counter_ns):
 def _traced(tracer, fn, n, runs, ops, lines=False):
     """Best time of RUNS calls of FN(N) traced into a scratch trace (None
     for RUNS 0), and the events that trace holds."""
+    import tempfile  # (imported here: exact mode's calibration alone)
+
     fd, scratch = tempfile.mkstemp(prefix="evalprof-calibration-",
                                    suffix=".evp")
     os.close(fd)

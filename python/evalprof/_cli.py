@@ -41,6 +41,29 @@ sampled one (--sample) with `evalprof summary --funcs FILE`, `summary
 --lines`, `export --format folded`, `flamegraph`."""
 
 
+def _columns():
+    """The terminal's width as shutil.get_terminal_size() reads it, from
+    COLUMNS or standard output, else 80: argparse makes a formatter at
+    every add_argument, and its own default imports shutil (and bz2,
+    lzma, fnmatch) into every program run under evalprof."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog, width=None, **kw):
+        super().__init__(prog, width=_columns() - 2 if width is None
+                         else width, **kw)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.print_usage(sys.stderr)
@@ -51,7 +74,7 @@ def _parser(prog):
     from evalprof import __version__
 
     p = _Parser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
-                formatter_class=argparse.RawDescriptionHelpFormatter,
+                formatter_class=_Formatter,
                 allow_abbrev=False,
                 usage="%(prog)s [options] "
                       "(script.py | -m module | -c code | -) [args ...]")
@@ -230,15 +253,19 @@ def _check_output(path):
 
 
 def _is_importer(path):
-    """A directory or zip file: the interpreter runs its __main__."""
-    import zipfile
+    """A directory or zip file: the interpreter runs its __main__.  A
+    file is asked of zipimport, as the interpreter's own main asks its
+    path hooks (zipfile would cost every run its import: pathlib,
+    shutil and more)."""
+    import zipimport
 
     if os.path.isdir(path):
         return True
     try:
-        return zipfile.is_zipfile(path)
-    except OSError:
+        zipimport.zipimporter(path)
+    except (zipimport.ZipImportError, OSError, ValueError):
         return False
+    return True
 
 
 def _abspath(path):

@@ -31,6 +31,11 @@ minor=$($py -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 site=$root/lib/python$minor/site-packages
 [ -f "$site/evalprof/__init__.py" ] || fail "no package in $site"
 ls "$site"/evalprof/_tracer-*.so >/dev/null || fail "no extension in $site"
+# compiled at install, so that no run compiles it (nor needs to write there)
+tag=$($py -c 'import sys; print(sys.implementation.cache_tag)')
+for f in __init__ _api _cli _kinds; do
+    [ -f "$site/evalprof/__pycache__/$f.$tag.pyc" ] || fail "no $f.$tag.pyc in $site"
+done
 
 cd "$tmp"
 cat >work.py <<'PY'

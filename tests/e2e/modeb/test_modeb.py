@@ -972,6 +972,23 @@ class Api(Case):
         self.assertFalse(os.path.exists(base + "-x.evp"))
 
 
+    def test_opcode_table_is_dis(self):
+        # The trace's opcode names and numbers, specialized forms included,
+        # are dis's (evalprof makes them from opcode, as dis does).
+        code = ("import dis\nfrom evalprof._api import _opcode_table\n"
+                "t = [(op, name) for op, base, name in _opcode_table()]\n"
+                "ref = sorted((op, n) for n, op in dis._all_opmap.items()\n"
+                "             if 0 <= op <= 255)\n"
+                "print(len(t), t == ref,\n"
+                "      len([n for op, n in t if n not in dis.opmap]))\n")
+        p = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                           env=env(), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        n, same, specialized = p.stdout.split()
+        self.assertEqual(same, "True")
+        self.assertGreater(int(n), 150)
+        self.assertGreater(int(specialized), 30)  # 3.11 has 70 of them
+
     def test_program_can_use_cprofile_and_settrace(self):
         # evalprof leaves the standard tools' sys.monitoring ids free.
         code = ("import cProfile, sys\n"
@@ -1432,6 +1449,49 @@ class Transparent(Case):
         self.assertEqual((status, out), (1, "True\n"))
         self.assertIn("UserWarning: w", err)
         self.assertSame(["progs/whereami.py"], pyopts=["-OO", "-u"])
+
+    def test_zip_and_directory(self):
+        # A directory or zip file with a __main__.py runs its __main__, a
+        # zip application with a #! line before its archive included (the
+        # interpreter's zipimport decides, and so does evalprof's).
+        import zipfile
+        src = "import sys\nprint('main of', sys.argv, sys.path[0][-8:])\n"
+        d = os.path.join(self.tmp, "appdir")
+        os.mkdir(d)
+        with open(os.path.join(d, "__main__.py"), "w") as f:
+            f.write(src)
+        z = os.path.join(self.tmp, "app.zip")
+        with zipfile.ZipFile(z, "w") as f:
+            f.writestr("__main__.py", src)
+        pyz = os.path.join(self.tmp, "app.pyz")
+        with open(z, "rb") as f, open(pyz, "wb") as g:
+            g.write(b"#!/usr/bin/env python3\n" + f.read())
+        for target in (d, z, pyz):
+            status, out, err = self.assertSame([target, "x"])
+            self.assertEqual((status, err), (0, ""))
+            self.assertIn("main of", out)
+        # a file that is not a zip runs as a script
+        status, out, _ = self.assertSame(["progs/whereami.py"])
+        self.assertIn("depth 2 back None", out)
+
+    def test_start_imports_few_modules(self):
+        # What evalprof imports before the program runs is in the
+        # program's sys.modules and its start-up time, which sampled mode's
+        # overhead counts: not tempfile (exact mode's calibration imports
+        # it), platform, zipfile, shutil (argparse's own help formatter
+        # would) or dis.
+        code = "import sys\nprint(' '.join(sorted(sys.modules)))\n"
+        heavy = {"tempfile", "platform", "zipfile", "shutil", "dis", "bz2",
+                 "lzma", "random"}
+        plain = self.runs(["-c", code])["plain"][1].split()
+        p = subprocess.run([PY, "-m", "evalprof", "-q", "--sample", "-o",
+                            self.path("m.evp"), "-c", code],
+                           capture_output=True, text=True, env=env(),
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        mods = set(p.stdout.split())
+        self.assertIn("evalprof", mods)
+        self.assertEqual(sorted((mods & heavy) - set(plain)), [])
 
     def test_fork_no_thread_warning(self):
         # 3.12+ warns of os.fork() in a multi-threaded process: the
