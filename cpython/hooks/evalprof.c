@@ -1021,8 +1021,8 @@ evp_sample_finish(void)
  * this thread's ring if the parent sampled it: its frames are walked from
  * the same thread state as before the fork (the child's own; a Python
  * call made by the child need not enter the eval function again), with
- * the code cache started afresh (the new ring knows none of the parent's
- * keys) and counts of its own.  Otherwise, or for a thread the parent did
+ * the code cache emptied before (evp_sample_forget_keys) and counts of its
+ * own.  Otherwise, or for a thread the parent did
  * not sample, from its next call of the eval function. */
 static void
 evp_sample_after_fork(void)
@@ -1030,9 +1030,6 @@ evp_sample_after_fork(void)
     pthread_mutex_init(&evs.lock, NULL);
     evp_self_pid = getpid();
     struct evp_walker *mine = _PyEvalprof_Sample.walker;
-    if (mine != NULL) {
-        memset(mine->slots, 0, sizeof mine->slots);
-    }
     memset(_PyEvalprof_Sample.counts, 0, sizeof _PyEvalprof_Sample.counts);
     memset(evs.done, 0, sizeof evs.done);
     for (struct evp_walker *w = evs.walkers, *next; w != NULL; w = next) {
@@ -1051,6 +1048,19 @@ evp_sample_after_fork(void)
     if (mine == NULL || !_PyEvalprof_Sampling) {
         _PyEvalprof_Sample.tstate = NULL;
         _PyEvalprof_Sample.started = 0;
+    }
+}
+
+/* The forking thread's code cache, emptied by the recorder in a child that
+ * follows the fork before its sampler starts again (this file's own fork
+ * handler runs after that: a sample in between would name a key of the
+ * parent's ring, which the child's trace has no function for). */
+static void
+evp_sample_forget_keys(void)
+{
+    struct evp_walker *mine = _PyEvalprof_Sample.walker;
+    if (mine != NULL) {
+        memset(mine->slots, 0, sizeof mine->slots);
     }
 }
 
@@ -1096,6 +1106,7 @@ evp_sample_config(struct evp_rec_sample_config *cfg)
     }
     cfg->on_sample = evp_on_sample;
     cfg->tells_blocked = 1;
+    cfg->on_fork_child = evp_sample_forget_keys;
     return 0;
 }
 

@@ -230,6 +230,12 @@ struct evp_rec_sample_config {
      * (x86-64 Linux), sample.blocked records it, so that the views tell
      * those samples from the rest without the GIL. */
     int tells_blocked;
+    /* NULL, or called in a forked child of a session that follows forks
+     * (EVP_REC_FOLLOW_FORK), on the forking thread, before the sampler
+     * starts again there: the child's rings know none of the keys the
+     * parent's were given, so a per-thread cache of keys is emptied
+     * here, where no sample can yet use it. */
+    void (*on_fork_child)(void);
 };
 
 /*

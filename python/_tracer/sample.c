@@ -752,7 +752,11 @@ evp_sample_call_ops(const struct evp_opcode_desc *d, size_t n)
  * ring of its own (src/recorder/sample.c), which knows none of the keys
  * the parent's ring was given: the thread's code cache starts afresh, so
  * each code is given to the recorder again.  (The slots hold no
- * references.) */
+ * references.)  The recorder calls this before its sampler starts again
+ * in the child: a sample taken before the cache is emptied would name a
+ * key the child's trace has no function for (a fork handler of this
+ * file's own ran after the recorder's, and such a sample came out as
+ * "<unknown>"). */
 static void
 after_fork_child(void)
 {
@@ -765,9 +769,6 @@ int
 evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
                  int all_threads)
 {
-    static int atfork_done;
-    if (!atfork_done && pthread_atfork(NULL, NULL, after_fork_child) == 0)
-        atfork_done = 1;
     find_eval_function();
     session_depth = max_depth ? max_depth : EVP_SAMPLE_MAX_DEPTH;
     struct evp_rec_sample_config cfg = {
@@ -776,6 +777,7 @@ evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
         .max_depth = session_depth,
         .on_sample = on_sample,
         .tells_blocked = 1,
+        .on_fork_child = after_fork_child,
     };
     int rc = evp_rec_sampler_start(&cfg);
     if (rc < 0) {

@@ -2175,6 +2175,8 @@ int evp_rec_sample_fork_resume_(void)
     if (!F.sampler)
         return 0;
     F.sampler = 0;
+    if (F.cfg.on_fork_child)
+        F.cfg.on_fork_child();
     int rc = evp_rec_sampler_start(&F.cfg);
     if (rc == 0 && F.thread)
         rc = evp_rec_sample_thread_start(NULL);
