@@ -224,14 +224,23 @@ static struct evp_trace *open_trace(const char *path, int *warnings)
     return t;
 }
 
-static void open_session(const char *name, char *path, size_t len)
+/* A session on the scratch file NAME (its path in PATH), with FLAGS
+ * besides quiet and no atexit. */
+static void open_session_flags(const char *name, char *path, size_t len,
+                               unsigned flags)
 {
     scratch_path(path, len, name);
     struct evp_rec_config cfg = {.path = path,
                                  .producer = EVP_PRODUCER_SYNTHETIC,
                                  .can_emit = EVP_KINDS_CLASSIC,
-                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT};
+                                 .flags =
+                                     EVP_REC_QUIET | EVP_REC_NO_ATEXIT | flags};
     assert_int_equal(evp_rec_open(&cfg), 0);
+}
+
+static void open_session(const char *name, char *path, size_t len)
+{
+    open_session_flags(name, path, len, 0);
 }
 
 static int handler_calls;
@@ -256,16 +265,22 @@ static void mask_signal(int how)
 }
 
 /* Start sampling with a tiny RING_KB ring, the signal blocked in this
- * thread: the test stores its own samples. */
-static void start_blocked(unsigned ring_kb)
+ * thread: the test stores its own samples.  ON_FORK_CHILD: the config's. */
+static void start_blocked_fork(unsigned ring_kb, void (*on_fork_child)(void))
 {
     struct evp_rec_sample_config sc = {.rate_hz = 1000,
                                        .cpu_clock = 1,
                                        .ring_kb = ring_kb,
-                                       .on_sample = on_sample_count};
+                                       .on_sample = on_sample_count,
+                                       .on_fork_child = on_fork_child};
     mask_signal(SIG_BLOCK);
     assert_int_equal(evp_rec_sampler_start(&sc), 0);
     assert_int_equal(evp_rec_sample_thread_start("ring"), 0);
+}
+
+static void start_blocked(unsigned ring_kb)
+{
+    start_blocked_fork(ring_kb, NULL);
 }
 
 static void unblock(void)
@@ -646,21 +661,9 @@ static void on_fork_child_note(void)
 static int fork_child_report(int follow)
 {
     char path[128], child[160];
-    scratch_path(path, sizeof path, follow ? "fork-follow.evp" : "fork.evp");
-    struct evp_rec_config cfg = {.path = path,
-                                 .producer = EVP_PRODUCER_SYNTHETIC,
-                                 .can_emit = EVP_KINDS_CLASSIC,
-                                 .flags = EVP_REC_QUIET | EVP_REC_NO_ATEXIT |
-                                          (follow ? EVP_REC_FOLLOW_FORK : 0)};
-    assert_int_equal(evp_rec_open(&cfg), 0);
-    struct evp_rec_sample_config sc = {.rate_hz = 1000,
-                                       .cpu_clock = 1,
-                                       .ring_kb = 64,
-                                       .on_sample = on_sample_count,
-                                       .on_fork_child = on_fork_child_note};
-    mask_signal(SIG_BLOCK);
-    assert_int_equal(evp_rec_sampler_start(&sc), 0);
-    assert_int_equal(evp_rec_sample_thread_start("forking"), 0);
+    open_session_flags(follow ? "fork-follow.evp" : "fork.evp", path,
+                       sizeof path, follow ? EVP_REC_FOLLOW_FORK : 0);
+    start_blocked_fork(64, on_fork_child_note);
     fork_calls = 0;
     fork_poll_ms = -1;
     pid_t pid = fork();
