@@ -158,6 +158,7 @@ static struct {
     int deferred;        /* the file is created by the first write */
     /* figures */
     uint64_t events, dropped, bytes, chunks, backwards;
+    uint64_t writer_cpu_ns; /* the writer thread's CPU time, its runs */
     int error;
     int end_error; /* the end record could not be written (-errno) */
     double hz;
@@ -769,6 +770,11 @@ static void *writer_main(void *arg)
             poll_ms = ring_ms;
         __atomic_store_n(&writer_poll_ms, poll_ms, __ATOMIC_RELAXED);
     }
+    /* evalprof's own cost beside the program (recorder.writer_cpu_ns) */
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        S.writer_cpu_ns +=
+            (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
     pthread_mutex_unlock(&S.mu);
     return NULL;
 }
@@ -1663,6 +1669,7 @@ static int start_file(const char *path, int deferred)
     S.deferred = deferred;
     S.error = S.end_error = 0;
     S.events = S.dropped = S.bytes = S.chunks = S.backwards = 0;
+    S.writer_cpu_ns = 0;
     S.next_stream = 0;
     char pidv[24];
     snprintf(pidv, sizeof pidv, "%ld", (long)getpid());
@@ -1996,6 +2003,12 @@ int evp_rec_close(void)
 
     pthread_mutex_lock(&S.mu);
     S.writer_running = 0;
+    if (running) {
+        /* (the last round, below, is the closing thread's) */
+        char v[32];
+        snprintf(v, sizeof v, "%llu", (unsigned long long)S.writer_cpu_ns);
+        evp_rec_meta_locked_("recorder.writer_cpu_ns", v);
+    }
     writer_round(1); /* whatever the writer had not taken yet */
     progress(1);
     write_end();

@@ -199,11 +199,52 @@ struct ring {
     uint64_t unsampled;  /* periods of signals the producer took no
                             sample in (handler) */
     uint64_t puts;       /* evp_rec_sample_put calls (the thread) */
+    uint64_t populated;  /* bytes faulted in from buf on (writer) */
     /* keys whose function record was lost, not yet told (producer) */
     uint32_t lost[LOST_MAX];
     unsigned nlost;
     int lost_all;
 };
+
+/*
+ * A ring's pages are faulted in ahead of the samples, by the thread that
+ * starts it (the first POPULATE_START bytes) and by the writer (up to
+ * POPULATE_AHEAD past the head, each round), never in a handler: here a
+ * first touch of a page costs the thread 30-250 us of CPU time (the VM's
+ * host backs the page then), one in a hundred handlers took such a
+ * fault, and those were 15-25 times a handler's usual few microseconds.
+ * MADV_POPULATE_WRITE (Linux 5.14) faults them in as a write would,
+ * without a write: the producer may store there meanwhile.  Where the
+ * kernel has it not, the producer takes the faults, as before.
+ */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#define POPULATE_START (64u << 10)
+#define POPULATE_AHEAD (256u << 10)
+static int populate_refused; /* MADV_POPULATE_WRITE unknown (atomic) */
+
+static void ring_populate(struct ring *r, uint64_t upto)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        page = 4096;
+    upto = (upto + (uint64_t)page - 1) & ~((uint64_t)page - 1);
+    if (upto > r->size)
+        upto = r->size;
+    if (r->populated >= upto || !r->buf ||
+        __atomic_load_n(&populate_refused, __ATOMIC_RELAXED))
+        return;
+    if (madvise(r->buf + r->populated, upto - r->populated,
+                MADV_POPULATE_WRITE) == 0) {
+        r->populated = upto;
+        return;
+    }
+    if (errno == EINVAL)
+        __atomic_store_n(&populate_refused, 1, __ATOMIC_RELAXED);
+    r->populated = r->size; /* (no memory: the producer's faults fail as
+                               they would have) */
+}
 
 static inline uint32_t pad8(size_t n)
 {
@@ -311,7 +352,7 @@ struct sthread {
     int perf_fd;            /* CPU clock through perf: its event, or -1 */
     uint64_t periods_told;  /* the perf event's periods already sampled */
     uint64_t handled;       /* the perf event's signals handled (atomic) */
-    uint64_t handler_ticks; /* ... the time in their handlers (atomic) */
+    uint64_t handler_ticks; /* the time in the handlers (any signal's) */
     uint64_t event_ns;      /* the perf event's period now (perf_throttle) */
     uint64_t watch_cpu;     /* perf_throttle's last look: CPU ns, */
     uint64_t watch_handled; /* signals handled, */
@@ -328,6 +369,9 @@ struct sthread {
     uint64_t owed;          /* periods not sampled yet (atomic) */
     uint64_t sent, done;    /* signals sent (ticker), handled (atomic) */
     uint64_t cpu_at_sample; /* CPU ns at the handler's last sample */
+    uint64_t signals;       /* signals handled in under G.long_ticks, */
+    uint64_t short_ticks;   /* their time, */
+    uint64_t long_signals;  /* and those that took longer (atomic) */
     /* (ticker) periods sampled on its behalf past its CPU budget since
      * the handler's sample at CPU ns stale_at */
     uint64_t stale_periods, stale_at;
@@ -410,6 +454,9 @@ static struct {
     /* figures, of rings freed already */
     uint64_t samples, dropped, missed, unsampled, funcs_lost, threads_started,
         stacks;
+    /* sample.signals, sample.handler_ns, sample.handler_long */
+    uint64_t signals, short_ticks, long_signals;
+    uint64_t long_ticks; /* HANDLER_LONG_NS in evp_rec_now's ticks */
     /* writer side */
     struct gfunc *funcs;
     size_t nfuncs, funcs_cap;
@@ -696,6 +743,29 @@ static void take(struct sthread *st, void *uc, uint32_t weight)
         bump(&st->ring.missed, weight - 1u);
 }
 
+/* A signal handled since T0 (evp_rec_now's ticks), its time counted for
+ * perf_throttle, and for the trace (sample.signals, sample.handler_ns)
+ * unless it took over G.long_ticks (HANDLER_LONG_NS): evalprof's handler
+ * takes a few microseconds, and one that took 100 of real time or more
+ * had its thread descheduled inside it (the clock runs on).  Those are
+ * counted apart (sample.handler_long): here, on a loaded machine, 1 in
+ * 60 signals, and their time was nine tenths of the sum. */
+#define HANDLER_LONG_NS 100000.0
+static void count_signal(struct sthread *st, uint64_t t0)
+{
+    uint64_t d = evp_rec_now() - t0;
+    __atomic_store_n(&st->handler_ticks, st->handler_ticks + d,
+                     __ATOMIC_RELAXED);
+    if (d < G.long_ticks) {
+        __atomic_store_n(&st->short_ticks, st->short_ticks + d,
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&st->signals, st->signals + 1, __ATOMIC_RELAXED);
+    } else {
+        __atomic_store_n(&st->long_signals, st->long_signals + 1,
+                         __ATOMIC_RELAXED);
+    }
+}
+
 /* A perf event's signal: its sample, and the time its handler took
  * (perf_throttle tells from it whether the signals' cost is why they are
  * lost). */
@@ -703,9 +773,7 @@ static void take_perf(struct sthread *st, void *uc)
 {
     uint64_t t0 = evp_rec_now();
     take(st, uc, perf_weight(st));
-    uint64_t d = evp_rec_now() - t0;
-    __atomic_store_n(&st->handler_ticks, st->handler_ticks + d,
-                     __ATOMIC_RELAXED);
+    count_signal(st, t0);
 }
 
 /* The timer signal's handler.  The two handlers' names are what the perf
@@ -727,6 +795,7 @@ static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
         take_perf(st, uc);
         leave(st);
     } else if ((timer || tick) && (st = enter()) != NULL) {
+        uint64_t t0 = evp_rec_now();
         uint32_t weight = 1;
         if (tick) {
             /* what the sampler thread read of this thread before it sent
@@ -748,6 +817,7 @@ static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
                              __atomic_load_n(&st->sent, __ATOMIC_ACQUIRE),
                              __ATOMIC_RELEASE);
         }
+        count_signal(st, t0);
         leave(st);
     }
     errno = saved;
@@ -1045,6 +1115,9 @@ static void thread_release(struct sthread *st)
     G.missed += r->missed;
     G.unsampled += r->unsampled;
     G.funcs_lost += r->funcs_lost;
+    G.signals += __atomic_load_n(&st->signals, __ATOMIC_RELAXED);
+    G.short_ticks += __atomic_load_n(&st->short_ticks, __ATOMIC_RELAXED);
+    G.long_signals += __atomic_load_n(&st->long_signals, __ATOMIC_RELAXED);
     if (r->buf)
         munmap(r->buf, r->size);
     memset(r, 0, sizeof *r);
@@ -1104,6 +1177,7 @@ int evp_rec_sample_thread_start(const char *name)
     memset(&st->ring, 0, sizeof st->ring);
     st->ring.buf = buf;
     st->ring.size = bytes;
+    ring_populate(&st->ring, POPULATE_START);
     st->tid = evp_rec_gettid_();
     st->stream = stream;
     st->dropped_told = st->unbatched = 0;
@@ -1115,6 +1189,7 @@ int evp_rec_sample_thread_start(const char *name)
     st->perf_fd = -1;
     st->periods_told = 0;
     st->handled = 0;
+    st->handler_ticks = st->signals = st->short_ticks = st->long_signals = 0;
     st->event_ns = G.period_ns;
     st->sys_fd = -1;
     st->has_cpu_id = pthread_getcpuclockid(pthread_self(), &st->cpu_id) == 0;
@@ -1177,7 +1252,7 @@ int evp_rec_sample_thread_start(const char *name)
                 : 0;
         st->watch_cpu = st->cpu_base;
         st->watch_handled = 0;
-        st->watch_ticks = st->handler_ticks;
+        st->watch_ticks = 0;
         ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
         if (G.use_trap)
             ioctl(st->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
@@ -1512,7 +1587,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     if (!G.used) /* the session's first sampler: its own figures */
         G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
             G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
-                G.unsampled = 0;
+                G.unsampled = G.signals = G.short_ticks = G.long_signals = 0;
+    G.long_ticks = (uint64_t)(evp_rec_hz_() * HANDLER_LONG_NS / 1e9);
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
     G.ticker_paused = 0;
@@ -2047,8 +2123,11 @@ void evp_rec_sample_collect_(int final)
             st->has_cpu_id)
             perf_throttle(st);
         struct ring *r = &st->ring;
-        uint64_t held = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE) - r->tail;
+        uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+        uint64_t held = head - r->tail;
         fast |= r->buf && held * 4 >= r->size;
+        if (state == ST_ACTIVE)
+            ring_populate(r, head + POPULATE_AHEAD);
         drain(st);
     }
     if (G.running)
@@ -2067,16 +2146,31 @@ void evp_rec_sample_collect_(int final)
     if (final) {
         uint64_t missed = G.missed, lost = G.funcs_lost;
         uint64_t unsampled = G.unsampled;
+        uint64_t signals = G.signals, ticks = G.short_ticks;
+        uint64_t slow = G.long_signals;
         for (struct sthread *st = G.threads; st; st = st->next) {
             if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE) {
                 missed += st->ring.missed;
                 unsampled += st->ring.unsampled;
                 lost += st->ring.funcs_lost;
+                signals += __atomic_load_n(&st->signals, __ATOMIC_RELAXED);
+                ticks += __atomic_load_n(&st->short_ticks, __ATOMIC_RELAXED);
+                slow += __atomic_load_n(&st->long_signals, __ATOMIC_RELAXED);
             }
         }
         char v[32];
         snprintf(v, sizeof v, "%llu", (unsigned long long)missed);
         evp_rec_meta_locked_("sample.missed", v);
+        /* evalprof's own part of the sampling, as the handlers timed it
+         * (the kernel's delivery of each signal is not in it) */
+        double hz = evp_rec_hz_();
+        snprintf(v, sizeof v, "%llu", (unsigned long long)signals);
+        evp_rec_meta_locked_("sample.signals", v);
+        snprintf(v, sizeof v, "%llu",
+                 (unsigned long long)(hz > 0 ? (double)ticks * 1e9 / hz : 0));
+        evp_rec_meta_locked_("sample.handler_ns", v);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)slow);
+        evp_rec_meta_locked_("sample.handler_long", v);
         if (unsampled) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)unsampled);
             evp_rec_meta_locked_("sample.unsampled", v);
@@ -2167,7 +2261,7 @@ void evp_rec_sample_fork_child_(void)
     G.scratch_cap = G.out_cap = 0;
     G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
         G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
-            G.unsampled = 0;
+            G.unsampled = G.signals = G.short_ticks = G.long_signals = 0;
 }
 
 int evp_rec_sample_fork_resume_(void)

@@ -71,6 +71,78 @@ const char *evp_view_untraced_note(const struct evp_trace *t, char *buf,
     return buf;
 }
 
+/* Metadata KEY as a count in *V: 1, or 0 when absent or not a count. */
+static int meta_count(const struct evp_trace *t, const char *key, uint64_t *v)
+{
+    const char *s = evp_trace_meta(t, key);
+    char *end;
+    if (!s || *s < '0' || *s > '9')
+        return 0;
+    errno = 0;
+    unsigned long long n = strtoull(s, &end, 10);
+    if (*end != '\0' || errno != 0)
+        return 0;
+    *v = n;
+    return 1;
+}
+
+/* "; its writer thread N ms of CPU" at BUF's end, where the recorder
+ * measured it (recorder.writer_cpu_ns). */
+static void writer_note(const struct evp_trace *t, char *buf, size_t len)
+{
+    uint64_t ns;
+    size_t n = strlen(buf);
+    if (meta_count(t, "recorder.writer_cpu_ns", &ns) && n < len)
+        snprintf(buf + n, len - n, "; evalprof's writer thread %.1f ms of CPU",
+                 (double)ns / 1e6);
+}
+
+/* A sampled trace's overhead line: what its samples cost in evalprof's
+ * own handlers and writer, as the recorder measured them (sample.signals,
+ * sample.handler_ns, sample.handler_long, recorder.writer_cpu_ns), beside
+ * what no sample sees. */
+static void sampled_overhead(const struct evp_trace *t,
+                             const struct evp_trace_info *in, char *buf,
+                             size_t len)
+{
+    uint64_t signals, ns, slow = 0;
+    if (!meta_count(t, "sample.signals", &signals) ||
+        !meta_count(t, "sample.handler_ns", &ns)) {
+        /* a trace of an earlier recorder */
+        snprintf(buf, len,
+                 "none in the figures: a sample is taken in a signal "
+                 "handler, which no sample sees; what sampling costs the "
+                 "run is in the README (Sampled mode)");
+        return;
+    }
+    char a[32];
+    size_t n = (size_t)snprintf(
+        buf, len,
+        "none in the figures; measured: evalprof's signal handlers %.1f ms "
+        "in %s signals (%.1f µs each",
+        (double)ns / 1e6, evp_num_group(a, sizeof a, signals),
+        signals ? (double)ns / 1e3 / (double)signals : 0.0);
+    double stood = (double)in->sample_weight * in->sample_period_ns;
+    if (stood > 0 && n < len)
+        n += (size_t)snprintf(buf + n, len - n,
+                              ", %.2f%% of the %.1f ms the samples stand for",
+                              100.0 * (double)ns / stood, stood / 1e6);
+    if (n < len)
+        n += (size_t)snprintf(buf + n, len - n, ")");
+    if (meta_count(t, "sample.handler_long", &slow) && slow && n < len)
+        n += (size_t)snprintf(
+            buf + n, len - n,
+            ", and %s signal%s that took over 100 µs of real time, left "
+            "out (the thread was descheduled in the handler, most likely)",
+            evp_num_group(a, sizeof a, slow), slow == 1 ? "" : "s");
+    writer_note(t, buf, len);
+    n = strlen(buf);
+    if (n < len)
+        snprintf(buf + n, len - n,
+                 "; not measured: the kernel's delivery of each signal "
+                 "(README, Sampled mode)");
+}
+
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                      int width, int compensate, int in_ns)
 {
@@ -103,10 +175,9 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
     if (in->sampled && !in->events) {
         /* no event was timed: the recorder's per-event cost means nothing
          * here */
-        line(out, prefix, width, "overhead",
-             "none in the figures: a sample is taken in a signal handler, "
-             "which no sample sees; what sampling costs the run is in the "
-             "README (Sampled mode)");
+        char c[768];
+        sampled_overhead(t, in, c, sizeof c);
+        line(out, prefix, width, "overhead", c);
     } else if (in->has_kind_cost) {
         char c[768];
         evp_view_kind_costs(t, c, sizeof c);
@@ -114,13 +185,15 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
         snprintf(c + n, sizeof c - n, "; %s",
                  compensate ? "subtracted from elapsed times"
                             : "not subtracted (--no-compensate)");
+        writer_note(t, c, sizeof c);
         line(out, prefix, width, "overhead", c);
     } else if (in->event_cost_ns > 0) {
-        char c[128];
+        char c[256];
         snprintf(c, sizeof c, "%.1f ns per event measured; %s",
                  in->event_cost_ns,
                  compensate ? "subtracted from elapsed times"
                             : "not subtracted (--no-compensate)");
+        writer_note(t, c, sizeof c);
         line(out, prefix, width, "overhead", c);
     }
     if (in->dropped) {

@@ -1640,8 +1640,31 @@ class Sampled(Case):
         # signal, and the handler is cheap: signals lost at that period
         # are the machine's, not their cost, so never throttled
         self.assertNotIn("sample.throttled", t)
-        funcs = func_shares(self.summary(trace, "--funcs"))
+        summary = self.summary(trace, "--funcs")
+        funcs = func_shares(summary)
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
+        # evalprof's own cost, measured: every signal handled is counted
+        # (a sample each, or an unsampled one), timed unless it took over
+        # 100 us, and said in the header with the writer thread's CPU
+        samples = int(re.search(r"sampled: +([\d,]+) samples",
+                                self.info(trace)).group(1).replace(",", ""))
+        signals = int(t["sample.signals"])
+        slow = int(t["sample.handler_long"])
+        self.assertGreaterEqual(signals + slow, samples)
+        self.assertGreater(signals, samples // 2)
+        handler_ns = int(t["sample.handler_ns"])
+        self.assertGreater(handler_ns, 0)
+        self.assertLess(handler_ns, signals * 100000)
+        self.assertGreater(int(t["recorder.writer_cpu_ns"]), 0)
+        m = re.search(r"(?m)^overhead: +none in the figures; measured: "
+                      r"evalprof's signal handlers ([\d.]+) ms in ([\d,]+) "
+                      r"signals \(([\d.]+) µs each, ([\d.]+)% of the "
+                      r"[\d.]+ ms the samples stand for\).*evalprof's writer "
+                      r"thread [\d.]+ ms of CPU; not measured: the kernel's",
+                      summary)
+        self.assertIsNotNone(m, summary[:1500])
+        self.assertAlmostEqual(float(m.group(1)), handler_ns / 1e6, delta=0.06)
+        self.assertEqual(int(m.group(2).replace(",", "")), signals)
 
     def test_cpu_clock_throttles(self):
         # At 100 kHz of CPU time a signal costs this kind of VM more than
