@@ -97,50 +97,97 @@ static void writer_note(const struct evp_trace *t, char *buf, size_t len)
                  (double)ns / 1e6);
 }
 
-/* A sampled trace's overhead line: what its samples cost in evalprof's
- * own handlers and writer, as the recorder measured them (sample.signals,
- * sample.handler_ns, sample.handler_long, recorder.writer_cpu_ns), beside
- * what no sample sees. */
-static void sampled_overhead(const struct evp_trace *t,
-                             const struct evp_trace_info *in, char *buf,
-                             size_t len)
+/* What sampling cost evalprof, summed over one run or several (RUNS):
+ * the recorder's sample.signals, sample.handler_ns, sample.handler_long
+ * and recorder.writer_cpu_ns, beside STOOD, the ns the samples stand for.
+ * 0 when a run lacks them (a trace of an earlier recorder). */
+struct sampling_cost {
+    uint64_t signals, ns, slow, writer;
+    int has_writer;
+    double stood;
+};
+
+static int sampling_cost(struct evp_trace *const *t, size_t runs,
+                         struct sampling_cost *c)
 {
-    uint64_t signals, ns, slow = 0;
-    if (!meta_count(t, "sample.signals", &signals) ||
-        !meta_count(t, "sample.handler_ns", &ns)) {
-        /* a trace of an earlier recorder */
+    memset(c, 0, sizeof *c);
+    c->has_writer = 1;
+    for (size_t i = 0; i < runs; i++) {
+        const struct evp_trace_info *in = evp_trace_info(t[i]);
+        uint64_t signals, ns, slow = 0, writer = 0;
+        if (!meta_count(t[i], "sample.signals", &signals) ||
+            !meta_count(t[i], "sample.handler_ns", &ns))
+            return 0;
+        meta_count(t[i], "sample.handler_long", &slow);
+        c->has_writer &= meta_count(t[i], "recorder.writer_cpu_ns", &writer);
+        c->signals += signals;
+        c->ns += ns;
+        c->slow += slow;
+        c->writer += writer;
+        c->stood += (double)in->sample_weight * in->sample_period_ns;
+    }
+    return 1;
+}
+
+/* The overhead line's text for C (summed over RUNS runs). */
+static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
+                               char *buf, size_t len)
+{
+    char a[32];
+    size_t n = (size_t)snprintf(
+        buf, len,
+        "none in the figures; measured: evalprof's signal handlers %.1f ms "
+        "in %s signals (%.1f µs each",
+        (double)c->ns / 1e6, evp_num_group(a, sizeof a, c->signals),
+        c->signals ? (double)c->ns / 1e3 / (double)c->signals : 0.0);
+    if (c->stood > 0 && n < len)
+        n += (size_t)snprintf(buf + n, len - n,
+                              ", %.2f%% of the %.1f ms the samples stand for",
+                              100.0 * (double)c->ns / c->stood, c->stood / 1e6);
+    if (n < len)
+        n += (size_t)snprintf(buf + n, len - n, ")");
+    if (c->slow && n < len)
+        n += (size_t)snprintf(
+            buf + n, len - n,
+            ", and %s signal%s that took over 100 µs of real time, left "
+            "out (the thread was descheduled in the handler, most likely)",
+            evp_num_group(a, sizeof a, c->slow), c->slow == 1 ? "" : "s");
+    if (c->has_writer && n < len)
+        n += (size_t)snprintf(buf + n, len - n,
+                              "; evalprof's writer thread %.1f ms of CPU",
+                              (double)c->writer / 1e6);
+    if (n < len)
+        snprintf(buf + n, len - n,
+                 "; not measured: the kernel's delivery of each signal "
+                 "(README, Sampled mode)%s",
+                 runs > 1 ? " (summed over the runs)" : "");
+}
+
+/* A sampled trace's overhead line: what its samples cost evalprof's own
+ * handlers and writer, as the recorder measured them, beside what no
+ * sample sees. */
+static void sampled_overhead(const struct evp_trace *t, char *buf, size_t len)
+{
+    struct sampling_cost c;
+    struct evp_trace *one = (struct evp_trace *)t;
+    if (!sampling_cost(&one, 1, &c)) {
         snprintf(buf, len,
                  "none in the figures: a sample is taken in a signal "
                  "handler, which no sample sees; what sampling costs the "
                  "run is in the README (Sampled mode)");
         return;
     }
-    char a[32];
-    size_t n = (size_t)snprintf(
-        buf, len,
-        "none in the figures; measured: evalprof's signal handlers %.1f ms "
-        "in %s signals (%.1f µs each",
-        (double)ns / 1e6, evp_num_group(a, sizeof a, signals),
-        signals ? (double)ns / 1e3 / (double)signals : 0.0);
-    double stood = (double)in->sample_weight * in->sample_period_ns;
-    if (stood > 0 && n < len)
-        n += (size_t)snprintf(buf + n, len - n,
-                              ", %.2f%% of the %.1f ms the samples stand for",
-                              100.0 * (double)ns / stood, stood / 1e6);
-    if (n < len)
-        n += (size_t)snprintf(buf + n, len - n, ")");
-    if (meta_count(t, "sample.handler_long", &slow) && slow && n < len)
-        n += (size_t)snprintf(
-            buf + n, len - n,
-            ", and %s signal%s that took over 100 µs of real time, left "
-            "out (the thread was descheduled in the handler, most likely)",
-            evp_num_group(a, sizeof a, slow), slow == 1 ? "" : "s");
-    writer_note(t, buf, len);
-    n = strlen(buf);
-    if (n < len)
-        snprintf(buf + n, len - n,
-                 "; not measured: the kernel's delivery of each signal "
-                 "(README, Sampled mode)");
+    sampling_cost_text(&c, 1, buf, len);
+}
+
+void evp_view_overhead_runs(FILE *out, struct evp_trace *const *t, size_t runs)
+{
+    struct sampling_cost c;
+    char buf[768];
+    if (runs == 0 || !sampling_cost(t, runs, &c))
+        return;
+    sampling_cost_text(&c, runs, buf, sizeof buf);
+    line(out, "", 11, "overhead", buf);
 }
 
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
@@ -176,7 +223,7 @@ void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
         /* no event was timed: the recorder's per-event cost means nothing
          * here */
         char c[768];
-        sampled_overhead(t, in, c, sizeof c);
+        sampled_overhead(t, c, sizeof c);
         line(out, prefix, width, "overhead", c);
     } else if (in->has_kind_cost) {
         char c[768];

@@ -233,6 +233,7 @@ void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
             evp_fmt_us(a, sizeof a, med, unit), evp_fmt_unit(unit),
             evp_fmt_us(b, sizeof b, min, unit),
             evp_fmt_us(c, sizeof c, max, unit));
+    evp_view_overhead_runs(out, t, n);
 }
 
 int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,

@@ -231,6 +231,10 @@ int evp_view_info(struct evp_trace *t, FILE *out);
  * the tree, "" and 11 for the summary; the elapsed time in ns if IN_NS. */
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                      int width, int compensate, int in_ns);
+/* Of several sampled runs, the overhead: line with what sampling cost
+ * evalprof's handlers and writer, summed over the runs (nothing when a
+ * run's recorder did not measure it). */
+void evp_view_overhead_runs(FILE *out, struct evp_trace *const *t, size_t runs);
 /* "/usr/bin/python3.12 3.12.0": IN's interpreter and its version (when
  * known), escaped as the header's values are, no newline. */
 void evp_view_python(FILE *out, const struct evp_trace_info *in);

@@ -1665,6 +1665,15 @@ class Sampled(Case):
         self.assertIsNotNone(m, summary[:1500])
         self.assertAlmostEqual(float(m.group(1)), handler_ns / 1e6, delta=0.06)
         self.assertEqual(int(m.group(2).replace(",", "")), signals)
+        # of several runs, summed over them (the same run twice here)
+        pooled = self.run_evalprof("summary", trace, trace)
+        m = re.search(r"(?m)^overhead: +none in the figures; measured: "
+                      r"evalprof's signal handlers ([\d.]+) ms in ([\d,]+) "
+                      r"signals .*\(summed over the runs\)$", pooled)
+        self.assertIsNotNone(m, pooled[:1500])
+        self.assertEqual(int(m.group(2).replace(",", "")), 2 * signals)
+        self.assertAlmostEqual(float(m.group(1)), 2 * handler_ns / 1e6,
+                               delta=0.06)
 
     def test_cpu_clock_throttles(self):
         # At 100 kHz of CPU time a signal costs this kind of VM more than
