@@ -746,7 +746,7 @@ static void take(struct sthread *st, void *uc, uint32_t weight)
 /* A signal handled since T0 (evp_rec_now's ticks), its time counted for
  * perf_throttle, and for the trace (sample.signals, sample.handler_ns)
  * unless it took over G.long_ticks (HANDLER_LONG_NS): evalprof's handler
- * takes a few microseconds, and one that took 100 of real time or more
+ * takes a few microseconds, and one that took 100 µs of real time or more
  * had its thread descheduled inside it (the clock runs on).  Those are
  * counted apart (sample.handler_long): here, on a loaded machine, 1 in
  * 60 signals, and their time was nine tenths of the sum. */
