@@ -86,14 +86,17 @@ static int meta_count(const struct evp_trace *t, const char *key, uint64_t *v)
     return 1;
 }
 
-/* "; its writer thread N ms of CPU" at BUF's end, where the recorder
- * measured it (recorder.writer_cpu_ns). */
+/* "; evalprof's writer thread, beside the program: N ms of CPU (not
+ * subtracted)" at BUF's end, where the recorder measured it
+ * (recorder.writer_cpu_ns). */
 static void writer_note(const struct evp_trace *t, char *buf, size_t len)
 {
     uint64_t ns;
     size_t n = strlen(buf);
     if (meta_count(t, "recorder.writer_cpu_ns", &ns) && n < len)
-        snprintf(buf + n, len - n, "; evalprof's writer thread %.1f ms of CPU",
+        snprintf(buf + n, len - n,
+                 "; evalprof's writer thread, beside the program: %.1f ms of "
+                 "CPU (not subtracted)",
                  (double)ns / 1e6);
 }
 

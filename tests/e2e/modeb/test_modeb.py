@@ -332,9 +332,12 @@ class Costs(Case):
         out = subprocess.run([EVALPROF, "summary", "--ns", trace],
                              capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stderr)
+        # ... and the writer thread's CPU time, measured, not subtracted
         self.assertRegex(out.stdout, r"(?m)^overhead: .*op, loop exception "
                          r"[0-9.]+ ns.*other kinds [0-9.]+ ns \(the recorder "
-                         r"alone\).*subtracted from elapsed times$")
+                         r"alone\), measured per event; subtracted from "
+                         r"elapsed times; evalprof's writer thread, beside "
+                         r"the program: [0-9.]+ ms of CPU \(not subtracted\)$")
 
     def test_lines_measured(self):
         # With --lines the ops are op at events from a callback of their
