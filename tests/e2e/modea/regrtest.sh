@@ -40,6 +40,10 @@ if [ "$rc" = 0 ] && grep -q "Result: SUCCESS\|Tests result: SUCCESS" "$T/regrtes
     ok "regrtest ($MODE): all $(echo $TESTS | wc -w) test files pass"
 else
     grep -E "FAIL|ERROR|Error" "$T/regrtest.log" | head -n 20
+    # The whole log, kept where the test logs are ($T goes at exit): which
+    # test failed, and a crashed child's own output, are in it.
+    keep="$BUILD/meson-logs/regrtest-$VER-$MODE.log"
+    cp "$T/regrtest.log" "$keep" 2>/dev/null && echo "regrtest's log: $keep"
     fail "regrtest ($MODE) exit status $rc"
 fi
 
