@@ -2003,7 +2003,7 @@ int evp_rec_close(void)
 
     pthread_mutex_lock(&S.mu);
     S.writer_running = 0;
-    if (running) {
+    if (running || S.writer_cpu_ns) {
         /* (the last round, below, is the closing thread's) */
         char v[32];
         snprintf(v, sizeof v, "%llu", (unsigned long long)S.writer_cpu_ns);

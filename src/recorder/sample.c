@@ -208,8 +208,11 @@ struct ring {
 
 /*
  * A ring's pages are faulted in ahead of the samples, by the thread that
- * starts it (the first POPULATE_START bytes) and by the writer (up to
- * POPULATE_AHEAD past the head, each round), never in a handler: here a
+ * starts it (the first POPULATE_START bytes, before it takes G.mu) and by
+ * the writer (up to POPULATE_AHEAD past the head of a ring in use, each
+ * round: 16 pages at most under G.mu, which the wall clock's sampler
+ * thread takes at every tick; a ring never used keeps 16 KiB), never in
+ * a handler: here a
  * first touch of a page costs the thread 30-250 us of CPU time (the VM's
  * host backs the page then), one in a hundred handlers took such a
  * fault, and those were 15-25 times a handler's usual few microseconds.
@@ -220,8 +223,8 @@ struct ring {
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
-#define POPULATE_START (64u << 10)
-#define POPULATE_AHEAD (256u << 10)
+#define POPULATE_START (16u << 10)
+#define POPULATE_AHEAD (64u << 10)
 static int populate_refused; /* MADV_POPULATE_WRITE unknown (atomic) */
 
 static void ring_populate(struct ring *r, uint64_t upto)
@@ -1150,6 +1153,8 @@ int evp_rec_sample_thread_start(const char *name)
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (buf == MAP_FAILED)
         return -ENOMEM;
+    struct ring early = {.buf = buf, .size = bytes};
+    ring_populate(&early, POPULATE_START);
 
     pthread_mutex_lock(&G.mu);
     if (!G.running || G.ring_bytes != bytes) {
@@ -1177,7 +1182,7 @@ int evp_rec_sample_thread_start(const char *name)
     memset(&st->ring, 0, sizeof st->ring);
     st->ring.buf = buf;
     st->ring.size = bytes;
-    ring_populate(&st->ring, POPULATE_START);
+    st->ring.populated = early.populated;
     st->tid = evp_rec_gettid_();
     st->stream = stream;
     st->dropped_told = st->unbatched = 0;
@@ -1321,39 +1326,64 @@ int evp_rec_sample_thread_gil(const void *lock, size_t size)
  */
 
 /*
- * System calls that never sleep: a thread /proc shows in one of them was
- * preempted there (it is runnable), not blocked.  Python's
- * time.process_time() and thread_time() are clock_gettime system calls
- * (no vDSO for the CPU clocks): on a loaded machine a thread preempted in
- * one was sampled on its behalf, as blocked without the GIL and without
- * its instruction (a spinning thread of sample_threads got 29 such
- * samples in 2,784 in an ASan build).
+ * System calls that wait for nothing the program asked for.  /proc names
+ * the call of a thread that is not running (a runnable one reads
+ * "running"), and a thread in one of these is not running only while
+ * the kernel waits for memory on its behalf: a page fault as it copies
+ * the result out (ASan's stack pages, a page this VM's host backs only
+ * then).  It is not blocked in the program's sense, and it holds its
+ * GIL if it held it before, so it is signalled, not sampled on its
+ * behalf as blocked without the GIL and without its instruction: a
+ * spinning thread of sample_threads, calling clock_gettime for its CPU
+ * time (no vDSO for the CPU clocks, as for Python's process_time() and
+ * thread_time()), got 29 such samples in 2,784 in an ASan build.  (A
+ * thread stopped by a debugger in one is signalled once; the periods
+ * go on to be owed to that signal.)
  */
 static int never_sleeps(long nr)
 {
-    switch (nr) {
-    case SYS_clock_gettime:
-    case SYS_clock_getres:
-    case SYS_gettimeofday:
-#ifdef SYS_time
-    case SYS_time:
+    static const long calls[] = {
+#ifdef SYS_clock_gettime
+        SYS_clock_gettime,
 #endif
-    case SYS_getpid:
-    case SYS_getppid:
-    case SYS_gettid:
-    case SYS_getuid:
-    case SYS_geteuid:
-    case SYS_getgid:
-    case SYS_getegid:
-    case SYS_getrusage:
-    case SYS_times:
-    case SYS_getcpu:
-    case SYS_sched_yield:
-    case SYS_rt_sigprocmask:
-        return 1;
-    default:
-        return 0;
-    }
+#ifdef SYS_clock_gettime64
+        SYS_clock_gettime64,
+#endif
+#ifdef SYS_clock_getres
+        SYS_clock_getres,
+#endif
+#ifdef SYS_clock_getres_time64
+        SYS_clock_getres_time64,
+#endif
+#ifdef SYS_gettimeofday
+        SYS_gettimeofday,
+#endif
+#ifdef SYS_time
+        SYS_time,
+#endif
+        SYS_getpid,
+        SYS_getppid,
+        SYS_gettid,
+        SYS_getuid,
+        SYS_geteuid,
+        SYS_getgid,
+        SYS_getegid,
+#ifdef SYS_getuid32
+        SYS_getuid32,
+        SYS_geteuid32,
+        SYS_getgid32,
+        SYS_getegid32,
+#endif
+        SYS_getrusage,
+        SYS_times,
+        SYS_getcpu,
+        SYS_sched_yield,
+        SYS_rt_sigprocmask,
+    };
+    for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+        if (calls[i] == nr)
+            return 1;
+    return 0;
 }
 
 /*
@@ -2162,7 +2192,7 @@ void evp_rec_sample_collect_(int final)
         uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
         uint64_t held = head - r->tail;
         fast |= r->buf && held * 4 >= r->size;
-        if (state == ST_ACTIVE)
+        if (state == ST_ACTIVE && head > 0)
             ring_populate(r, head + POPULATE_AHEAD);
         drain(st);
     }
