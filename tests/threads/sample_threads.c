@@ -44,17 +44,7 @@
 #include "../sampled_chunks.h"
 #include "evalprof/recorder.h"
 #include "evalprof/trace.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
+#include "sanitizer.h"
 
 static int passed, failed;
 
@@ -355,7 +345,7 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
     double all_cpu = 0;
     for (int i = 0; i < nthreads; i++)
         all_cpu += (double)sampled_cpu[i];
-    if (cpu_clock && perf && !UNDER_TSAN)
+    if (cpu_clock && perf && !EVP_UNDER_TSAN)
         CHECK((double)t.nsamples > 0.25 * 20000.0 * all_cpu / 1e9,
               "perf CPU clock: %zu samples for %.0f ms of CPU at 20 kHz",
               t.nsamples, all_cpu / 1e6);
@@ -368,7 +358,7 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
                  : 0;
     double tol = cpu_clock && !perf ? 12 : (4 * se > 3 ? 4 * se : 3);
     double got = cpu_clock ? share : nshare;
-    if (!UNDER_TSAN)
+    if (!EVP_UNDER_TSAN)
         CHECK(got > truth - tol && got < truth + tol && truth > 72 &&
                   truth < 78,
               "%s clock: A's share %.1f%%, its CPU time's %.1f%% (within "
@@ -781,7 +771,7 @@ int main(void)
     unsetenv("EVALPROF_SAMPLE_TIMER");
     threads_case(dir, 0, 2, 200000000u);
     fork_case(dir);
-    if (!UNDER_TSAN) { /* (its signals land late, at its own points) */
+    if (!EVP_UNDER_TSAN) { /* (its signals land late, at its own points) */
         blocked_case(dir);
         held_case(dir);
     }

@@ -39,6 +39,7 @@
 #include "evalprof/recorder.h"
 #include "evalprof/trace.h"
 #include "linetable.h"
+#include "sanitizer.h"
 #include "session.h"
 
 /* ---- the location-table decoder ---------------------------------------- */
@@ -688,21 +689,11 @@ static int fork_child_report(int follow)
 /* ThreadSanitizer kills a child that starts a thread after a fork of a
  * threaded process (die_after_fork), and a following child starts the
  * writer again. */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
 
 static void test_fork_child_forgets_first(void **state)
 {
     (void)state;
-    if (UNDER_TSAN) {
+    if (EVP_UNDER_TSAN) {
         skip(); /* (the plain and ASan builds run it) */
         return;
     }
