@@ -55,22 +55,6 @@ const char *evp_view_producer_note(const struct evp_trace *t, char *buf,
     return buf;
 }
 
-const char *evp_view_untraced_note(const struct evp_trace *t, char *buf,
-                                   size_t len)
-{
-    const char *v = evp_trace_meta(t, "threads.untraced");
-    char *end;
-    buf[0] = '\0';
-    if (!v || *v < '0' || *v > '9')
-        return buf; /* absent, or not a count: nothing to say */
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*end == '\0' && n > 0 && errno == 0)
-        snprintf(buf, len, "%llu thread%s ran untraced (main thread only)", n,
-                 n == 1 ? "" : "s");
-    return buf;
-}
-
 /* Metadata KEY as a count in *V: 1, or 0 when absent or not a count. */
 static int meta_count(const struct evp_trace *t, const char *key, uint64_t *v)
 {
@@ -84,6 +68,18 @@ static int meta_count(const struct evp_trace *t, const char *key, uint64_t *v)
         return 0;
     *v = n;
     return 1;
+}
+
+const char *evp_view_untraced_note(const struct evp_trace *t, char *buf,
+                                   size_t len)
+{
+    uint64_t n;
+    buf[0] = '\0';
+    /* absent, or not a count: nothing to say */
+    if (meta_count(t, "threads.untraced", &n) && n > 0)
+        snprintf(buf, len, "%llu thread%s ran untraced (main thread only)",
+                 (unsigned long long)n, n == 1 ? "" : "s");
+    return buf;
 }
 
 /* "; evalprof's writer thread, beside the program: N ms of CPU (not
