@@ -376,20 +376,6 @@ static struct {
     volatile sig_atomic_t walks_off; /* a thread state was freed under us */
 } evs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Every page of N bytes at P faulted in now, by a write of the zero
- * calloc left there, not by the handler's first touch of its code slot
- * (evalprof's recorder, ring_populate, says what such a fault cost). */
-static void
-evp_touch_pages(void *p, size_t n)
-{
-    for (size_t o = 0; o < n; o += 4096) {
-        ((volatile char *)p)[o] = 0;
-    }
-    if (n > 0) {
-        ((volatile char *)p)[n - 1] = 0;
-    }
-}
-
 static uint32_t
 evp_code_hash(const void *code)
 {
@@ -943,7 +929,7 @@ _PyEvalprof_SampleThread(PyThreadState *tstate)
     if (w == NULL) {
         return;
     }
-    evp_touch_pages(w, sizeof *w);
+    evp_rec_prefault(w, sizeof *w);
     w->counts = s->counts;
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {

@@ -317,6 +317,14 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
  */
 uint32_t evp_rec_sample_blocked(const void *ucontext);
 
+/*
+ * Fault in every page of the N bytes at P now (by writing back the byte
+ * found at each page), so that a signal handler's first touch of that
+ * memory takes no page fault: a producer's per-thread tables that its
+ * on_sample writes.  Not from a signal handler.
+ */
+void evp_rec_prefault(void *p, size_t n);
+
 struct evp_rec_sample_stats {
     uint64_t samples; /* stored into rings */
     uint64_t dropped; /* lost to full rings */

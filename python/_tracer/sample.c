@@ -616,18 +616,6 @@ thread_capsule_free(PyObject *cap)
      * its owner may still take a signal, so it is left */
 }
 
-/* Every page of N bytes at P faulted in now, by a write of the zero
- * calloc left there, not by the handler's first touch of its code slot
- * (the recorder's ring_populate says what such a fault cost here). */
-static void
-touch_pages(void *p, size_t n)
-{
-    for (size_t o = 0; o < n; o += 4096)
-        ((volatile char *)p)[o] = 0;
-    if (n > 0)
-        ((volatile char *)p)[n - 1] = 0;
-}
-
 /*
  * Register the calling thread (thread state TS) for sampling, its stream
  * named NAME (NULL: "thread <tid>").  Returns 0 (also when it already
@@ -653,7 +641,7 @@ thread_begin(PyThreadState *ts, const char *name)
         PyErr_NoMemory();
         return -1;
     }
-    touch_pages(st, sz);
+    evp_rec_prefault(st, sz);
     st->session = evp_sample_session;
     st->pid = getpid();
     st->ts = ts;

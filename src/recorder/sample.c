@@ -249,6 +249,15 @@ static void ring_populate(struct ring *r, uint64_t upto)
                                they would have) */
 }
 
+void evp_rec_prefault(void *p, size_t n)
+{
+    volatile char *c = p;
+    for (size_t o = 0; o < n; o += 4096)
+        c[o] = c[o];
+    if (n > 0)
+        c[n - 1] = c[n - 1];
+}
+
 static inline uint32_t pad8(size_t n)
 {
     return (uint32_t)((n + 7) & ~(size_t)7);
