@@ -350,11 +350,13 @@ class Costs(Case):
         self.assertIn("enter", costs)
 
     def test_compensation_takes_the_cost_off(self):
-        # Compensated op times are shorter than raw ones by about the
-        # measured cost per op.
+        # Compensated op times are shorter than raw ones by the measured
+        # cost per op, where an op's interval is long enough to lose it.
         p, trace = self.traced([prog("calls.py")])
         t = self.load(trace)
-        op_cost = self.costs(t)["op"]
+        costs = self.costs(t)
+        op_cost = int(costs["op"] + 0.5)
+        most = max(int(c + 0.5) for c in costs.values())
 
         def op_mean(extra):
             out = subprocess.run([EVALPROF, "summary", "--ns"] + extra +
@@ -362,16 +364,43 @@ class Costs(Case):
             self.assertEqual(out.returncode, 0, out.stderr)
             line = re.search(r"(?m)^ op +([0-9,]+) +([0-9,]+) ns",
                              out.stdout)
-            return float(line.group(2).replace(",", ""))
+            return (int(line.group(1).replace(",", "")),
+                    float(line.group(2).replace(",", "")))
 
-        raw, comp = op_mean(["--no-compensate"]), op_mean([])
-        # Each op loses its measured cost, less where its interval is
-        # shorter (never below 0), more by what an earlier short interval
-        # carried over (at most the largest kind's cost); means are
-        # rounded to the ns.
-        most = max(self.costs(t).values())
-        self.assertGreater(raw - comp, 0.5 * min(op_cost, raw) - 1)
-        self.assertLessEqual(raw - comp, op_cost + most + 1)
+        # Each op's raw interval X (to the thread's next event) loses at
+        # least min(X, cost) and at most min(X, cost + carry), where the
+        # carry (what an earlier interval too short for its own event's
+        # cost passed on) is at most the largest kind's cost.  Both bounds
+        # are taken from the trace's own intervals, so they hold whatever
+        # the machine made the intervals.
+        lo = hi = ops = 0
+        ev = subprocess.run([EVALPROF, "export", "--format", "text", trace],
+                            capture_output=True, text=True)
+        self.assertEqual(ev.returncode, 0, ev.stderr)
+        prev = None  # (kind, ns) of the thread's previous event
+        for line in ev.stdout.splitlines():
+            if line.startswith("# thread: "):
+                prev = None
+            if not line or line.startswith("#"):
+                continue
+            f = line.split()
+            sec, _, frac = f[0].partition(".")
+            ns = int(sec) * 10 ** 9 + int(frac.ljust(9, "0"))
+            if prev is not None and prev[0] == 9:
+                x = ns - prev[1]
+                lo += min(x, op_cost)
+                hi += min(x, op_cost + most)
+            if int(f[1]) == 9:
+                ops += 1
+            prev = (int(f[1]), ns)
+        (n_raw, raw), (n_comp, comp) = (op_mean(["--no-compensate"]),
+                                        op_mean([]))
+        self.assertEqual((n_raw, n_comp), (ops, ops))
+        self.assertGreater(op_cost, 0)
+        self.assertGreater(lo, 0)
+        # means are rounded to the ns, once each
+        self.assertGreaterEqual(raw - comp, lo / ops - 1)
+        self.assertLessEqual(raw - comp, hi / ops + 1)
 
     def test_no_ops_measures_frames_only(self):
         p, trace = self.traced([prog("gens.py")], opts=["--no-ops"])
