@@ -17,8 +17,14 @@ written is reported before the program runs.
 ``evalprof record -- PYTHON ...`` runs this same runner through a one-line
 -c bootstrap (src/cli/cmd_record.c), the interpreter's own options before
 it.
+
+The command line is read without argparse where it is plain (options of
+the table below, then the program): argparse, with the re, gettext and
+locale it imports, was most of what evalprof's start-up cost a program
+that does not import them itself (52 M instructions of 3.13's 75 M).
+Anything else (help, --version, an error, an abbreviation, "--") is read
+by argparse, as before.
 """
-import argparse
 import os
 import sys
 
@@ -58,20 +64,20 @@ def _columns():
     return columns if columns > 0 else 80
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    def __init__(self, prog, width=None, **kw):
-        super().__init__(prog, width=_columns() - 2 if width is None
-                         else width, **kw)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        self.exit(2, "evalprof: %s\n" % message)
-
-
 def _parser(prog):
+    import argparse
+
     from evalprof import __version__
+
+    class _Formatter(argparse.RawDescriptionHelpFormatter):
+        def __init__(self, prog, width=None, **kw):
+            super().__init__(prog, width=_columns() - 2 if width is None
+                             else width, **kw)
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):
+            self.print_usage(sys.stderr)
+            self.exit(2, "evalprof: %s\n" % message)
 
     p = _Parser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
                 formatter_class=_Formatter,
@@ -167,6 +173,8 @@ def _positive(kind):
         except ValueError:
             value = 0
         if not value > 0:
+            import argparse
+
             raise argparse.ArgumentTypeError("expected a positive number, "
                                              "not %r" % text)
         return value
@@ -184,9 +192,94 @@ def _size(text):
     except ValueError:
         ok = False
     if not ok:
+        import argparse
+
         raise argparse.ArgumentTypeError("expected a positive size (bytes, "
                                          "or with K, M or G), not %r" % text)
     return text
+
+
+def _choice(*values):
+    def check(text):
+        if text not in values:
+            raise ValueError(text)
+        return text
+    return check
+
+
+# The options the quick reading takes (_quick), as the parser above
+# defines them: option string -> (dest, True or False to store, or the
+# function that converts its argument), and what each dest is when not
+# given.  Test Transparent.test_quick_reading_is_argparses holds the two
+# to one another.
+_QUICK = {
+    "-o": ("output", str), "--output": ("output", str),
+    "--no-ops": ("ops", False), "--lines": ("lines", True),
+    "--sample": ("sample", True), "--rate": ("rate", _positive(int)),
+    "--clock": ("clock", _choice("cpu", "wall")),
+    "--max-depth": ("max_depth", _positive(int)),
+    "--main-thread-only": ("threads", False),
+    "--threads": ("threads_alias", True),
+    "--no-follow-fork": ("follow_fork", False),
+    "--no-calibrate": ("calibrate", False),
+    "--buffers": ("buffers", _positive(int)),
+    "--buffer-size": ("buffer_size", _size),
+    "--on-overflow": ("on_overflow", _choice("wait", "drop")),
+    "--max-size": ("max_size", _size),
+    "--duration": ("duration", _positive(float)),
+    "--zstd": ("zstd", True), "-q": ("quiet", True),
+    "--quiet": ("quiet", True), "-x": ("skip_first_line", True),
+}
+_DEFAULTS = {
+    "output": "evalprof.evp", "ops": True, "lines": False, "sample": False,
+    "rate": None, "clock": None, "max_depth": None, "threads": True,
+    "threads_alias": False, "follow_fork": True, "calibrate": True,
+    "buffers": None, "buffer_size": None, "on_overflow": None,
+    "max_size": None, "duration": None, "zstd": False, "quiet": False,
+    "skip_first_line": False, "module": None, "code": None, "program": [],
+}
+
+
+def _quick(argv):
+    """The options ARGV (split by _attached) gives, read as argparse reads
+    them, or None where argparse must: anything but options of _QUICK
+    (each once or more, a value after it or after "="), then the program
+    (script.py, -, -m or -c with what follows, or "--" and what follows:
+    evalprof record's form), and a value that would be refused or that
+    begins with "-"."""
+    import types
+
+    opts = dict(_DEFAULTS)
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-m", "-c"):
+            if i + 1 == len(argv):
+                return None
+            opts["module" if a == "-m" else "code"] = argv[i + 1:]
+            return types.SimpleNamespace(**opts)
+        if a == "-" or a == "--" or not a.startswith("-"):
+            opts["program"] = argv[i:]  # "--" kept, as argparse keeps it
+            return types.SimpleNamespace(**opts)
+        name, eq, value = a.partition("=") if a[:2] == "--" else (a, "", "")
+        dest, what = _QUICK.get(name, (None, None))
+        if dest is None or (eq and isinstance(what, bool)):
+            return None
+        if isinstance(what, bool):
+            opts[dest] = what
+            i += 1
+            continue
+        if not eq:
+            if i + 1 == len(argv) or argv[i + 1].startswith("-"):
+                return None
+            value = argv[i + 1]
+            i += 1
+        try:
+            opts[dest] = what(value)
+        except Exception:
+            return None
+        i += 1
+    return None  # no program: argparse says so
 
 
 def _attached(argv):
@@ -210,20 +303,21 @@ def _attached(argv):
     return out
 
 
-def _program(parser, opts):
-    """(kind, target, args) of the program to run, from the parsed OPTS."""
+def _program(error, opts):
+    """(kind, target, args) of the program to run, from the parsed OPTS;
+    ERROR(message) reports a usage error and exits."""
     if opts.module is not None or opts.code is not None:
         kind = "module" if opts.module is not None else "code"
         rest = opts.module if opts.module is not None else opts.code
         rest = rest + opts.program
         if not rest:
-            parser.error("argument -%s: expected one argument" % kind[0])
+            error("argument -%s: expected one argument" % kind[0])
         return kind, rest[0], rest[1:]
     rest = opts.program
     if rest[:1] == ["--"]:
         rest = rest[1:]
     if not rest:
-        parser.error("no script, -m module, -c code or - to run")
+        error("no script, -m module, -c code or - to run")
     if rest[0] == "-":
         return "stdin", "-", rest[1:]
     return "script", rest[0], rest[1:]
@@ -305,15 +399,28 @@ def _one_line(text, limit=4000):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+# What shlex.quote leaves unquoted (its pattern, [^\w@%+=:,./-] with
+# re.ASCII, spelt out: shlex imports re).
+_SHELL_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        "0123456789_@%+=:,./-")
+
+
+def _shell_quote(arg):
+    """ARG as shlex.quote gives it."""
+    if not arg:
+        return "''"
+    if all(c in _SHELL_SAFE for c in arg):
+        return arg
+    return "'" + arg.replace("'", "'\"'\"'") + "'"
+
+
 def _run_meta(kind, target, args):
     """The program's own command line as "argv" (what the reports show),
     and evalprof's full command as "evalprof.command"."""
-    import shlex
-
     head = {"script": [target], "stdin": ["-"], "module": ["-m", target],
             "code": ["-c", _one_line(target, 200)]}[kind]
-    meta = {"argv": _one_line(shlex.join([sys.executable] + head
-                                         + list(args))),
+    meta = {"argv": _one_line(" ".join(_shell_quote(a) for a in
+                                       [sys.executable] + head + list(args))),
             "target": _one_line(" ".join(head), 400)}
     try:
         with open("/proc/self/cmdline", "rb") as f:
@@ -346,19 +453,24 @@ def main(argv=None, prog="python -m evalprof"):
     program ends the process as the interpreter would."""
     if argv is None:
         argv = sys.argv[1:]
-    parser = _parser(prog)
-    opts = parser.parse_args(_attached(argv))
-    kind, target, args = _program(parser, opts)
+    argv = _attached(argv)
+    opts = _quick(argv)
+    if opts is None:
+        opts = _parser(prog).parse_args(argv)
+
+    def error(message):
+        _parser(prog).error(message)
+
+    kind, target, args = _program(error, opts)
     if not opts.sample:
         for opt, value in (("--rate", opts.rate), ("--clock", opts.clock),
                            ("--max-depth", opts.max_depth)):
             if value is not None:
-                parser.error("%s needs --sample" % opt)
+                error("%s needs --sample" % opt)
     if opts.rate is not None and opts.rate > 100000:
-        parser.error("--rate %d: at most 100000 samples a second"
-                     % opts.rate)
+        error("--rate %d: at most 100000 samples a second" % opts.rate)
     if opts.max_depth is not None and opts.max_depth > 4096:
-        parser.error("--max-depth %d: at most 4096" % opts.max_depth)
+        error("--max-depth %d: at most 4096" % opts.max_depth)
 
     import evalprof
     from evalprof import _api

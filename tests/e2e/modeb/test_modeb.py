@@ -1511,10 +1511,12 @@ class Transparent(Case):
         # program's sys.modules and its start-up time, which sampled mode's
         # overhead counts: not tempfile (exact mode's calibration imports
         # it), platform, zipfile, shutil (argparse's own help formatter
-        # would) or dis.
+        # would) or dis; and, for a plain command line, not argparse, nor
+        # re, gettext and locale, which argparse imports, nor shlex.
         code = "import sys\nprint(' '.join(sorted(sys.modules)))\n"
         heavy = {"tempfile", "platform", "zipfile", "shutil", "dis", "bz2",
-                 "lzma", "random"}
+                 "lzma", "random", "argparse", "re", "gettext", "locale",
+                 "shlex"}
         plain = self.runs(["-c", code])["plain"][1].split()
         p = subprocess.run([PY, "-m", "evalprof", "-q", "--sample", "-o",
                             self.path("m.evp"), "-c", code],
@@ -1524,6 +1526,108 @@ class Transparent(Case):
         mods = set(p.stdout.split())
         self.assertIn("evalprof", mods)
         self.assertEqual(sorted((mods & heavy) - set(plain)), [])
+
+    def test_quick_reading_is_argparses(self):
+        # A plain command line is read without argparse (_cli._quick):
+        # what it reads must be what argparse reads, and whatever it
+        # leaves to argparse must be left (None), never read otherwise.
+        code = r"""
+import json, sys
+from evalprof import _cli
+p = _cli._parser("x")
+out = []
+table = {}
+for a in p._actions:
+    for o in a.option_strings:
+        table[o] = a.dest
+def read(ns):
+    # the namespace, and the program _cli._program makes of it (argparse
+    # keeps a "--" before it: another version might not)
+    if ns is None:
+        return None
+    d = vars(ns)
+    try:
+        d["program"] = _cli._program(sys.exit, ns)
+    except SystemExit:
+        d["program"] = "error"
+    return d
+for argv in json.loads(sys.argv[1]):
+    argv = _cli._attached(argv)
+    q = _cli._quick(argv)
+    try:
+        ref = p.parse_args(argv)
+    except SystemExit:
+        ref = None
+    out.append([read(q), read(ref)])
+print(json.dumps({"runs": out, "table": table,
+                  "quick": {o: d for o, (d, _) in _cli._QUICK.items()},
+                  "defaults": _cli._DEFAULTS,
+                  "parser_defaults": vars(p.parse_args(["s.py"]))}))
+"""
+        plain = [
+            ["s.py"], ["s.py", "-o", "x", "--sample"], ["-o", "t.evp", "s.py"],
+            ["--output=t.evp", "s.py", "a", "-q"], ["-q", "-x", "s.py"],
+            ["--sample", "--rate", "2000", "--clock", "wall", "s.py"],
+            ["--sample", "--rate=500", "--max-depth", "64", "-m", "mod",
+             "a", "--sample"],
+            ["-mmod", "b"], ["-c", "pass", "x"], ["-cpass"], ["-", "a"],
+            ["--no-ops", "--lines", "--main-thread-only", "--threads",
+             "--no-follow-fork", "--no-calibrate", "--zstd", "--quiet",
+             "s.py"],
+            ["--buffers", "8", "--buffer-size", "4M", "--on-overflow",
+             "drop", "--max-size", "1G", "--duration", "2.5", "s.py"],
+            ["-o", "a", "-o", "b", "s.py"], ["--output=", "s.py"],
+            ["-m", "m", "-c", "x"],  # -m takes the rest, -c included
+            # evalprof record's form
+            ["-o", "t.evp", "--sample", "--", "s.py", "-o", "a"],
+            ["--", "-", "a"], ["-q", "--"],
+        ]
+        # left to argparse: help, errors, "--", abbreviations, values that
+        # look like options, clusters and attached values
+        other = [
+            ["-h"], ["--version"], ["--samp", "s.py"],
+            ["--rate", "0", "--sample", "s.py"], ["--rate", "x", "s.py"],
+            ["--clock", "both", "s.py"], ["--on-overflow=none", "s.py"],
+            ["-o", "-x", "s.py"], ["-qx", "s.py"], ["-ot.evp", "s.py"],
+            ["--zstd=1", "s.py"], ["--buffer-size", "0", "s.py"],
+            ["-m"], ["-o", "t.evp"], [], ["--bogus", "s.py"],
+        ]
+        lines = plain + other
+        p = subprocess.run([PY, "-c", code, json.dumps(lines)],
+                           capture_output=True, text=True,
+                           env=env(), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        r = json.loads(p.stdout.splitlines()[-1])
+        quick_read = 0
+        for argv, (q, ref) in zip(lines, r["runs"]):
+            if q is not None:
+                quick_read += 1
+                self.assertEqual(q, ref, argv)
+        # every plain line above is read quickly, every other one is not
+        self.assertEqual(quick_read, len(plain))
+        self.assertEqual([q for q, _ in r["runs"][len(plain):]],
+                         [None] * len(other))
+        # the table holds every option of the parser but help, version,
+        # -m and -c, with its dest, and the defaults are the parser's
+        opts = {o: d for o, d in r["table"].items()
+                if o not in ("-h", "--help", "--version", "-m", "-c")}
+        self.assertEqual(r["quick"], opts)
+        self.assertEqual(dict(r["defaults"], program=None),
+                         dict(r["parser_defaults"], program=None))
+
+    def test_argv_quoted_as_shlex(self):
+        code = r"""
+import json, shlex, sys
+from evalprof import _cli
+args = ["", "a", "a b", "it's", "$HOME", "x=1,y:2/@%+-.", "é", "\t",
+        "a'b\"c", "*", "~"]
+print(json.dumps([[_cli._shell_quote(a), shlex.quote(a)] for a in args]))
+"""
+        p = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                           env=env(), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for ours, theirs in json.loads(p.stdout):
+            self.assertEqual(ours, theirs)
 
     def test_fork_no_thread_warning(self):
         # 3.12+ warns of os.fork() in a multi-threaded process: the
