@@ -373,8 +373,68 @@ static struct {
     pthread_key_t key;  /* a thread that exits unregisters */
     int key_made;
     unsigned max_depth;
-    volatile sig_atomic_t walks_off; /* a thread state was freed under us */
+    /* Another thread's thread state is being cleared (finalization
+     * clears those of daemon threads that still run C code and take
+     * signals): from then on no sample walks.  WALKING counts the
+     * handlers inside a walk; the clearing thread sets WALKS_OFF, then
+     * waits for WALKING to reach 0 before the thread state and its frames
+     * are freed (evp_walks_stop).  Both are accessed sequentially
+     * consistent, so that a handler either sees WALKS_OFF or is seen
+     * walking. */
+    int walks_off;
+    int walking;
+    /* EVALPROF_TEST_WALK_DELAY_US (tests): a walk on a thread other than
+     * the main one first spins this long, which widens the window in
+     * which finalization may clear its thread state */
+    uint64_t walk_delay_ns;
 } evs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void
+evp_walk_delay(void)
+{
+    struct timespec t0, t;
+    if (evs.walk_delay_ns == 0 || _Py_IsMainThread() ||
+        clock_gettime(CLOCK_MONOTONIC, &t0) != 0) {
+        return;
+    }
+    do {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000u + t.tv_nsec -
+                 t0.tv_nsec <
+             evs.walk_delay_ns);
+}
+
+/* A handler about to read a thread state and its frames: 1 if it may. */
+static int
+evp_walk_begin(void)
+{
+    __atomic_add_fetch(&evs.walking, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&evs.walks_off, __ATOMIC_SEQ_CST)) {
+        __atomic_sub_fetch(&evs.walking, 1, __ATOMIC_SEQ_CST);
+        return 0;
+    }
+    return 1;
+}
+
+static void
+evp_walk_end(void)
+{
+    __atomic_sub_fetch(&evs.walking, 1, __ATOMIC_SEQ_CST);
+}
+
+/* No walk from now on; returns once none is under way (or, should a
+ * walking thread be stopped, after a second: a debugger's). */
+static void
+evp_walks_stop(void)
+{
+    __atomic_store_n(&evs.walks_off, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0;
+         i < 100000 && __atomic_load_n(&evs.walking, __ATOMIC_SEQ_CST) != 0;
+         i++) {
+        struct timespec pause = {0, 10000};
+        nanosleep(&pause, NULL);
+    }
+}
 
 static uint32_t
 evp_code_hash(const void *code)
@@ -795,7 +855,9 @@ evp_on_sample(void *ucontext, uint32_t weight)
     if (evp_in_eval(ucontext)) {
         flags |= EVP_SAMPLE_IN_EVAL;
     }
-    if (ts != NULL && w != NULL && !evs.walks_off) {
+    int walk = ts != NULL && w != NULL && evp_walk_begin();
+    if (walk) {
+        evp_walk_delay();
         if (!evp_holds_gil(ts)) {
             flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
         }
@@ -841,6 +903,9 @@ evp_on_sample(void *ucontext, uint32_t weight)
             }
             w->keys[depth++] = evp_code_key(w, co);
         }
+    }
+    if (walk) {
+        evp_walk_end();
     }
     if (moved) {
         phase1 = EVP_EV_OP + 1;
@@ -976,7 +1041,9 @@ _PyEvalprof_ThreadClear(PyThreadState *tstate)
     }
     else if (tstate->thread_id != 0 &&
              tstate->thread_id != PyThread_get_thread_ident()) {
-        evs.walks_off = 1;
+        /* another thread's, cleared and freed while that thread may
+         * still run and take samples (a daemon thread at finalization) */
+        evp_walks_stop();
     }
 }
 
@@ -1029,6 +1096,8 @@ static void
 evp_sample_after_fork(void)
 {
     pthread_mutex_init(&evs.lock, NULL);
+    evs.walking = 0; /* another thread's handler, in the parent, is not
+                      * the child's */
     evp_self_pid = getpid();
     struct evp_walker *mine = _PyEvalprof_Sample.walker;
     memset(_PyEvalprof_Sample.counts, 0, sizeof _PyEvalprof_Sample.counts);
@@ -1128,6 +1197,8 @@ evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
         evs.max_depth = EVP_SAMPLE_MAX_DEPTH;
     }
     evs.key_made = pthread_key_create(&evs.key, evp_walker_exit) == 0;
+    const char *delay = getenv("EVALPROF_TEST_WALK_DELAY_US");
+    evs.walk_delay_ns = delay ? strtoull(delay, NULL, 10) * 1000u : 0;
     evp_find_eval_code();
     evp_self_pid = getpid();
     evp_find_calls();

@@ -6,7 +6,8 @@
 # exactly as the exact mode's op events do (per opcode name, over the
 # whole run); every thread gets its own stream; the settings' bad values
 # are one line on stderr and leave tracing off; a forked child that
-# follows the fork samples into its own trace.
+# follows the fork samples into its own trace; daemon threads sampled
+# while the interpreter exits do not crash it.
 #
 #   sample.sh VERSION BUILD_DIR CHECK_TRACE
 . "$(dirname "$0")/lib.sh"
@@ -169,6 +170,26 @@ else
     fail "EVALPROF_FORK=follow: no trace of the child '$cpid' ($(ls "$T" | grep f.evp | tr '\n' ' '))"
 fi
 
+# --- daemon threads at exit ------------------------------------------------
+# Finalization clears and frees the thread states of daemon threads that
+# still run (in C, without the GIL) and still take samples: a walk under
+# way on such a thread must end before its thread state is freed, and no
+# walk may start after.  EVALPROF_TEST_WALK_DELAY_US makes each walk off
+# the main thread spin first, widening that window; MALLOC_PERTURB_ fills
+# freed memory, so that a walk through it faults (4 runs in 10 did,
+# without the wait).
+crashed=0
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    rm -f "$T/daemon.evp"
+    EVALPROF="$T/daemon.evp" EVALPROF_MODE=sample EVALPROF_TEST_WALK_DELAY_US=300 \
+        MALLOC_PERTURB_=24 "$PY" -X faulthandler -S "$PROGRAMS/daemon_exit.py" 24 \
+        > /dev/null 2> "$T/daemon.err" || { crashed=$((crashed + 1)); head -n 3 "$T/daemon.err"; }
+done
+"$EVALPROF_CLI" info "$T/daemon.evp" > "$T/daemon.info" 2>&1
+dn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/daemon.info")
+[ "$crashed" = 0 ] && [ "${dn:-0}" -ge 1 ] &&
+    ok "12 exits with 24 daemon threads sampled mid-walk: no crash ($dn samples in the last)" ||
+    fail "daemon threads at exit: $crashed of 12 runs failed, last trace: ${dn:-no} samples"
 # --- the clock and bad settings -------------------------------------------
 EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \
     "$PY" -S "$prog" 20000 > /dev/null
