@@ -47,20 +47,26 @@ RECORDER_HEADERS = ("clock", "linetable", "session")
 def util_used():
     """The pieces of src/util the recorder uses, found from its includes
     (and theirs): copied into the interpreter with it, so that a new one
-    can never be left behind."""
+    can never be left behind.  A piece is its header, and its .c where
+    it has one (UTIL_SOURCES)."""
     want, todo = set(), ["src/recorder/" + f + ".c" for f in RECORDER]
     while todo:
         with open(os.path.join(TOP, todo.pop()), encoding="utf-8") as f:
             text = f.read()
         for name in re.findall(r'^\s*#\s*include\s+"(\w+)\.h"', text, re.M):
-            if name not in want and os.path.exists(
-                    os.path.join(TOP, "src", "util", name + ".h")):
+            base = os.path.join("src", "util", name)
+            if name not in want and os.path.exists(os.path.join(TOP,
+                                                                base + ".h")):
                 want.add(name)
-                todo.append("src/util/%s.c" % name)
+                todo.append(base + ".h")
+                if os.path.exists(os.path.join(TOP, base + ".c")):
+                    todo.append(base + ".c")
     return tuple(sorted(want))
 
 
 UTIL = util_used()
+UTIL_SOURCES = tuple(u for u in UTIL if os.path.exists(
+    os.path.join(TOP, "src", "util", u + ".c")))
 
 
 class Insert:
@@ -236,7 +242,8 @@ def common_edits(ver):
     for f in tuple("src/recorder/%s.c" % r for r in RECORDER) + tuple(
             "src/recorder/%s.h" % r for r in RECORDER_HEADERS) + (
               "src/format/codec.c", "src/format/kinds.c") + tuple(
-                  "src/util/%s.%s" % (u, x) for u in UTIL for x in "ch"):
+                  "src/util/%s.h" % u for u in UTIL) + tuple(
+                      "src/util/%s.c" % u for u in UTIL_SOURCES):
         e.append(Copy(f, "Python/evalprof/" + f.split("/")[-1]))
 
     # the function id cached in each code object
@@ -689,7 +696,7 @@ def plan(tree, pristine, ver):
 OBJS = (["Python/evalprof.o", "Python/evalprof/codec.o",
          "Python/evalprof/kinds.o"] +
         ["Python/evalprof/%s.o" % r for r in RECORDER] +
-        ["Python/evalprof/%s.o" % u for u in UTIL])
+        ["Python/evalprof/%s.o" % u for u in UTIL_SOURCES])
 
 
 def makefile(text, problems):

@@ -160,6 +160,7 @@
 #include "evalprof/format.h"
 #include "itab.h"
 #include "linetable.h"
+#include "sanitizer.h"
 #include "session.h"
 
 #define DEFAULT_RING_KB 2048u
@@ -607,16 +608,6 @@ static int is_on_trap(const struct sigaction *sa)
  * runs little but its handler (the stress program made 4 functions' worth
  * of progress in 90 s, 846,850 samples).  So a TSan build of the recorder
  * signals through F_SETSIG. */
-#if defined(__SANITIZE_THREAD__)
-#define EVP_UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EVP_UNDER_TSAN 1
-#endif
-#endif
-#ifndef EVP_UNDER_TSAN
-#define EVP_UNDER_TSAN 0
-#endif
 
 /* Can the perf event send SIGTRAP itself?  Not under a debugger,
  * Valgrind or ThreadSanitizer (each takes SIGTRAP for the fault of an

@@ -44,7 +44,7 @@
 #include "../sampled_chunks.h"
 #include "evalprof/recorder.h"
 #include "evalprof/trace.h"
-#include "../sanitizer.h"
+#include "sanitizer.h"
 
 static int passed, failed;
 

@@ -39,7 +39,7 @@
 #include "evalprof/recorder.h"
 #include "evalprof/trace.h"
 #include "linetable.h"
-#include "../sanitizer.h"
+#include "sanitizer.h"
 #include "session.h"
 
 /* ---- the location-table decoder ---------------------------------------- */
