@@ -392,16 +392,12 @@ static struct {
 static void
 evp_walk_delay(void)
 {
-    struct timespec t0, t;
-    if (evs.walk_delay_ns == 0 || _Py_IsMainThread() ||
-        clock_gettime(CLOCK_MONOTONIC, &t0) != 0) {
+    if (evs.walk_delay_ns == 0 || _Py_IsMainThread()) {
         return;
     }
-    do {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    } while ((uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000u + t.tv_nsec -
-                 t0.tv_nsec <
-             evs.walk_delay_ns);
+    uint64_t until = evp_clock_mono_ns() + evs.walk_delay_ns;
+    while (evp_clock_mono_ns() < until) {
+    }
 }
 
 /* A handler about to read a thread state and its frames: 1 if it may. */
@@ -855,8 +851,7 @@ evp_on_sample(void *ucontext, uint32_t weight)
     if (evp_in_eval(ucontext)) {
         flags |= EVP_SAMPLE_IN_EVAL;
     }
-    int walk = ts != NULL && w != NULL && evp_walk_begin();
-    if (walk) {
+    if (ts != NULL && w != NULL && evp_walk_begin()) {
         evp_walk_delay();
         if (!evp_holds_gil(ts)) {
             flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
@@ -903,8 +898,6 @@ evp_on_sample(void *ucontext, uint32_t weight)
             }
             w->keys[depth++] = evp_code_key(w, co);
         }
-    }
-    if (walk) {
         evp_walk_end();
     }
     if (moved) {
@@ -1198,7 +1191,7 @@ evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
     }
     evs.key_made = pthread_key_create(&evs.key, evp_walker_exit) == 0;
     const char *delay = getenv("EVALPROF_TEST_WALK_DELAY_US");
-    evs.walk_delay_ns = delay ? strtoull(delay, NULL, 10) * 1000u : 0;
+    evs.walk_delay_ns = delay ? evp_parse_uint(delay, 1000000) * 1000ull : 0;
     evp_find_eval_code();
     evp_self_pid = getpid();
     evp_find_calls();
