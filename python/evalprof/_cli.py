@@ -289,10 +289,8 @@ def _attached(argv):
     i = 0
     while i < len(out):
         a = out[i]
-        if a in ("-o", "--output", "--buffers", "--buffer-size",
-                 "--on-overflow", "--max-size", "--duration", "--rate",
-                 "--clock", "--max-depth"):
-            i += 2
+        if not isinstance(_QUICK.get(a, (None, True))[1], bool):
+            i += 2  # an option and its value
             continue
         if a == "--" or not a.startswith("-") or a == "-":
             break
