@@ -84,71 +84,16 @@ def _parser(prog):
                 allow_abbrev=False,
                 usage="%(prog)s [options] "
                       "(script.py | -m module | -c code | -) [args ...]")
-    p.add_argument("-o", "--output", metavar="FILE", default="evalprof.evp",
-                   help="trace file to write (default: evalprof.evp)")
-    p.add_argument("--no-ops", dest="ops", action="store_false",
-                   help="do not record instructions (op events): frames, C "
-                        "calls and exceptions only, at a fraction of the "
-                        "cost")
-    p.add_argument("--lines", action="store_true",
-                   help="op events carry their instruction's offset, so "
-                        "that summary --lines can say which line is hot")
-    p.add_argument("--sample", action="store_true",
-                   help="record samples instead of events: no hook, a "
-                        "timer interrupts each thread --rate times a "
-                        "second and its stack, instruction and state are "
-                        "written (a few percent of overhead)")
-    p.add_argument("--rate", metavar="HZ", type=_positive(int),
-                   help="with --sample: samples per second and thread "
-                        "(default 1000, at most 100000)")
-    p.add_argument("--clock", choices=("cpu", "wall"),
-                   help="with --sample: the timer counts each thread's CPU "
-                        "time (cpu, the default) or real time (wall, so "
-                        "that waits show too)")
-    p.add_argument("--max-depth", metavar="N", type=_positive(int),
-                   help="with --sample: frames a sample walks (default "
-                        "512, at most 4096); deeper stacks lose their outermost frames")
-    p.add_argument("--main-thread-only", dest="threads",
-                   action="store_false",
-                   help="trace the main thread only (default: every "
-                        "thread, threads started later included); the "
-                        "threads left out are counted in the trace "
-                        "(threads.untraced) and on stderr")
-    p.add_argument("--threads", dest="threads_alias", action="store_true",
-                   help="accepted for compatibility and does nothing: "
-                        "every thread is traced by default")
-    p.add_argument("--no-follow-fork", dest="follow_fork",
-                   action="store_false",
-                   help="a forked child writes no trace (default: it "
-                        "writes FILE.<pid>)")
-    p.add_argument("--no-calibrate", dest="calibrate", action="store_false",
-                   help="do not measure first what one event costs the "
-                        "program (about 40 ms); the reports then compensate "
-                        "elapsed times by the recorder's own cost only")
-    p.add_argument("--buffers", metavar="N", type=_positive(int),
-                   help="buffers each thread may fill before the writer "
-                        "has written them (default 32): at most N times "
-                        "the buffer size a thread")
-    p.add_argument("--buffer-size", metavar="SIZE", type=_size,
-                   help="bytes per buffer, with K, M or G (default 1M)")
-    p.add_argument("--on-overflow", choices=("wait", "drop"),
-                   help="when every buffer is full: wait for the writer "
-                        "(default) or drop whole buffers, counted in the "
-                        "trace")
-    p.add_argument("--max-size", metavar="SIZE", type=_size,
-                   help="stop recording once the trace holds SIZE bytes "
-                        "(K, M or G); the program runs on")
-    p.add_argument("--duration", metavar="SECONDS", type=_positive(float),
-                   help="stop recording SECONDS after the start; the "
-                        "program runs on")
-    p.add_argument("--zstd", action="store_true",
-                   help="write event chunks zstd-compressed whenever the "
-                        "writer keeps up")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress line while recording and no summary "
-                        "line on stderr at the end")
-    p.add_argument("-x", dest="skip_first_line", action="store_true",
-                   help="skip the script's first line (as python -x)")
+    for flags, dest, what, default, meta, text in _OPTIONS:
+        if isinstance(what, bool):
+            p.add_argument(*flags, dest=dest, default=default, help=text,
+                           action="store_true" if what else "store_false")
+        elif isinstance(what, tuple):
+            p.add_argument(*flags, dest=dest, default=default, choices=what,
+                           help=text)
+        else:
+            p.add_argument(*flags, dest=dest, default=default, metavar=meta,
+                           type=what, help=text)
     p.add_argument("--version", action="version",
                    version="evalprof %s" % __version__,
                    help="print evalprof's version and exit")
@@ -199,45 +144,72 @@ def _size(text):
     return text
 
 
-def _choice(*values):
-    def check(text):
-        if text not in values:
-            raise ValueError(text)
-        return text
-    return check
-
-
-# The options the quick reading takes (_quick), as the parser above
-# defines them: option string -> (dest, True or False to store, or the
-# function that converts its argument), and what each dest is when not
-# given.  Test Transparent.test_quick_reading_is_argparses holds the two
-# to one another.
-_QUICK = {
-    "-o": ("output", str), "--output": ("output", str),
-    "--no-ops": ("ops", False), "--lines": ("lines", True),
-    "--sample": ("sample", True), "--rate": ("rate", _positive(int)),
-    "--clock": ("clock", _choice("cpu", "wall")),
-    "--max-depth": ("max_depth", _positive(int)),
-    "--main-thread-only": ("threads", False),
-    "--threads": ("threads_alias", True),
-    "--no-follow-fork": ("follow_fork", False),
-    "--no-calibrate": ("calibrate", False),
-    "--buffers": ("buffers", _positive(int)),
-    "--buffer-size": ("buffer_size", _size),
-    "--on-overflow": ("on_overflow", _choice("wait", "drop")),
-    "--max-size": ("max_size", _size),
-    "--duration": ("duration", _positive(float)),
-    "--zstd": ("zstd", True), "-q": ("quiet", True),
-    "--quiet": ("quiet", True), "-x": ("skip_first_line", True),
-}
-_DEFAULTS = {
-    "output": "evalprof.evp", "ops": True, "lines": False, "sample": False,
-    "rate": None, "clock": None, "max_depth": None, "threads": True,
-    "threads_alias": False, "follow_fork": True, "calibrate": True,
-    "buffers": None, "buffer_size": None, "on_overflow": None,
-    "max_size": None, "duration": None, "zstd": False, "quiet": False,
-    "skip_first_line": False, "module": None, "code": None, "program": [],
-}
+# The runner's options, in the order --help lists them: option strings,
+# dest, what it stores (True or False for a flag; a tuple of the values
+# it takes; else the function that converts its value), its default,
+# its metavar and its help.  The parser (_parser) and the quick reading
+# (_quick) are both made from it; -m, -c, --version and the program are
+# the parser's alone.
+_OPTIONS = (
+    (("-o", "--output"), "output", str, "evalprof.evp", "FILE",
+     "trace file to write (default: evalprof.evp)"),
+    (("--no-ops",), "ops", False, True, None,
+     "do not record instructions (op events): frames, C calls and "
+     "exceptions only, at a fraction of the cost"),
+    (("--lines",), "lines", True, False, None,
+     "op events carry their instruction's offset, so that summary --lines "
+     "can say which line is hot"),
+    (("--sample",), "sample", True, False, None,
+     "record samples instead of events: no hook, a timer interrupts each "
+     "thread --rate times a second and its stack, instruction and state "
+     "are written (a few percent of overhead)"),
+    (("--rate",), "rate", _positive(int), None, "HZ",
+     "with --sample: samples per second and thread (default 1000, at most "
+     "100000)"),
+    (("--clock",), "clock", ("cpu", "wall"), None, None,
+     "with --sample: the timer counts each thread's CPU time (cpu, the "
+     "default) or real time (wall, so that waits show too)"),
+    (("--max-depth",), "max_depth", _positive(int), None, "N",
+     "with --sample: frames a sample walks (default 512, at most 4096); "
+     "deeper stacks lose their outermost frames"),
+    (("--main-thread-only",), "threads", False, True, None,
+     "trace the main thread only (default: every thread, threads started "
+     "later included); the threads left out are counted in the trace "
+     "(threads.untraced) and on stderr"),
+    (("--threads",), "threads_alias", True, False, None,
+     "accepted for compatibility and does nothing: every thread is traced "
+     "by default"),
+    (("--no-follow-fork",), "follow_fork", False, True, None,
+     "a forked child writes no trace (default: it writes FILE.<pid>)"),
+    (("--no-calibrate",), "calibrate", False, True, None,
+     "do not measure first what one event costs the program (about 40 "
+     "ms); the reports then compensate elapsed times by the recorder's own "
+     "cost only"),
+    (("--buffers",), "buffers", _positive(int), None, "N",
+     "buffers each thread may fill before the writer has written them "
+     "(default 32): at most N times the buffer size a thread"),
+    (("--buffer-size",), "buffer_size", _size, None, "SIZE",
+     "bytes per buffer, with K, M or G (default 1M)"),
+    (("--on-overflow",), "on_overflow", ("wait", "drop"), None, None,
+     "when every buffer is full: wait for the writer (default) or drop "
+     "whole buffers, counted in the trace"),
+    (("--max-size",), "max_size", _size, None, "SIZE",
+     "stop recording once the trace holds SIZE bytes (K, M or G); the "
+     "program runs on"),
+    (("--duration",), "duration", _positive(float), None, "SECONDS",
+     "stop recording SECONDS after the start; the program runs on"),
+    (("--zstd",), "zstd", True, False, None,
+     "write event chunks zstd-compressed whenever the writer keeps up"),
+    (("-q", "--quiet"), "quiet", True, False, None,
+     "no progress line while recording and no summary line on stderr at "
+     "the end"),
+    (("-x",), "skip_first_line", True, False, None,
+     "skip the script's first line (as python -x)"),
+)
+# option string -> (dest, what), and each dest's value when not given
+_QUICK = {f: (o[1], o[2]) for o in _OPTIONS for f in o[0]}
+_DEFAULTS = dict({o[1]: o[3] for o in _OPTIONS},
+                 module=None, code=None, program=[])
 
 
 def _quick(argv):
@@ -274,10 +246,15 @@ def _quick(argv):
                 return None
             value = argv[i + 1]
             i += 1
-        try:
-            opts[dest] = what(value)
-        except Exception:
-            return None
+        if isinstance(what, tuple):
+            if value not in what:
+                return None
+            opts[dest] = value
+        else:
+            try:
+                opts[dest] = what(value)
+            except Exception:
+                return None
         i += 1
     return None  # no program: argparse says so
 
