@@ -1,7 +1,8 @@
 """Opcode-dominated loops whose per-iteration cost is known.
 
     python ops.py --rounds N            the workload (untraced or traced)
-    python ops.py --calibrate OUT.json  the ground truth, untraced
+    --truth-out OUT.json                the truth of the rounds run: each
+                                        loop timed as it ran (loops.py)
     --operands A,B                      mul's operands (default 1,2)
 
 The workload runs, each round, `mul` (seven small-integer multiplications
@@ -9,12 +10,12 @@ per iteration: BINARY_OP), `subs` (dict look-ups: BINARY_SUBSCR), the
 variant of each without its marker instructions (`x = a` in place of the
 multiplications, `x = v` in place of the look-ups, v the value they
 find), and `calls` (calls of a small Python function, timed for the
-round's total only: a call's time is mostly its callee's frame).  --calibrate times each loop and its
-variant, interleaved and repeated, and writes per loop the time of its
-marker instructions as the difference: the ground truth of the marker
-opcode's share of the round, measured untraced.  Each loop is timed in the
-thread's CPU time (the clock the sampler counts by default), so that a
-loaded machine's preemption stays out of the truth.
+round's total only: a call's time is mostly its callee's frame).  Each
+loop is timed as it runs, in the thread's CPU time (the clock the
+sampler counts by default, so that a loaded machine's preemption stays
+out of the truth), and --truth-out writes per loop the time of its
+marker instructions as the difference from its variant's: untraced,
+the ground truth of the marker opcode's share of the round.
 
 The difference holds the markers and the operand loads the variant does
 not make, and nothing else: every operand and result is a small integer
@@ -44,8 +45,6 @@ share in a sampler's view part further.  bench/fidelity/run.py takes each
 tool's figure as the same difference: its time in the marker opcode and
 the loads in the loop, less its time in them in the variant.
 """
-import json
-import statistics
 import sys
 
 import loops
@@ -106,41 +105,17 @@ A, B = 1, 2
 
 
 def run_round():
-    mul(N_MUL, A, B)
-    mul_base(N_MUL, A, B)
-    subs(N_SUB, D, "key")
-    subs_base(N_SUB, D["key"])
-    calls(N_CALL)
+    loops.run(mul, N_MUL, A, B)
+    loops.run(mul_base, N_MUL, A, B)
+    loops.run(subs, N_SUB, D, "key")
+    loops.run(subs_base, N_SUB, D["key"])
+    loops.run(calls, N_CALL)
 
 
+# Each marker, its loop and the variant without it (--truth-out).
+PAIRS = [("BINARY_OP", "mul", "mul_base"),
+         ("BINARY_SUBSCR", "subs", "subs_base")]
 
-def calibrate(out, reps=15):
-    pairs = {
-        "BINARY_OP": (lambda: loops.timed(mul, N_MUL, A, B),
-                      lambda: loops.timed(mul_base, N_MUL, A, B),
-                      7 * N_MUL),
-        "BINARY_SUBSCR": (lambda: loops.timed(subs, N_SUB, D, "key"),
-                          lambda: loops.timed(subs_base, N_SUB, D["key"]),
-                          4 * N_SUB),
-    }
-    res = {}
-    totals = {}
-    for name, (full, base, count) in pairs.items():
-        fs, bs = [], []
-        for _ in range(reps):
-            fs.append(full())
-            bs.append(base())
-        totals[name] = statistics.median(fs) + statistics.median(bs)
-        res[name] = {"marker_ns": statistics.median(fs) - statistics.median(bs),
-                     "loop_ns": statistics.median(fs),
-                     "base_ns": statistics.median(bs), "count": count}
-    # The calls loop has no opcode truth (a call's time is mostly its
-    # callee's frame, which the profilers give to f, not to CALL); it is
-    # timed for the round's total.
-    cs = [loops.timed(calls, N_CALL) for _ in range(reps)]
-    json.dump({"per_round": res,
-               "round_ns": sum(totals.values()) + statistics.median(cs)},
-              open(out, "w"))
 
 
 def main():
@@ -150,7 +125,7 @@ def main():
         i = a.index("--operands")  # the comparison above
         A, B = (int(v) for v in a[i + 1].split(","))
         del a[i:i + 2]
-    loops.main(a, calibrate, run_round)
+    loops.main(a, run_round, PAIRS)
 
 
 if __name__ == "__main__":

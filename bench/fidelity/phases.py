@@ -1,7 +1,9 @@
 """Loops whose time in each phase of the interpreter is known.
 
     python phases.py --rounds N            the workload (untraced or traced)
-    python phases.py --calibrate OUT.json  the ground truth, untraced
+    --truth-out OUT.json                   the truth of the rounds run:
+                                           each loop timed as it ran
+                                           (loops.py)
 
 Three pairs of loops, each a loop and its variant, both run in every
 round, so that a profiler's figure can be taken as the same difference
@@ -32,15 +34,12 @@ instrumented 3.11 the sampler put raising's FOR_ITER at 4.7% of the
 round against raising_base's 1.8% with range; with repeat, the two
 skeletons at 1.7% and 2.1%.
 
---calibrate times each loop and its variant, interleaved and repeated,
-and writes per pair the difference of the medians (the pair's marker
-time) and the round's time (the medians of every loop of the round): the true shares,
-measured untraced.  Each loop is timed in the
-thread's CPU time (the clock the sampler counts by default), so that a
-loaded machine's preemption stays out of the truth.
+Each loop is timed as it runs, in the thread's CPU time (the clock the
+sampler counts by default, so that a loaded machine's preemption stays
+out of the truth), and --truth-out writes per pair the difference of the
+loop's time and its variant's (the pair's marker time) and the round's
+time: untraced, the true shares.
 """
-import json
-import statistics
 from itertools import repeat
 import sys
 
@@ -98,34 +97,17 @@ ALONE = [(spin, (N_SPIN, 1, 2))]
 
 def run_round():
     for _, full, base, fa, ba in PAIRS:
-        full(*fa)
-        base(*ba)
+        loops.run(full, *fa)
+        loops.run(base, *ba)
     for fn, a in ALONE:
-        fn(*a)
+        loops.run(fn, *a)
 
-
-
-def calibrate(out, reps=15):
-    res = {}
-    round_ns = 0
-    for name, full, base, fa, ba in PAIRS:
-        fs, bs = [], []
-        for _ in range(reps):
-            fs.append(loops.timed(full, *fa))
-            bs.append(loops.timed(base, *ba))
-        f, b = statistics.median(fs), statistics.median(bs)
-        res[name] = {"marker_ns": f - b, "loop_ns": f, "base_ns": b,
-                     "loop": full.__name__, "base": base.__name__}
-        round_ns += f + b
-    for fn, a in ALONE:
-        round_ns += statistics.median(loops.timed(fn, *a)
-                                      for _ in range(reps))
-    json.dump({"per_round": res, "round_ns": round_ns}, open(out, "w"))
 
 
 def main():
     a = sys.argv[1:]
-    loops.main(a, calibrate, run_round)
+    loops.main(a, run_round,
+               [(n, f.__name__, b.__name__) for n, f, b, _, _ in PAIRS])
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ of any profiler:
   opcodes     bench/fidelity/ops.py: loops dominated by BINARY_OP and
               BINARY_SUBSCR, and their variants without the markers, all
               run each round; the truth is each loop's time less its
-              variant's (ops.py --calibrate), as a share of the round, and
-              each tool's figure the same difference of its time in the
-              marker opcode and the operand loads
+              variant's, as a share of the round, in untraced runs of
+              the same rounds (below), and each tool's figure the same
+              difference of its time in the marker opcode and the
+              operand loads
   phases      bench/fidelity/phases.py: a loop raising and catching an
               exception and its variant that does not raise, a loop calling
               bytes.count on 16 KiB and the same call on b'', and a loop of
@@ -26,6 +27,23 @@ of any profiler:
               skeleton, phases included; for the C call the [C call]
               state sampled on a stock interpreter, the C callee's frame
               exact, the call instruction on an instrumented one
+
+The differential workloads (opcodes, phases) time every loop of every
+round as it runs (loops.py --truth-out).  Their truth is BENCH_REPS
+untraced runs of the very rounds the tools run, half before the traced
+runs and half after: the median of each share, and the heading says
+how far apart the runs were.  The sampled run times its own rounds too,
+and its row "in-run truth" gives evalprof sampled's error against them:
+the sampler's attribution alone, on the machine as it was during the
+samples and in the code they were taken in, and the same error of the
+whole loops (every sample of a loop less every sample of its variant),
+which leaves out what the loop's other instructions do differently from
+the variant's.  Separate processes differ here by more than the 2-point
+target (the exception's share of phases.py's round read 38.5%, 44.6%
+and 43.8% in three runs in a row), and loops timed apart from the round
+(each loop and its variant alternately, as this truth once was) read
+BINARY_OP at 25.4% of stock 3.13.0's round where the round itself,
+untraced, gave it 18.9%.
 
 For each interpreter evalprof's mode B extension was built for (and the
 instrumented 3.13/3.11 under BUILD/cpython when built), each way of
@@ -373,20 +391,6 @@ def functions(tag, exe, build, env, tmp, reps, seconds, modea):
     target_line({k: e[0] for k, e in res.items()}, seconds)
 
 
-def calibrated(exe, script, env, tmp, reps, names, extra=()):
-    """The truth of SCRIPT --calibrate (median of REPS runs): the round's
-    ns and each of NAMES' marker ns per round."""
-    cals = []
-    for _ in range(reps):
-        out = os.path.join(tmp, "cal.json")
-        sh([exe, script] + list(extra) + ["--calibrate", out], env=env)
-        cals.append(json.load(open(out)))
-    round_ns = statistics.median(c["round_ns"] for c in cals)
-    marker = {n: statistics.median(c["per_round"][n]["marker_ns"]
-                                   for c in cals) for n in names}
-    return round_ns, marker
-
-
 def rounds_for(round_ns, seconds):
     return max(3, int(seconds * 1e9 / round_ns))
 
@@ -412,13 +416,16 @@ def shares_rows(kind, got, total, truth, marker, rounds, note=""):
     return max(pts)
 
 
-def traced_runs(exe, build, env, tmp, script, args, modea, extra_folded):
+def traced_runs(exe, build, env, tmp, script, args, modea, extra_folded,
+                sampled_args=()):
     """(kind, folded rows) of each evalprof way: sampled, exact
-    compensated and the same trace raw."""
+    compensated and the same trace raw.  SAMPLED_ARGS are the sampled
+    run's own (the differential workloads' --truth-out)."""
     trace = os.path.join(tmp, "w.evp")
     for kind, mk in (("evalprof sampled", sampled_cmd),
                      ("evalprof exact", exact_cmd)):
-        cmd, extra = mk(exe, trace, script, args, modea)
+        cmd, extra = mk(exe, trace, script, args + (
+            list(sampled_args) if kind == "evalprof sampled" else []), modea)
         p = sh(cmd, env=dict(env, **extra), check=False)
         if p.returncode != 0 or not os.path.exists(trace):
             yield kind, "did not run: " + p.stderr.strip()[-200:]
@@ -439,24 +446,51 @@ def target_line(res, seconds):
                  "met" if s < c else "NOT met", s, c,
                  "" if seconds >= 10 else
                  "; a %.0f s run (the target is for 10 s or more)" % seconds))
+    r = res.get("in-run")
+    if s is not None and r is not None:
+        print("    of which: the sampler's attribution, against the sampled "
+              "run's own rounds, %.2f points (%s); those rounds against "
+              "the truth %.2f points (what running sampled changed in the "
+              "program, and the machine: the truth's own runs are up to "
+              "%.2f apart)"
+              % (r[0], "within 2" if r[0] <= 2 else "NOT within 2", r[1],
+                 res["spread"]))
 
 
 def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
                  heading, folded_opts, figure, what):
     """Run a workload of loops and variants (ops.py, phases.py): its
     truth, each evalprof way's row, FIGURE(kind, buckets) -> ({name: ns},
-    note) giving a tool's figures; returns the --rounds arguments."""
-    round_ns, marker = calibrated(exe, script, env, tmp, reps, names)
-    truth = {n: marker[n] / round_ns for n in names}
-    rounds = rounds_for(round_ns, seconds)
+    note) giving a tool's figures; returns the --rounds arguments.
+
+    The truth is REPS untraced runs of the very rounds the tools run,
+    each loop timed as it ran (--truth-out): the median of each share
+    and of each marker's ns per round.  Half of them run before the
+    traced runs and half after, so that their spread holds what the
+    machine did meanwhile."""
+    probe = rounds_truth(exe, env, script, ["--rounds", "3"], tmp, "probe")
+    rounds = rounds_for(probe["round_ns"], seconds)
     args = ["--rounds", str(rounds)]
+    plain = [rounds_truth(exe, env, script, args, tmp, "before")
+             for _ in range((reps + 1) // 2)]
+    in_run = os.path.join(tmp, "in-run.json")
+    if os.path.exists(in_run):
+        os.unlink(in_run)
+    runs = list(traced_runs(exe, build, env, tmp, script, args, modea,
+                            folded_opts, ["--truth-out", in_run]))
+    plain += [rounds_truth(exe, env, script, args, tmp, "after")
+              for _ in range(max(1, reps // 2))]
+    shares = [truth_shares(c, names) for c in plain]
+    truth = {n: statistics.median(sh[n] for sh in shares) for n in names}
+    marker = {n: statistics.median(c["per_round"][n]["marker_ns"]
+                                   for c in plain) for n in names}
+    spread = max(apart(x, y) for x in shares for y in shares)
     print(heading % (rounds, ", ".join("%s %.1f%%" % (n, truth[n] * 100)
-                                       for n in names)))
+                                       for n in names), len(plain), spread))
     print("    %-20s %6s %6s   %8s %8s  shares" % ("", "max pt", "mean",
                                                    "max %", "mean %"))
     res = {}
-    for kind, rows in traced_runs(exe, build, env, tmp, script, args, modea,
-                                  folded_opts):
+    for kind, rows in runs:
         if isinstance(rows, str):
             print("    %-20s %s" % (kind, rows))
             continue
@@ -464,10 +498,64 @@ def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
         got, note = figure(kind, b)
         res[kind] = shares_rows(kind, got, total, truth, marker, rounds,
                                 note)
+        if kind == "evalprof sampled" and res[kind] is not None:
+            res["in-run"] = in_run_rows(in_run, got, total, truth, names, b)
+    res["spread"] = spread
     print("    %-20s not measured: it times functions, not %s"
           % ("cProfile", what))
     target_line(res, seconds)
     return args
+
+
+def truth_shares(c, names):
+    """{name: share} and the rest, of a --truth-out file's contents."""
+    own = {n: c["per_round"][n]["marker_ns"] / c["round_ns"] for n in names}
+    own["rest"] = 1 - sum(own[n] for n in names)
+    return own
+
+
+def rounds_truth(exe, env, script, args, tmp, tag):
+    """The --truth-out of an untraced run of SCRIPT ARGS."""
+    out = os.path.join(tmp, "truth-%s.json" % tag)
+    sh([exe, script] + args + ["--truth-out", out], env=env)
+    return json.load(open(out))
+
+
+def apart(a, b):
+    """The largest difference of two rows of shares, in points."""
+    return max(abs(a[n] - b[n]) * 100 for n in a)
+
+
+def in_run_rows(path, got, total, truth, names, b):
+    """The sampled run's own truth (its loops timed as it ran: loops.py
+    --truth-out) and the sampler's error against it; returns that error
+    and that truth's distance from TRUTH, in points, or None.  B is the
+    sampled run's buckets: the error is given also for the whole loops
+    (every sample of the loop less every sample of its variant), the
+    sampling alone, where the row's figure also holds what the loop's
+    other instructions do differently from the variant's."""
+    if not os.path.exists(path):
+        print("    %-20s not measured: the sampled run wrote no timings"
+              % "in-run truth")
+        return None
+    c = json.load(open(path))
+    own = truth_shares(c, names)
+    shares = {n: got[n] / total for n in names}
+    shares["rest"] = 1 - sum(shares.values())
+    whole = {n: differential_of(b, c["per_round"][n]["loop"],
+                                c["per_round"][n]["base"],
+                                lambda k: True) / total for n in names}
+    whole["rest"] = 1 - sum(whole.values())
+    err = apart(shares, own)
+    print("    %-20s %6.2f %6s   %8s %8s  %s  (the sampled run's own "
+          "rounds, each loop timed as it ran; the figure is evalprof "
+          "sampled's error against them; of whole loops %.2f: %s)"
+          % ("in-run truth", err, "", "", "",
+             ", ".join("%s %.1f%%" % (n, own[n] * 100) for n in own),
+             apart(whole, own),
+             ", ".join("%s %.1f%%" % (n, whole[n] * 100) for n in whole)))
+    t = dict(truth, rest=1 - sum(truth.values()))
+    return err, apart(own, t)
 
 
 def opcodes(tag, exe, build, env, tmp, reps, seconds, modea):
@@ -476,8 +564,10 @@ def opcodes(tag, exe, build, env, tmp, reps, seconds, modea):
         exe, build, env, tmp, reps, seconds, modea, script, OPS,
         "  opcodes (%d rounds; the truth: each marker loop's time less "
         "its variant's, the markers and the loads the variant does not "
-        "make, as a share of the round: %s; each tool's figure is the "
-        "same difference of its marker and load time):", ["--ops"],
+        "make, as a share of the round: %s (the median of %d untraced "
+        "runs of these rounds, up to %.2f points apart); each tool's "
+        "figure is the same difference of its marker and load time):",
+        ["--ops"],
         lambda kind, b: (op_times(b, OPS), ""), "opcodes")
     pdir = os.path.join(tmp, "perf")
     p = sh([os.path.join(build, "evalprof"), "perf", "--ops", "-o", pdir,
@@ -554,7 +644,9 @@ def phases(tag, exe, build, env, tmp, reps, seconds, modea):
         os.path.join(HERE, "phases.py"), PHASE_ROWS,
         "  phases (%%d rounds; the truth: the loop that raises and catches "
         "less the same loop not raising, bytes.count on 16 KiB less the "
-        "same call on b'', as shares of the round: %%s; the rest is the "
+        "same call on b'', as shares of the round: %%s (the median of "
+        "%%d untraced runs of these rounds, up to %%.2f points apart); "
+        "the rest is the "
         "eval loop's; each tool's figure is the same difference: "
         "exception = every bucket of the raising loop but its skeleton "
         "(%s), C call = %s):"

@@ -29,13 +29,22 @@ for section in functions opcodes phases; do
     done
     echo "$body" | grep -qE '^    target: sampled within 2 points' ||
         { echo "FAIL: $section: no target line"; fail=1; }
+    [ "$section" = functions ] && continue
+    # the differential workloads' truth (untraced runs of the same
+    # rounds), and the sampled run's own rounds
+    echo "$body" | grep -qE "^  $section \([0-9]+ rounds; .*\(the median of [0-9]+ untraced runs of these rounds, up to $num points apart\)" ||
+        { echo "FAIL: $section: no truth of the rounds in the heading"; fail=1; }
+    echo "$body" | grep -qE "^    in-run truth +$num +[A-Za-z_ ]+ [0-9.-]+%, .*; of whole loops $num: " ||
+        { echo "FAIL: $section: no in-run truth row"; fail=1; }
+    echo "$body" | grep -qE "^    of which: the sampler's attribution, against the sampled run's own rounds, $num points .* those rounds against the truth $num points .* up to $num apart\)" ||
+        { echo "FAIL: $section: no line of which"; fail=1; }
 done
 # the shares each row names
 echo "$out" | grep -E "$figs" | grep -qE 'BINARY_OP [0-9.]+%, BINARY_SUBSCR [0-9.]+%, rest [0-9.-]+%' ||
     { echo "FAIL: no opcode shares"; fail=1; }
 echo "$out" | grep -E "$figs" | grep -qE 'exception [0-9.-]+%, C call [0-9.-]+%, rest [0-9.-]+%' ||
     { echo "FAIL: no phase shares"; fail=1; }
-echo "$out" | grep -qE '^  phases \([0-9]+ rounds; .*exception [0-9.]+%, C call [0-9.]+%' ||
+echo "$out" | grep -qE '^  phases \([0-9]+ rounds; .*exception [0-9.-]+%, C call [0-9.-]+%' ||
     { echo "FAIL: no phase truth"; fail=1; }
 echo "$out" | grep -qE '^    cProfile +[0-9.]+ ' ||
     { echo "FAIL: no cProfile row of figures"; fail=1; }
