@@ -547,10 +547,15 @@ def in_run_rows(path, got, total, truth, names, b):
                                 lambda k: True) / total for n in names}
     whole["rest"] = 1 - sum(whole.values())
     err = apart(shares, own)
-    print("    %-20s %6.2f %6s   %8s %8s  %s  (the sampled run's own "
-          "rounds, each loop timed as it ran; the figure is evalprof "
+    pts = [abs(shares[n] - own[n]) * 100 for n in own]
+    mk = {n: c["per_round"][n]["marker_ns"] for n in names}
+    pct = [abs(got[n] / c["rounds"] - mk[n]) / mk[n] * 100
+           for n in names if mk[n] > 0] or [0.0]
+    print("    %-20s %6.2f %6.2f   %7.1f%% %7.1f%%  %s  (the sampled run's "
+          "own rounds, each loop timed as it ran; the figures are evalprof "
           "sampled's error against them; of whole loops %.2f: %s)"
-          % ("in-run truth", err, "", "", "",
+          % ("in-run truth", err, statistics.mean(pts), max(pct),
+             statistics.mean(pct),
              ", ".join("%s %.1f%%" % (n, own[n] * 100) for n in own),
              apart(whole, own),
              ", ".join("%s %.1f%%" % (n, whole[n] * 100) for n in whole)))

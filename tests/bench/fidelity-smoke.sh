@@ -34,7 +34,7 @@ for section in functions opcodes phases; do
     # rounds), and the sampled run's own rounds
     echo "$body" | grep -qE "^  $section \([0-9]+ rounds; .*\(the median of [0-9]+ untraced runs of these rounds, up to $num points apart\)" ||
         { echo "FAIL: $section: no truth of the rounds in the heading"; fail=1; }
-    echo "$body" | grep -qE "^    in-run truth +$num +[A-Za-z_ ]+ [0-9.-]+%, .*; of whole loops $num: " ||
+    echo "$body" | grep -qE "^    in-run truth +$num +$num +$num% +$num% +[A-Za-z_ ]+ [0-9.-]+%, .*; of whole loops $num: " ||
         { echo "FAIL: $section: no in-run truth row"; fail=1; }
     echo "$body" | grep -qE "^    of which: the sampler's attribution, against the sampled run's own rounds, $num points .* those rounds against the truth $num points .* up to $num apart\)" ||
         { echo "FAIL: $section: no line of which"; fail=1; }
