@@ -46,15 +46,24 @@ against the untraced run (its wall time less `python -c pass`).  After
 each interpreter's workloads, evalprof's fixed cost: the CPU time an
 empty script takes more under `-m evalprof --sample` and `--no-ops`
 than untraced (imports, the recorder's start, the trace's last flush),
-which every workload's ratio above includes.
+which every workload's ratio above includes.  Last, sampled mode's
+overhead measured in one process (paired.py): chunks of the demo and
+call-heavy workloads run untraced and sampled alternately, BENCH_PAIRS
+pairs (default 15), each chunk timed in the CPU time of all the
+process's threads from inside its session: this VM's speed moves by
+tens of percent from one process to the next (the same untraced run
+took 1.48 to 2.74 s of CPU in one session), and within one process it
+holds still enough for a few percent to show.
 
 Environment: BENCH_REPS, BENCH_SCALE (workload size, default 0.15),
+BENCH_PAIRS (paired.py's pairs, default 15),
 BENCH_JSON_MB (json.tool's input, default 20),
 BENCH_PYTHONS (comma-separated version tags or paths to restrict to),
 BENCH_SKIP (comma-separated configurations to leave out, e.g.
 py-settrace; untraced, ops and the floor are needed for the targets).
 """
 import functools
+import json
 import os
 import re
 import resource
@@ -384,6 +393,38 @@ def startup(exe, build, reps, tmp):
                                * 1e3) for name, _, _ in configs[1:])))
 
 
+def paired(exe, build, scale, tmp):
+    """Sampled mode's overhead in one process (paired.py): BENCH_PAIRS
+    pairs of chunks (default 15) of the demo and call-heavy workloads,
+    untraced and sampled alternately, in CPU time; start-up and exit are
+    not in it (the line above gives them)."""
+    env = dict(os.environ, PYTHONHASHSEED="0",
+               PYTHONPATH=os.path.join(build, "python"))
+    pairs = int(os.environ.get("BENCH_PAIRS", "15"))
+    for wname in ("demo", "call-heavy"):
+        p = subprocess.run([exe, os.path.join(HERE, "paired.py"), wname,
+                            scale, str(pairs),
+                            os.path.join(tmp, "paired.evp")],
+                           env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            print("  sampled in one process, %s: did not run: %s"
+                  % (wname, (p.stderr.strip().splitlines() or ["?"])[-1]))
+            continue
+        c = json.loads(p.stdout.strip().splitlines()[-1])
+        ratios = sorted(s / u for u, s in zip(c["untraced"], c["sampled"]))
+        med = statistics.median(ratios)
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 \
+            else [med, med, med]
+        print("  sampled in one process, %s: %.3fx untraced, cpu (median "
+              "of %d paired chunks of %.0f ms; quartiles %.3f-%.3f; the "
+              "medians' ratio %.3fx); target <= 1.05x: %s"
+              % (wname, med, len(ratios),
+                 statistics.median(c["untraced"]) / 1e6, q[0], q[2],
+                 statistics.median(c["sampled"])
+                 / statistics.median(c["untraced"]),
+                 "met" if med <= 1.05 else "NOT met"))
+
+
 def main():
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
     reps = int(os.environ.get("BENCH_REPS", "3"))
@@ -408,6 +449,7 @@ def main():
             print("CPython %s (%s)" % (tag, exe))
             bench(tag, exe, build, workloads, reps, tmp)
             startup(exe, build, reps, tmp)
+            paired(exe, build, scale, tmp)
     print("load average %.1f at the end" % os.getloadavg()[0])
     return 0
 
