@@ -212,7 +212,7 @@ static void open_sampled(const char *path, unsigned rate, int cpu_clock)
  * time.
  * CPU_CLOCK 0: the wall clock's high-resolution timer really fires at 20
  * kHz: the share of the samples taken while A ran is A's share of the
- * CPU time within 3 points.
+ * CPU time within 5 points (below).
  */
 static void threads_case(const char *dir, int cpu_clock, int nthr,
                          uint64_t budget)
@@ -326,8 +326,13 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
         in_b += (double)cpu_in[i][PH_B];
     }
     double truth = 100.0 * in_a / (in_a + in_b);
-    CHECK(other == 0, "%llu samples with another stack",
-          (unsigned long long)other);
+    /* ThreadSanitizer runs a handler late, at its own interception
+     * points, such as the sampling stop's calls once the thread's loop
+     * (and its stack) is gone: there a few samples may name another
+     * stack (a weight of 2 in some 41,600 seen in a loaded run), never
+     * more than 1% of the weight. */
+    CHECK(other == 0 || (EVP_UNDER_TSAN && other * 100 <= wa + wb),
+          "%llu samples with another stack", (unsigned long long)other);
     /* ThreadSanitizer delivers signals late, at its own points: the
      * shares are not the program's there. */
     double nshare = na + nb ? 100.0 * (double)na / (double)(na + nb) : 0;
@@ -356,7 +361,14 @@ static void threads_case(const char *dir, int cpu_clock, int nthr,
     double se =
         nall > 0 ? 100.0 * sqrt(nshare / 100.0 * (1.0 - nshare / 100.0) / nall)
                  : 0;
-    double tol = cpu_clock && !perf ? 12 : (4 * se > 3 ? 4 * se : 3);
+    /* The wall clock's share is of samples counted, against the CPU
+     * time's: a thread that waits for a CPU gets one sample for the
+     * periods it waited, so the two part when the machine is loaded
+     * (3.5 points seen with the whole test suite running beside it on
+     * 2 CPUs): 5 points there. */
+    double floor_pt = cpu_clock ? 3 : 5;
+    double tol =
+        cpu_clock && !perf ? 12 : (4 * se > floor_pt ? 4 * se : floor_pt);
     double got = cpu_clock ? share : nshare;
     if (!EVP_UNDER_TSAN)
         CHECK(got > truth - tol && got < truth + tol && truth > 72 &&
