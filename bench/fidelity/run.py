@@ -395,6 +395,14 @@ def rounds_for(round_ns, seconds):
     return max(3, int(seconds * 1e9 / round_ns))
 
 
+def tool_shares(got, total, names):
+    """A tool's share of each of NAMES (its ns in GOT of TOTAL), and the
+    rest."""
+    shares = {n: got[n] / total for n in names}
+    shares["rest"] = 1 - sum(shares.values())
+    return shares
+
+
 def shares_rows(kind, got, total, truth, marker, rounds, note=""):
     """One tool's row of a differential workload: GOT (ns of each marker
     over the run) against TRUTH (shares of the round) and MARKER (ns per
@@ -402,8 +410,7 @@ def shares_rows(kind, got, total, truth, marker, rounds, note=""):
     if not total:
         print("    %-20s no stacks under run_round" % kind)
         return None
-    shares = {n: got[n] / total for n in truth}
-    shares["rest"] = 1 - sum(shares.values())
+    shares = tool_shares(got, total, truth)
     t = dict(truth, rest=1 - sum(truth.values()))
     pts = [abs(shares[n] - t[n]) * 100 for n in t]
     pct = [abs(got[n] / rounds - marker[n]) / marker[n] * 100
@@ -540,8 +547,7 @@ def in_run_rows(path, got, total, truth, names, b):
         return None
     c = json.load(open(path))
     own = truth_shares(c, names)
-    shares = {n: got[n] / total for n in names}
-    shares["rest"] = 1 - sum(shares.values())
+    shares = tool_shares(got, total, names)
     whole = {n: differential_of(b, c["per_round"][n]["loop"],
                                 c["per_round"][n]["base"],
                                 lambda k: True) / total for n in names}
