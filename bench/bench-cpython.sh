@@ -4,7 +4,8 @@
 # ratio to the plain build of the same source measured in the same run;
 # the cost per event, trace MB/s; and the shares of a traced
 # `python -c pass`; the sampled mode's overhead at several rates
-# (bench/cpython/sampled.py) and one signal's cost (bench/signal).
+# (bench/cpython/sampled.py, across processes and in forked pairs) and
+# one signal's cost (bench/signal).
 # Builds the interpreters first when missing (reused when their source
 # and hooks are unchanged).  Never fails on time.
 #
@@ -28,6 +29,11 @@ python3 bench/cpython/bench.py "$BUILD" --versions "${ok#,}" --reps "$reps" --sc
 # The sampled mode beside the same interpreter untraced, at several rates
 # (CPU time, paired runs), and the machine's own price per signal.
 python3 bench/cpython/sampled.py "$BUILD" --versions "${ok#,}" --reps $((reps + 4))
+# The same in two processes of one start, where the VM's speed from one
+# process to the next cannot move the ratio (bench/cpython/forked.py),
+# beside the stock interpreters measured alike.
+stock=$(python3 python/find_interpreters.py 2>/dev/null | awk -F'\t' '$1 == "build" { print $3 }' | paste -sd, -)
+python3 bench/cpython/sampled.py "$BUILD" --versions "${ok#,}" --forked --stock "$stock"
 if [ -x "$BUILD/bench/signal_cost" ]; then
     "$BUILD/bench/signal_cost" 1000 21 400
 fi

@@ -45,9 +45,27 @@ untraced copy's _PyEval_EvalFrameDefault against the sampled copy's
 evp_eval_frame_sampled, recursion included).  Under Valgrind the CPU
 clock signals through F_SETSIG (SIGTRAP would end Valgrind).  The
 default scale there is 0.05 (callgrind runs some 50 times slower).
+
+    sampled.py BUILD --forked [--pairs N] [--scale S] ...
+
+measures in CPU time without the machine's noise between processes:
+for each configuration, one process of the instrumented interpreter in
+that mode runs bench/cpython/forked.py, which forks an untraced child
+and runs chunks of the workload in turn with it (N pairs, the order
+swapped in each); both run their chunks on one CPU (the last this
+process may use, or EVP_BENCH_CPU), where forked.py pins its main
+thread.  The configurations: off (the parent untraced too: the method's
+own spread, which should be 1.000x), sample at the first rate (the
+target), at 10 Hz (the sampled copy of the eval function nearly alone),
+with exact counts at the first rate.  Printed: the median of the pairs'
+ratios (parent's chunk over child's) with their quartiles.  --stock
+PY[,PY] measures stock interpreters alike (off, the first rate, 10 Hz),
+sampled through evalprof.start().  The default scale there is 0.15 (a
+chunk of some 0.2 s).
 """
 import re
 import argparse
+import json
 import math
 import os
 import shutil
@@ -60,6 +78,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEMO = os.path.join(TOP, "examples", "workload", "main.py")
 CALLHEAVY = os.path.join(TOP, "bench", "modeb", "callheavy.py")
+FORKED = os.path.join(TOP, "bench", "cpython", "forked.py")
 
 
 def workload_argv(name, scale):
@@ -207,6 +226,80 @@ def instructions_version(build, ver, scale, tmp, workload):
     print()
 
 
+def bench_cpu():
+    """The CPU a forked pair runs on: EVP_BENCH_CPU, else the last this
+    process may use."""
+    want = os.environ.get("EVP_BENCH_CPU")
+    allowed = sorted(os.sched_getaffinity(0))
+    if want is None:
+        return allowed[-1]
+    if not want.isdigit() or int(want) not in allowed:
+        raise SystemExit("sampled.py: EVP_BENCH_CPU=%s is not one of this "
+                         "process's CPUs (%s)" % (
+                             want, ",".join(map(str, allowed))))
+    return int(want)
+
+
+def forked_rows(py, label, configs, pairs, scale, workload, cpu):
+    """Run forked.py once per configuration and print its row."""
+    print("%s, %s at scale %s: the parent's chunks against its untraced "
+          "forked child's, %d pairs on CPU %d: median of the pairs' ratios "
+          "[quartiles], and the chunks' median CPU time" % (
+              label, workload, scale, pairs, cpu))
+    for name, env in configs:
+        argv = [py, FORKED, workload, str(scale), str(pairs), str(cpu)]
+        p = subprocess.run(argv, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            print("  %-11s did not run: %s" % (name, (
+                p.stderr.strip().splitlines() or ["exit %d" % p.returncode]
+            )[-1]))
+            continue
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+        ratios = sorted(a / b for a, b in zip(got["parent"], got["child"]))
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else \
+            ratios * 3
+        print("  %-11s %6.3fx [%.3f - %.3f]   child %7.1f ms  parent "
+              "%7.1f ms" % (
+                  name, statistics.median(ratios), q[0], q[2],
+                  statistics.median(got["child"]) / 1e6,
+                  statistics.median(got["parent"]) / 1e6))
+        path = env.get("EVALPROF")
+        if path and os.path.exists(path):
+            os.unlink(path)
+    print()
+
+
+def forked_version(build, ver, pairs, scale, rates, tmp, workload, cpu):
+    py = os.path.join(build, "cpython", ver, "evalprof", "python")
+    if not os.access(py, os.X_OK):
+        print("CPython %s: skipped: %s is missing" % (ver, py))
+        return
+    keep = ("off", "sample@%d" % rates[0], "sample@10",
+            "counts@%d" % rates[0])
+    forked_rows(py, "CPython %s (instrumented)" % ver,
+                [(n, e) for n, e in configs_for(tmp, rates) if n in keep],
+                pairs, scale, workload, cpu)
+
+
+def forked_stock(build, py, pairs, scale, rates, tmp, workload, cpu):
+    """The same rows for a stock interpreter, sampled through the API
+    (no exact counts there)."""
+    if not os.access(py, os.X_OK):
+        print("%s: skipped: not an executable" % py)
+        return
+    out = subprocess.run([py, "-c", "import sys; print(sys.version.split()"
+                          "[0])"], capture_output=True, text=True)
+    keep = ("off", "sample@%d" % rates[0], "sample@10")
+    configs = []
+    for n, e in configs_for(tmp, rates):
+        if n in keep:
+            e = dict(e, PYTHONPATH=os.path.join(build, "python"))
+            configs.append((n, e))
+    forked_rows(py, "CPython %s (stock, %s)" % (out.stdout.strip() or "?",
+                                                 py),
+                configs, pairs, scale, workload, cpu)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("build")
@@ -217,6 +310,12 @@ def main():
     ap.add_argument("--workloads", default="demo,callheavy")
     ap.add_argument("--instructions", action="store_true",
                     help="count instructions under callgrind instead")
+    ap.add_argument("--forked", action="store_true",
+                    help="pair chunks with an untraced forked child instead")
+    ap.add_argument("--pairs", type=int, default=21)
+    ap.add_argument("--stock", default="",
+                    help="with --forked: stock interpreters (comma-"
+                    "separated paths) measured alike, through the API")
     args = ap.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     build = os.path.abspath(args.build)
@@ -228,6 +327,19 @@ def main():
             for ver in args.versions.split(","):
                 for w in args.workloads.split(","):
                     instructions_version(build, ver, scale, tmp, w)
+        return 0
+    if args.forked:
+        scale = args.scale if "--scale" in sys.argv else "0.15"
+        cpu = bench_cpu()
+        with tempfile.TemporaryDirectory(prefix="evp-bench-forked-") as tmp:
+            for ver in args.versions.split(","):
+                for w in args.workloads.split(","):
+                    forked_version(build, ver, args.pairs, scale, rates, tmp,
+                                   w, cpu)
+            for py in filter(None, args.stock.split(",")):
+                for w in args.workloads.split(","):
+                    forked_stock(build, py, args.pairs, scale, rates, tmp,
+                                 w, cpu)
         return 0
     with tempfile.TemporaryDirectory(prefix="evp-bench-sampled-") as tmp:
         for ver in args.versions.split(","):

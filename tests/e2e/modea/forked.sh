@@ -1,0 +1,72 @@
+#!/bin/sh
+# bench/cpython/forked.py, the instrumented interpreter's sampled mode
+# against the same interpreter untraced in two processes of one start
+# (sampled.py --forked): the parent samples into its trace and its
+# forked child records nothing and writes no trace of its own; under
+# perf (where it can record) the child's chunks run in the untraced copy
+# of the eval function and the parent's in the sampled copy, which is
+# what the ratio claims to compare; sampled.py --forked prints its four
+# rows.  Asserts nothing about timing.
+#
+#   forked.sh VERSION BUILD_DIR CHECK_TRACE
+. "$(dirname "$0")/lib.sh"
+SRC=$(cd "$HERE/../../.." && pwd)
+unset EVALPROF_MODE EVALPROF_COUNTS EVALPROF_SAMPLE_RATE EVALPROF_SAMPLE_CLOCK
+export EVALPROF_QUIET=1 PYTHONHASHSEED=0
+FORKED=$SRC/bench/cpython/forked.py
+cpu=$(python3 -c 'import os; print(sorted(os.sched_getaffinity(0))[-1])')
+
+# --- the pairs, the parent's trace, no child's trace ----------------------
+EVALPROF="$T/f.evp" EVALPROF_MODE=sample "$PY" "$FORKED" callheavy 0.05 3 "$cpu" \
+    > "$T/f.json" 2> "$T/f.err" || fail "forked.py exited non-zero: $(tail -n 1 "$T/f.err")"
+python3 - "$T/f.json" <<'PYEOF' && ok "3 pairs of chunks timed, the parent sampled by the instrumented interpreter" || fail "forked.py's figures: $(cat "$T/f.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["producer"] == "instrumented", d
+assert len(d["child"]) == 3 and len(d["parent"]) == 3, d
+assert all(isinstance(t, int) and t > 0 for t in d["child"] + d["parent"]), d
+PYEOF
+n=$("$BUILD/evalprof" info "$T/f.evp" 2>&1 | awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }')
+[ "${n:-0}" -ge 20 ] && ok "the parent's trace holds $n samples" ||
+    fail "the parent's trace: '${n:-no}' samples"
+ls "$T"/f.evp.* > /dev/null 2>&1 && fail "the child wrote a trace: $(ls "$T"/f.evp.*)" ||
+    ok "the child wrote no trace"
+
+# --- which copy of the eval function each process ran ---------------------
+perf=$(command -v perf || true)
+if [ -z "$perf" ] || ! "$perf" record -q -e cpu-clock -o "$T/probe.data" -- true > "$T/probe.err" 2>&1; then
+    echo "SKIP (part): perf cannot record here: the copies each process ran are not checked"
+else
+    EVALPROF="$T/p.evp" EVALPROF_MODE=sample "$perf" record -q -e cpu-clock -o "$T/p.data" -- \
+        "$PY" "$FORKED" callheavy 0.1 3 "$cpu" > "$T/p.json" 2> "$T/p.err" ||
+        fail "forked.py under perf: $(tail -n 1 "$T/p.err")"
+    child=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["child_pid"])' "$T/p.json")
+    "$perf" report -i "$T/p.data" --stdio --sort pid,sym 2> /dev/null > "$T/p.rep"
+    # the share of each process's samples in each copy
+    python3 - "$T/p.rep" "$child" <<'PYEOF' && ok "the child ran the untraced copy, the parent the sampled one" || fail "copies under perf: $(grep -E 'EvalFrameDefault|eval_frame_sampled' "$T/p.rep" | head -n 6)"
+import re, sys
+child = sys.argv[2]
+share = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*([\d.]+)%\s+(\d+):\S+\s+\[\.\]\s+(\S+)", line)
+    if m:
+        who = "child" if m.group(2) == child else "parent"
+        share[who, m.group(3)] = share.get((who, m.group(3)), 0) + float(m.group(1))
+u, s = "_PyEval_EvalFrameDefault", "evp_eval_frame_sampled"
+print({k: v for k, v in share.items() if k[1] in (u, s)})
+assert share.get(("child", u), 0) > 5 * max(share.get(("child", s), 0), 0.1)
+assert share.get(("parent", s), 0) > 5 * max(share.get(("parent", u), 0), 0.1)
+PYEOF
+fi
+
+# --- sampled.py --forked's rows --------------------------------------------
+python3 "$SRC/bench/cpython/sampled.py" "$BUILD" --forked --pairs 2 --scale 0.02 \
+    --versions "$VER" --workloads callheavy > "$T/rows" 2>&1 ||
+    fail "sampled.py --forked exited non-zero: $(tail -n 1 "$T/rows")"
+grep -q "^CPython $VER (instrumented), callheavy at scale 0.02: the parent's chunks against its untraced forked child's, 2 pairs on CPU $cpu" "$T/rows" ||
+    fail "sampled.py --forked: no heading: $(head -n 1 "$T/rows")"
+for row in off sample@1000 sample@10 counts@1000; do
+    grep -qE "^  $row +[0-9]+\.[0-9]{3}x \[[0-9.]+ - [0-9.]+\]   child +[0-9.]+ ms  parent +[0-9.]+ ms$" "$T/rows" &&
+        ok "sampled.py --forked: row $row" || fail "sampled.py --forked: no row $row: $(cat "$T/rows")"
+done
+finish
