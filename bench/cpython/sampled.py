@@ -55,12 +55,12 @@ and runs chunks of the workload in turn with it (N pairs, the order
 swapped in each); both run their chunks on one CPU (the last this
 process may use, or EVP_BENCH_CPU), where forked.py pins its main
 thread.  The configurations: off (the parent untraced too: the method's
-own spread, which should be 1.000x), sample at the first rate (the
-target), at 10 Hz (the sampled copy of the eval function nearly alone),
-with exact counts at the first rate.  Printed: the median of the pairs'
-ratios (parent's chunk over child's) with their quartiles.  --stock
-PY[,PY] measures stock interpreters alike (off, the first rate, 10 Hz),
-sampled through evalprof.start().  The default scale there is 0.15 (a
+own spread, which should be 1.000x), sample at each rate of --rates
+(the first is the default's target) and at 10 Hz (the sampled copy of
+the eval function nearly alone), with exact counts at the first rate.
+Printed: the median of the pairs' ratios (parent's chunk over child's)
+with their quartiles.  --stock PY[,PY] measures stock interpreters
+alike (no counts), sampled through evalprof.start().  The default scale there is 0.15 (a
 chunk of some 0.2 s).
 """
 import re
@@ -274,8 +274,8 @@ def forked_version(build, ver, pairs, scale, rates, tmp, workload, cpu):
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
-    keep = ("off", "sample@%d" % rates[0], "sample@10",
-            "counts@%d" % rates[0])
+    keep = ("off", "counts@%d" % rates[0]) + tuple(
+        "sample@%d" % r for r in sorted(set(rates) | {10}, reverse=True))
     forked_rows(py, "CPython %s (instrumented)" % ver,
                 [(n, e) for n, e in configs_for(tmp, rates) if n in keep],
                 pairs, scale, workload, cpu)
@@ -289,7 +289,7 @@ def forked_stock(build, py, pairs, scale, rates, tmp, workload, cpu):
         return
     out = subprocess.run([py, "-c", "import sys; print(sys.version.split()"
                           "[0])"], capture_output=True, text=True)
-    keep = ("off", "sample@%d" % rates[0], "sample@10")
+    keep = ("off",) + tuple("sample@%d" % r for r in set(rates) | {10})
     configs = []
     for n, e in configs_for(tmp, rates):
         if n in keep:
