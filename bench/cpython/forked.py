@@ -26,27 +26,34 @@ starts a call of the eval function of its own: the child's in the
 untraced copy, although the child's own frames (this script's, forked
 from the parent's) run on in the sampled one.
 
-Each chunk is timed in its process's CPU time (all its threads).  Both
-processes share one binary and one memory layout, and both run their
-chunks on CPU CPU: the main thread is pinned there before the fork (the
-child, a copy of it, inherits that).  This VM's two CPUs differ in speed
-by up to 2x, and a process tends to stay where it starts: pinned so, an
-untraced parent and child measured 0.994-1.015x of each other (medians
-of 21 pairs, callheavy at 0.15, stock 3.11.7), unpinned 0.71x and 1.62x.
-The recorder's threads (the writer, the sampler's), started with the
-interpreter, stay free to run on any CPU, as in a run that nothing
-pins; pinned with the main thread, they took its CPU from it, and
-instrumented 3.13's callheavy measured 1.111x at 1 kHz.
+Each chunk is timed in its process's CPU time (all its threads): the
+parent's signals, and its writer thread's work while the chunk runs
+(what the writer does for the chunk's samples during the child's turn
+is in neither chunk: the trace's own writer figure, `overhead:`, has
+it).  Both processes share one binary and one memory layout, and both
+run their chunks on CPU CPU: the main thread is pinned there before the
+fork (the child, a copy of it, inherits that).  This VM's two CPUs
+differ in speed by up to 2x, and a process tends to stay where it
+starts: pinned so, an untraced parent and child measured 0.994-1.015x of
+each other (medians of 21 pairs, callheavy at 0.15, stock 3.11.7),
+unpinned 0.71x and 1.62x.  The parent's other threads (the recorder's
+writer, whichever thread started them: a thread inherits its creator's
+CPUs, and a stock interpreter's session starts its writer after the
+pin and again after the fork) are given back every CPU the process had
+once the child is running, as in a run that nothing pins; pinned with
+the main thread, they took its CPU from it, and instrumented 3.13's
+callheavy measured 1.111x at 1 kHz.
 
 Prints one line of JSON: the chunks' CPU ns, the (untraced) child's and
-the (sampled) parent's, in pair order, the child's pid, and what sampled
-the parent
-("instrumented", "extension", or null).
+the (sampled) parent's, in pair order; the child's pid; what sampled the
+parent ("instrumented", "extension", or null); and the CPUs each of the
+parent's threads may use, by thread id ("main" for the main thread).
 """
 import functools
 import json
 import os
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,18 +82,40 @@ def timed(chunk):
 
 def child(chunk, go, done):
     """Run a chunk at each byte read from GO and write its CPU ns to
-    DONE, until "q" or the end of GO."""
-    chunk()
-    os.write(done, b"ready\n")
-    while True:
-        c = os.read(go, 1)
-        if c != b"g":
-            os._exit(0)
-        os.write(done, b"%d\n" % timed(chunk))
+    DONE, until "q" or the end of GO; never returns (exit status 0, or 1
+    after a traceback on stderr)."""
+    try:
+        chunk()
+        os.write(done, b"ready\n")
+        while os.read(go, 1) == b"g":
+            os.write(done, b"%d\n" % timed(chunk))
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        os._exit(1)
+    os._exit(0)
+
+
+def unpin_others(cpus):
+    """Let every thread of this process but the calling one run on CPUS;
+    return each thread's CPUs, the caller's as "main"."""
+    me = threading.get_native_id()
+    out = {}
+    for name in os.listdir("/proc/self/task"):
+        tid = int(name)
+        try:
+            if tid != me:
+                os.sched_setaffinity(tid, cpus)
+            out["main" if tid == me else name] = sorted(
+                os.sched_getaffinity(tid))
+        except (ProcessLookupError, PermissionError):
+            pass  # a thread that ended meanwhile
+    return out
 
 
 def main():
     name, scale, pairs = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    every = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {int(sys.argv[4])})  # this thread only
     info = getattr(sys, "_evalprof", None)
     sample = os.environ.get("EVALPROF_MODE") == "sample" and \
@@ -120,7 +149,9 @@ def main():
     replies = os.fdopen(done_r)
     if replies.readline() != "ready\n":
         raise SystemExit("forked.py: the untraced child did not start")
-    chunk()  # the parent's pages its child's warm-up made copies of
+    # the parent's own copies of the pages both share since the fork
+    chunk()
+    threads = unpin_others(every)
 
     def untraced():
         os.write(go_w, b"g")
@@ -144,7 +175,7 @@ def main():
         raise SystemExit("forked.py: the untraced child exited %d"
                          % os.waitstatus_to_exitcode(status))
     print(json.dumps({"child": plain, "parent": mine, "child_pid": pid,
-                      "producer": producer}))
+                      "producer": producer, "threads": threads}))
 
 
 if __name__ == "__main__":

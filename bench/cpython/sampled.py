@@ -60,8 +60,8 @@ own spread, which should be 1.000x), sample at each rate of --rates
 the eval function nearly alone), with exact counts at the first rate.
 Printed: the median of the pairs' ratios (parent's chunk over child's)
 with their quartiles.  --stock PY[,PY] measures stock interpreters
-alike (no counts), sampled through evalprof.start().  The default scale there is 0.15 (a
-chunk of some 0.2 s).
+alike (no counts), sampled through evalprof.start().  The default
+scale there is 0.15 (a chunk of some 0.2 s).
 """
 import re
 import argparse
@@ -274,8 +274,9 @@ def forked_version(build, ver, pairs, scale, rates, tmp, workload, cpu):
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
+    rates = rates + [10] * (10 not in rates)
     keep = ("off", "counts@%d" % rates[0]) + tuple(
-        "sample@%d" % r for r in sorted(set(rates) | {10}, reverse=True))
+        "sample@%d" % r for r in rates)
     forked_rows(py, "CPython %s (instrumented)" % ver,
                 [(n, e) for n, e in configs_for(tmp, rates) if n in keep],
                 pairs, scale, workload, cpu)
@@ -289,7 +290,8 @@ def forked_stock(build, py, pairs, scale, rates, tmp, workload, cpu):
         return
     out = subprocess.run([py, "-c", "import sys; print(sys.version.split()"
                           "[0])"], capture_output=True, text=True)
-    keep = ("off",) + tuple("sample@%d" % r for r in set(rates) | {10})
+    rates = rates + [10] * (10 not in rates)
+    keep = ("off",) + tuple("sample@%d" % r for r in rates)
     configs = []
     for n, e in configs_for(tmp, rates):
         if n in keep:

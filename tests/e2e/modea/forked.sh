@@ -5,13 +5,16 @@
 # forked child records nothing and writes no trace of its own; under
 # perf (where it can record) the child's chunks run in the untraced copy
 # of the eval function and the parent's in the sampled copy, which is
-# what the ratio claims to compare; sampled.py --forked prints its four
-# rows.  Asserts nothing about timing.
+# what the ratio claims to compare; the parent's threads but its main
+# one may use every CPU the test may (a thread pinned with the main one
+# takes its CPU from it); sampled.py --forked prints its four rows at
+# 1 kHz and 10 Hz.  Asserts nothing about timing.
 #
 #   forked.sh VERSION BUILD_DIR CHECK_TRACE
 . "$(dirname "$0")/lib.sh"
 SRC=$(cd "$HERE/../../.." && pwd)
-unset EVALPROF_MODE EVALPROF_COUNTS EVALPROF_SAMPLE_RATE EVALPROF_SAMPLE_CLOCK
+unset EVALPROF_MODE EVALPROF_COUNTS EVALPROF_SAMPLE_RATE EVALPROF_SAMPLE_CLOCK \
+    EVALPROF_SAMPLE_TIMER EVP_BENCH_CPU
 export EVALPROF_QUIET=1 PYTHONHASHSEED=0
 FORKED=$SRC/bench/cpython/forked.py
 cpu=$(python3 -c 'import os; print(sorted(os.sched_getaffinity(0))[-1])')
@@ -26,6 +29,17 @@ assert d["producer"] == "instrumented", d
 assert len(d["child"]) == 3 and len(d["parent"]) == 3, d
 assert all(isinstance(t, int) and t > 0 for t in d["child"] + d["parent"]), d
 PYEOF
+python3 - "$T/f.json" "$cpu" <<'PYEOF' && ok "the parent's main thread on CPU $cpu, its other threads on every CPU" || fail "the parent's threads' CPUs: $(cat "$T/f.json")"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+every = sorted(os.sched_getaffinity(0))
+t = d["threads"]
+print(t)
+assert t["main"] == [int(sys.argv[2])], t
+others = [v for k, v in t.items() if k != "main"]
+assert others, t  # the recorder's writer at least
+assert all(v == every for v in others), (t, every)
+PYEOF
 n=$("$BUILD/evalprof" info "$T/f.evp" 2>&1 | awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }')
 [ "${n:-0}" -ge 20 ] && ok "the parent's trace holds $n samples" ||
     fail "the parent's trace: '${n:-no}' samples"
@@ -37,9 +51,10 @@ perf=$(command -v perf || true)
 if [ -z "$perf" ] || ! "$perf" record -q -e cpu-clock -o "$T/probe.data" -- true > "$T/probe.err" 2>&1; then
     echo "SKIP (part): perf cannot record here: the copies each process ran are not checked"
 else
-    EVALPROF="$T/p.evp" EVALPROF_MODE=sample "$perf" record -q -e cpu-clock -o "$T/p.data" -- \
-        "$PY" "$FORKED" callheavy 0.1 3 "$cpu" > "$T/p.json" 2> "$T/p.err" ||
+    if ! EVALPROF="$T/p.evp" EVALPROF_MODE=sample "$perf" record -q -e cpu-clock -o "$T/p.data" -- \
+        "$PY" "$FORKED" callheavy 0.1 3 "$cpu" > "$T/p.json" 2> "$T/p.err"; then
         fail "forked.py under perf: $(tail -n 1 "$T/p.err")"
+    else
     child=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["child_pid"])' "$T/p.json")
     "$perf" report -i "$T/p.data" --stdio --sort pid,sym 2> /dev/null > "$T/p.rep"
     # the share of each process's samples in each copy
@@ -57,11 +72,12 @@ print({k: v for k, v in share.items() if k[1] in (u, s)})
 assert share.get(("child", u), 0) > 5 * max(share.get(("child", s), 0), 0.1)
 assert share.get(("parent", s), 0) > 5 * max(share.get(("parent", u), 0), 0.1)
 PYEOF
+    fi
 fi
 
 # --- sampled.py --forked's rows --------------------------------------------
 python3 "$SRC/bench/cpython/sampled.py" "$BUILD" --forked --pairs 2 --scale 0.02 \
-    --versions "$VER" --workloads callheavy > "$T/rows" 2>&1 ||
+    --rates 1000 --versions "$VER" --workloads callheavy > "$T/rows" 2>&1 ||
     fail "sampled.py --forked exited non-zero: $(tail -n 1 "$T/rows")"
 grep -q "^CPython $VER (instrumented), callheavy at scale 0.02: the parent's chunks against its untraced forked child's, 2 pairs on CPU $cpu" "$T/rows" ||
     fail "sampled.py --forked: no heading: $(head -n 1 "$T/rows")"
