@@ -799,9 +799,13 @@ static void blocked_signal_weight(int cpu_clock)
     struct evp_rec_sample_config sc = {
         .rate_hz = 1000, .cpu_clock = cpu_clock, .on_sample = on_sample_put};
     assert_int_equal(evp_rec_sampler_start(&sc), 0);
+    /* blocked before the thread is sampled: a sample taken in between (a
+     * tick while a loaded machine kept this thread off its CPU) would
+     * let the wall clock's sampler thread sample the sleep on its
+     * behalf, a period at a time, and no signal would carry the sleep */
+    mask_signal(SIG_BLOCK);
     assert_int_equal(evp_rec_sample_thread_start("blocking"), 0);
     assert_int_equal(evp_rec_sample_func(1, "b", 1, "", 0, 1, NULL, 0, 0), 0);
-    mask_signal(SIG_BLOCK);
     if (cpu_clock) {
         spin_cpu(60000000u);
     } else {
