@@ -194,22 +194,16 @@ def loads(name):
     return is_op(name, "LOAD_FAST") or is_op(name, "LOAD_CONST")
 
 
-# Each marker, the loop that holds it and its variant: the truth is the
-# loop's time less its variant's, the markers and the operand loads the
-# variant does not make; each tool's figure is the same difference of
-# its marker and load buckets.
-MARKERS = {"BINARY_OP": ("mul", "mul_base"),
-           "BINARY_SUBSCR": ("subs", "subs_base")}
-
-
-def op_times(b, ops):
-    t = {}
-    for o in ops:
-        loop, variant = MARKERS[o]
-        t[o] = differential_of(b, loop, variant,
-                            lambda k, o=o: is_op(op_of(k), o)
-                            or loads(op_of(k)))
-    return t
+def op_times(b, pairs):
+    """Each marker's figure: PAIRS names, for each, the loop that holds it
+    and its variant (ops.py's PAIRS, as its --truth-out gives them).  The
+    truth is the loop's time less its variant's, the markers and the
+    operand loads the variant does not make; a tool's figure is the same
+    difference of its marker and load buckets."""
+    return {o: differential_of(b, loop, variant,
+                               lambda k, o=o: is_op(op_of(k), o)
+                               or loads(op_of(k)))
+            for o, (loop, variant) in pairs.items()}
 
 
 def summary_funcs(build, trace, names, extra=()):
@@ -467,8 +461,10 @@ def target_line(res, seconds):
 def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
                  heading, folded_opts, figure, what):
     """Run a workload of loops and variants (ops.py, phases.py): its
-    truth, each evalprof way's row, FIGURE(kind, buckets) -> ({name: ns},
-    note) giving a tool's figures; returns the --rounds arguments.
+    truth, each evalprof way's row, FIGURE(kind, buckets, pairs) ->
+    ({name: ns}, note) giving a tool's figures, where PAIRS maps each row
+    NAME to its (loop, variant) as the workload's --truth-out names them;
+    returns the --rounds arguments.
 
     The truth is REPS untraced runs of the very rounds the tools run,
     each loop timed as it ran (--truth-out): the median of each share
@@ -476,6 +472,9 @@ def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
     traced runs and half after, so that their spread holds what the
     machine did meanwhile."""
     probe = rounds_truth(exe, env, script, ["--rounds", "3"], tmp, "probe")
+    # each row's loop and variant, as the workload names them
+    pairs = {n: (probe["per_round"][n]["loop"], probe["per_round"][n]["base"])
+             for n in names}
     rounds = rounds_for(probe["round_ns"], seconds)
     args = ["--rounds", str(rounds)]
     plain = [rounds_truth(exe, env, script, args, tmp, "before")
@@ -502,7 +501,7 @@ def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
             print("    %-20s %s" % (kind, rows))
             continue
         b, total = buckets(rows, "run_round")
-        got, note = figure(kind, b)
+        got, note = figure(kind, b, pairs)
         res[kind] = shares_rows(kind, got, total, truth, marker, rounds,
                                 note)
         if kind == "evalprof sampled" and res[kind] is not None:
@@ -579,7 +578,7 @@ def opcodes(tag, exe, build, env, tmp, reps, seconds, modea):
         "runs of these rounds, up to %.2f points apart); each tool's "
         "figure is the same difference of its marker and load time):",
         ["--ops"],
-        lambda kind, b: (op_times(b, OPS), ""), "opcodes")
+        lambda kind, b, pairs: (op_times(b, pairs), ""), "opcodes")
     pdir = os.path.join(tmp, "perf")
     p = sh([os.path.join(build, "evalprof"), "perf", "--ops", "-o", pdir,
             "--", exe, script] + args, env=env, check=False)
@@ -609,8 +608,9 @@ def opcodes(tag, exe, build, env, tmp, reps, seconds, modea):
                                          for o in shares)))
 
 
-# The loop skeleton raising and raising_base share, one of each per
-# iteration in both: everything else in raising is the exception's.
+# The loop skeleton the raising loop and its variant share (phases.py's
+# raising and raising_base), one of each per iteration in both:
+# everything else in the raising loop is the exception's.
 SKELETON = ("FOR_ITER", "STORE_FAST", "NOP", "JUMP_BACKWARD", "END_FOR")
 PHASE_ROWS = ["exception", "C call"]
 
@@ -636,14 +636,14 @@ def c_call_pick(kind, modea):
 
 
 def phases(tag, exe, build, env, tmp, reps, seconds, modea):
-    def figure(kind, b):
-        got = {"exception": differential_of(b, "raising", "raising_base",
+    def figure(kind, b, pairs):
+        got = {"exception": differential_of(b, *pairs["exception"],
                                             lambda k: not skeleton(op_of(k))),
-               "C call": differential_of(b, "ccall", "ccall_base",
+               "C call": differential_of(b, *pairs["C call"],
                                          c_call_pick(kind, modea))}
         note = ""
         if kind == "evalprof sampled" and modea and got["exception"] > 0:
-            ph = differential_of(b, "raising", "raising_base",
+            ph = differential_of(b, *pairs["exception"],
                                  lambda k: "[loop error]" in k
                                  or "[loop exception]" in k)
             note = ("; of the exception, %.0f%% in the phases loop error "
