@@ -274,7 +274,6 @@ def forked_version(build, ver, pairs, scale, rates, tmp, workload, cpu):
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
-    rates = rates + [10] * (10 not in rates)
     keep = ("off", "counts@%d" % rates[0]) + tuple(
         "sample@%d" % r for r in rates)
     forked_rows(py, "CPython %s (instrumented)" % ver,
@@ -290,7 +289,6 @@ def forked_stock(build, py, pairs, scale, rates, tmp, workload, cpu):
         return
     out = subprocess.run([py, "-c", "import sys; print(sys.version.split()"
                           "[0])"], capture_output=True, text=True)
-    rates = rates + [10] * (10 not in rates)
     keep = ("off",) + tuple("sample@%d" % r for r in rates)
     configs = []
     for n, e in configs_for(tmp, rates):
@@ -333,6 +331,7 @@ def main():
     if args.forked:
         scale = args.scale if "--scale" in sys.argv else "0.15"
         cpu = bench_cpu()
+        rates += [10] * (10 not in rates)  # the sampled copy nearly alone
         with tempfile.TemporaryDirectory(prefix="evp-bench-forked-") as tmp:
             for ver in args.versions.split(","):
                 for w in args.workloads.split(","):
