@@ -23,6 +23,10 @@
 #include "internal.h"
 
 #define RUN 65536 /* records per EVENTS chunk */
+/* Tables (metadata, functions, stack nodes) are written in chunks of
+ * about this many bytes: a reader refuses a chunk longer than
+ * EVP_CHUNK_MAX_PAYLOAD, which a program's function table can pass. */
+#define TABLE_CHUNK (1u << 20)
 
 struct ewriter {
     struct evp_trace *t;
@@ -45,6 +49,8 @@ static int put_chunk(struct ewriter *w, unsigned type, const uint8_t *p,
     if (w->err)
         return w->err;
     unsigned flags = 0;
+    if (len > EVP_CHUNK_MAX_PAYLOAD) /* one entry larger than a chunk */
+        return w->err = -EFBIG;
     if (w->level > 0 && len > 64) {
         size_t bound = ZSTD_compressBound(len) + 4;
         if (evp_grow((void **)&w->z, &w->z_cap, bound, 1, bound))
@@ -135,6 +141,10 @@ static int write_meta(struct ewriter *w)
 #define ADD(k, val)                                                            \
     do {                                                                       \
         size_t kl = strlen(k) + 1, vl = strlen(val) + 1;                       \
+        if (len && len + kl + vl > TABLE_CHUNK) {                              \
+            put_chunk(w, EVP_CHUNK_META, buf, len);                            \
+            len = 0;                                                           \
+        }                                                                      \
         if (evp_grow((void **)&buf, &cap, len + kl + vl, 1, 1024)) {           \
             oom = 1;                                                           \
             break;                                                             \
@@ -164,20 +174,60 @@ static int write_meta(struct ewriter *w)
     return rc;
 }
 
+/* Entries of a table being written: counted, after room for the count's
+ * varint, and written as a chunk when TABLE_CHUNK long (table_put). */
+struct table {
+    unsigned type;
+    uint8_t *p; /* EVP_VARINT_MAX, then the entries */
+    size_t k;   /* bytes of entries */
+    size_t n;
+};
+
+static int table_put(struct ewriter *w, struct table *tb)
+{
+    if (!tb->n)
+        return w->err;
+    size_t h = evp_varint_put(tb->p, tb->n);
+    memmove(tb->p + h, tb->p + EVP_VARINT_MAX, tb->k);
+    int rc = put_chunk(w, tb->type, tb->p, h + tb->k);
+    tb->k = tb->n = 0;
+    return rc;
+}
+
+/* The buffer for a table whose largest entry takes ENTRY bytes. */
+static int table_init(struct ewriter *w, struct table *tb, unsigned type,
+                      size_t entry)
+{
+    *tb = (struct table){.type = type};
+    tb->p = malloc(EVP_VARINT_MAX + TABLE_CHUNK + entry);
+    return tb->p ? 0 : (w->err = -ENOMEM);
+}
+
+/* Room for the next entry: the table written first when full. */
+static uint8_t *table_next(struct ewriter *w, struct table *tb)
+{
+    if (tb->k >= TABLE_CHUNK && table_put(w, tb) < 0)
+        return NULL;
+    return tb->p + EVP_VARINT_MAX + tb->k;
+}
+
 static int write_tables(struct ewriter *w)
 {
     struct evp_trace *t = w->t;
-    size_t cap = EVP_VARINT_MAX, n = 0;
+    size_t cap = EVP_VARINT_MAX, n = 0, entry = 0;
     for (unsigned op = 0; op < t->nops; op++)
         if (t->ops[op].name) {
             cap += 2 * EVP_VARINT_MAX + evp_str_bound(t->ops[op].name);
             n++;
         }
     for (size_t id = 1; id < t->nfuncs; id++)
-        if (t->funcs[id].name)
-            cap += 2 * EVP_VARINT_MAX + evp_str_bound(t->funcs[id].name) +
-                   evp_str_bound(t->funcs[id].file);
-    uint8_t *p = malloc(cap);
+        if (t->funcs[id].name) {
+            size_t e = 2 * EVP_VARINT_MAX + evp_str_bound(t->funcs[id].name) +
+                       evp_str_bound(t->funcs[id].file);
+            if (e > entry)
+                entry = e;
+        }
+    uint8_t *p = malloc(cap); /* 2^16 opcodes at most: one chunk */
     if (!p)
         return w->err = -ENOMEM;
     int rc = 0;
@@ -191,21 +241,20 @@ static int write_tables(struct ewriter *w)
         }
         rc = put_chunk(w, EVP_CHUNK_OPCODES, p, k);
     }
-    n = 0;
-    for (size_t id = 1; id < t->nfuncs; id++)
-        n += t->funcs[id].name != NULL;
-    if (rc == 0 && n) {
-        size_t k = evp_varint_put(p, n);
-        for (size_t id = 1; id < t->nfuncs; id++) {
-            const struct evp_func *f = &t->funcs[id];
-            if (!f->name)
-                continue;
-            k += evp_func_entry_put(p + k, (uint32_t)id, f->name, f->file,
-                                    f->line);
-        }
-        rc = put_chunk(w, EVP_CHUNK_FUNCS, p, k);
-    }
     free(p);
+    struct table tb;
+    if (rc || table_init(w, &tb, EVP_CHUNK_FUNCS, entry) < 0)
+        return w->err;
+    for (size_t id = 1; id < t->nfuncs && !w->err; id++) {
+        const struct evp_func *f = &t->funcs[id];
+        uint8_t *q = f->name ? table_next(w, &tb) : NULL;
+        if (!q)
+            continue;
+        tb.k += evp_func_entry_put(q, (uint32_t)id, f->name, f->file, f->line);
+        tb.n++;
+    }
+    rc = table_put(w, &tb);
+    free(tb.p);
     return rc;
 }
 
@@ -305,11 +354,12 @@ static int write_samples(struct ewriter *w)
         broken = sn && sn->parent == EVP_STACK_UNKNOWN;
     }
     uint32_t unknown = broken ? ns + 1 : 0;
-    uint8_t *p =
-        malloc(EVP_VARINT_MAX + ((size_t)ns + 1) * 3 * EVP_VARINT_MAX +
-               2 * EVP_VARINT_MAX + evp_str_bound(EVP_STACK_UNKNOWN_NAME));
-    if (!p)
-        return w->err = -ENOMEM;
+    struct table tb;
+    if (table_init(w, &tb, EVP_CHUNK_STACKS,
+                   2 * EVP_VARINT_MAX + evp_str_bound(EVP_STACK_UNKNOWN_NAME)) <
+        0)
+        return w->err;
+    uint8_t *p = tb.p;
     int rc = 0;
     if (unknown) {
         uint32_t f = evp_trace_nfuncs(t) + 1;
@@ -321,23 +371,19 @@ static int write_samples(struct ewriter *w)
         if (!rc)
             rc = put_chunk(w, EVP_CHUNK_STACKS, p, k);
     }
-    size_t k = 0, n = 0;
-    for (uint32_t id = 1; id <= ns && !rc; id++) {
+    for (uint32_t id = 1; id <= ns && !rc && !w->err; id++) {
         const struct evp_stack_node *sn = evp_trace_stack(t, id);
-        if (sn) {
-            uint32_t parent =
-                sn->parent == EVP_STACK_UNKNOWN ? unknown : sn->parent;
-            k += evp_stack_entry_put(p + EVP_VARINT_MAX + k, id, parent,
-                                     sn->func);
-            n++;
-        }
+        uint8_t *q = sn ? table_next(w, &tb) : NULL;
+        if (!q)
+            continue;
+        uint32_t parent =
+            sn->parent == EVP_STACK_UNKNOWN ? unknown : sn->parent;
+        tb.k += evp_stack_entry_put(q, id, parent, sn->func);
+        tb.n++;
     }
-    if (!rc && n) {
-        size_t h = evp_varint_put(p, n);
-        memmove(p + h, p + EVP_VARINT_MAX, k);
-        rc = put_chunk(w, EVP_CHUNK_STACKS, p, h + k);
-    }
-    free(p);
+    if (!rc)
+        rc = table_put(w, &tb);
+    free(tb.p);
     if (rc)
         return rc;
     sw.unknown = unknown;

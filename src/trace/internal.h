@@ -76,6 +76,9 @@ struct evp_trace {
     /* the index pass's inflater: here, not on the pass's stack, so that a
      * file cut under the pass (SIGBUS, evp_file_guard) loses nothing */
     struct evp_inflater open_z;
+    /* the text reader's state while a text trace is read, for the same
+     * reason (text.c); NULL after */
+    struct text_reader *open_text;
 
     /* metadata as recorded, later pairs replacing earlier ones */
     struct evp_kv meta;
@@ -199,6 +202,7 @@ EVP_HIDDEN void evp_trace_finish(struct evp_trace *t);
 /* The text reader (text.c): the N bytes at DATA, then, when FD is not -1,
  * the rest of the stream FD, parsed as it comes (memory for the records,
  * not for the text). */
+EVP_HIDDEN void evp_text_reader_free(struct evp_trace *t);
 EVP_HIDDEN int evp_text_read(struct evp_trace *t, const char *data, size_t n,
                              int fd, char *err, size_t errlen);
 /* Metadata describing the clock of the trace being read, which a writer

@@ -92,14 +92,18 @@ void *evp_trace_own(struct evp_trace *t, void *p)
     return p;
 }
 
+/* S may lie in a mapped file cut under the reader: the block is the
+ * trace's before a byte is copied into it, so that a jump out of the copy
+ * (evp_file_guard) leaves nothing evp_trace_close does not free. */
 char *evp_trace_strdup(struct evp_trace *t, const char *s, size_t n)
 {
-    char *p = malloc(n + 1);
+    char *p = evp_trace_own(t, malloc(n + 1));
     if (!p)
         return NULL;
+    p[0] = '\0';
     memcpy(p, s, n);
     p[n] = '\0';
-    return evp_trace_own(t, p);
+    return p;
 }
 
 char *evp_fmt_exact(char *buf, size_t len, double x)
@@ -1222,6 +1226,7 @@ void evp_trace_close(struct evp_trace *t)
     else
         free(t->data);
     evp_inflater_free(&t->open_z);
+    evp_text_reader_free(t);
     evp_kv_free(&t->meta);
     free(t->funcs);
     for (size_t i = 0; i < t->nstreams; i++) {

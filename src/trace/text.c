@@ -90,7 +90,7 @@ struct run {
     uint64_t events;  /* events (not "log written" records) */
 };
 
-struct reader {
+struct text_reader {
     struct evp_trace *t;
     struct evp_itab names; /* function names -> ids */
     /* each stream's run, by the stream's index in the trace (which finds
@@ -108,7 +108,7 @@ struct reader {
 };
 
 /* Encode stream I's waiting records as one more segment; 0 or -1. */
-static int flush_run(struct reader *rd, size_t i)
+static int flush_run(struct text_reader *rd, size_t i)
 {
     struct run *r = &rd->runs[i];
     if (!r->n)
@@ -130,7 +130,8 @@ static int flush_run(struct reader *rd, size_t i)
 
 /* Add REC to stream I (a run is encoded when full, or when REC goes
  * back in time: runs keep the exact timestamps the codec could not). */
-static int push(struct reader *rd, size_t i, const struct evp_rec_record *rec)
+static int push(struct text_reader *rd, size_t i,
+                const struct evp_rec_record *rec)
 {
     struct run *r = &rd->runs[i];
     if (r->n &&
@@ -149,7 +150,7 @@ static int push(struct reader *rd, size_t i, const struct evp_rec_record *rec)
 
 /* Make the stream with id ID the current one (made when new); 0, or -1
  * when out of memory. */
-static int switch_stream(struct reader *rd, uint32_t id)
+static int switch_stream(struct text_reader *rd, uint32_t id)
 {
     struct stream *s = evp_trace_get_stream(rd->t, id);
     if (!s)
@@ -168,7 +169,7 @@ static int switch_stream(struct reader *rd, uint32_t id)
 
 /* The index of the current stream (stream 0 when no "# thread:" line
  * came first); -1 when out of memory. */
-static long current(struct reader *rd)
+static long current(struct text_reader *rd)
 {
     if (!rd->cur && switch_stream(rd, 0) < 0)
         return -1;
@@ -265,7 +266,7 @@ static char *dup_range(struct evp_trace *t, const char *p, const char *end)
     return evp_trace_strdup(t, p, (size_t)(end - p));
 }
 
-static void bad_line(struct reader *rd, const char *what)
+static void bad_line(struct text_reader *rd, const char *what)
 {
     rd->bad_lines++;
     evp_trace_warnf(rd->t, "line %" PRIu64 ": %s; line skipped", rd->line,
@@ -284,7 +285,7 @@ static int meta_range(struct evp_trace *t, const char *key, const char *p,
 
 /* "# func: NAME": names the next enter/exit (kept until then: the line
  * it points into may be gone by the time a stream's event line comes). */
-static void c_func(struct reader *rd, const char *r, const char *end)
+static void c_func(struct text_reader *rd, const char *r, const char *end)
 {
     r = skip_spaces(r, end);
     size_t n = (size_t)(end - r);
@@ -298,7 +299,8 @@ static void c_func(struct reader *rd, const char *r, const char *end)
 }
 
 /* "# log written: SECONDS": time the tracer spent writing its log. */
-static void c_log_written(struct reader *rd, const char *r, const char *end)
+static void c_log_written(struct text_reader *rd, const char *r,
+                          const char *end)
 {
     uint64_t ns;
     const char *e = parse_time(skip_spaces(r, end), end, &ns);
@@ -316,17 +318,17 @@ static void c_log_written(struct reader *rd, const char *r, const char *end)
         bad_line(rd, "out of memory");
 }
 
-static void c_python(struct reader *rd, const char *r, const char *end)
+static void c_python(struct text_reader *rd, const char *r, const char *end)
 {
     meta_range(rd->t, "executable", skip_spaces(r, end), end);
 }
 
-static void c_argv(struct reader *rd, const char *r, const char *end)
+static void c_argv(struct text_reader *rd, const char *r, const char *end)
 {
     meta_range(rd->t, "argv", skip_spaces(r, end), end);
 }
 
-static void c_start_time(struct reader *rd, const char *r, const char *end)
+static void c_start_time(struct text_reader *rd, const char *r, const char *end)
 {
     uint64_t v;
     const char *e = parse_u64(skip_spaces(r, end), end, &v);
@@ -336,7 +338,7 @@ static void c_start_time(struct reader *rd, const char *r, const char *end)
         meta_range(rd->t, "start.time_s", skip_spaces(r, end), e);
 }
 
-static void clock_line(struct reader *rd, const char *r, const char *end,
+static void clock_line(struct text_reader *rd, const char *r, const char *end,
                        const char *key, const char *what)
 {
     uint64_t ns;
@@ -351,19 +353,20 @@ static void clock_line(struct reader *rd, const char *r, const char *end,
     evp_trace_set_meta(rd->t, key, buf);
 }
 
-static void c_start_clock(struct reader *rd, const char *r, const char *end)
+static void c_start_clock(struct text_reader *rd, const char *r,
+                          const char *end)
 {
     clock_line(rd, r, end, "start.clock_ns", "start clock:");
 }
 
-static void c_end_clock(struct reader *rd, const char *r, const char *end)
+static void c_end_clock(struct text_reader *rd, const char *r, const char *end)
 {
     clock_line(rd, r, end, "end.clock_ns", "end clock:");
     rd->end_line = rd->line;
 }
 
 /* "# opcode: N NAME [BASE]" */
-static void c_opcode(struct reader *rd, const char *r, const char *end)
+static void c_opcode(struct text_reader *rd, const char *r, const char *end)
 {
     struct evp_trace *t = rd->t;
     uint64_t op, base;
@@ -390,7 +393,7 @@ static void c_opcode(struct reader *rd, const char *r, const char *end)
 }
 
 /* "# meta: KEY=VALUE", both sides escaped by the writer (put_escaped). */
-static void c_meta(struct reader *rd, const char *r, const char *end)
+static void c_meta(struct text_reader *rd, const char *r, const char *end)
 {
     struct evp_trace *t = rd->t;
     r = skip_spaces(r, end);
@@ -408,7 +411,7 @@ static void c_meta(struct reader *rd, const char *r, const char *end)
 }
 
 /* "# function: ID<TAB>LINE<TAB>FILE<TAB>NAME" */
-static void c_function(struct reader *rd, const char *r, const char *end)
+static void c_function(struct text_reader *rd, const char *r, const char *end)
 {
     struct evp_trace *t = rd->t;
     uint64_t id, line;
@@ -439,7 +442,7 @@ static void c_function(struct reader *rd, const char *r, const char *end)
 }
 
 /* "# thread: ID TID [NAME]": the following events are that thread's. */
-static void c_thread(struct reader *rd, const char *r, const char *end)
+static void c_thread(struct text_reader *rd, const char *r, const char *end)
 {
     struct evp_trace *t = rd->t;
     uint64_t id, tid;
@@ -463,7 +466,7 @@ static void c_thread(struct reader *rd, const char *r, const char *end)
 
 static const struct comment_kind {
     const char *prefix;
-    void (*handle)(struct reader *rd, const char *rest, const char *end);
+    void (*handle)(struct text_reader *rd, const char *rest, const char *end);
     int header; /* counts as a header (a file of these is a trace) */
 } comment_kinds[] = {
     {"func:", c_func, 0},
@@ -481,7 +484,7 @@ static const struct comment_kind {
 
 /* A "# ..." line (without the leading "#"); any other is a plain
  * comment. */
-static void comment_line(struct reader *rd, const char *p, const char *end)
+static void comment_line(struct text_reader *rd, const char *p, const char *end)
 {
     const char *r;
     p = skip_spaces(p, end);
@@ -493,7 +496,7 @@ static void comment_line(struct reader *rd, const char *p, const char *end)
         }
 }
 
-static void event_line(struct reader *rd, const char *p, const char *end)
+static void event_line(struct text_reader *rd, const char *p, const char *end)
 {
     uint64_t ts, kind, a = 0, b = 0;
     int na = 0;
@@ -579,7 +582,7 @@ static void event_line(struct reader *rd, const char *p, const char *end)
 }
 
 /* One line (without its newline), as the discussion's format has it. */
-static void one_line(struct reader *rd, const char *p, const char *le,
+static void one_line(struct text_reader *rd, const char *p, const char *le,
                      int has_nl)
 {
     rd->line++;
@@ -611,7 +614,8 @@ static void one_line(struct reader *rd, const char *p, const char *le,
 
 /* The whole lines of [P, END) (and, at EOF, the last one without its
  * newline); returns the bytes consumed. */
-static size_t lines(struct reader *rd, const char *p, const char *end, int eof)
+static size_t lines(struct text_reader *rd, const char *p, const char *end,
+                    int eof)
 {
     const char *start = p;
     while (p < end) {
@@ -634,8 +638,8 @@ static size_t lines(struct reader *rd, const char *p, const char *end, int eof)
 
 /* The rest of the stream FD after the N bytes at DATA, line by line:
  * 0, or -1 (ERR set) when reading fails or the stream is junk. */
-static int read_stream(struct reader *rd, const char *data, size_t n, int fd,
-                       char *err, size_t errlen)
+static int read_stream(struct text_reader *rd, const char *data, size_t n,
+                       int fd, char *err, size_t errlen)
 {
     size_t cap = n > WINDOW ? n : WINDOW, len = n, seen = 0;
     char *buf = malloc(cap);
@@ -694,47 +698,61 @@ static int read_stream(struct reader *rd, const char *data, size_t n, int fd,
     return rc;
 }
 
-static void reader_free(struct reader *rd)
+/* Free the text reader's state: once read, or from evp_trace_close when
+ * a mapped file cut under the read jumped out of it (evp_file_guard). */
+void evp_text_reader_free(struct evp_trace *t)
 {
+    struct text_reader *rd = t->open_text;
+    if (!rd)
+        return;
     for (size_t i = 0; i < rd->nruns; i++)
         free(rd->runs[i].v);
     free(rd->runs);
     free(rd->pending);
     evp_itab_free(&rd->names);
+    free(rd);
+    t->open_text = NULL;
 }
 
 int evp_text_read(struct evp_trace *t, const char *data, size_t n, int fd,
                   char *err, size_t errlen)
 {
-    struct reader rd = {.t = t};
+    struct text_reader *rd = calloc(1, sizeof *rd);
+    if (!rd) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    rd->t = t;
+    t->open_text = rd;
     if (fd < 0) {
-        lines(&rd, data, data + n, 1);
-    } else if (read_stream(&rd, data, n, fd, err, errlen) < 0) {
-        reader_free(&rd);
+        lines(rd, data, data + n, 1);
+    } else if (read_stream(rd, data, n, fd, err, errlen) < 0) {
+        evp_text_reader_free(t);
         return -EPROTO;
     }
 
-    if (!rd.events && !rd.headers) {
+    if (!rd->events && !rd->headers) {
         snprintf(err, errlen,
                  "not an evalprof trace: no event lines and no headers%s",
-                 rd.bad_lines ? " (line 1 is not a trace line)" : "");
-        reader_free(&rd);
+                 rd->bad_lines ? " (line 1 is not a trace line)" : "");
+        evp_text_reader_free(t);
         return -EPROTO;
     }
-    if (rd.bad_lines)
-        evp_trace_warnf(t, "%" PRIu64 " malformed line%s skipped", rd.bad_lines,
-                        rd.bad_lines > 1 ? "s" : "");
+    if (rd->bad_lines)
+        evp_trace_warnf(t, "%" PRIu64 " malformed line%s skipped",
+                        rd->bad_lines, rd->bad_lines > 1 ? "s" : "");
 
-    for (size_t i = 0; i < rd.nruns; i++) {
-        if (flush_run(&rd, i) < 0) {
-            reader_free(&rd);
+    for (size_t i = 0; i < rd->nruns; i++) {
+        if (flush_run(rd, i) < 0) {
+            evp_text_reader_free(t);
             snprintf(err, errlen, "out of memory");
             return -ENOMEM;
         }
-        t->streams[i].pub.events += rd.runs[i].events;
+        t->streams[i].pub.events += rd->runs[i].events;
         t->streams[i].pub.chunks++;
     }
-    reader_free(&rd);
+    uint64_t end_line = rd->end_line;
+    evp_text_reader_free(t);
 
     /* The clock is the trace's own: ticks are nanoseconds. */
     const char *v;
@@ -768,7 +786,7 @@ int evp_text_read(struct evp_trace *t, const char *data, size_t n, int fd,
                             "line %" PRIu64 ": end clock %" PRIu64
                             " ns is before the start (%" PRIu64
                             " ns); the end is taken from the last event",
-                            rd.end_line, end, t->info.start_ns);
+                            end_line, end, t->info.start_ns);
         }
     }
     /* Wall time as the discussion's analyzer shows it: the whole seconds

@@ -6,6 +6,11 @@ text round trip of a trace's figures.
   - a trace truncated while `tree` reads it, and while `summary` reads it
     plain or zstd-compressed: never a signal; a complete report, or one
     line naming the file and a non-zero exit;
+  - a trace made of long names, text and binary, truncated at cuts that
+    sweep its reading: the same, and no block leaked by a jump out of a
+    name's copy (LeakSanitizer in the sanitizer build);
+  - a function table of 69 MB, more than one chunk may hold, exported
+    plain and compressed: several chunks, read back as the text;
   - /dev/zero, /dev/urandom, a disk: refused at once with one line;
   - a FIFO nobody writes to: one line after the documented 10 s;
   - endless or long streams on standard input (`yes "1.1 8"`, long text,
@@ -130,7 +135,8 @@ def truncated_under(j, big, args, delay):
     checks += 1
     if p.returncode < 0:
         fail(f"{args[0]} truncated after {delay} s: killed by "
-             f"{signal.Signals(-p.returncode).name}")
+             f"{signal.Signals(-p.returncode).name}:\n"
+             f"{err.decode('utf-8', 'replace')[-3000:]}")
         return None, out, err.decode(), run_path
     return p.returncode, out, err.decode(), run_path
 
@@ -172,6 +178,80 @@ def test_truncated_while_summarized(j):
                 fail(f"{what}: exit 0 with a different report")
             elif rc:
                 one_line_error(what, rc, err, CUT, run_path)
+
+
+def names_trace(path, n=6000, name_len=4000):
+    """A text trace made mostly of names: N functions whose names and
+    files are NAME_LEN bytes each, entered and left once each."""
+    with open(path, "w") as f:
+        f.write("# python: /usr/bin/python3\n# argv: names\n"
+                "# start time: 1700000000 s (since epoch)\n"
+                "# start clock: 10.000000000 s (on clock)\n"
+                "# end clock: 20.000000000 s (on clock)\n")
+        for i in range(1, n + 1):
+            f.write(f"# function: {i}\t{i}\t/{'d' * name_len}/m{i}.py\t"
+                    f"{'f' * name_len}_{i}\n")
+        f.write("10.000000000 0\n")
+        t = 10_000_001_000
+        for i in range(1, n + 1):
+            for kind in (3, 4):
+                f.write(f"{t // 10**9}.{t % 10**9:09d} {kind} {i}\n")
+                t += 1000
+        f.write(f"{t // 10**9}.{t % 10**9:09d} 1\n")
+
+
+def test_truncated_while_names_read(j):
+    # Names are copied out of the mapping into blocks the trace frees: a
+    # cut that lands in a copy (the jump out of it, evp_file_guard) must
+    # leave no block behind (LeakSanitizer, in the sanitizer build, turns
+    # a leak into SIGABRT), and the text reader's own buffers neither.
+    # The cuts sweep the time the reader takes over the whole file.
+    text, binary = j("names.trace"), j("names.evp")
+    names_trace(text)
+    subprocess.run([EVALPROF, "export", "--format", "evp", "-o", binary,
+                    text], check=True, capture_output=True)
+    for name, path in (("text", text), ("binary", binary)):
+        t0 = time.monotonic()
+        subprocess.run([EVALPROF, "info", path], check=True,
+                       capture_output=True)
+        took = time.monotonic() - t0
+        steps = 24
+        for k in range(steps):
+            delay = round(took * k / steps, 4)
+            rc, _, err, run_path = truncated_under(j, path, ["info"], delay)
+            what = f"info of the {name} names trace truncated after {delay} s"
+            if rc:
+                one_line_error(what, rc, err, CUT, run_path)
+
+
+def test_large_function_table(j):
+    # A function table larger than a chunk may be (64 MiB: longer lengths
+    # are read as damage) is written as several FUNCS chunks, plain and
+    # compressed, which read back as the text they came from.
+    text = j("large-table.trace")
+    names_trace(text, n=4300, name_len=8000)
+    want = run(["summary", "--funcs", text], timeout=300)[1].split(b"\n", 1)
+    for extra in ([], ["--zstd"]):
+        out = j("large-table.evp")
+        rc, _, err, _ = run(["export", "--format", "evp", "-o", out, text] +
+                            extra, timeout=300)
+        what = f"export {' '.join(extra)} of a 69 MB function table"
+        if rc != 0:
+            fail(f"{what}: exit {rc}: {err}")
+            continue
+        with open(out, "rb") as f:
+            cs = chunks(f.read())
+        funcs = [n for _, kind, n in cs if kind == 3]
+        if len(funcs) < 2 or max(n for _, _, n in cs) > 64 << 20:
+            fail(f"{what}: FUNCS chunks of {funcs} bytes")
+        rc, info, err, _ = run(["info", out], timeout=300)
+        if rc != 0 or b"warnings:    none" not in info:
+            fail(f"{what}: info says: {err}{info.decode()[-500:]}")
+        got = run(["summary", "--funcs", out], timeout=300)[1].split(b"\n", 1)
+        if len(got) < 2 or got[1] != want[1]:
+            fail(f"{what}: summary --funcs differs from the text's")
+        os.unlink(out)
+    os.unlink(text)
 
 
 def test_truncated_while_exported(j):
@@ -407,6 +487,8 @@ def main():
     j = lambda name: os.path.join(tmp, name)
     try:
         for test in (test_truncated_while_read, test_truncated_while_summarized,
+                     test_truncated_while_names_read,
+                     test_large_function_table,
                      test_truncated_while_exported, test_devices_and_fifos,
                      test_streams, test_damaged_header_and_end,
                      test_text_round_trip):
