@@ -7,8 +7,10 @@
  * "2021-03-31 20:27:25.663947 UTC" (truncated to the microsecond, as the
  * discussion's analyzer prints them).
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -188,24 +190,45 @@ int evp_view_func_cell(char *buf, size_t len, const char *s, int maxcols)
     return maxcols;
 }
 
+static int cmp_shown(const void *a, const void *b, void *arg)
+{
+    const char **shown = arg;
+    return strcmp(shown[*(const size_t *)a], shown[*(const size_t *)b]);
+}
+
+/* Sorted by the cell they print, labels that print alike are neighbours:
+ * a run of them holding two different labels shows them all whole, and
+ * that goes on until a pass changes nothing (a label made whole may now
+ * print as another's cut cell).  O(n log n) a pass: a trace may name
+ * hundreds of thousands of functions. */
 void evp_view_cells_unique(size_t n, const char **shown, int *cols,
                            const char *const *full, const int *fullcols)
 {
+    size_t *ix = malloc((n ? n : 1) * sizeof *ix);
+    if (!ix)
+        return; /* out of memory: cells as they are */
     int moved = 1;
     while (moved) {
         moved = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (shown[i] == full[i])
-                continue; /* whole: only a cut cell can look like another */
-            for (size_t j = 0; j < n; j++) {
-                if (j == i || strcmp(shown[i], shown[j]) ||
-                    !strcmp(full[i], full[j]))
-                    continue;
-                shown[i] = full[i], cols[i] = fullcols[i];
-                shown[j] = full[j], cols[j] = fullcols[j];
-                moved = 1;
-                break;
+        for (size_t i = 0; i < n; i++)
+            ix[i] = i;
+        qsort_r(ix, n, sizeof *ix, cmp_shown, shown);
+        for (size_t a = 0, b; a < n; a = b) {
+            int cut = 0, differ = 0;
+            for (b = a; b < n && strcmp(shown[ix[a]], shown[ix[b]]) == 0; b++) {
+                cut |= shown[ix[b]] != full[ix[b]];
+                differ |= strcmp(full[ix[a]], full[ix[b]]) != 0;
+            }
+            if (!cut || !differ)
+                continue; /* whole labels that differ never print alike */
+            for (size_t k = a; k < b; k++) {
+                size_t i = ix[k];
+                if (shown[i] != full[i]) {
+                    shown[i] = full[i], cols[i] = fullcols[i];
+                    moved = 1;
+                }
             }
         }
     }
+    free(ix);
 }

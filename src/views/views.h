@@ -412,9 +412,10 @@ void evp_view_func_key(const struct evp_trace *t, uint32_t id, char *buf,
  * last component and ":line)") and elides the middle of the path with
  * "…"; a label of another shape is cut to end in ".." (format.c). */
 int evp_view_func_cell(char *buf, size_t len, const char *s, int maxcols);
-/* Cells that print alike for labels that differ show their whole labels
- * (SHOWN[i] = FULL[i], COLS[i] = FULLCOLS[i]) until no two labels that
- * differ print alike (format.c). */
+/* Among cells that print alike, when their labels are not all the same,
+ * every cut cell shows its whole label (SHOWN[i] = FULL[i], COLS[i] =
+ * FULLCOLS[i]), again until no two labels that differ print alike
+ * (format.c). */
 void evp_view_cells_unique(size_t n, const char **shown, int *cols,
                            const char *const *full, const int *fullcols);
 

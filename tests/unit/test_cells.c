@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -94,6 +96,123 @@ static void test_alike_print_whole(void **state)
     assert_ptr_equal(shown[2], full[2]);
 }
 
+/* The rule evp_view_cells_unique keeps, written out plainly (cubic): each
+ * pass, every cut cell that prints like another cell of a different
+ * label, or like two cells whose labels differ, prints whole; passes
+ * until none changes.  The reference for the test below. */
+static void cells_unique_plain(size_t n, const char **shown, int *cols,
+                               const char *const *full, const int *fullcols)
+{
+    int moved = 1;
+    static int mark[64];
+    while (moved) {
+        moved = 0;
+        for (size_t i = 0; i < n; i++) {
+            mark[i] = 0;
+            if (shown[i] == full[i])
+                continue;
+            for (size_t j = 0; j < n && !mark[i]; j++)
+                for (size_t k = 0; k < n && !mark[i]; k++)
+                    mark[i] = !strcmp(shown[i], shown[j]) &&
+                              !strcmp(shown[i], shown[k]) &&
+                              strcmp(full[j], full[k]);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (mark[i]) {
+                shown[i] = full[i], cols[i] = fullcols[i];
+                moved = 1;
+            }
+    }
+}
+
+/* Random labels over a small alphabet, each shown whole or cut to a
+ * prefix (so that cut cells meet whole labels and one another, and a
+ * label made whole can print as another's cut cell): the same cells as
+ * the plain rule, label for label, and no two different labels print
+ * alike. */
+static void test_alike_matches_pairwise(void **state)
+{
+    (void)state;
+    enum { N = 60, ROUNDS = 400 };
+    static char fullbuf[N][8], cutbuf[N][8];
+    const char *full[N], *a[N], *b[N];
+    int fullcols[N], ca[N], cb[N];
+    unsigned seed = 12345;
+    for (int r = 0; r < ROUNDS; r++) {
+        size_t n = 1 + (size_t)(r % N);
+        for (size_t i = 0; i < n; i++) {
+            int len = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 4;
+            for (int k = 0; k < len; k++)
+                fullbuf[i][k] =
+                    "ab"[((seed = seed * 1103515245u + 12345u) >> 16) & 1];
+            fullbuf[i][len] = '\0';
+            int keep =
+                (int)((seed = seed * 1103515245u + 12345u) >> 16) % (len + 1);
+            memcpy(cutbuf[i], fullbuf[i], (size_t)keep);
+            cutbuf[i][keep] = '\0';
+            full[i] = fullbuf[i];
+            fullcols[i] = len;
+            int cut = keep < len;
+            a[i] = b[i] = cut ? cutbuf[i] : full[i];
+            ca[i] = cb[i] = cut ? keep : len;
+        }
+        evp_view_cells_unique(n, a, ca, full, fullcols);
+        cells_unique_plain(n, b, cb, full, fullcols);
+        for (size_t i = 0; i < n; i++) {
+            assert_ptr_equal(a[i], b[i]);
+            assert_int_equal(ca[i], cb[i]);
+            for (size_t j = 0; j < n; j++)
+                assert_true(strcmp(a[i], a[j]) || !strcmp(full[i], full[j]));
+        }
+    }
+}
+
+/* A table of 200,000 functions, every one cut to the same cell: labels
+ * that differ (each named twice) all print whole; the same table of one
+ * label stays cut.  (Pairwise, a pass was 4 * 10^10 comparisons; a trace
+ * may well name that many functions.) */
+static void test_alike_many(void **state)
+{
+    (void)state;
+    enum { N = 200000 };
+    char(*fullbuf)[16] = malloc(N * sizeof *fullbuf);
+    const char **full = malloc(N * sizeof *full),
+               **shown = malloc(N * sizeof *shown);
+    int *cols = malloc(N * sizeof *cols), *fullcols = malloc(N * sizeof *cols);
+    assert_non_null(fullbuf);
+    assert_non_null(full);
+    assert_non_null(shown);
+    assert_non_null(cols);
+    assert_non_null(fullcols);
+    for (size_t i = 0; i < N; i++) {
+        size_t label = i / 2;
+        snprintf(fullbuf[i], sizeof fullbuf[i], "f%zu", label);
+        full[i] = fullbuf[i];
+        fullcols[i] = (int)strlen(full[i]);
+        shown[i] = "f…";
+        cols[i] = 2;
+    }
+    evp_view_cells_unique(N, shown, cols, full, fullcols);
+    for (size_t i = 0; i < N; i++) {
+        assert_ptr_equal(shown[i], full[i]);
+        assert_int_equal(cols[i], fullcols[i]);
+    }
+    /* all alike: nothing to tell apart, all stay cut */
+    for (size_t i = 0; i < N; i++) {
+        full[i] = "f000";
+        shown[i] = "f…";
+        cols[i] = 2;
+    }
+    evp_view_cells_unique(N, shown, cols, full, fullcols);
+    for (size_t i = 0; i < N; i++)
+        assert_string_equal(shown[i], "f…");
+    free(fullbuf);
+    free(full);
+    free(shown);
+    free(cols);
+    free(fullcols);
+}
+
 /* A column's unit: the largest in which its smallest nonzero value is at
  * least 1; --ns and --us are kept whatever the values. */
 static void test_column_unit(void **state)
@@ -129,6 +248,8 @@ int main(void)
         cmocka_unit_test(test_long_name_keeps_line),
         cmocka_unit_test(test_other_shape_dots),
         cmocka_unit_test(test_alike_print_whole),
+        cmocka_unit_test(test_alike_matches_pairwise),
+        cmocka_unit_test(test_alike_many),
         cmocka_unit_test(test_column_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
