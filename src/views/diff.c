@@ -136,30 +136,36 @@ static void print_rows(FILE *out, const char *title, const char *unit,
      * unless --wide or two that differ would print alike; columns as wide
      * as their figures */
     size_t k = n ? n : 1;
-    char(*cut)[288] = calloc(k, sizeof *cut);
-    char(*whole)[4400] = funcs ? calloc(k, sizeof *whole) : NULL;
+    /* each row's cells in blocks of their own size: a trace may name
+     * hundreds of thousands of functions */
+    char **cut = calloc(k, sizeof *cut);
+    char **whole = funcs ? calloc(k, sizeof *whole) : NULL;
     const char **shown = calloc(k, sizeof *shown);
     const char **full = calloc(k, sizeof *full);
     int *cols = calloc(k, sizeof *cols),
         *fullcols = calloc(k, sizeof *fullcols);
     int ok = cut && shown && full && cols && fullcols && (whole || !funcs);
-    if (!ok) {
-        fprintf(out, "%s: (out of memory)\n\n", title);
-        n = 0;
-    }
-    for (size_t i = 0; i < n; i++) {
+    char cell[4400];
+    for (size_t i = 0; ok && i < n; i++) {
         const char *name = rows[i].name;
         if (!funcs) {
-            cols[i] = evp_esc_term_cell(cut[i], sizeof cut[i], name, 70);
+            cols[i] = evp_esc_term_cell(cell, 288, name, 70);
+            ok = (cut[i] = strdup(cell)) != NULL;
             full[i] = shown[i] = cut[i], fullcols[i] = cols[i];
             continue;
         }
+        fullcols[i] = evp_view_func_cell(cell, sizeof cell, name, 0);
+        ok = (whole[i] = strdup(cell)) != NULL;
+        cols[i] = evp_view_func_cell(cell, 288, name, 70);
+        ok = ok && (cut[i] = strdup(cell)) != NULL;
         full[i] = whole[i];
-        fullcols[i] = evp_view_func_cell(whole[i], sizeof whole[i], name, 0);
-        cols[i] = evp_view_func_cell(cut[i], sizeof cut[i], name, 70);
         shown[i] = cut[i];
         if (o->wide_names || cols[i] == fullcols[i])
             shown[i] = full[i], cols[i] = fullcols[i];
+    }
+    if (!ok) {
+        fprintf(out, "%s: (out of memory)\n\n", title);
+        n = 0;
     }
     if (funcs)
         evp_view_cells_unique(n, shown, cols, full, fullcols);
@@ -197,6 +203,10 @@ static void print_rows(FILE *out, const char *title, const char *unit,
             print_row(out, &rows[i], shown[i], cols[i], w);
         fputc('\n', out);
     }
+    for (size_t i = 0; i < k; i++) {
+        free(cut ? cut[i] : NULL);
+        free(whole ? whole[i] : NULL);
+    }
     free(cut);
     free(whole);
     free(shown);
@@ -224,7 +234,7 @@ static struct drow *func_rows(struct evp_trace *t[2], struct evp_stats s[2],
         }
         rows[i].first = m[i].first;
     }
-    free(m);
+    evp_stats_match_funcs_free(m, n);
     *nrows = n;
     return rows;
 }

@@ -411,7 +411,7 @@ static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
     if (evp_stats_match_funcs(t, s, &m, &n) < 0)
         return -ENOMEM;
     if (!(r = calloc(n ? n : 1, sizeof *r))) {
-        free(m);
+        evp_stats_match_funcs_free(m, n);
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
@@ -422,7 +422,7 @@ static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
         }
         r[i].first = m[i].first;
     }
-    free(m);
+    evp_stats_match_funcs_free(m, n);
     fputs("<section id=\"diff-funcs\"><h2>Functions (inclusive time), BASE "
           "to NEW</h2>\n<p><label>Filter by name: <input type=\"search\" "
           "id=\"filter-diff-funcs\" data-table=\"t-diff-funcs\"></label> "

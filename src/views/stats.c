@@ -211,6 +211,18 @@ void evp_stats_func_rel_key(const struct evp_trace *t,
         snprintf(buf, len, "%s:%s", f->file, f->name);
 }
 
+void evp_stats_match_funcs_free(struct evp_func_match *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++) {
+        free(rows[i].name);
+        free(rows[i].key);
+    }
+    free(rows);
+}
+
+/* Rows keep their strings in blocks of their own length: a trace may
+ * name hundreds of thousands of functions (two fixed 1,100-byte buffers
+ * a row made diff --funcs of 300,000 take 1.6 GB). */
 int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
                           struct evp_func_match **rows, size_t *nrows)
 {
@@ -218,6 +230,7 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
     struct evp_func_match *r = calloc(cap, sizeof *r);
     if (!r)
         return -ENOMEM;
+    char name[1100], key[1100];
     /* every function called on either side, then one row per key */
     for (int side = 0; side < 2; side++)
         for (uint32_t id = 1; id <= s[side].nfuncs; id++) {
@@ -225,9 +238,15 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
             if (!fs->calls && !fs->resumes)
                 continue;
             struct evp_func_match *m = &r[n++];
-            evp_view_func_key(t[side], id, m->name, sizeof m->name);
-            evp_stats_func_rel_key(t[side], &s[side].roots, id, m->key,
-                                   sizeof m->key);
+            evp_view_func_key(t[side], id, name, sizeof name);
+            evp_stats_func_rel_key(t[side], &s[side].roots, id, key,
+                                   sizeof key);
+            m->name = strdup(name);
+            m->key = strdup(key);
+            if (!m->name || !m->key) {
+                evp_stats_match_funcs_free(r, n);
+                return -ENOMEM;
+            }
             m->calls[side] = fs->calls + fs->resumes;
             m->incl[side] = fs->incl_ns;
             m->first = ((uint64_t)side << 32) + id;
@@ -237,12 +256,17 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
     for (size_t i = 0; i < n; i++) {
         if (k && strcmp(r[k - 1].key, r[i].key) == 0) {
             /* shown as NEW has it */
-            if (r[i].calls[1] && !r[k - 1].calls[1])
-                memcpy(r[k - 1].name, r[i].name, sizeof r[i].name);
+            if (r[i].calls[1] && !r[k - 1].calls[1]) {
+                char *shown = r[k - 1].name;
+                r[k - 1].name = r[i].name;
+                r[i].name = shown;
+            }
             for (int side = 0; side < 2; side++) {
                 r[k - 1].calls[side] += r[i].calls[side];
                 r[k - 1].incl[side] += r[i].incl[side];
             }
+            free(r[i].name);
+            free(r[i].key);
         } else {
             r[k++] = r[i];
         }

@@ -56,8 +56,8 @@ uint64_t evp_stats_names_called(const struct evp_trace *t,
  * has the function, BASE's otherwise.  FIRST orders rows that tie: BASE's
  * ids, then NEW's.  *ROWS is malloc'ed.  Returns 0 or -ENOMEM. */
 struct evp_func_match {
-    char name[1100];
-    char key[1100];
+    char *name; /* as shown (evp_view_func_key) */
+    char *key;  /* matched on (evp_stats_func_rel_key) */
     uint64_t calls[2], incl[2];
     uint64_t first;
 };
@@ -78,6 +78,8 @@ void evp_stats_func_rel_key(const struct evp_trace *t,
 
 int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
                           struct evp_func_match **rows, size_t *nrows);
+/* Free the N rows evp_stats_match_funcs gave, their strings with them. */
+void evp_stats_match_funcs_free(struct evp_func_match *rows, size_t n);
 
 /* The opcodes of two runs matched by name: numbers change between
  * interpreter versions (LOAD_ATTR is 106 in 3.12, 82 in 3.13), names do

@@ -17,6 +17,11 @@ twice), which is the sanitizer's, not the reader's; and its quarantine,
 which keeps freed blocks from being used again (some 6 MB of diff's peak),
 is turned off for these runs.
 
+A trace that names many functions (20,000, of 100-byte names) costs
+`diff --funcs` and `summary --funcs` memory in proportion to the names,
+not fixed buffers a row: each must peak within FUNCS_LIMIT_KB of the
+floor (fixed 1,100- and 4,400-byte buffers a row took 180 MB here).
+
     cli_memory.py EVALPROF RECORDER_BENCH
 """
 import os
@@ -32,6 +37,8 @@ SIZES = (10_000_000, 40_000_000)
 # diff's table of 65536 rows 15 MB.
 LIMIT_KB = 8 * 1024
 GROWTH_KB = 1024
+FUNCS = 20000
+FUNCS_LIMIT_KB = 60 * 1024
 
 # mappings of the input each command makes (for the shadow, above)
 MAPS = {"diff": 2}
@@ -89,6 +96,42 @@ def traces(evalprof, bench, d):
     return out
 
 
+def names_trace(path, n, name_len):
+    """A text trace of N functions named NAME_LEN bytes, each called once."""
+    with open(path, "w") as f:
+        f.write("# python: /usr/bin/python3\n# argv: names\n"
+                "# start time: 1700000000 s (since epoch)\n"
+                "# start clock: 10.000000000 s (on clock)\n"
+                "# end clock: 20.000000000 s (on clock)\n")
+        for i in range(1, n + 1):
+            f.write(f"# function: {i}\t{i}\t/src/m{i}.py\t"
+                    f"{'f' * name_len}_{i}\n")
+        f.write("10.000000000 0\n")
+        t = 10_000_001_000
+        for i in range(1, n + 1):
+            for kind in (3, 4):
+                f.write(f"{t // 10**9}.{t % 10**9:09d} {kind} {i}\n")
+                t += 1000
+        f.write(f"{t // 10**9}.{t % 10**9:09d} 1\n")
+
+
+def many_functions(evalprof, d, floor):
+    """The --funcs tables of a trace naming FUNCS functions; failures."""
+    text, path = os.path.join(d, "names.trace"), os.path.join(d, "names.evp")
+    names_trace(text, FUNCS, 100)
+    subprocess.run([evalprof, "import", "-o", path, text], check=True,
+                   capture_output=True)
+    bad = 0
+    for args in (["diff", "--funcs", path, path], ["summary", "--funcs", path]):
+        rc, kb = peak_kb([evalprof] + args, d)
+        ok = rc == 0 and kb - floor < FUNCS_LIMIT_KB
+        print(f"{'ok' if ok else 'FAIL'}: {args[0]} --funcs of {FUNCS} "
+              f"functions: exit {rc}, peak {kb} KB ({floor} KB before "
+              f"reading, limit {FUNCS_LIMIT_KB} KB more)")
+        bad += not ok
+    return bad
+
+
 def main():
     evalprof, bench = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as d:
@@ -128,6 +171,7 @@ def main():
                       f"grew by {grew} KB from {SIZES[0]} to {SIZES[1]} "
                       f"events (limit {limit} KB)")
                 bad += not ok
+        bad += many_functions(evalprof, d, floor)
         return 1 if bad else 0
 
 
