@@ -50,7 +50,7 @@ static int put_chunk(struct ewriter *w, unsigned type, const uint8_t *p,
         return w->err;
     unsigned flags = 0;
     if (len > EVP_CHUNK_MAX_PAYLOAD) /* one entry larger than a chunk */
-        return w->err = -EFBIG;
+        return w->err = -EMSGSIZE;
     if (w->level > 0 && len > 64) {
         size_t bound = ZSTD_compressBound(len) + 4;
         if (evp_grow((void **)&w->z, &w->z_cap, bound, 1, bound))
@@ -203,10 +203,12 @@ static int table_init(struct ewriter *w, struct table *tb, unsigned type,
     return tb->p ? 0 : (w->err = -ENOMEM);
 }
 
-/* Room for the next entry: the table written first when full. */
-static uint8_t *table_next(struct ewriter *w, struct table *tb)
+/* Room for the next entry, of at most NEED bytes: the table written
+ * first when the entry would take it past TABLE_CHUNK (an entry larger
+ * than that goes alone in its chunk). */
+static uint8_t *table_next(struct ewriter *w, struct table *tb, size_t need)
 {
-    if (tb->k >= TABLE_CHUNK && table_put(w, tb) < 0)
+    if (tb->k && tb->k + need > TABLE_CHUNK && table_put(w, tb) < 0)
         return NULL;
     return tb->p + EVP_VARINT_MAX + tb->k;
 }
@@ -247,7 +249,11 @@ static int write_tables(struct ewriter *w)
         return w->err;
     for (size_t id = 1; id < t->nfuncs && !w->err; id++) {
         const struct evp_func *f = &t->funcs[id];
-        uint8_t *q = f->name ? table_next(w, &tb) : NULL;
+        uint8_t *q =
+            f->name ? table_next(w, &tb,
+                                 2 * EVP_VARINT_MAX + evp_str_bound(f->name) +
+                                     evp_str_bound(f->file))
+                    : NULL;
         if (!q)
             continue;
         tb.k += evp_func_entry_put(q, (uint32_t)id, f->name, f->file, f->line);
@@ -359,9 +365,22 @@ static int write_samples(struct ewriter *w)
                    2 * EVP_VARINT_MAX + evp_str_bound(EVP_STACK_UNKNOWN_NAME)) <
         0)
         return w->err;
-    uint8_t *p = tb.p;
     int rc = 0;
-    if (unknown) {
+    for (uint32_t id = 1; id <= ns && !w->err; id++) {
+        const struct evp_stack_node *sn = evp_trace_stack(t, id);
+        uint8_t *q = sn ? table_next(w, &tb, 3 * EVP_VARINT_MAX) : NULL;
+        if (!q)
+            continue;
+        uint32_t parent =
+            sn->parent == EVP_STACK_UNKNOWN ? unknown : sn->parent;
+        tb.k += evp_stack_entry_put(q, id, parent, sn->func);
+        tb.n++;
+    }
+    rc = table_put(w, &tb);
+    /* the node for stacks cut short after the table: a reader refuses a
+     * node id far beyond the entries it has read (damage) */
+    if (unknown && !rc) {
+        uint8_t *p = tb.p;
         uint32_t f = evp_trace_nfuncs(t) + 1;
         size_t k = evp_varint_put(p, 1);
         k += evp_func_entry_put(p + k, f, EVP_STACK_UNKNOWN_NAME, "", 0);
@@ -371,18 +390,6 @@ static int write_samples(struct ewriter *w)
         if (!rc)
             rc = put_chunk(w, EVP_CHUNK_STACKS, p, k);
     }
-    for (uint32_t id = 1; id <= ns && !rc && !w->err; id++) {
-        const struct evp_stack_node *sn = evp_trace_stack(t, id);
-        uint8_t *q = sn ? table_next(w, &tb) : NULL;
-        if (!q)
-            continue;
-        uint32_t parent =
-            sn->parent == EVP_STACK_UNKNOWN ? unknown : sn->parent;
-        tb.k += evp_stack_entry_put(q, id, parent, sn->func);
-        tb.n++;
-    }
-    if (!rc)
-        rc = table_put(w, &tb);
     free(tb.p);
     if (rc)
         return rc;
@@ -450,6 +457,13 @@ int evp_trace_write_evp_to(struct evp_trace *t, FILE *f, const char *name,
     free(w.recs);
     free(w.enc);
     free(w.z);
+    if (w.err == -EMSGSIZE) {
+        snprintf(err, errlen,
+                 "%s: not written: a name or metadata value is longer than "
+                 "a chunk may hold (%u MiB)",
+                 name, EVP_CHUNK_MAX_PAYLOAD >> 20);
+        return w.err;
+    }
     if (w.err) {
         snprintf(err, errlen, "%s: write failed: %s", name, strerror(-w.err));
         return w.err;

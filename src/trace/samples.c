@@ -46,9 +46,13 @@ int evp_stacks_parse(struct evp_trace *t, const uint8_t *p, size_t len,
             break;
         }
         /* ids are dense: far beyond the entries read is damage, refused
-         * before it sizes the table */
+         * before it sizes the table.  A caller is not bounded so: one
+         * defined later (a writer's "<unknown stack>" node, after the
+         * table) is found then, and one never defined is a missing
+         * caller, warned of once the table is read. */
         uint64_t bound = (uint64_t)t->nsraw + MAX_STACK_AHEAD;
-        if (id == 0 || id > bound || parent > bound || func > MAX_FUNC_ID) {
+        if (id == 0 || id > bound || parent > UINT32_MAX ||
+            func > MAX_FUNC_ID) {
             if (!refused++)
                 first_bad = id;
             continue;

@@ -165,7 +165,10 @@ def main():
                     peaks.append(kb)
                     shadows.append(shadow)
                 grew = peaks[1] - peaks[0]
-                limit = GROWTH_KB + shadows[1] - shadows[0]
+                # (and a megabyte for what the shadow's estimate misses:
+                # 7.3-7.7 MB of growth measured against 7.3 MB estimated)
+                limit = GROWTH_KB + shadows[1] - shadows[0] + \
+                    (1024 if sanitized else 0)
                 ok = grew < limit
                 print(f"{'ok' if ok else 'FAIL'}: {cmd}, {kind}: the peak "
                       f"grew by {grew} KB from {SIZES[0]} to {SIZES[1]} "

@@ -1008,6 +1008,88 @@ static void test_stacks_damaged_entries(void **state)
     dmg_warn_free(&w);
 }
 
+/* A stack table of 70,000 nodes, one of them with a caller never
+ * defined: read with a warning, and its copy (export --format evp), in
+ * which that node hangs under a "<unknown stack>" node numbered after the
+ * table, read without any, with the same stacks.  (The copy's node lay
+ * 70,001 ids past the first entries, and a caller that far was refused.) */
+static int folded_sum(void *ctx, const char *stack, size_t len, uint64_t ns)
+{
+    uint64_t *n = ctx;
+    (void)stack;
+    (void)len;
+    *n += ns;
+    return 0;
+}
+
+static void test_stacks_broken_copy_large(void **state)
+{
+    (void)state;
+    enum { NODES = 70000, BROKEN = 100 };
+    const char *path = dmg_path("stacks-large.evp");
+    const char *copy = dmg_path("stacks-large-copy.evp");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint8_t *buf = malloc(16 + (size_t)NODES * 3 * EVP_VARINT_MAX);
+    assert_non_null(buf);
+    size_t k;
+    evp_file_header(buf);
+    assert_int_equal(fwrite(buf, 1, EVP_FILE_HEADER_SIZE, f),
+                     EVP_FILE_HEADER_SIZE);
+    static const char meta[] = "clock\0monotonic\0sample.period_ns\0001000\0";
+    put(f, EVP_CHUNK_META, (const uint8_t *)meta, sizeof meta - 1);
+    k = evp_varint_put(buf, 1);
+    k += evp_func_entry_put(buf + k, 1, "f", "m.py", 1);
+    put(f, EVP_CHUNK_FUNCS, buf, k);
+    /* a chain 1 <- 2 <- ... but node BROKEN's caller is 2 * NODES */
+    k = evp_varint_put(buf, NODES);
+    for (uint32_t id = 1; id <= NODES; id++)
+        k += evp_stack_entry_put(buf + k, id, id == BROKEN ? 2 * NODES : id - 1,
+                                 1);
+    put(f, EVP_CHUNK_STACKS, buf, k);
+    struct evp_sample_rec s[] = {{10, BROKEN - 1, EVP_SAMPLE_IN_EVAL, 0, 1},
+                                 {20, BROKEN, EVP_SAMPLE_IN_EVAL, 0, 2},
+                                 {30, NODES, EVP_SAMPLE_IN_EVAL, 0, 3}};
+    struct evp_events_prefix pf = {.stream = 0};
+    uint8_t enc[512];
+    k = evp_samples_encode(enc, &pf, s, 3, NULL);
+    put(f, EVP_CHUNK_SAMPLES, enc, k);
+    assert_int_equal(fclose(f), 0);
+    free(buf);
+
+    struct evp_trace *t;
+    struct dmg_warn w = {0};
+    char err[512];
+    assert_int_equal(dmg_open(path, 0, &t, err, sizeof err, &w), 0);
+    assert_true(dmg_warned(&w, "missing"));
+    assert_false(dmg_warned(&w, "refused"));
+    assert_int_equal(evp_trace_stack(t, BROKEN)->parent, EVP_STACK_UNKNOWN);
+    uint64_t unknown = 0, all = 0;
+    struct evp_folded_opts fo = {.stream = -1};
+    assert_int_equal(evp_view_folded_each(t, &fo, folded_unknown, &unknown), 0);
+    assert_int_equal(evp_view_folded_each(t, &fo, folded_sum, &all), 0);
+    assert_int_equal(unknown, 5000); /* the samples of BROKEN and NODES */
+    assert_int_equal(all, 6000);
+    assert_int_equal(evp_trace_write_evp(t, copy, 0, err, sizeof err), 0);
+    evp_trace_close(t);
+    dmg_warn_free(&w);
+
+    struct dmg_warn w2 = {0};
+    assert_int_equal(dmg_open(copy, 0, &t, err, sizeof err, &w2), 0);
+    for (size_t i = 0; i < w2.n; i++)
+        fprintf(stderr, "copy warns: %s\n", w2.msg[i]);
+    assert_int_equal(w2.n, 0);
+    uint64_t unknown2 = 0, all2 = 0;
+    assert_int_equal(evp_view_folded_each(t, &fo, folded_unknown, &unknown2),
+                     0);
+    assert_int_equal(evp_view_folded_each(t, &fo, folded_sum, &all2), 0);
+    assert_int_equal(unknown2, unknown);
+    assert_int_equal(all2, all);
+    assert_int_equal(evp_trace_stack(t, BROKEN)->depth, 2);
+    evp_trace_close(t);
+    dmg_warn_free(&w2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1023,6 +1105,7 @@ int main(void)
         cmocka_unit_test(test_samples_cut_every_byte),
         cmocka_unit_test(test_samples_flip),
         cmocka_unit_test(test_stacks_damaged_entries),
+        cmocka_unit_test(test_stacks_broken_copy_large),
     };
     return cmocka_run_group_tests_name("damage-binary", tests, setup, teardown);
 }
