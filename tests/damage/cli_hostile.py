@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from names import names_trace
+
 EVALPROF, SYNTHETIC = sys.argv[1], sys.argv[2]
 # AddressSanitizer reserves terabytes of address space and adds its own
 # resident memory: no address-space limit under it, and a looser bound.
@@ -180,26 +182,6 @@ def test_truncated_while_summarized(j):
                 one_line_error(what, rc, err, CUT, run_path)
 
 
-def names_trace(path, n=6000, name_len=4000):
-    """A text trace made mostly of names: N functions whose names and
-    files are NAME_LEN bytes each, entered and left once each."""
-    with open(path, "w") as f:
-        f.write("# python: /usr/bin/python3\n# argv: names\n"
-                "# start time: 1700000000 s (since epoch)\n"
-                "# start clock: 10.000000000 s (on clock)\n"
-                "# end clock: 20.000000000 s (on clock)\n")
-        for i in range(1, n + 1):
-            f.write(f"# function: {i}\t{i}\t/{'d' * name_len}/m{i}.py\t"
-                    f"{'f' * name_len}_{i}\n")
-        f.write("10.000000000 0\n")
-        t = 10_000_001_000
-        for i in range(1, n + 1):
-            for kind in (3, 4):
-                f.write(f"{t // 10**9}.{t % 10**9:09d} {kind} {i}\n")
-                t += 1000
-        f.write(f"{t // 10**9}.{t % 10**9:09d} 1\n")
-
-
 def test_truncated_while_names_read(j):
     # Names are copied out of the mapping into blocks the trace frees: a
     # cut that lands in a copy (the jump out of it, evp_file_guard) must
@@ -207,7 +189,7 @@ def test_truncated_while_names_read(j):
     # a leak into SIGABRT), and the text reader's own buffers neither.
     # The cuts sweep the time the reader takes over the whole file.
     text, binary = j("names.trace"), j("names.evp")
-    names_trace(text)
+    names_trace(text, 6000, 4000, 4000)
     subprocess.run([EVALPROF, "export", "--format", "evp", "-o", binary,
                     text], check=True, capture_output=True)
     for name, path in (("text", text), ("binary", binary)):
@@ -229,7 +211,7 @@ def test_large_function_table(j):
     # are read as damage) is written as several FUNCS chunks, plain and
     # compressed, which read back as the text they came from.
     text = j("large-table.trace")
-    names_trace(text, n=4300, name_len=8000)
+    names_trace(text, 4300, 8000, 8000)
     want = run(["summary", "--funcs", text], timeout=300)[1].split(b"\n", 1)
     for extra in ([], ["--zstd"]):
         out = j("large-table.evp")

@@ -29,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 
+from names import names_trace
+
 SIZES = (10_000_000, 40_000_000)
 # What reading may cost above the floor, whatever the trace's size (the
 # index: some 100 bytes a chunk of 65536 events; a chunk decompressed;
@@ -94,25 +96,6 @@ def traces(evalprof, bench, d):
                         "-o", z, plain], check=True)
         out["plain", n], out["zstd", n] = plain, z
     return out
-
-
-def names_trace(path, n, name_len):
-    """A text trace of N functions named NAME_LEN bytes, each called once."""
-    with open(path, "w") as f:
-        f.write("# python: /usr/bin/python3\n# argv: names\n"
-                "# start time: 1700000000 s (since epoch)\n"
-                "# start clock: 10.000000000 s (on clock)\n"
-                "# end clock: 20.000000000 s (on clock)\n")
-        for i in range(1, n + 1):
-            f.write(f"# function: {i}\t{i}\t/src/m{i}.py\t"
-                    f"{'f' * name_len}_{i}\n")
-        f.write("10.000000000 0\n")
-        t = 10_000_001_000
-        for i in range(1, n + 1):
-            for kind in (3, 4):
-                f.write(f"{t // 10**9}.{t % 10**9:09d} {kind} {i}\n")
-                t += 1000
-        f.write(f"{t // 10**9}.{t % 10**9:09d} 1\n")
 
 
 def many_functions(evalprof, d, floor):

@@ -939,6 +939,20 @@ static void put(FILE *f, unsigned type, const uint8_t *p, size_t len)
     assert_int_equal(fwrite(p, 1, len, f), len);
 }
 
+/* A sampled trace being written by hand to PATH: its header and the
+ * metadata of a 1 µs timer period written. */
+static FILE *sampled_file(const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint8_t h[EVP_FILE_HEADER_SIZE];
+    evp_file_header(h);
+    assert_int_equal(fwrite(h, 1, sizeof h, f), sizeof h);
+    static const char meta[] = "clock\0monotonic\0sample.period_ns\0001000\0";
+    put(f, EVP_CHUNK_META, (const uint8_t *)meta, sizeof meta - 1);
+    return f;
+}
+
 /* A stack table damaged entry by entry (a duplicate, a missing caller, a
  * loop, an id far out of range) and samples naming a node never defined:
  * each a warning, the first definition kept, the cut stacks under
@@ -947,16 +961,9 @@ static void test_stacks_damaged_entries(void **state)
 {
     (void)state;
     const char *path = dmg_path("stacks.evp");
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
+    FILE *f = sampled_file(path);
     uint8_t buf[1024];
-    size_t k;
-    evp_file_header(buf);
-    assert_int_equal(fwrite(buf, 1, EVP_FILE_HEADER_SIZE, f),
-                     EVP_FILE_HEADER_SIZE);
-    static const char meta[] = "clock\0monotonic\0sample.period_ns\0001000\0";
-    put(f, EVP_CHUNK_META, (const uint8_t *)meta, sizeof meta - 1);
-    k = evp_varint_put(buf, 3);
+    size_t k = evp_varint_put(buf, 3);
     k += evp_func_entry_put(buf + k, 1, "f", "m.py", 1);
     k += evp_func_entry_put(buf + k, 2, "g", "m.py", 2);
     k += evp_func_entry_put(buf + k, 3, "h", "m.py", 3);
@@ -1028,17 +1035,10 @@ static void test_stacks_broken_copy_large(void **state)
     enum { NODES = 70000, BROKEN = 100 };
     const char *path = dmg_path("stacks-large.evp");
     const char *copy = dmg_path("stacks-large-copy.evp");
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
+    FILE *f = sampled_file(path);
     uint8_t *buf = malloc(16 + (size_t)NODES * 3 * EVP_VARINT_MAX);
     assert_non_null(buf);
-    size_t k;
-    evp_file_header(buf);
-    assert_int_equal(fwrite(buf, 1, EVP_FILE_HEADER_SIZE, f),
-                     EVP_FILE_HEADER_SIZE);
-    static const char meta[] = "clock\0monotonic\0sample.period_ns\0001000\0";
-    put(f, EVP_CHUNK_META, (const uint8_t *)meta, sizeof meta - 1);
-    k = evp_varint_put(buf, 1);
+    size_t k = evp_varint_put(buf, 1);
     k += evp_func_entry_put(buf + k, 1, "f", "m.py", 1);
     put(f, EVP_CHUNK_FUNCS, buf, k);
     /* a chain 1 <- 2 <- ... but node BROKEN's caller is 2 * NODES */
