@@ -213,6 +213,12 @@ static uint8_t *table_next(struct ewriter *w, struct table *tb, size_t need)
     return tb->p + EVP_VARINT_MAX + tb->k;
 }
 
+/* The bytes F's entry in a FUNCS chunk may take. */
+static size_t func_entry_bound(const struct evp_func *f)
+{
+    return 2 * EVP_VARINT_MAX + evp_str_bound(f->name) + evp_str_bound(f->file);
+}
+
 static int write_tables(struct ewriter *w)
 {
     struct evp_trace *t = w->t;
@@ -223,12 +229,8 @@ static int write_tables(struct ewriter *w)
             n++;
         }
     for (size_t id = 1; id < t->nfuncs; id++)
-        if (t->funcs[id].name) {
-            size_t e = 2 * EVP_VARINT_MAX + evp_str_bound(t->funcs[id].name) +
-                       evp_str_bound(t->funcs[id].file);
-            if (e > entry)
-                entry = e;
-        }
+        if (t->funcs[id].name && func_entry_bound(&t->funcs[id]) > entry)
+            entry = func_entry_bound(&t->funcs[id]);
     uint8_t *p = malloc(cap); /* 2^16 opcodes at most: one chunk */
     if (!p)
         return w->err = -ENOMEM;
@@ -249,11 +251,7 @@ static int write_tables(struct ewriter *w)
         return w->err;
     for (size_t id = 1; id < t->nfuncs && !w->err; id++) {
         const struct evp_func *f = &t->funcs[id];
-        uint8_t *q =
-            f->name ? table_next(w, &tb,
-                                 2 * EVP_VARINT_MAX + evp_str_bound(f->name) +
-                                     evp_str_bound(f->file))
-                    : NULL;
+        uint8_t *q = f->name ? table_next(w, &tb, func_entry_bound(f)) : NULL;
         if (!q)
             continue;
         tb.k += evp_func_entry_put(q, (uint32_t)id, f->name, f->file, f->line);
@@ -365,7 +363,6 @@ static int write_samples(struct ewriter *w)
                    2 * EVP_VARINT_MAX + evp_str_bound(EVP_STACK_UNKNOWN_NAME)) <
         0)
         return w->err;
-    int rc = 0;
     for (uint32_t id = 1; id <= ns && !w->err; id++) {
         const struct evp_stack_node *sn = evp_trace_stack(t, id);
         uint8_t *q = sn ? table_next(w, &tb, 3 * EVP_VARINT_MAX) : NULL;
@@ -376,7 +373,7 @@ static int write_samples(struct ewriter *w)
         tb.k += evp_stack_entry_put(q, id, parent, sn->func);
         tb.n++;
     }
-    rc = table_put(w, &tb);
+    int rc = table_put(w, &tb);
     /* the node for stacks cut short after the table: a reader refuses a
      * node id far beyond the entries it has read (damage) */
     if (unknown && !rc) {

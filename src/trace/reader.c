@@ -100,7 +100,6 @@ char *evp_trace_strdup(struct evp_trace *t, const char *s, size_t n)
     char *p = evp_trace_own(t, malloc(n + 1));
     if (!p)
         return NULL;
-    p[0] = '\0';
     memcpy(p, s, n);
     p[n] = '\0';
     return p;

@@ -38,13 +38,12 @@ import sys
 import tempfile
 import time
 
-from names import names_trace
+from cliutil import names_trace, sanitized
 
 EVALPROF, SYNTHETIC = sys.argv[1], sys.argv[2]
 # AddressSanitizer reserves terabytes of address space and adds its own
 # resident memory: no address-space limit under it, and a looser bound.
-with open(EVALPROF, "rb") as _f:
-    SANITIZED = b"__asan_init" in _f.read()
+SANITIZED = sanitized(EVALPROF)
 RSS_MAX_MB = 400 if SANITIZED else 200
 failures = []
 checks = 0

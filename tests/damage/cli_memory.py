@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from names import names_trace
+from cliutil import names_trace, sanitized
 
 SIZES = (10_000_000, 40_000_000)
 # What reading may cost above the floor, whatever the trace's size (the
@@ -119,9 +119,8 @@ def main():
     evalprof, bench = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as d:
         paths = traces(evalprof, bench, d)
-        with open(evalprof, "rb") as f:
-            sanitized = b"__asan_init" in f.read()
-        if sanitized:
+        asan = sanitized(evalprof)
+        if asan:
             ENV["ASAN_OPTIONS"] = (ENV.get("ASAN_OPTIONS", "") +
                                    ":quarantine_size_mb=0").lstrip(":")
             print("AddressSanitizer: bounds raised by the shadow of the "
@@ -136,7 +135,7 @@ def main():
                     path = paths[kind, n]
                     size_kb = os.path.getsize(path) // 1024
                     rc, kb = peak_kb([evalprof] + args(path, d), d)
-                    shadow = MAPS.get(cmd, 1) * size_kb // 8 if sanitized \
+                    shadow = MAPS.get(cmd, 1) * size_kb // 8 if asan \
                         else 0
                     limit = LIMIT_KB + shadow
                     ok = rc == 0 and kb - floor < limit
@@ -151,7 +150,7 @@ def main():
                 # (and a megabyte for what the shadow's estimate misses:
                 # 7.3-7.7 MB of growth measured against 7.3 MB estimated)
                 limit = GROWTH_KB + shadows[1] - shadows[0] + \
-                    (1024 if sanitized else 0)
+                    (1024 if asan else 0)
                 ok = grew < limit
                 print(f"{'ok' if ok else 'FAIL'}: {cmd}, {kind}: the peak "
                       f"grew by {grew} KB from {SIZES[0]} to {SIZES[1]} "

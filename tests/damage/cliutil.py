@@ -1,5 +1,13 @@
-"""A text trace made mostly of names, for the damage tests that need many
-or long function names (cli_hostile.py, cli_memory.py)."""
+"""What the damage suite's command-line tests share (cli_hostile.py,
+cli_memory.py): whether evalprof is an AddressSanitizer build, and a text
+trace made mostly of names, for the tests that need many or long function
+names."""
+
+
+def sanitized(evalprof):
+    """Is the binary at EVALPROF built with AddressSanitizer?"""
+    with open(evalprof, "rb") as f:
+        return b"__asan_init" in f.read()
 
 
 def names_trace(path, n, name_len, dir_len=0):
