@@ -33,7 +33,7 @@ python3 bench/cpython/sampled.py "$BUILD" --versions "${ok#,}" --reps $((reps + 
 # process to the next cannot move the ratio (bench/cpython/forked.py),
 # beside the stock interpreters measured alike.
 stock=$(python3 python/find_interpreters.py 2>/dev/null | awk -F'\t' '$1 == "build" { print $3 }' | paste -sd, -)
-python3 bench/cpython/sampled.py "$BUILD" --versions "${ok#,}" --forked --pairs $((reps * 4 + 1)) --rates 1000,250,10 --stock "$stock"
+python3 bench/cpython/sampled.py "$BUILD" --versions "${ok#,}" --forked --forks $((reps + 3)) --pairs 11 --scale 0.1 --rates 1000,250,10 --stock "$stock"
 if [ -x "$BUILD/bench/signal_cost" ]; then
     "$BUILD/bench/signal_cost" 1000 21 400
 fi

@@ -46,7 +46,7 @@ evp_eval_frame_sampled, recursion included).  Under Valgrind the CPU
 clock signals through F_SETSIG (SIGTRAP would end Valgrind).  The
 default scale there is 0.05 (callgrind runs some 50 times slower).
 
-    sampled.py BUILD --forked [--pairs N] [--scale S] ...
+    sampled.py BUILD --forked [--forks K] [--pairs N] [--scale S] ...
 
 measures in CPU time without the machine's noise between processes:
 for each configuration, one process of the instrumented interpreter in
@@ -55,13 +55,25 @@ and runs chunks of the workload in turn with it (N pairs, the order
 swapped in each); both run their chunks on one CPU (the last this
 process may use, or EVP_BENCH_CPU), where forked.py pins its main
 thread.  The configurations: off (the parent untraced too: the method's
-own spread, which should be 1.000x), sample at each rate of --rates
-(the first is the default's target) and at 10 Hz (the sampled copy of
-the eval function nearly alone), with exact counts at the first rate.
-Printed: the median of the pairs' ratios (parent's chunk over child's)
-with their quartiles.  --stock PY[,PY] measures stock interpreters
-alike (no counts), sampled through evalprof.start().  The default
-scale there is 0.15 (a chunk of some 0.2 s).
+own error, which should be 1.000x), sample at each rate of --rates (the
+first is the default's target) and at 10 Hz (the sampled copy of the
+eval function nearly alone), with exact counts at the first rate.
+
+Each fork has a speed of its own against its child, which lasts the
+whole fork (A/A, both untraced: a fork's median from 0.963x to 1.031x
+on stock 3.13.0's callheavy, its pairs within a point of it), so one
+fork's pairs, however many, measure that fork.  Each configuration
+therefore runs as K forks of N pairs, the configurations in turn (one
+fork each a round, the order rotated from round to round), and its row
+gives the mean of its forks' medians with the 95% interval of that mean
+(Student's t over the K forks), the range of the forks' medians, the
+chunks' median CPU times, and the mean against the off row's.  The off
+row is not 1.000x: on call-heavy the parent ran some 2% faster than
+its child with neither traced (3.13, 8 forks: 0.980x ±0.012; perhaps
+its pages, which are those it had before the fork, where the child's
+are copies), and a row against off divides that out.  --stock PY[,PY] measures stock
+interpreters alike (no counts), sampled through evalprof.start().  The
+default scale there is 0.15 (a chunk of some 0.2 s).
 """
 import re
 import argparse
@@ -240,36 +252,99 @@ def bench_cpu():
     return int(want)
 
 
-def forked_rows(py, label, configs, pairs, scale, workload, cpu):
-    """Run forked.py once per configuration and print its row."""
+# Student's t at 97.5% for 1..30 degrees of freedom (then 1.96 does)
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+        2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
+        2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052,
+        2.048, 2.045, 2.042)
+
+
+def forks_summary(medians):
+    """The mean of the forks' medians and its 95% interval's half-width
+    (Student's t over the forks: each fork has an offset of its own, so
+    the forks, not the pairs, are the independent draws)."""
+    mean = statistics.fmean(medians)
+    if len(medians) < 2:
+        return mean, float("nan")
+    t = T975[len(medians) - 2] if len(medians) - 1 <= len(T975) else 1.96
+    return mean, t * statistics.stdev(medians) / math.sqrt(len(medians))
+
+
+def forked_run(py, env, workload, scale, pairs, cpu):
+    """One fork: forked.py's JSON, or the one-line reason it did not run."""
+    argv = [py, FORKED, workload, str(scale), str(pairs), str(cpu)]
+    p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    path = env.get("EVALPROF")
+    if path and os.path.exists(path):
+        os.unlink(path)
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or
+                      ["exit %d" % p.returncode])[-1]
+    return json.loads(p.stdout.strip().splitlines()[-1]), None
+
+
+def forked_rows(py, label, configs, forks, pairs, scale, workload, cpu):
+    """Run forked.py FORKS times per configuration, the configurations
+    in turn (a round each, its order rotated from round to round), and
+    print a row per configuration."""
     print("%s, %s at scale %s: the parent's chunks against its untraced "
-          "forked child's, %d pairs on CPU %d: median of the pairs' ratios "
-          "[quartiles], and the chunks' median CPU time" % (
-              label, workload, scale, pairs, cpu))
-    for name, env in configs:
-        argv = [py, FORKED, workload, str(scale), str(pairs), str(cpu)]
-        p = subprocess.run(argv, env=env, capture_output=True, text=True)
-        if p.returncode != 0:
-            print("  %-11s did not run: %s" % (name, (
-                p.stderr.strip().splitlines() or ["exit %d" % p.returncode]
-            )[-1]))
+          "forked child's, %d forks of %d pairs each on CPU %d, the "
+          "configurations in turn: the mean of the forks' medians of the "
+          "pairs' ratios with its 95%% interval, the forks' medians' range, "
+          "the chunks' median CPU time, and the mean against off's" % (
+              label, workload, scale, forks, pairs, cpu))
+    got = {name: [] for name, _ in configs}
+    failed = {}
+    for r in range(forks):
+        k = r % len(configs)
+        for name, env in configs[k:] + configs[:k]:
+            if name in failed:
+                continue
+            d, why = forked_run(py, env, workload, scale, pairs, cpu)
+            if d is None:
+                failed[name] = why
+            else:
+                got[name].append(d)
+    off = None
+    for name, _ in configs:
+        if name in failed:
+            print("  %-11s did not run: %s" % (name, failed[name]))
             continue
-        got = json.loads(p.stdout.strip().splitlines()[-1])
-        ratios = sorted(a / b for a, b in zip(got["parent"], got["child"]))
-        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else \
-            ratios * 3
-        print("  %-11s %6.3fx [%.3f - %.3f]   child %7.1f ms  parent "
-              "%7.1f ms" % (
-                  name, statistics.median(ratios), q[0], q[2],
-                  statistics.median(got["child"]) / 1e6,
-                  statistics.median(got["parent"]) / 1e6))
-        path = env.get("EVALPROF")
-        if path and os.path.exists(path):
-            os.unlink(path)
+        medians = [statistics.median(a / b for a, b in
+                                     zip(d["parent"], d["child"]))
+                   for d in got[name]]
+        mean, hw = forks_summary(medians)
+        child = [t for d in got[name] for t in d["child"]]
+        parent = [t for d in got[name] for t in d["parent"]]
+        line = "  %-11s %6.3fx ±%s  forks %.3f - %.3f   child %7.1f ms  " \
+            "parent %7.1f ms" % (
+                name, mean, fmt_hw(hw), min(medians), max(medians),
+                statistics.median(child) / 1e6,
+                statistics.median(parent) / 1e6)
+        if name == "off":
+            off = (mean, hw)
+        elif off is not None:
+            r, rhw = against_off((mean, hw), off)
+            line += "   against off %6.3fx ±%s" % (r, fmt_hw(rhw))
+        print(line)
     print()
 
 
-def forked_version(build, ver, pairs, scale, rates, tmp, workload, cpu):
+def fmt_hw(hw):
+    return "%.3f" % hw if hw == hw else "  -  "
+
+
+def against_off(row, off):
+    """A row's mean over the off row's (the two processes' own
+    difference, untraced, measured over as many forks), with the
+    interval of that ratio (the two intervals' relative half-widths
+    added in quadrature)."""
+    r = row[0] / off[0]
+    return r, r * math.hypot(row[1] / row[0], off[1] / off[0])
+
+
+def forked_version(build, ver, forks, pairs, scale, rates, tmp, workload,
+                   cpu):
     py = os.path.join(build, "cpython", ver, "evalprof", "python")
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
@@ -278,10 +353,11 @@ def forked_version(build, ver, pairs, scale, rates, tmp, workload, cpu):
         "sample@%d" % r for r in rates)
     forked_rows(py, "CPython %s (instrumented)" % ver,
                 [(n, e) for n, e in configs_for(tmp, rates) if n in keep],
-                pairs, scale, workload, cpu)
+                forks, pairs, scale, workload, cpu)
 
 
-def forked_stock(build, py, pairs, scale, rates, tmp, workload, cpu):
+def forked_stock(build, py, forks, pairs, scale, rates, tmp, workload,
+                 cpu):
     """The same rows for a stock interpreter, sampled through the API
     (no exact counts there)."""
     if not os.access(py, os.X_OK):
@@ -297,7 +373,7 @@ def forked_stock(build, py, pairs, scale, rates, tmp, workload, cpu):
             configs.append((n, e))
     forked_rows(py, "CPython %s (stock, %s)" % (out.stdout.strip() or "?",
                                                  py),
-                configs, pairs, scale, workload, cpu)
+                configs, forks, pairs, scale, workload, cpu)
 
 
 def main():
@@ -312,7 +388,10 @@ def main():
                     help="count instructions under callgrind instead")
     ap.add_argument("--forked", action="store_true",
                     help="pair chunks with an untraced forked child instead")
-    ap.add_argument("--pairs", type=int, default=21)
+    ap.add_argument("--pairs", type=int, default=11,
+                    help="with --forked: pairs of chunks a fork")
+    ap.add_argument("--forks", type=int, default=8,
+                    help="with --forked: forks a configuration")
     ap.add_argument("--stock", default="",
                     help="with --forked: stock interpreters (comma-"
                     "separated paths) measured alike, through the API")
@@ -335,12 +414,12 @@ def main():
         with tempfile.TemporaryDirectory(prefix="evp-bench-forked-") as tmp:
             for ver in args.versions.split(","):
                 for w in args.workloads.split(","):
-                    forked_version(build, ver, args.pairs, scale, rates, tmp,
-                                   w, cpu)
+                    forked_version(build, ver, args.forks, args.pairs,
+                                   scale, rates, tmp, w, cpu)
             for py in filter(None, args.stock.split(",")):
                 for w in args.workloads.split(","):
-                    forked_stock(build, py, args.pairs, scale, rates, tmp,
-                                 w, cpu)
+                    forked_stock(build, py, args.forks, args.pairs, scale,
+                                 rates, tmp, w, cpu)
         return 0
     with tempfile.TemporaryDirectory(prefix="evp-bench-sampled-") as tmp:
         for ver in args.versions.split(","):

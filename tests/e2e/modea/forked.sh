@@ -8,7 +8,8 @@
 # what the ratio claims to compare; the parent's threads but its main
 # one may use every CPU the test may (a thread pinned with the main one
 # takes its CPU from it); sampled.py --forked prints its four rows at
-# 1 kHz and 10 Hz.  Asserts nothing about timing.
+# 1 kHz and 10 Hz, each over two forks and each but off against off.
+# Asserts nothing about timing.
 #
 #   forked.sh VERSION BUILD_DIR CHECK_TRACE
 . "$(dirname "$0")/lib.sh"
@@ -76,13 +77,44 @@ PYEOF
 fi
 
 # --- sampled.py --forked's rows --------------------------------------------
-python3 "$SRC/bench/cpython/sampled.py" "$BUILD" --forked --pairs 2 --scale 0.02 \
+# each row is the mean of several forks' medians (one fork's offset lasts
+# the whole fork), with Student's t interval over the forks
+python3 - "$SRC/bench/cpython" <<'PYEOF' && ok "sampled.py: a row's interval is Student's t over its forks" || fail "sampled.py's forks_summary"
+import math, sys
+sys.path.insert(0, sys.argv[1])
+from sampled import forks_summary
+m, hw = forks_summary([1.00, 1.02, 0.98])
+assert abs(m - 1.0) < 1e-12, m
+assert abs(hw - 4.303 * 0.02 / math.sqrt(3)) < 1e-9, hw
+m, hw = forks_summary([1.05])
+assert m == 1.05 and math.isnan(hw), (m, hw)
+from sampled import against_off
+r, hw = against_off((1.05, 0.021), (0.98, 0.0098))
+assert abs(r - 1.05 / 0.98) < 1e-12, r
+assert abs(hw - r * math.hypot(0.02, 0.01)) < 1e-12, hw
+PYEOF
+python3 "$SRC/bench/cpython/sampled.py" "$BUILD" --forked --forks 2 --pairs 2 --scale 0.02 \
     --rates 1000 --versions "$VER" --workloads callheavy > "$T/rows" 2>&1 ||
     fail "sampled.py --forked exited non-zero: $(tail -n 1 "$T/rows")"
-grep -q "^CPython $VER (instrumented), callheavy at scale 0.02: the parent's chunks against its untraced forked child's, 2 pairs on CPU $cpu" "$T/rows" ||
+grep -q "^CPython $VER (instrumented), callheavy at scale 0.02: the parent's chunks against its untraced forked child's, 2 forks of 2 pairs each on CPU $cpu, the configurations in turn" "$T/rows" ||
     fail "sampled.py --forked: no heading: $(head -n 1 "$T/rows")"
 for row in off sample@1000 sample@10 counts@1000; do
-    grep -qE "^  $row +[0-9]+\.[0-9]{3}x \[[0-9.]+ - [0-9.]+\]   child +[0-9.]+ ms  parent +[0-9.]+ ms$" "$T/rows" &&
-        ok "sampled.py --forked: row $row" || fail "sampled.py --forked: no row $row: $(cat "$T/rows")"
+    python3 - "$T/rows" "$row" <<'PYEOF' && ok "sampled.py --forked: row $row, its mean within its forks' range" || fail "sampled.py --forked: row $row: $(cat "$T/rows")"
+import re, sys
+rows = [l for l in open(sys.argv[1]) if l.startswith("  %s " % sys.argv[2])]
+assert len(rows) == 1, rows
+m = re.match(r"  \S+ +(\d+\.\d{3})x ±(\d+\.\d{3})  forks (\d+\.\d{3}) - (\d+\.\d{3})"
+             r"   child +[\d.]+ ms  parent +[\d.]+ ms"
+             r"(   against off +(\d+\.\d{3})x ±(\d+\.\d{3}))?$", rows[0])
+assert m, rows[0]
+mean, hw, lo, hi = map(float, m.groups()[:4])
+assert lo - 0.0005 <= mean <= hi + 0.0005 and lo <= hi, rows[0]
+# every row but off itself is also given against off
+assert (m.group(5) is None) == (sys.argv[2] == "off"), rows[0]
+if m.group(5):
+    off = [l for l in open(sys.argv[1]) if l.startswith("  off ")][0]
+    o = float(re.match(r"  off +(\d+\.\d{3})x", off).group(1))
+    assert abs(float(m.group(6)) - mean / o) < 0.0011, (rows[0], off)
+PYEOF
 done
 finish
