@@ -71,9 +71,11 @@ chunks' median CPU times, and the mean against the off row's.  The off
 row is not 1.000x: on call-heavy the parent ran some 2% faster than
 its child with neither traced (3.13, 8 forks: 0.980x ±0.012; perhaps
 its pages, which are those it had before the fork, where the child's
-are copies), and a row against off divides that out.  --stock PY[,PY] measures stock
-interpreters alike (no counts), sampled through evalprof.start().  The
-default scale there is 0.15 (a chunk of some 0.2 s).
+are copies), and a row against off divides that out.
+
+--stock PY[,PY] measures stock interpreters alike (no counts), sampled
+through evalprof.start().  The default scale there is 0.15 (a chunk of
+some 0.2 s).
 """
 import re
 import argparse
