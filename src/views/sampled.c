@@ -6,10 +6,14 @@
  *
  * A sample's weight is the number of timer periods it stands for; a
  * row's share is its weight over the total, and its interval is the
- * Wilson score interval of a binomial proportion with the periods as
- * trials.  That covers the sampling error only: where a sampler's
- * signals land (safe points, the clock's granularity) biases shares in
- * ways no interval shows, and the summary says so.
+ * Wilson score interval of a binomial proportion whose trials are the
+ * samples' effective count, (sum w)^2 / sum w^2 (Kish's): the periods
+ * while every sample stands for one, fewer where weights are uneven (a
+ * POSIX timer firing at the kernel's tick at a higher rate asked, late
+ * signals whose missed periods go into one sample).  That covers the
+ * sampling error only: where a sampler's signals land (safe points, the
+ * clock's granularity) biases shares in ways no interval shows, and the
+ * summary says so.
  *
  * The stack of a sample is its leaf node's chain in the trace's stack
  * table (evp_trace_stack); a chain cut by damage starts with the
@@ -107,14 +111,19 @@ size_t evp_sample_frames(const struct evp_trace *t, uint32_t leaf,
     return depth - i;
 }
 
-void evp_wilson(uint64_t k, uint64_t n, double *lo, double *hi)
+double evp_sample_trials(uint64_t total, double w2)
 {
-    if (!n) {
+    return w2 > 0 ? (double)total * (double)total / w2 : (double)total;
+}
+
+void evp_wilson(double p, double nn, double *lo, double *hi)
+{
+    if (!(nn > 0)) {
         *lo = *hi = 0;
         return;
     }
     const double z = 1.959963984540054;
-    double nn = (double)n, p = (double)k / nn, z2 = z * z;
+    double z2 = z * z;
     double den = 1 + z2 / nn;
     double mid = (p + z2 / (2 * nn)) / den;
     double half = z * sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / den;
@@ -122,15 +131,13 @@ void evp_wilson(uint64_t k, uint64_t n, double *lo, double *hi)
     *hi = mid + half > 1 ? 1 : mid + half;
 }
 
-int evp_two_prop_z(uint64_t k1, uint64_t n1, uint64_t k2, uint64_t n2,
-                   double *z)
+int evp_two_prop_z(double p1, double n1, double p2, double n2, double *z)
 {
     *z = 0;
-    if (!n1 || !n2)
+    if (!(n1 > 0) || !(n2 > 0))
         return 0;
-    double p1 = (double)k1 / (double)n1, p2 = (double)k2 / (double)n2;
-    double p = (double)(k1 + k2) / (double)(n1 + n2);
-    double se = sqrt(p * (1 - p) * (1 / (double)n1 + 1 / (double)n2));
+    double p = (p1 * n1 + p2 * n2) / (n1 + n2);
+    double se = sqrt(p * (1 - p) * (1 / n1 + 1 / n2));
     if (!(se > 0))
         return 0;
     *z = (p2 - p1) / se;
@@ -166,6 +173,7 @@ struct agg {
     uint64_t cat[EVP_SCAT__COUNT];
     uint64_t phase[33]; /* by kind + 1; [0]: none */
     uint64_t total, samples;
+    double w2; /* the weights squared, summed (evp_sample_trials) */
     uint32_t *frames;
     size_t fcap;
 };
@@ -180,6 +188,7 @@ static int agg_sample(void *ctx, uint32_t stream,
     uint64_t w = s->weight;
     a->total += w;
     a->samples++;
+    a->w2 += (double)w * (double)w;
     a->cat[evp_sample_cat(s->state, s->stack)] += w;
     int ph = evp_sample_phase(s->state);
     a->phase[ph >= 0 && ph < 32 ? ph + 1 : 0] += w;
@@ -447,13 +456,14 @@ static int cmp_srow(const void *x, const void *y, void *arg)
     return (a->order > b->order) - (a->order < b->order);
 }
 
-/* "12.3%" and "[11.1, 13.6]" for K of N. */
-static void share_cells(uint64_t k, uint64_t n, char *sh, size_t shl, char *ci,
-                        size_t cil)
+/* "12.3%" and "[11.1, 13.6]" for K of N periods, which count as TRIALS
+ * samples (evp_sample_trials). */
+static void share_cells(uint64_t k, uint64_t n, double trials, char *sh,
+                        size_t shl, char *ci, size_t cil)
 {
-    double lo, hi;
-    evp_wilson(k, n, &lo, &hi);
-    snprintf(sh, shl, "%.1f%%", n ? 100.0 * (double)k / (double)n : 0.0);
+    double lo, hi, p = n ? (double)k / (double)n : 0.0;
+    evp_wilson(p, trials, &lo, &hi);
+    snprintf(sh, shl, "%.1f%%", 100.0 * p);
     snprintf(ci, cil, "%.1f-%.1f%%", 100 * lo, 100 * hi);
 }
 
@@ -483,8 +493,8 @@ static size_t range_cell(char *buf, size_t len, const struct scol *s, int u)
  * before the share and the range of the runs' estimates after the
  * median. */
 static void share_table(FILE *out, const char *title, struct srow *rows,
-                        size_t n, uint64_t total, int incl, int unit,
-                        size_t runs)
+                        size_t n, uint64_t total, double trials, int incl,
+                        int unit, size_t runs)
 {
     int w = 26, multi = runs > 1;
     uint64_t lo[2] = {UINT64_MAX, UINT64_MAX};
@@ -550,7 +560,7 @@ static void share_table(FILE *out, const char *title, struct srow *rows,
             char sh[16], ci[32], v[112];
             if (multi)
                 fprintf(out, " %*s", pw, evp_num_group(v, sizeof v, s->w));
-            share_cells(s->w, total, sh, sizeof sh, ci, sizeof ci);
+            share_cells(s->w, total, trials, sh, sizeof sh, ci, sizeof ci);
             fprintf(out, " %*s %*s %*s %s", c ? 9 : 7, sh, 12, ci, tw - 3,
                     evp_fmt_us(v, sizeof v, s->est, u[c]), evp_fmt_unit(u[c]));
             if (multi) {
@@ -715,24 +725,41 @@ static int one_rate(struct evp_trace *const *t, size_t runs)
     return 1;
 }
 
-/* Of several runs, the estimate: line (the shares pooled over the runs'
- * TOTAL periods, WHAT, of SAMPLES samples when known) and a note: when
- * the runs were sampled at different rates or clocks. */
-static void pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
-                         uint64_t total, const char *what, uint64_t samples,
-                         int unit)
+/* ", over the samples' effective count, N: ..." when TOTAL periods count
+ * as fewer TRIALS (evp_sample_trials), else "". */
+static const char *trials_words(char *buf, size_t len, uint64_t total,
+                                double trials)
 {
-    char c1[32], c2[32], of[64] = "";
+    char c[32];
+    if (!(trials < (double)total - 0.5))
+        return "";
+    snprintf(buf, len,
+             ", over the samples' effective count, %s: their periods weigh "
+             "unevenly",
+             evp_num_group(c, sizeof c, (uint64_t)(trials + 0.5)));
+    return buf;
+}
+
+/* Of several runs, the estimate: line (the shares pooled over the runs'
+ * TOTAL periods, WHAT, of SAMPLES samples when known; the intervals over
+ * TRIALS) and a note: when the runs were sampled at different rates or
+ * clocks. */
+static void pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
+                         uint64_t total, double trials, const char *what,
+                         uint64_t samples, int unit)
+{
+    char c1[32], c2[32], of[64] = "", tw[160];
     if (samples)
         snprintf(of, sizeof of, " (%s samples)",
                  evp_num_group(c2, sizeof c2, samples));
     fprintf(out,
             "%-11sshares are pooled over the %zu runs' %s timer periods%s%s, "
             "with 95%% confidence intervals (Wilson score interval, "
-            "binomial); an interval covers the sampling error only, not "
+            "binomial%s); an interval covers the sampling error only, not "
             "the sampler's bias (where its signals land) nor how the runs "
             "differ (their est. times' [min - max] shows that)\n",
-            "estimate:", runs, evp_num_group(c1, sizeof c1, total), what, of);
+            "estimate:", runs, evp_num_group(c1, sizeof c1, total), what, of,
+            trials_words(tw, sizeof tw, total, trials));
     if (one_rate(t, runs))
         return;
     const char *clock0 = evp_trace_info(t[0])->sample_clock;
@@ -760,7 +787,8 @@ static void pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
  * summed over the runs. */
 static void sampled_header(FILE *out, struct evp_trace *const *t,
                            const struct agg *a, size_t runs, uint64_t total,
-                           uint64_t samples, uint64_t *scratch, int unit)
+                           double trials, uint64_t samples, uint64_t *scratch,
+                           int unit)
 {
     const struct evp_trace_info *in = evp_trace_info(t[0]);
     char c1[32], c2[32], v[48], r[112];
@@ -828,15 +856,17 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
                 "for (the periods between their samples are missed ones)\n",
                 n, strcmp(n, "1") ? "s" : "", ns ? ns : "?");
     }
+    char tw[160];
     if (runs > 1) {
-        pooled_lines(out, t, runs, total, "", samples, unit);
+        pooled_lines(out, t, runs, total, trials, "", samples, unit);
     } else {
         fprintf(out,
                 "%-11sshares are estimated from %s timer periods, with 95%% "
-                "confidence intervals (Wilson score interval, binomial); an "
+                "confidence intervals (Wilson score interval, binomial%s); an "
                 "interval covers the sampling error only, not the sampler's "
                 "bias (where its signals land)\n",
-                "estimate:", evp_num_group(c1, sizeof c1, total));
+                "estimate:", evp_num_group(c1, sizeof c1, total),
+                trials_words(tw, sizeof tw, total, trials));
     }
     /* blocked samples of the wall clock: taken by the sampler thread, or
      * (EVALPROF_SAMPLE_WALL=timer, older traces) by interrupting them */
@@ -944,11 +974,14 @@ static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
         goto done;
     }
     uint64_t total = 0, samples = 0, phase0 = 0;
+    double w2 = 0;
     for (size_t i = 0; i < runs; i++) {
         total += a[i].total;
         samples += a[i].samples;
         phase0 += a[i].phase[0];
+        w2 += a[i].w2;
     }
+    double trials = evp_sample_trials(total, w2);
     enum evp_sort sort = o->sort;
     if (runs > 1) {
         evp_view_runs_header(out, t, runs,
@@ -962,7 +995,7 @@ static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
                 evp_trace_info(t[0])->path);
         evp_view_header(out, t[0], "", 11, 0, o->ns);
     }
-    sampled_header(out, t, a, runs, total, samples, scratch, o->ns);
+    sampled_header(out, t, a, runs, total, trials, samples, scratch, o->ns);
     fputc('\n', out);
 
     /* traces whose producer could not tell a blocked thread from the
@@ -986,8 +1019,8 @@ static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
         srow_agg(r, t, runs, a, offsetof(struct agg, cat[c]), scratch);
         r->order = (uint32_t)c;
     }
-    share_table(out, "where (state of the sampled thread)", rows, n, total, 0,
-                o->ns, runs);
+    share_table(out, "where (state of the sampled thread)", rows, n, total,
+                trials, 0, o->ns, runs);
     fputc('\n', out);
     if (total > phase0) {
         n = 0;
@@ -1006,7 +1039,7 @@ static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
             r->order = (uint32_t)k;
         }
         qsort_r(rows, n, sizeof *rows, cmp_srow, &sort);
-        share_table(out, "loop phases", rows, n, total, 0, o->ns, runs);
+        share_table(out, "loop phases", rows, n, total, trials, 0, o->ns, runs);
         fputc('\n', out);
     }
     memset(rows, 0, nrows * sizeof *rows);
@@ -1016,7 +1049,7 @@ static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
     for (size_t i = 0; i < n; i++)
         none |= !strcmp(ops.r[i].key, "(no opcode)");
     qsort_r(rows, n, sizeof *rows, cmp_srow, &sort);
-    share_table(out, "ops", rows, n, total, 0, o->ns, runs);
+    share_table(out, "ops", rows, n, total, trials, 0, o->ns, runs);
     /* as the exact summary counts: base instructions when folded, else
      * every named opcode (of the first run: all are of one version) */
     unsigned named = evp_trace_nopcodes(t[0]);
@@ -1034,7 +1067,7 @@ static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
         share_table(out,
                     "functions (self: the leaf frame; inclusive: "
                     "anywhere on the stack)",
-                    rows, funcs.n, total, 1, o->ns, runs);
+                    rows, funcs.n, total, trials, 1, o->ns, runs);
         fprintf(out, " total: %zu functions\n", funcs.n);
     }
 done:
@@ -1122,7 +1155,7 @@ static int cmp_krow_sum(const void *x, const void *y, void *arg)
 
 static void lines_runs_table(FILE *out, struct evp_trace *const *t,
                              struct krows *k, struct lgroup *g, size_t ng,
-                             uint64_t grand, int unit)
+                             uint64_t grand, double trials, int unit)
 {
     uint64_t lo = UINT64_MAX;
     int rw = 11;
@@ -1171,7 +1204,7 @@ static void lines_runs_table(FILE *out, struct evp_trace *const *t,
             if (tl >= sizeof top)
                 break;
         }
-        share_cells(g[i].c.w, grand, sh, sizeof sh, ci, sizeof ci);
+        share_cells(g[i].c.w, grand, trials, sh, sizeof sh, ci, sizeof ci);
         range_cell(rg, sizeof rg, &g[i].c, unit);
         fprintf(out, " %-40s %-28.28s %12s %7s %12s %12s %-*s  %s\n", where,
                 f ? f->name : "?", evp_num_group(c, sizeof c, g[i].c.w), sh, ci,
@@ -1182,6 +1215,27 @@ static void lines_runs_table(FILE *out, struct evp_trace *const *t,
     fprintf(out, " total: %zu lines\n", ng);
 }
 
+/* The weights of a trace's samples (of STREAM, or all: -1), summed and
+ * squared and summed: what their effective count is made of. */
+struct moments {
+    const struct evp_trace *t;
+    long stream;
+    uint64_t total;
+    double w2;
+};
+
+static int moments_sample(void *ctx, uint32_t stream,
+                          const struct evp_sample_rec *s, uint64_t ns)
+{
+    struct moments *m = ctx;
+    (void)ns;
+    if (evp_sample_stream_kept(m->t, m->stream, stream)) {
+        m->total += s->weight;
+        m->w2 += (double)s->weight * (double)s->weight;
+    }
+    return 0;
+}
+
 int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
                         long stream, int unit)
 {
@@ -1189,10 +1243,16 @@ int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
     struct lgroup *g = NULL;
     uint64_t *scratch = calloc(3 * runs, sizeof *scratch);
     int rc = scratch ? 0 : -ENOMEM;
+    /* the lines' periods count as the samples' effective count does
+     * against all their periods */
+    struct moments all = {.stream = stream};
     for (size_t i = 0; i < runs && !rc; i++) {
         struct lines_run c = {.k = &k, .t = t[i], .run = i};
         evp_stats_roots_load(t[i], &c.roots);
         rc = evp_lines_sampled_each(t[i], stream, lines_entry, &c);
+        all.t = t[i];
+        if (!rc)
+            rc = evp_trace_samples(t[i], moments_sample, &all);
     }
     if (!rc) {
         krows_merge(&k);
@@ -1227,9 +1287,13 @@ int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
                          "sampled runs: periods summed, shares pooled, "
                          "est. times per run as median [min - max]",
                          unit);
-    pooled_lines(out, t, runs, grand, " on a known line", 0, unit);
+    double trials = all.total
+                        ? (double)grand * evp_sample_trials(all.total, all.w2) /
+                              (double)all.total
+                        : (double)grand;
+    pooled_lines(out, t, runs, grand, trials, " on a known line", 0, unit);
     fputc('\n', out);
-    lines_runs_table(out, t, &k, g, ng, grand, unit);
+    lines_runs_table(out, t, &k, g, ng, grand, trials, unit);
 done:
     free(g);
     free(scratch);
@@ -1283,7 +1347,8 @@ static int cmp_drow(const void *x, const void *y, void *arg)
 }
 
 static void diff_table(FILE *out, const char *title, struct krows *k,
-                       const uint64_t total[2], int incl, enum evp_sort sort)
+                       const uint64_t total[2], const double trials[2],
+                       int incl, enum evp_sort sort)
 {
     struct dsort ds = {sort, total, incl};
     struct krow *r = k->r;
@@ -1302,7 +1367,7 @@ static void diff_table(FILE *out, const char *title, struct krows *k,
     for (size_t i = 0; i < n; i++) {
         uint64_t k0 = r[i].w[incl], k1 = r[i].w[2 + incl];
         double p0 = share_of(k0, total[0]), p1 = share_of(k1, total[1]), z;
-        int sig = evp_two_prop_z(k0, total[0], k1, total[1], &z);
+        int sig = evp_two_prop_z(p0, trials[0], p1, trials[1], &z);
         char a[16], b[16], c[24];
         snprintf(a, sizeof a, "%.1f%%", 100 * p0);
         snprintf(b, sizeof b, "%.1f%%", 100 * p1);
@@ -1347,6 +1412,8 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
         return rc;
     }
     uint64_t total[2] = {a[0].total, a[1].total};
+    double trials[2] = {evp_sample_trials(a[0].total, a[0].w2),
+                        evp_sample_trials(a[1].total, a[1].w2)};
     fprintf(out,
             "reading from %s\nreading from %s\n(showing results in "
             "'diff' format, of two sampled traces)\n\n",
@@ -1355,17 +1422,19 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
     diff_run(out, "new:", new_, &a[1]);
     fprintf(out, "estimate:  shares of each run's timer periods; change in "
                  "percentage points (pp); * marks a change significant at 95%% "
-                 "(two-proportion z-test on the periods, |z| > 1.96), which "
-                 "covers the sampling error only, not the samplers' bias\n\n");
+                 "(two-proportion z-test over each run's samples' effective "
+                 "count, which is its periods while every sample stands for "
+                 "one, |z| > 1.96), which covers the sampling error only, not "
+                 "the samplers' bias\n\n");
     if (!(rc = keyed_ops(&k, t, a)))
-        diff_table(out, "ops", &k, total, 0, o->sort);
+        diff_table(out, "ops", &k, total, trials, 0, o->sort);
     krows_free(&k);
     if (!rc && !(rc = keyed_funcs(&k, t, a, o->wide_names))) {
-        diff_table(out, "functions (self: the leaf frame)", &k, total, 0,
-                   o->sort);
+        diff_table(out, "functions (self: the leaf frame)", &k, total, trials,
+                   0, o->sort);
         if (o->funcs)
             diff_table(out, "functions (inclusive: anywhere on the stack)", &k,
-                       total, 1, o->sort);
+                       total, trials, 1, o->sort);
     }
     krows_free(&k);
     agg_free(&a[0]);

@@ -527,13 +527,18 @@ int evp_sample_stream_kept(const struct evp_trace *t, long index,
 /* The estimated time of WEIGHT timer periods, in ns. */
 uint64_t evp_sample_ns(const struct evp_trace *t, uint64_t weight);
 
-/* The 95% Wilson score interval of K successes in N trials. */
-void evp_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
+/* How many samples TOTAL timer periods count as, their weights squared
+ * summing to W2: (sum w)^2 / sum w^2 (Kish's effective count), TOTAL
+ * itself while every sample stands for one period. */
+double evp_sample_trials(uint64_t total, double w2);
 
-/* Two-proportion z-test of K1/N1 against K2/N2: *Z, and whether the
- * difference is significant at 95% (|z| > 1.96). */
-int evp_two_prop_z(uint64_t k1, uint64_t n1, uint64_t k2, uint64_t n2,
-                   double *z);
+/* The 95% Wilson score interval of a share P over N trials (N need not
+ * be whole: evp_sample_trials). */
+void evp_wilson(double p, double n, double *lo, double *hi);
+
+/* Two-proportion z-test of share P1 over N1 trials against P2 over N2:
+ * *Z, and whether the difference is significant at 95% (|z| > 1.96). */
+int evp_two_prop_z(double p1, double n1, double p2, double n2, double *z);
 
 /* `diff` of two sampled traces: per opcode and function (self, and with
  * o->funcs inclusive) each run's share, the change in points and whether

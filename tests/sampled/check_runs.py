@@ -20,6 +20,7 @@ import os
 import re
 
 from sampcheck import TMP, check, check_share, finish, make, run, wilson
+from sampcheck import trials, trials_of
 from sampcheck import tables as sampcheck_tables
 
 MS = 1000000  # variant A's and B's period, ns
@@ -46,8 +47,10 @@ def tables(out):
     return sampcheck_tables(out, ROW, runs_row)
 
 
-def expect(tab, name, per_run, total, period_ns=(MS, MS), col=0):
-    """Row NAME: its periods in each run PER_RUN, of TOTAL pooled."""
+def expect(tab, name, per_run, total, period_ns=(MS, MS), col=0,
+           n_trials=None):
+    """Row NAME: its periods in each run PER_RUN, of TOTAL pooled, its
+    interval over N_TRIALS samples (default TOTAL)."""
     row = tab.get(name)
     check(row is not None and len(row) > col, f"row {name!r} present")
     if row is None or len(row) <= col:
@@ -55,7 +58,7 @@ def expect(tab, name, per_run, total, period_ns=(MS, MS), col=0):
     periods, share, lo, hi, med, mn, mx = row[col]
     k = sum(per_run)
     check(periods == k, f"{name}: periods {periods} == {k}")
-    check_share(name, share, lo, hi, k, total)
+    check_share(name, share, lo, hi, k, total, n_trials)
     ns = sorted(w * p for w, p in zip(per_run, period_ns))
     n = len(ns)
     want = ns[n // 2] if n % 2 else (ns[n // 2 - 1] + ns[n // 2]) // 2
@@ -90,6 +93,7 @@ def pooled(paths, variants, period_ns, func_file="gen.py"):
     out = run("summary", "--funcs", "--ns", *paths).stdout
     t = tables(out)
     total = 1000 * len(paths)
+    n_trials = trials(*("ab"[v] for v in variants))
 
     def per(by):
         return tuple(by[v] for v in variants)
@@ -98,14 +102,15 @@ def pooled(paths, variants, period_ns, func_file="gen.py"):
                        ("ops", OPS)):
         for name, by in rows.items():
             expect(t.get(part, {}), name, per(by), total,
-                   period_ns)
+                   period_ns, n_trials=n_trials)
     funcs = t.get("functions", {})
     check(len(funcs) == 4, f"{paths}: four function rows: {sorted(funcs)}")
     for f in SELF:
         name = f"{f} ({func_file}:{LINE[f]})"
-        expect(funcs, name, per(SELF[f]), total, period_ns)
+        expect(funcs, name, per(SELF[f]), total, period_ns,
+               n_trials=n_trials)
         expect(funcs, name, per(INCL[f]), total, period_ns,
-               col=1)
+               col=1, n_trials=n_trials)
     return out
 
 
@@ -173,8 +178,13 @@ check("exact counts" not in run("summary", a, b).stdout,
 
 # --stream 1 (the worker) of each run: 350 periods of A, 550 of B
 t = tables(run("summary", "--funcs", "--ns", "--stream", "1", a, b).stdout)
-expect(t.get("functions", {}), "cold (gen.py:20)", (300, 500), 900)
-expect(t.get("where", {}), "no Python frame", (50, 50), 900)
+# (the worker's categories: cold's of 100, 100 and 100 periods in A, 300,
+# 100 and 100 in B, and no frame's 50 in each)
+WORKER = trials_of((100, 100, 100, 50, 300, 100, 100, 50))
+expect(t.get("functions", {}), "cold (gen.py:20)", (300, 500), 900,
+       n_trials=WORKER)
+expect(t.get("where", {}), "no Python frame", (50, 50), 900,
+       n_trials=WORKER)
 
 # --lines: lines matched by function and line, periods pooled over the
 # periods on a line (900 a run)
@@ -194,7 +204,9 @@ for where_, fn, per, top in [
     if not m:
         continue
     k = sum(per)
-    lo, hi = wilson(k, 1800)
+    # the lines' 1,800 periods count as the runs' samples do against all
+    # their 2,000 periods
+    lo, hi = wilson(k, 1800, 1800 * trials("a", "b") / 2000)
     check(m[2] == fn and num(m[3]) == k and
           abs(float(m[4]) - 100 * k / 1800) < 0.05 and
           abs(float(m[5]) - 100 * lo) < 0.051 and

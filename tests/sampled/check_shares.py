@@ -14,7 +14,8 @@ and significance marks between variants A and B.
 import os
 import re
 
-from sampcheck import TMP, check, check_share, finish, make, run
+from sampcheck import TMP, check, check_share, finish, make, run, trials
+from sampcheck import trials_of
 from sampcheck import tables as sampcheck_tables
 
 
@@ -35,13 +36,17 @@ def tables(out):
     return sampcheck_tables(out, ROW, share_row)
 
 
-def expect(tab, name, periods, total=1000, period_ns=1000000, col=0):
+def expect(tab, name, periods, total=1000, period_ns=1000000, col=0,
+           n_trials=None):
+    """Row NAME: PERIODS of TOTAL, its interval over N_TRIALS samples
+    (default: variant A's effective count)."""
     row = tab.get(name)
     check(row is not None, f"row {name!r} present")
     if row is None:
         return
     share, lo, hi, ns = row[col:col + 4]
-    check_share(name, share, lo, hi, periods, total)
+    check_share(name, share, lo, hi, periods, total,
+                trials("a") if n_trials is None else n_trials)
     check(ns == periods * period_ns, f"{name}: est. {ns} ns == "
           f"{periods * period_ns} ns")
 
@@ -57,6 +62,10 @@ check("sampled trace" in out and "estimate:" in out and "Wilson" in out,
 check(re.search(r"sampled: +955 samples standing for 1,000 timer periods",
                 out) is not None, "sampled: line counts samples and periods")
 check("3 periods missed" in out, "missed periods shown")
+# 955 samples of 1,000 periods, the weights uneven: an effective 835
+check(f"over the samples' effective count, {round(trials('a'))}: their "
+      "periods weigh unevenly" in out, "estimate: line gives the samples' "
+      "effective count")
 where = t.get("where", {})
 for name, w in [("in the eval loop", 700), ("C call (GIL held)", 100),
                 ("no GIL", 100), ("runtime other (frame)", 50),
@@ -83,8 +92,12 @@ check("BINARY_OP_ADD_INT" not in g.get("ops", {}),
 
 # --stream 1: the worker alone, 350 periods
 w = tables(run("summary", "--funcs", "--ns", "--stream", "1", a).stdout)
-expect(w.get("functions", {}), "cold (gen.py:20)", 300, total=350)
-expect(w.get("where", {}), "no Python frame", 50, total=350)
+# (the worker's categories: cold's three of 100 periods, no frame's 50)
+WORKER = trials_of((100, 100, 100, 50))
+expect(w.get("functions", {}), "cold (gen.py:20)", 300, total=350,
+       n_trials=WORKER)
+expect(w.get("where", {}), "no Python frame", 50, total=350,
+       n_trials=WORKER)
 
 lines = run("summary", "--lines", a).stdout
 for where_, ms, per in [("gen.py:11", "300.0", 300), ("gen.py:21", "200.0",
@@ -209,5 +222,12 @@ for key, want in [(("ops", "BINARY_OP_ADD_INT"), (20.0, 0.0, -20.0, True)),
                    (95.0, 95.0, 0.0, False))]:
     check(seen.get(key) == want, f"diff {key}: {seen.get(key)} == {want}")
 check("two-proportion z-test" in d, "diff explains its * mark")
+# z over each run's effective count (A 835, B 850), not its 1,000 periods
+zs = {m[1]: float(m[6]) for m in map(row.match, d.splitlines()) if m}
+n1, n2 = trials("a"), trials("b")
+pool = (0.2 * n1 + 0.4 * n2) / (n1 + n2)
+want_z = 0.2 / (pool * (1 - pool) * (1 / n1 + 1 / n2)) ** 0.5
+check(abs(zs.get("BINARY_OP", 0) - want_z) < 0.051,
+      f"diff BINARY_OP: z {zs.get('BINARY_OP')} == {want_z:.2f}")
 
 finish("all shares as generated")
