@@ -137,6 +137,8 @@ struct lacc {
     struct lop *v;
     size_t n, cap;
     int oom;
+    uint64_t periods; /* sampled: every kept sample's, on a line or not */
+    double w2;        /* and their weights squared */
 };
 
 struct lkey {
@@ -198,8 +200,11 @@ static int lines_sample(void *ctx, uint32_t stream,
     (void)ns;
     const struct evp_stack_node *nd = evp_trace_stack(a->t, s->stack);
     int op = evp_sample_opcode(s->state);
-    if (!evp_sample_stream_kept(a->t, a->stream, stream) || !nd || !s->unit ||
-        op < 0)
+    if (!evp_sample_stream_kept(a->t, a->stream, stream))
+        return 0;
+    a->periods += s->weight;
+    a->w2 += (double)s->weight * (double)s->weight;
+    if (!nd || !s->unit || op < 0)
         return 0;
     return lop_add(a, nd->func, s->unit, (uint16_t)op, s->weight,
                    evp_sample_ns(a->t, s->weight));
@@ -352,12 +357,14 @@ static void lacc_free(struct lacc *a)
 int evp_lines_sampled_each(struct evp_trace *t, long stream,
                            int (*fn)(void *ctx, uint32_t func, uint32_t line,
                                      unsigned op, uint64_t periods),
-                           void *ctx)
+                           void *ctx, uint64_t *periods, double *w2)
 {
     if (!lines_recorded(t))
         return lines_refused(t);
     struct lacc a;
     int rc = lines_collect(t, &a, 0, stream);
+    *periods += a.periods;
+    *w2 += a.w2;
     for (size_t i = 0; i < a.n && !rc; i++)
         rc = fn(ctx, a.v[i].func, a.v[i].line, a.v[i].op, a.v[i].count);
     lacc_free(&a);

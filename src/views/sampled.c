@@ -1215,27 +1215,6 @@ static void lines_runs_table(FILE *out, struct evp_trace *const *t,
     fprintf(out, " total: %zu lines\n", ng);
 }
 
-/* The weights of a trace's samples (of STREAM, or all: -1), summed and
- * squared and summed: what their effective count is made of. */
-struct moments {
-    const struct evp_trace *t;
-    long stream;
-    uint64_t total;
-    double w2;
-};
-
-static int moments_sample(void *ctx, uint32_t stream,
-                          const struct evp_sample_rec *s, uint64_t ns)
-{
-    struct moments *m = ctx;
-    (void)ns;
-    if (evp_sample_stream_kept(m->t, m->stream, stream)) {
-        m->total += s->weight;
-        m->w2 += (double)s->weight * (double)s->weight;
-    }
-    return 0;
-}
-
 int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
                         long stream, int unit)
 {
@@ -1245,14 +1224,12 @@ int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
     int rc = scratch ? 0 : -ENOMEM;
     /* the lines' periods count as the samples' effective count does
      * against all their periods */
-    struct moments all = {.stream = stream};
+    uint64_t all = 0;
+    double w2 = 0;
     for (size_t i = 0; i < runs && !rc; i++) {
         struct lines_run c = {.k = &k, .t = t[i], .run = i};
         evp_stats_roots_load(t[i], &c.roots);
-        rc = evp_lines_sampled_each(t[i], stream, lines_entry, &c);
-        all.t = t[i];
-        if (!rc)
-            rc = evp_trace_samples(t[i], moments_sample, &all);
+        rc = evp_lines_sampled_each(t[i], stream, lines_entry, &c, &all, &w2);
     }
     if (!rc) {
         krows_merge(&k);
@@ -1287,10 +1264,9 @@ int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
                          "sampled runs: periods summed, shares pooled, "
                          "est. times per run as median [min - max]",
                          unit);
-    double trials = all.total
-                        ? (double)grand * evp_sample_trials(all.total, all.w2) /
-                              (double)all.total
-                        : (double)grand;
+    double trials =
+        all ? (double)grand * evp_sample_trials(all, w2) / (double)all
+            : (double)grand;
     pooled_lines(out, t, runs, grand, trials, " on a known line", 0, unit);
     fputc('\n', out);
     lines_runs_table(out, t, &k, g, ng, grand, trials, unit);

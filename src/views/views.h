@@ -142,12 +142,13 @@ void evp_lines_where(char *buf, size_t len, const struct evp_trace *t,
 /* Each (function, line, opcode) that the samples of sampled trace T
  * (stream index STREAM, -1 all) had as their leaf, with the timer
  * periods they stand for, to FN (stopping at its nonzero return, which
- * is returned).  A trace without line tables is refused in one line,
- * -EINVAL. */
+ * is returned); *PERIODS and *W2 gain all those samples' periods, on a
+ * line or not, and their weights squared (evp_sample_trials).  A trace
+ * without line tables is refused in one line, -EINVAL. */
 int evp_lines_sampled_each(struct evp_trace *t, long stream,
                            int (*fn)(void *ctx, uint32_t func, uint32_t line,
                                      unsigned op, uint64_t periods),
-                           void *ctx);
+                           void *ctx, uint64_t *periods, double *w2);
 /* summary --lines: the hottest lines, with the ops that ran on them
  * (the first EVP_LINES_SHOWN, then how many more). */
 #define EVP_LINES_SHOWN 25
