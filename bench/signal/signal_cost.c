@@ -194,6 +194,13 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The median of V's N values (V sorted in place). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return v[n / 2];
+}
+
 int main(int argc, char **argv)
 {
     unsigned rate = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
@@ -232,19 +239,17 @@ int main(int argc, char **argv)
                                        "perf, sigtrap",  "sampler thread"};
     /* each run against the run without a timer of its own round: a load
      * that drifts over the rounds cancels */
-    double med[NMODES], dif[NMODES][64], medt[NMODES], medr[NMODES];
+    double med[NMODES], dif[NMODES][64], mdif[NMODES], medt[NMODES],
+        medr[NMODES];
     for (int m = 0; m < NMODES; m++) {
         for (int r = 0; r < reps; r++)
             dif[m][r] = tm[m][r] - tm[0][r];
-        qsort(dif[m], (size_t)reps, sizeof(double), cmp);
+        mdif[m] = median(dif[m], reps);
     }
     for (int m = 0; m < NMODES; m++) {
-        qsort(tm[m], (size_t)reps, sizeof(double), cmp);
-        med[m] = tm[m][reps / 2];
-        qsort(tt[m], (size_t)reps, sizeof(double), cmp);
-        medt[m] = tt[m][reps / 2];
-        qsort(tr[m], (size_t)reps, sizeof(double), cmp);
-        medr[m] = tr[m][reps / 2];
+        med[m] = median(tm[m], reps);
+        medt[m] = median(tt[m], reps);
+        medr[m] = median(tr[m], reps);
     }
     printf("%u Hz, %d interleaved runs of %.0f ms of work, CPU time medians "
            "and the median of each run's difference to its round's run "
@@ -256,12 +261,11 @@ int main(int argc, char **argv)
             continue;
         }
         double per_run = (double)sg[m] / reps;
-        double per = sg[m] ? dif[m][reps / 2] / per_run : 0;
+        double per = sg[m] ? mdif[m] / per_run : 0;
         printf("  %-16s %8.1f ms  %6.3fx  %7.0f signals/run  %6.1f us/signal"
                "  (%+.2f%% of the run)  thread %6.3fx  real %6.3fx\n",
                name[m], med[m] * 1e3, med[m] / med[0], per_run, per * 1e6,
-               100 * dif[m][reps / 2] / med[0], medt[m] / medt[0],
-               medr[m] / medr[0]);
+               100 * mdif[m] / med[0], medt[m] / medt[0], medr[m] / medr[0]);
     }
     return 0;
 }
