@@ -1735,9 +1735,15 @@ class Sampled(Case):
         where = table(self.summary(trace), "where")
         no_gil = sum(v for k, v in where.items()
                      if k.startswith("no GIL") or k == "waiting for the GIL")
-        self.assertLess(no_gil, 5.0, where)
         self.assertGreater(where["in the eval loop"], 5.0, where)
         funcs = func_shares(self.summary(trace, "--funcs"))
+        # It lets the GIL go only in main's print, a write() of a line.
+        # On the wall clock a loaded machine may deschedule it there for
+        # milliseconds of a 0.2 s run (a CI run: 7% of the samples), so
+        # the samples without the GIL are held to main's own share, not
+        # to a fixed bound: hot's must all hold it.
+        self.assertLessEqual(no_gil, funcs.get("main", 0.0) + 0.2,
+                             (where, funcs))
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
         self.assertGreater(funcs["hot"], 70.0, funcs)
         self.assertLess(funcs.get("cold", 0.0), 5.0, funcs)
