@@ -782,6 +782,57 @@ static void pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
                    : "");
 }
 
+/*
+ * The sparse: line, when the samples' effective count TRIALS is under
+ * half the TOTAL periods they stand for (SAMPLES samples): the timer
+ * fired far less often than asked, and the shares stand on that many
+ * trials, not on the periods.  The POSIX CPU-time timer is the usual
+ * cause (it fires at the kernel's tick whatever the rate), and the line
+ * says so where the trace was sampled by it.
+ */
+static void sparse_line(FILE *out, struct evp_trace *const *t, size_t runs,
+                        uint64_t total, double trials, uint64_t samples)
+{
+    if (!total || !(trials < 0.5 * (double)total))
+        return;
+    char c1[32], c2[32], c3[32];
+    const struct evp_trace_info *in = evp_trace_info(t[0]);
+    fprintf(out,
+            "%-11sthe samples' effective count, %s, is %.1f%% of the %s timer "
+            "periods they stand for",
+            "sparse:", evp_num_group(c1, sizeof c1, (uint64_t)(trials + 0.5)),
+            100.0 * trials / (double)total,
+            evp_num_group(c2, sizeof c2, total));
+    if (one_rate(t, runs) && in->sample_rate_hz > 0)
+        fprintf(out, " (%s samples: %.0f Hz of %s, for %.0f Hz asked)",
+                evp_num_group(c3, sizeof c3, samples),
+                in->sample_rate_hz * (double)samples / (double)total,
+                clock_name(in), in->sample_rate_hz);
+    int posix = 0, throttled = 0;
+    for (size_t i = 0; i < runs; i++) {
+        const struct evp_trace_info *ti = evp_trace_info(t[i]);
+        const char *sampler = evp_trace_meta(t[i], "sample.sampler");
+        posix |= sampler && !strncmp(sampler, "timer_create", 12) &&
+                 !strcmp(ti->sample_clock, "cpu");
+        throttled |= evp_trace_meta(t[i], "sample.throttled") != NULL;
+    }
+    fprintf(out, ": every share stands on that count, and its interval is "
+                 "as wide as that; ");
+    if (posix)
+        fprintf(out, "the POSIX CPU-time timer (used where the kernel "
+                     "refuses perf events, or with "
+                     "EVALPROF_SAMPLE_TIMER=posix) fires only at the kernel's "
+                     "tick, whatever the rate: a rate at or below the tick, "
+                     "or perf events (kernel.perf_event_paranoid), sample as "
+                     "asked\n");
+    else if (throttled)
+        fprintf(out, "the period was raised (throttled:, above)\n");
+    else
+        fprintf(out, "the signals came late or not at all (a thread that "
+                     "blocks signals, a virtual CPU descheduled, a handler "
+                     "slower than the period)\n");
+}
+
 /* The sampled:, est. time:, missed: and estimate: lines (and of runs
  * sampled at different rates or clocks, a note:); TOTAL and SAMPLES are
  * summed over the runs. */
@@ -868,6 +919,7 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
                 "estimate:", evp_num_group(c1, sizeof c1, total),
                 trials_words(tw, sizeof tw, total, trials));
     }
+    sparse_line(out, t, runs, total, trials, samples);
     /* blocked samples of the wall clock: taken by the sampler thread, or
      * (EVALPROF_SAMPLE_WALL=timer, older traces) by interrupting them */
     int ticker = 0, timer = 0;

@@ -2084,6 +2084,53 @@ class Sampled(Case):
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertGreater(funcs.get("spin", 0.0), 50.0, funcs)
 
+    def test_sparse_posix_timer(self):
+        # The POSIX CPU-time timer fires at the kernel's tick whatever the
+        # rate: at 20 kHz asked, most periods are missed and the shares
+        # stand on few samples, which summary's sparse: line says, with
+        # the rate reached and why; a trace of the perf event at the rate
+        # asked has no such line.
+        script = prog("sample_hot.py")
+        trace = self.path("posix.evp")
+        p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace,
+                            "--sample", "--rate", "20000", script, "5"],
+                           capture_output=True, text=True, cwd=self.tmp,
+                           timeout=120,
+                           env=env(dict(sanitizer_env(),
+                                        EVALPROF_SAMPLE_TIMER="posix")))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("timer_create", self.meta(trace).get("sample.sampler"))
+        out = self.summary(trace)
+        m = re.search(r"(?m)^sampled: +([\d,]+) samples standing for "
+                      r"([\d,]+) timer periods", out)
+        self.assertTrue(m, out)
+        samples, periods = (int(g.replace(",", "")) for g in m.groups())
+        m = re.search(r"effective count, ([\d,]+): their periods weigh", out)
+        self.assertTrue(m, out)
+        trials = int(m.group(1).replace(",", ""))
+        self.assertLess(trials, periods / 2, out)
+        line = [l for l in out.splitlines() if l.startswith("sparse:")]
+        self.assertEqual(len(line), 1, out)
+        m = re.match(r"sparse: +the samples' effective count, ([\d,]+), is "
+                     r"([\d.]+)% of the ([\d,]+) timer periods they stand "
+                     r"for \(([\d,]+) samples: (\d+) Hz of CPU time, for "
+                     r"20000 Hz asked\): .*the POSIX CPU-time timer .*fires "
+                     r"only at the kernel's tick", line[0])
+        self.assertTrue(m, line[0])
+        self.assertEqual(int(m.group(1).replace(",", "")), trials)
+        # the count printed rounded, the share of the unrounded one
+        self.assertAlmostEqual(float(m.group(2)), 100.0 * trials / periods,
+                               delta=0.051 + 50.0 / periods)
+        self.assertEqual(int(m.group(3).replace(",", "")), periods)
+        self.assertEqual(int(m.group(4).replace(",", "")), samples)
+        self.assertEqual(int(m.group(5)), round(20000.0 * samples / periods))
+        # the tick (100-1000 Hz), far below the rate asked
+        self.assertLess(int(m.group(5)), 2000, line[0])
+        # the perf event, at a rate it keeps
+        p, trace = self.sampled([script, "5"])
+        if "perf_event_open" in self.meta(trace).get("sample.sampler", ""):
+            self.assertNotIn("\nsparse:", self.summary(trace))
+
     def test_stress_20khz(self):
         # Also the sanitizer builds' test (suite sanitize-modeb): the same
         # run and checks with the sanitizer's runtime preloaded, where a
