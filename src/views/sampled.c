@@ -1407,11 +1407,14 @@ static void diff_table(FILE *out, const char *title, struct krows *k,
     fputc('\n', out);
 }
 
+/* A run's lines in diff's header; TRIALS its samples' effective count
+ * (evp_sample_trials), given where it is below the periods, and marked
+ * sparse where under half of them (summary's sparse: line says why). */
 static void diff_run(FILE *out, const char *label, const struct evp_trace *t,
-                     const struct agg *a)
+                     const struct agg *a, double trials)
 {
     const struct evp_trace_info *in = evp_trace_info(t);
-    char c1[32], c2[32], p[48];
+    char c1[32], c2[32], c3[32], p[48];
     uint64_t period = (uint64_t)(in->sample_period_ns + 0.5);
     int pu = evp_fmt_col_unit(EVP_UNIT_AUTO, period);
     fprintf(out, "%-11s%s\n", label, in->path);
@@ -1419,11 +1422,19 @@ static void diff_run(FILE *out, const char *label, const struct evp_trace *t,
     fprintf(out, "  argv:     %s\n", in->argv);
     fprintf(out,
             "  sampled:  %s samples, %s timer periods of %s %s (%s "
-            "clock)\n",
+            "clock)",
             evp_num_group(c1, sizeof c1, a->samples),
             evp_num_group(c2, sizeof c2, a->total),
             evp_fmt_us(p, sizeof p, period, pu), evp_fmt_unit(pu),
             *in->sample_clock ? in->sample_clock : "unknown");
+    if (trials < (double)a->total - 0.5)
+        fprintf(out, ", effective count %s%s",
+                evp_num_group(c3, sizeof c3, (uint64_t)(trials + 0.5)),
+                trials < 0.5 * (double)a->total
+                    ? " (sparse: under half the periods; `evalprof "
+                      "summary` says why)"
+                    : "");
+    fputc('\n', out);
 }
 
 int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
@@ -1446,8 +1457,8 @@ int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
             "reading from %s\nreading from %s\n(showing results in "
             "'diff' format, of two sampled traces)\n\n",
             evp_trace_info(base)->path, evp_trace_info(new_)->path);
-    diff_run(out, "base:", base, &a[0]);
-    diff_run(out, "new:", new_, &a[1]);
+    diff_run(out, "base:", base, &a[0], trials[0]);
+    diff_run(out, "new:", new_, &a[1], trials[1]);
     fprintf(out, "estimate:  shares of each run's timer periods; change in "
                  "percentage points (pp); * marks a change significant at 95%% "
                  "(two-proportion z-test over each run's samples' effective "

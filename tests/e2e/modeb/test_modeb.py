@@ -2127,9 +2127,18 @@ class Sampled(Case):
         # the tick (100-1000 Hz), far below the rate asked
         self.assertLess(int(m.group(5)), 2000, line[0])
         # the perf event, at a rate it keeps
+        sparse = trace
         p, trace = self.sampled([script, "5"])
         if "perf_event_open" in self.meta(trace).get("sample.sampler", ""):
             self.assertNotIn("\nsparse:", self.summary(trace))
+        # diff gives each run's effective count where it is below its
+        # periods, and marks the sparse one
+        out = self.run_evalprof("diff", sparse, trace)
+        runs = re.findall(r"(?m)^  sampled: .*$", out)
+        self.assertEqual(len(runs), 2, out)
+        self.assertIn("effective count %s (sparse: under half the periods"
+                      % format(trials, ","), runs[0])
+        self.assertNotIn("sparse", runs[1])
 
     def test_stress_20khz(self):
         # Also the sanitizer builds' test (suite sanitize-modeb): the same
