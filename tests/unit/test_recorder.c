@@ -94,6 +94,25 @@ static void collect(struct evp_trace *t, struct collect *c)
     assert_int_equal(evp_replay(t, &o, &ops, c), 0);
 }
 
+/* The events a trace being written holds so far: 0 where it cannot be
+ * read yet (no header flushed). */
+static size_t flushed_events(const char *path)
+{
+    static const struct evp_replay_ops ops = {col_begin, col_events, NULL};
+    struct evp_open_opts oo = {.warn = quiet_warn};
+    struct evp_replay_opts o = {.stream = -1};
+    struct evp_trace *t = NULL;
+    struct collect c;
+    char err[256];
+    memset(&c, 0, sizeof c);
+    if (evp_trace_open(path, &oo, &t, err, sizeof err) < 0)
+        return 0;
+    size_t n = evp_replay(t, &o, &ops, &c) == 0 ? c.n : 0;
+    free(c.ev);
+    evp_trace_close(t);
+    return n;
+}
+
 static size_t count_kind(const struct collect *c, unsigned kind)
 {
     size_t n = 0;
@@ -665,19 +684,36 @@ static void test_killed_process_keeps_flushed_events(void **state)
     (void)state;
     char path[128];
     scratch_path(path, sizeof path, "killed.evp");
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
     pid_t pid = fork();
     if (pid == 0) {
+        close(fds[0]);
         struct evp_rec_config cfg = config(path);
         cfg.flush_ms = 10;
         if (evp_rec_open(&cfg) < 0)
             _exit(3);
         for (int i = 0; i < 3000; i++)
             evp_rec_op(5, (uint32_t)i);
+        if (write(fds[1], "r", 1) != 1)
+            _exit(4);
         for (;;)
             pause(); /* killed here, never closing */
     }
-    struct timespec ts = {0, 300 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    close(fds[1]);
+    char r;
+    assert_int_equal(read(fds[0], &r, 1), 1);
+    close(fds[0]);
+    /* Killed once its writer has flushed them (a round every 10 ms; a
+     * loaded machine may delay it by much more, so the trace is read
+     * until it holds them all, up to 30 s), never closing. */
+    size_t seen = 0;
+    for (int i = 0; i < 3000 && seen < 3000; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        seen = flushed_events(path);
+    }
+    assert_int_equal(seen, 3000);
     kill(pid, SIGKILL);
     int ws;
     waitpid(pid, &ws, 0);

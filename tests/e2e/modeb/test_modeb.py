@@ -571,10 +571,15 @@ class Lines(Case):
             self.assertEqual(p.returncode, 0, p.stderr)
         return p
 
+    # work()'s n: at hotline.py's own 30,000, the hot line's 10 ms or so
+    # lose first place to any line a descheduling lands in (mode A's
+    # lines test saw line 7 at 10.4 ms against 7.3)
+    N = "300000"
+
     def test_hot_line_is_first(self):
         script = prog("hotline.py")
-        p, trace = self.traced([script], opts=["--lines"])
-        self.assertEqual(p.stdout, self.plain([script]).stdout)
+        p, trace = self.traced([script, self.N], opts=["--lines"])
+        self.assertEqual(p.stdout, self.plain([script, self.N]).stdout)
         out = self.evalprof("summary", "--lines", trace).stdout
         rows = [l.split() for l in out.splitlines()
                 if l.startswith(" ") and ".py:" in l.split()[0]]
@@ -583,9 +588,9 @@ class Lines(Case):
         self.assertTrue(where.endswith("hotline.py:%d" % self.HOT), out)
         self.assertEqual(func, "work", out)
         self.assertIn("BINARY_OP", " ".join(rows[0][5:]), out)
-        # every op of the hot line is on it: 30,000 runs of the loop body
+        # every op of the hot line is on it: N runs of the loop body
         count = int(rows[0][4].replace(",", ""))
-        self.assertGreaterEqual(count, 30000 * 10, out)
+        self.assertGreaterEqual(count, int(self.N) * 10, out)
         # folded --lines: a "file:line" leaf under work's frame, the
         # heaviest of its leaves
         folded = self.evalprof("export", "--format", "folded", "--lines",
@@ -616,7 +621,7 @@ class Lines(Case):
         script = prog("hotline.py")
         trace = self.path("r.evp")
         p = subprocess.run([EVALPROF, "record", "--lines", "-q", "-o", trace,
-                            "--", PY, script], capture_output=True,
+                            "--", PY, script, self.N], capture_output=True,
                            text=True, env=env(), cwd=self.tmp, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         out = self.evalprof("summary", "--lines", trace).stdout
@@ -1745,7 +1750,9 @@ class Sampled(Case):
         self.assertLessEqual(no_gil, funcs.get("main", 0.0) + 0.2,
                              (where, funcs))
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
-        self.assertGreater(funcs["hot"], 70.0, funcs)
+        # of the samples that hold the GIL (the others, main's, above)
+        self.assertGreater(funcs["hot"], 0.7 * (100.0 - no_gil),
+                           (where, funcs))
         self.assertLess(funcs.get("cold", 0.0), 5.0, funcs)
         ops = table(self.summary(trace, "--group-specialized"), "ops:")
         self.assertEqual(max(ops, key=ops.get), "BINARY_OP", ops)
@@ -1952,9 +1959,16 @@ class Sampled(Case):
                            sleeper["waiting for the GIL"], 95.0, sleeper)
         main = str(streams["MainThread"][0])
         where = table(self.summary(trace, "--stream", main), "where")
-        self.assertGreater(where["C call (GIL held)"], 50.0, where)
+        # of the samples that hold the GIL: the main thread also waits
+        # for the sleeper in join() at its end, and prints, each without
+        # it, for milliseconds of a 0.3 s run on a loaded machine
+        held = 100.0 - sum(v for k, v in where.items()
+                           if k.startswith("no GIL") or
+                           k == "waiting for the GIL")
+        self.assertGreater(held, 50.0, where)
+        self.assertGreater(where["C call (GIL held)"], 0.5 * held, where)
         funcs = func_shares(self.summary(trace, "--funcs", "--stream", main))
-        self.assertGreater(funcs.get("in_c", 0.0), 50.0, funcs)
+        self.assertGreater(funcs.get("in_c", 0.0), 0.5 * held, (where, funcs))
 
     def test_gil_wait_and_blocked(self):
         # with the wall clock, a thread without the GIL is waiting for it
@@ -1972,7 +1986,12 @@ class Sampled(Case):
         self.assertGreater(sleeper["no GIL, in a system call"], 90.0, sleeper)
         self.assertLess(sleeper["waiting for the GIL"], 5.0, sleeper)
         main = where("MainThread")
-        self.assertGreater(main["no GIL, in a system call"], 90.0, main)
+        # blocked throughout: in join(), and for the GIL after each
+        # start() and join() returns, which a spinner holds (5 ms or so,
+        # longer where the holder is descheduled)
+        self.assertGreater(main["no GIL, in a system call"] +
+                           main["waiting for the GIL"], 95.0, main)
+        self.assertGreater(main["no GIL, in a system call"], 60.0, main)
         for name in ("spin_a", "spin_b"):
             spin = where(name)
             # two threads for one GIL: about half the time each
@@ -2023,9 +2042,15 @@ class Sampled(Case):
             blocked = share + sleeper["no GIL, in a system call"]
             self.assertGreater(blocked, 90.0, sleeper)
             self.assertLess(share, 65.0, sleeper)
+        # The bias guarded against is upwards; downwards the two part on
+        # a loaded machine, where the sleeper's wake-up latency is its
+        # own figure's (a longer sleep) and the trace's "in a system
+        # call" (still blocked, or not yet running), not a GIL wait.
         med = statistics.median
-        self.assertLess(abs(med(shares) - med(traced_runs)), 6.0,
+        self.assertLess(med(shares) - med(traced_runs), 6.0,
                         (shares, traced_runs, rows))
+        self.assertGreater(med(shares) - med(traced_runs), -12.0,
+                           (shares, traced_runs, rows))
         self.assertLess(med(traced_runs), med(untraced) + 15.0,
                         (traced_runs, untraced, rows))
 
