@@ -1851,8 +1851,10 @@ class Sampled(Case):
             self.assertTrue(10000 < top <= 320000, t)
             self.assertIn("throttled:", self.summary(trace))
         else:
-            # a machine that takes 100 kHz: nearly every period its signal
-            self.assertGreater(samples * 5, periods * 4, info)
+            # a machine that takes 100 kHz: most periods their signal (a
+            # loaded machine's losses may come after the writer's last
+            # look; a pathology took no sample in 60 s)
+            self.assertGreater(samples * 2, periods, info)
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertEqual(max(funcs, key=funcs.get), "hot", funcs)
         summary = self.summary(trace)

@@ -37,7 +37,16 @@ def on_trap(signo, frame):
 
 
 signal.signal(signal.SIGTRAP, on_trap)
-time.sleep(0.3)  # the writer's rounds: evalprof's handler is back
+# The writer's rounds (every 50 ms) put evalprof's handler back in front
+# of this one; a loaded machine may delay them: until a spin of 50 ms
+# takes no trap of the samples' (untraced: the first), up to 10 s.
+deadline = time.monotonic() + 10.0
+while True:
+    time.sleep(0.05)
+    count[0] = 0
+    spin(0.05)
+    if count[0] == 0 or time.monotonic() > deadline:
+        break
 count[0] = 0
 for _ in range(3):
     spin(0.1)
