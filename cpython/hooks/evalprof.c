@@ -70,6 +70,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -363,6 +364,8 @@ struct evp_walker {
     uint32_t keys[EVP_SAMPLE_MAX_DEPTH];
     uint64_t *counts;             /* the thread's _PyEvalprof_Sample.counts */
     uintptr_t stack_lo, stack_hi; /* the thread's C stack (entry frames) */
+    unsigned guard_checks;        /* samples walked (evp_guard_usable) */
+    unsigned test_walks;          /* EVALPROF_TEST_WALK_FAULT's count */
     struct evp_walker *prev, *next; /* the threads being sampled */
 };
 
@@ -387,6 +390,10 @@ static struct {
      * the main one first spins this long, which widens the window in
      * which finalization may clear its thread state */
     uint64_t walk_delay_ns;
+    /* EVALPROF_TEST_WALK_FAULT=N (tests): every Nth walk of a thread
+     * first reads an address that is not mapped, as a walk that met a
+     * half-written frame could (evp_safe_read) */
+    unsigned walk_fault_every;
 } evs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void
@@ -578,19 +585,154 @@ evp_frame_unit1(const _PyInterpreterFrame *f, const PyCodeObject *co)
  * has checked.  A frame pointer is taken when the frame lies in the live
  * part of the thread's data stack (where every function frame is);
  * anything else (a generator's frame, 3.13's entry frames on the C
- * stack, or garbage) is copied with process_vm_readv(2) on this process,
- * which fails instead of faulting, and a generator's frame must sit in a
- * generator, coroutine or async generator.  The leaf's code object is
- * checked the same way; the deeper frames' are theirs for their life.
+ * stack, or garbage) is copied by a read that cannot crash, and a
+ * generator's frame must sit in a generator, coroutine or async
+ * generator.  The leaf's code object is checked the same way; the deeper
+ * frames' are theirs for their life.
+ *
+ * Such a read is a plain copy under a fault guard (as the stock
+ * interpreters' sampler reads, python/_tracer/sample.c): a SIGSEGV or
+ * SIGBUS handler of evalprof's, put in front of the one before it when
+ * sampling starts, jumps out of a walk that faulted (the sample is not
+ * taken: its periods are counted unsampled, and sample.walk_faults the
+ * walks) and hands any other fault to that one.  A program may put its
+ * own handler in front later (faulthandler.enable(), which pytest calls;
+ * -X faulthandler installs its handler after the sampler starts): a fault
+ * of the walk would then reach that handler, so a thread checks, at its
+ * first sample and every 64th, that evalprof's is still the one, and
+ * once it is not every read is process_vm_readv(2) on this process,
+ * which fails instead of faulting (sample.fault_guard says so).  That
+ * system call was a read's whole cost: some 3 us a sample on this
+ * machine, most of the handler's, for a read that almost never faults.
  */
 static pid_t evp_self_pid;
+
+static __thread sigjmp_buf *evp_walk_guard
+    __attribute__((tls_model("initial-exec")));
+static struct sigaction evp_old_segv, evp_old_bus;
+static int evp_guard_installed; /* evalprof's handler put in front */
+static int evp_guard_lost;      /* found replaced: process_vm_readv */
+static uint64_t evp_walk_faults;
 
 static int
 evp_safe_read(void *dst, const void *src, size_t n)
 {
+    if (evp_walk_guard != NULL) {
+        memcpy(dst, src, n);
+        return 1;
+    }
     struct iovec local = {dst, n}, remote = {(void *)src, n};
     return syscall(SYS_process_vm_readv, evp_self_pid, &local, 1UL, &remote,
                    1UL, 0UL) == (long)n;
+}
+
+static void
+evp_on_fault(int sig, siginfo_t *si, void *uc)
+{
+    sigjmp_buf *jb = evp_walk_guard;
+    if (jb != NULL) {
+        evp_walk_guard = NULL;
+        siglongjmp(*jb, 1);
+    }
+    /* not a walk's: what was there before evalprof */
+    struct sigaction *old = sig == SIGSEGV ? &evp_old_segv : &evp_old_bus;
+    if (old->sa_flags & SA_SIGINFO) {
+        old->sa_sigaction(sig, si, uc);
+    }
+    else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
+        /* a fault's instruction runs again, under the default; a signal
+         * sent (kill, raise: si_code SI_USER and the like) would not
+         * come back, so it is raised again, as it was sent (SA_NODEFER:
+         * at once) */
+        sigaction(sig, old, NULL);
+        if (si == NULL || si->si_code <= 0) {
+            raise(sig);
+        }
+    }
+    else {
+        old->sa_handler(sig);
+    }
+}
+
+static void
+evp_guard_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = evp_on_fault;
+    /* NODEFER: a jump out of the handler leaves the fault unblocked */
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &evp_old_segv) != 0) {
+        return;
+    }
+    if (sigaction(SIGBUS, &sa, &evp_old_bus) != 0) {
+        sigaction(SIGSEGV, &evp_old_segv, NULL);
+        return;
+    }
+    evp_guard_installed = 1;
+}
+
+/* Whether SIG's handler is evalprof's guard. */
+static int
+evp_guard_is_ours(int sig)
+{
+    struct sigaction cur;
+    return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+           cur.sa_sigaction == evp_on_fault;
+}
+
+/* Whether the walk of this sample (the thread's *CHECKS-th) may read
+ * under the guard. */
+static int
+evp_guard_usable(unsigned *checks)
+{
+    if (!evp_guard_installed ||
+        __atomic_load_n(&evp_guard_lost, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    if ((*checks)++ % 64 == 0 &&
+        !(evp_guard_is_ours(SIGSEGV) && evp_guard_is_ours(SIGBUS))) {
+        __atomic_store_n(&evp_guard_lost, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return 1;
+}
+
+/* Put the earlier handlers back where evalprof's is still in front, and
+ * say in the trace how the walks read. */
+static void
+evp_guard_finish(void)
+{
+    if (!evp_guard_installed) {
+        evp_rec_meta("sample.fault_guard",
+                     "none (sigaction refused): every read process_vm_readv");
+        return;
+    }
+    int lost = __atomic_load_n(&evp_guard_lost, __ATOMIC_RELAXED);
+    if (evp_guard_is_ours(SIGSEGV)) {
+        sigaction(SIGSEGV, &evp_old_segv, NULL);
+    }
+    else {
+        lost = 1;
+    }
+    if (evp_guard_is_ours(SIGBUS)) {
+        sigaction(SIGBUS, &evp_old_bus, NULL);
+    }
+    else {
+        lost = 1;
+    }
+    evp_guard_installed = 0;
+    evp_rec_meta("sample.fault_guard",
+                 lost ? "replaced by the program's handler: plain reads "
+                        "until a thread saw it, then process_vm_readv"
+                      : "SIGSEGV and SIGBUS: plain reads");
+    uint64_t faults = __atomic_load_n(&evp_walk_faults, __ATOMIC_RELAXED);
+    if (faults) {
+        char n[32];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)faults);
+        evp_rec_meta("sample.walk_faults", n);
+    }
 }
 
 static int
@@ -837,6 +979,11 @@ evp_unit_op1(const PyCodeObject *co, uint32_t unit1)
  * leaf has not started its first instruction (its set-up), that of the
  * frame calling it, as a stock interpreter's sampler names it.
  */
+/* GCC warns that the walk's locals may be clobbered by the fault guard's
+ * siglongjmp: none of them is read on that path, which drops the
+ * sample. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wclobbered"
 static void
 evp_on_sample(void *ucontext, uint32_t weight)
 {
@@ -852,6 +999,26 @@ evp_on_sample(void *ucontext, uint32_t weight)
         flags |= EVP_SAMPLE_IN_EVAL;
     }
     if (ts != NULL && w != NULL && evp_walk_begin()) {
+        sigjmp_buf jb;
+        if (evp_guard_usable(&w->guard_checks)) {
+            if (sigsetjmp(jb, 0) != 0) {
+                /* a read faulted (evp_on_fault): no sample */
+                evp_walk_guard = NULL;
+                __atomic_fetch_add(&evp_walk_faults, 1, __ATOMIC_RELAXED);
+                evp_walk_end();
+                return;
+            }
+            evp_walk_guard = &jb;
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        }
+        if (evs.walk_fault_every != 0 &&
+            ++w->test_walks % evs.walk_fault_every == 0) {
+            const void *volatile bad = (const void *)16;
+            char c = 0;
+            if (evp_safe_read(&c, bad, 1)) {
+                __asm__ volatile("" : : "r"(c)); /* the read is made */
+            }
+        }
         evp_walk_delay();
         if (!evp_holds_gil(ts)) {
             flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
@@ -898,6 +1065,8 @@ evp_on_sample(void *ucontext, uint32_t weight)
             }
             w->keys[depth++] = evp_code_key(w, co);
         }
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        evp_walk_guard = NULL;
         evp_walk_end();
     }
     if (moved) {
@@ -913,6 +1082,7 @@ evp_on_sample(void *ucontext, uint32_t weight)
     evp_rec_sample_put(evp_rec_now(), evp_sample_state(op1, phase1, flags),
                        unit1, weight, w != NULL ? w->keys : none, depth);
 }
+#pragma GCC diagnostic pop
 
 /* Fold W's counts into the ended threads' and take it off the list
  * (evs.lock held). */
@@ -1053,6 +1223,7 @@ evp_sample_finish(void)
     finished = 1;
     _PyEvalprof_Sampling = 0;
     evp_rec_sampler_stop();
+    evp_guard_finish();
     if (!_PyEvalprof_Counting) {
         return;
     }
@@ -1192,8 +1363,11 @@ evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
     evs.key_made = pthread_key_create(&evs.key, evp_walker_exit) == 0;
     const char *delay = getenv("EVALPROF_TEST_WALK_DELAY_US");
     evs.walk_delay_ns = delay ? evp_parse_uint(delay, 1000000) * 1000ull : 0;
+    const char *fault = getenv("EVALPROF_TEST_WALK_FAULT");
+    evs.walk_fault_every = fault ? evp_parse_uint(fault, 1000000) : 0;
     evp_find_eval_code();
     evp_self_pid = getpid();
+    evp_guard_install();
     evp_find_calls();
     evp_rec_meta("evalprof.mode", "sample");
     evp_rec_meta("evalprof.counts", counts ? "on" : "off");

@@ -458,8 +458,14 @@ on_fault(int sig, siginfo_t *si, void *uc)
         old->sa_sigaction(sig, si, uc);
     }
     else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
-        /* the faulting instruction runs again, under the default */
+        /* a fault's instruction runs again, under the default; a signal
+         * sent (kill, raise: si_code SI_USER and the like) would not
+         * come back, so it is raised again, as it was sent (SA_NODEFER:
+         * at once) */
         sigaction(sig, old, NULL);
+        if (si == NULL || si->si_code <= 0) {
+            raise(sig);
+        }
     }
     else {
         old->sa_handler(sig);

@@ -190,6 +190,51 @@ dn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/daemon.inf
 [ "$crashed" = 0 ] && [ "${dn:-0}" -ge 1 ] &&
     ok "20 exits with 24 daemon threads sampled mid-walk: no crash ($dn samples in the last)" ||
     fail "daemon threads at exit: $crashed of 20 runs failed, last trace: ${dn:-no} samples"
+# --- the walk's fault guard ------------------------------------------------
+# A walk reads what may be a half-written frame with plain loads under a
+# SIGSEGV/SIGBUS handler of evalprof's (Python/evalprof.c, evp_safe_read):
+# every 10th walk made to fault (EVALPROF_TEST_WALK_FAULT) is dropped, its
+# periods counted unsampled, and the program runs on as untraced; a
+# handler installed in front of evalprof's (-X faulthandler, after the
+# sampler starts) sends the walks back to process_vm_readv; a SIGSEGV the
+# program sends itself still ends it.
+out=$(EVALPROF="$T/fault.evp" EVALPROF_MODE=sample EVALPROF_TEST_WALK_FAULT=10 \
+    "$PY" -S "$prog" 3000000 2> "$T/fault.err")
+rc=$?
+want3=$("$PY" -S "$prog" 3000000)
+"$EVALPROF_CLI" info "$T/fault.evp" > "$T/fault.info" 2>&1
+fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/fault.info")
+faults=$(awk '$1 == "sample.walk_faults" { print $2; exit }' "$T/fault.info")
+unsampled=$(awk '$1 == "sample.unsampled" { print $2; exit }' "$T/fault.info")
+if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "${fn:-0}" -ge 20 ] &&
+   [ "${faults:-0}" -ge 2 ] && [ "${unsampled:-0}" -ge "${faults:-1}" ] &&
+   [ $((fn / faults)) -ge 6 ] && [ $((fn / faults)) -le 12 ] &&
+   grep -q '^  sample.fault_guard  *SIGSEGV and SIGBUS: plain reads$' "$T/fault.info"; then
+    ok "faulting walks dropped: $faults of $((fn + faults)), $unsampled periods unsampled, the program's output unchanged"
+else
+    fail "fault guard: exit $rc, output '$out', $fn samples, walk faults '$faults', unsampled '$unsampled', $(grep fault_guard "$T/fault.info"), stderr: $(head -n 2 "$T/fault.err")"
+fi
+out=$(EVALPROF="$T/fh.evp" EVALPROF_MODE=sample "$PY" -X faulthandler -S "$prog" 3000000 2> "$T/fh.err")
+rc=$?
+"$EVALPROF_CLI" info "$T/fh.evp" > "$T/fh.info" 2>&1
+if [ "$rc" = 0 ] && [ "$out" = "$want3" ] &&
+   grep -q '^  sample.fault_guard  *replaced by the program.s handler' "$T/fh.info"; then
+    ok "-X faulthandler in front of the guard: $(awk '$1 == "sample.fault_guard" { $1 = ""; print; exit }' "$T/fh.info")"
+else
+    fail "-X faulthandler: exit $rc, output '$out', $(grep fault_guard "$T/fh.info"), stderr: $(head -n 2 "$T/fh.err")"
+fi
+code='import os, signal
+x = 0
+for i in range(300000):
+    x = (x + i * i) % 1000003
+print(x, flush=True)
+os.kill(os.getpid(), signal.SIGSEGV)
+print("survived")'
+plain=$("$PY" -S -c "$code" 2> /dev/null; echo "rc $?")
+got=$(EVALPROF="$T/segv.evp" EVALPROF_MODE=sample "$PY" -S -c "$code" 2> /dev/null; echo "rc $?")
+[ "$got" = "$plain" ] && case "$plain" in *"rc 139") true ;; *) false ;; esac &&
+    ok "a SIGSEGV the program sends itself ends it, as untraced" ||
+    fail "SIGSEGV sent: sampled '$got', untraced '$plain'"
 # --- the clock and bad settings -------------------------------------------
 EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \
     "$PY" -S "$prog" 20000 > /dev/null

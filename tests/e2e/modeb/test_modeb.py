@@ -2111,6 +2111,29 @@ class Sampled(Case):
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertGreater(funcs.get("spin", 0.0), 50.0, funcs)
 
+    def test_program_sigsegv(self):
+        # The walk's fault guard (a SIGSEGV and SIGBUS handler while
+        # sampled) hands a fault that is not the walk's to the handler
+        # before it, here the default: a SIGSEGV the program sends itself
+        # ends it as it does untraced (it was once taken and dropped), and
+        # what was recorded before is kept.
+        code = ("import os, signal, sys\n"
+                "x = 0\n"
+                "for i in range(300000):\n"
+                "    x = (x + i * i) % 1000003\n"
+                "print(x); sys.stdout.flush()\n"
+                "os.kill(os.getpid(), signal.SIGSEGV)\n"
+                "print('survived')\n")
+        plain = self.plain(["-c", code], check=False)
+        self.assertEqual(plain.returncode, -signal.SIGSEGV, plain.stderr)
+        p, trace = self.sampled(["-c", code], check=False)
+        self.assertEqual((p.returncode, p.stdout),
+                         (plain.returncode, plain.stdout), p.stderr)
+        r = subprocess.run([EVALPROF, "info", trace], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("evalprof.mode", r.stdout)
+
     def test_sparse_posix_timer(self):
         # The POSIX CPU-time timer fires at the kernel's tick whatever the
         # rate: at 20 kHz asked, most periods are missed and the shares
