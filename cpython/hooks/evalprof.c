@@ -70,7 +70,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -590,11 +589,11 @@ evp_frame_unit1(const _PyInterpreterFrame *f, const PyCodeObject *co)
  * generator.  The leaf's code object is checked the same way; the deeper
  * frames' are theirs for their life.
  *
- * Such a read is a plain copy under a fault guard (as the stock
- * interpreters' sampler reads, python/_tracer/sample.c): a SIGSEGV or
- * SIGBUS handler of evalprof's, put in front of the one before it when
- * sampling starts, jumps out of a walk that faulted (the sample is not
- * taken: its periods are counted unsampled, and sample.walk_faults the
+ * Such a read is a plain copy under the recorder's fault guard
+ * (recorder.h, which the stock interpreters' sampler walks under too): a
+ * SIGSEGV and SIGBUS handler of evalprof's, put in front of the one
+ * before it when sampling starts, jumps out of a walk that faulted (the sample
+ * is not taken: its periods are counted unsampled, and sample.walk_faults the
  * walks) and hands any other fault to that one.  A program may put its
  * own handler in front later (faulthandler.enable(), which pytest calls;
  * -X faulthandler installs its handler after the sampler starts): a fault
@@ -607,9 +606,6 @@ evp_frame_unit1(const _PyInterpreterFrame *f, const PyCodeObject *co)
  */
 static pid_t evp_self_pid;
 
-static __thread sigjmp_buf *evp_walk_guard
-    __attribute__((tls_model("initial-exec")));
-static struct sigaction evp_old_segv, evp_old_bus;
 static int evp_guard_installed; /* evalprof's handler put in front */
 static int evp_guard_lost;      /* found replaced: process_vm_readv */
 static uint64_t evp_walk_faults;
@@ -617,69 +613,13 @@ static uint64_t evp_walk_faults;
 static int
 evp_safe_read(void *dst, const void *src, size_t n)
 {
-    if (evp_walk_guard != NULL) {
+    if (evp_rec_fault_guard_armed() != NULL) {
         memcpy(dst, src, n);
         return 1;
     }
     struct iovec local = {dst, n}, remote = {(void *)src, n};
     return syscall(SYS_process_vm_readv, evp_self_pid, &local, 1UL, &remote,
                    1UL, 0UL) == (long)n;
-}
-
-static void
-evp_on_fault(int sig, siginfo_t *si, void *uc)
-{
-    sigjmp_buf *jb = evp_walk_guard;
-    if (jb != NULL) {
-        evp_walk_guard = NULL;
-        siglongjmp(*jb, 1);
-    }
-    /* not a walk's: what was there before evalprof */
-    struct sigaction *old = sig == SIGSEGV ? &evp_old_segv : &evp_old_bus;
-    if (old->sa_flags & SA_SIGINFO) {
-        old->sa_sigaction(sig, si, uc);
-    }
-    else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
-        /* a fault's instruction runs again, under the default; a signal
-         * sent (kill, raise: si_code SI_USER and the like) would not
-         * come back, so it is raised again, as it was sent (SA_NODEFER:
-         * at once) */
-        sigaction(sig, old, NULL);
-        if (si == NULL || si->si_code <= 0) {
-            raise(sig);
-        }
-    }
-    else {
-        old->sa_handler(sig);
-    }
-}
-
-static void
-evp_guard_install(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = evp_on_fault;
-    /* NODEFER: a jump out of the handler leaves the fault unblocked */
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &evp_old_segv) != 0) {
-        return;
-    }
-    if (sigaction(SIGBUS, &sa, &evp_old_bus) != 0) {
-        sigaction(SIGSEGV, &evp_old_segv, NULL);
-        return;
-    }
-    evp_guard_installed = 1;
-}
-
-/* Whether SIG's handler is evalprof's guard. */
-static int
-evp_guard_is_ours(int sig)
-{
-    struct sigaction cur;
-    return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
-           cur.sa_sigaction == evp_on_fault;
 }
 
 /* Whether the walk of this sample (the thread's *CHECKS-th) may read
@@ -691,8 +631,7 @@ evp_guard_usable(unsigned *checks)
         __atomic_load_n(&evp_guard_lost, __ATOMIC_RELAXED)) {
         return 0;
     }
-    if ((*checks)++ % 64 == 0 &&
-        !(evp_guard_is_ours(SIGSEGV) && evp_guard_is_ours(SIGBUS))) {
+    if ((*checks)++ % 64 == 0 && !evp_rec_fault_guard_ours()) {
         __atomic_store_n(&evp_guard_lost, 1, __ATOMIC_RELAXED);
         return 0;
     }
@@ -710,18 +649,7 @@ evp_guard_finish(void)
         return;
     }
     int lost = __atomic_load_n(&evp_guard_lost, __ATOMIC_RELAXED);
-    if (evp_guard_is_ours(SIGSEGV)) {
-        sigaction(SIGSEGV, &evp_old_segv, NULL);
-    }
-    else {
-        lost = 1;
-    }
-    if (evp_guard_is_ours(SIGBUS)) {
-        sigaction(SIGBUS, &evp_old_bus, NULL);
-    }
-    else {
-        lost = 1;
-    }
+    lost |= !evp_rec_fault_guard_remove();
     evp_guard_installed = 0;
     evp_rec_meta("sample.fault_guard",
                  lost ? "replaced by the program's handler: plain reads "
@@ -1002,14 +930,13 @@ evp_on_sample(void *ucontext, uint32_t weight)
         sigjmp_buf jb;
         if (evp_guard_usable(&w->guard_checks)) {
             if (sigsetjmp(jb, 0) != 0) {
-                /* a read faulted (evp_on_fault): no sample */
-                evp_walk_guard = NULL;
+                /* a read faulted (the recorder's guard): no sample */
+                evp_rec_fault_guard_arm(NULL);
                 __atomic_fetch_add(&evp_walk_faults, 1, __ATOMIC_RELAXED);
                 evp_walk_end();
                 return;
             }
-            evp_walk_guard = &jb;
-            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            evp_rec_fault_guard_arm(&jb);
         }
         if (evs.walk_fault_every != 0 &&
             ++w->test_walks % evs.walk_fault_every == 0) {
@@ -1065,8 +992,7 @@ evp_on_sample(void *ucontext, uint32_t weight)
             }
             w->keys[depth++] = evp_code_key(w, co);
         }
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        evp_walk_guard = NULL;
+        evp_rec_fault_guard_arm(NULL);
         evp_walk_end();
     }
     if (moved) {
@@ -1367,7 +1293,7 @@ evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
     evs.walk_fault_every = fault ? evp_parse_uint(fault, 1000000) : 0;
     evp_find_eval_code();
     evp_self_pid = getpid();
-    evp_guard_install();
+    evp_guard_installed = evp_rec_fault_guard_install() == 0;
     evp_find_calls();
     evp_rec_meta("evalprof.mode", "sample");
     evp_rec_meta("evalprof.counts", counts ? "on" : "off");

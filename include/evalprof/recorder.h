@@ -28,6 +28,7 @@
 #ifndef EVALPROF_RECORDER_H
 #define EVALPROF_RECORDER_H
 
+#include <setjmp.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -288,6 +289,31 @@ int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
                         const char *file, size_t filelen, uint32_t firstline,
                         const uint8_t *linetable, size_t ltlen,
                         unsigned lt_format);
+
+/*
+ * The fault guard of a frame walk (both producers' handlers): a SIGSEGV
+ * and SIGBUS handler of evalprof's, put in front of those the process had.
+ * A handler that walks memory it cannot trust arms the guard with a
+ * sigsetjmp() buffer of its own frame; a fault while it is armed jumps
+ * there (the walk is dropped, its sample not taken), and any other fault,
+ * or such a signal sent (kill, raise), goes to the disposition that was
+ * there before, the default included.  A program may install its own
+ * handler in front later (faulthandler.enable()): a fault of the walk
+ * would then reach it, so a producer that can read otherwise asks
+ * evp_rec_fault_guard_ours() now and then.
+ *
+ * install: 0, or -errno (nothing changed); installing again is a no-op.
+ * ours: 1 while evalprof's handler is the one for both signals (two
+ * sigaction() calls: async-signal-safe).  remove: put the earlier
+ * handlers back where evalprof's is still in front; returns 1 when it was
+ * in front of both, 0 otherwise (or when not installed).  arm (in the
+ * handler): JB, or NULL to disarm; armed: the calling thread's JB.
+ */
+int evp_rec_fault_guard_install(void);
+int evp_rec_fault_guard_ours(void);
+int evp_rec_fault_guard_remove(void);
+void evp_rec_fault_guard_arm(sigjmp_buf *jb);
+sigjmp_buf *evp_rec_fault_guard_armed(void);
 
 /*
  * Store one sample for the calling thread: its time (evp_rec_now()),

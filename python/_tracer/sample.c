@@ -119,11 +119,6 @@ struct sample_thread {
 static __thread struct sample_thread *sample_tls
     __attribute__((tls_model("initial-exec")));
 
-/* Set while the calling thread walks frames: where a fault jumps to. */
-static __thread sigjmp_buf *walk_guard
-    __attribute__((tls_model("initial-exec")));
-static struct sigaction old_segv, old_bus;
-static int guard_installed;
 static uint64_t walk_faults; /* walks cut short by a fault */
 
 /* Non-zero while sampling: the session a thread's state must match. */
@@ -423,87 +418,20 @@ on_sample(void *ucontext, uint32_t weight)
     sigjmp_buf jb;
     if (sigsetjmp(jb, 0) != 0) {
         /* the walk read memory that is not there: no sample */
-        walk_guard = NULL;
+        evp_rec_fault_guard_arm(NULL);
         __atomic_fetch_add(&walk_faults, 1, __ATOMIC_RELAXED);
         return;
     }
-    walk_guard = &jb;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    evp_rec_fault_guard_arm(&jb);
     int depth =
         walk(st, pc != 0 && !in_eval, &st->flags, &st->op1, &st->unit1);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    walk_guard = NULL;
+    evp_rec_fault_guard_arm(NULL);
     if (depth < 0)
         return;
     if (depth == 0)
         st->flags |= EVP_SAMPLE_NO_FRAME;
     evp_rec_sample_put(evp_rec_now(), evp_sample_state(st->op1, 0, st->flags),
                        st->unit1, weight, st->keys, (unsigned)depth);
-}
-
-/* ---- the fault guard -----------------------------------------------------
- */
-
-static void
-on_fault(int sig, siginfo_t *si, void *uc)
-{
-    sigjmp_buf *jb = walk_guard;
-    if (jb != NULL) {
-        walk_guard = NULL;
-        siglongjmp(*jb, 1);
-    }
-    /* not a walk's: what was there before evalprof */
-    struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
-    if (old->sa_flags & SA_SIGINFO) {
-        old->sa_sigaction(sig, si, uc);
-    }
-    else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
-        /* a fault's instruction runs again, under the default; a signal
-         * sent (kill, raise: si_code SI_USER and the like) would not
-         * come back, so it is raised again, as it was sent (SA_NODEFER:
-         * at once) */
-        sigaction(sig, old, NULL);
-        if (si == NULL || si->si_code <= 0) {
-            raise(sig);
-        }
-    }
-    else {
-        old->sa_handler(sig);
-    }
-}
-
-static void
-guard_install(void)
-{
-    if (guard_installed)
-        return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    /* NODEFER: a jump out of the handler leaves the fault unblocked */
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &old_segv) == 0) {
-        if (sigaction(SIGBUS, &sa, &old_bus) < 0) {
-            sigaction(SIGSEGV, &old_segv, NULL);
-            return;
-        }
-        guard_installed = 1;
-    }
-}
-
-/* Put the earlier handlers back, where nobody replaced evalprof's since. */
-static void
-guard_remove(void)
-{
-    if (!guard_installed)
-        return;
-    struct sigaction cur;
-    if (sigaction(SIGSEGV, NULL, &cur) == 0 && cur.sa_sigaction == on_fault)
-        sigaction(SIGSEGV, &old_segv, NULL);
-    if (sigaction(SIGBUS, NULL, &cur) == 0 && cur.sa_sigaction == on_fault)
-        sigaction(SIGBUS, &old_bus, NULL);
-    guard_installed = 0;
 }
 
 /* ---- where the eval function is ------------------------------------------
@@ -799,7 +727,7 @@ evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
             PyErr_SetFromErrno(PyExc_OSError);
         return -1;
     }
-    guard_install();
+    (void)evp_rec_fault_guard_install();
     char n[32];
     snprintf(n, sizeof n, "%d", n_eval_range);
     evp_rec_meta("sample.eval_ranges", n);
@@ -826,7 +754,7 @@ evp_sample_stop(void)
     thread_end();
     __atomic_store_n(&evp_sample_session, 0, __ATOMIC_RELAXED);
     evp_rec_sampler_stop();
-    guard_remove();
+    (void)evp_rec_fault_guard_remove();
     if (walk_faults) {
         char n[24];
         snprintf(n, sizeof n, "%llu", (unsigned long long)walk_faults);

@@ -1088,6 +1088,99 @@ uint32_t evp_rec_sample_blocked(const void *ucontext)
 #endif
 }
 
+/* ---- the walks' fault guard (recorder.h) --------------------------------- */
+
+static __thread sigjmp_buf *walk_guard
+    __attribute__((tls_model("initial-exec")));
+static struct sigaction guard_old_segv, guard_old_bus;
+static int guard_installed;
+
+sigjmp_buf *evp_rec_fault_guard_armed(void)
+{
+    return walk_guard;
+}
+
+void evp_rec_fault_guard_arm(sigjmp_buf *jb)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    walk_guard = jb;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+    sigjmp_buf *jb = walk_guard;
+    if (jb) {
+        walk_guard = NULL;
+        siglongjmp(*jb, 1);
+    }
+    /* not a walk's: what was there before evalprof */
+    struct sigaction *old = sig == SIGSEGV ? &guard_old_segv : &guard_old_bus;
+    if (old->sa_flags & SA_SIGINFO) {
+        old->sa_sigaction(sig, si, uc);
+    } else if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
+        /* a fault's instruction runs again, under the default; a signal
+         * sent (kill, raise: si_code SI_USER and the like) would not come
+         * back, so it is raised again, as it was sent (SA_NODEFER: at
+         * once) */
+        sigaction(sig, old, NULL);
+        if (!si || si->si_code <= 0)
+            raise(sig);
+    } else {
+        old->sa_handler(sig);
+    }
+}
+
+int evp_rec_fault_guard_install(void)
+{
+    if (guard_installed)
+        return 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    /* NODEFER: a jump out of the handler leaves the fault unblocked */
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &guard_old_segv) != 0)
+        return -errno;
+    if (sigaction(SIGBUS, &sa, &guard_old_bus) != 0) {
+        int e = errno;
+        sigaction(SIGSEGV, &guard_old_segv, NULL);
+        return -e;
+    }
+    guard_installed = 1;
+    return 0;
+}
+
+static int guard_is_ours(int sig)
+{
+    struct sigaction cur;
+    return sigaction(sig, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+           cur.sa_sigaction == on_fault;
+}
+
+int evp_rec_fault_guard_ours(void)
+{
+    return guard_installed && guard_is_ours(SIGSEGV) && guard_is_ours(SIGBUS);
+}
+
+int evp_rec_fault_guard_remove(void)
+{
+    if (!guard_installed)
+        return 0;
+    int ours = 1;
+    if (guard_is_ours(SIGSEGV))
+        sigaction(SIGSEGV, &guard_old_segv, NULL);
+    else
+        ours = 0;
+    if (guard_is_ours(SIGBUS))
+        sigaction(SIGBUS, &guard_old_bus, NULL);
+    else
+        ours = 0;
+    guard_installed = 0;
+    return ours;
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 static void thread_exit_cb(void *p)

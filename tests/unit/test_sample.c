@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1202,6 +1203,83 @@ static void test_blocked_registers(void **state)
 }
 #endif
 
+static void other_segv(int sig)
+{
+    (void)sig;
+}
+
+/*
+ * The walks' fault guard (recorder.h): a read of memory that is not
+ * there, under an armed guard, jumps back to the arming frame; a SIGSEGV
+ * sent (not a walk's) goes to the disposition that was there before, the
+ * default ending the process; a handler the program puts in front is
+ * seen, and left in place at removal; alone, removal puts back the one
+ * before.  (Under TSan, which runs signal handlers its own way, only the
+ * bookkeeping.)
+ */
+static void test_fault_guard(void **state)
+{
+    (void)state;
+    struct sigaction before, now;
+    assert_int_equal(sigaction(SIGSEGV, NULL, &before), 0);
+    assert_int_equal(evp_rec_fault_guard_install(), 0);
+    assert_int_equal(evp_rec_fault_guard_install(), 0); /* again: no-op */
+    assert_true(evp_rec_fault_guard_ours());
+    assert_null(evp_rec_fault_guard_armed());
+    if (!EVP_UNDER_TSAN) {
+        static volatile int faults;
+        sigjmp_buf jb;
+        const char *volatile bad = (const char *)16;
+        faults = 0;
+        for (int i = 0; i < 3; i++) {
+            if (sigsetjmp(jb, 0) == 0) {
+                evp_rec_fault_guard_arm(&jb);
+                volatile char c = *bad;
+                (void)c;
+                evp_rec_fault_guard_arm(NULL);
+                fail_msg("address 16 read without a fault");
+            } else {
+                faults++;
+            }
+        }
+        assert_int_equal(faults, 3);
+        assert_null(evp_rec_fault_guard_armed()); /* the jump disarmed it */
+        assert_true(evp_rec_fault_guard_ours());
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            struct rlimit rl = {0, 0};
+            setrlimit(RLIMIT_CORE, &rl);
+            evp_rec_fault_guard_remove();
+            signal(SIGSEGV, SIG_DFL);
+            if (evp_rec_fault_guard_install() != 0)
+                _exit(3);
+            raise(SIGSEGV);
+            _exit(0); /* dropped by the guard */
+        }
+        int ws;
+        assert_int_equal(waitpid(pid, &ws, 0), pid);
+        assert_true(WIFSIGNALED(ws));
+        assert_int_equal(WTERMSIG(ws), SIGSEGV);
+    }
+    struct sigaction other;
+    memset(&other, 0, sizeof other);
+    other.sa_handler = other_segv;
+    sigemptyset(&other.sa_mask);
+    assert_int_equal(sigaction(SIGSEGV, &other, NULL), 0);
+    assert_false(evp_rec_fault_guard_ours());
+    assert_int_equal(evp_rec_fault_guard_remove(), 0);
+    assert_int_equal(sigaction(SIGSEGV, NULL, &now), 0);
+    assert_true(now.sa_handler == other_segv);
+    assert_int_equal(sigaction(SIGSEGV, &before, NULL), 0);
+    assert_int_equal(evp_rec_fault_guard_install(), 0);
+    assert_int_equal(evp_rec_fault_guard_remove(), 1);
+    assert_false(evp_rec_fault_guard_ours());
+    assert_int_equal(sigaction(SIGSEGV, NULL, &now), 0);
+    assert_true((now.sa_flags & SA_SIGINFO) == (before.sa_flags & SA_SIGINFO));
+    assert_true(now.sa_handler == before.sa_handler);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1227,6 +1305,7 @@ int main(void)
         cmocka_unit_test(test_put_cost),
         cmocka_unit_test(test_blocked_registers),
         cmocka_unit_test(test_lines_text),
+        cmocka_unit_test(test_fault_guard),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
