@@ -2116,7 +2116,7 @@ class Sampled(Case):
         # sampled) hands a fault that is not the walk's to the handler
         # before it, here the default: a SIGSEGV the program sends itself
         # ends it as it does untraced (it was once taken and dropped), and
-        # what was recorded before is kept.
+        # what was flushed before is kept.
         code = ("import os, signal, sys\n"
                 "x = 0\n"
                 "for i in range(300000):\n"
@@ -2129,10 +2129,13 @@ class Sampled(Case):
         p, trace = self.sampled(["-c", code], check=False)
         self.assertEqual((p.returncode, p.stdout),
                          (plain.returncode, plain.stdout), p.stderr)
+        # the trace ends where the writer's last round left it (how far
+        # is the machine's: a loaded one may not have flushed a sample)
         r = subprocess.run([EVALPROF, "info", trace], capture_output=True,
                            text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("evalprof.mode", r.stdout)
+        self.assertRegex(r.stdout, r"(?m)^  producer +extension$")
+        self.assertIn("no end record", r.stdout)
 
     def test_sparse_posix_timer(self):
         # The POSIX CPU-time timer fires at the kernel's tick whatever the
