@@ -908,7 +908,7 @@ evp_unit_op1(const PyCodeObject *co, uint32_t unit1)
  * frame calling it, as a stock interpreter's sampler names it.
  */
 /* GCC warns that the walk's locals may be clobbered by the fault guard's
- * siglongjmp: none of them is read on that path, which drops the
+ * jump (EVP_LONGJMP): none of them is read on that path, which drops the
  * sample. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wclobbered"
@@ -927,9 +927,9 @@ evp_on_sample(void *ucontext, uint32_t weight)
         flags |= EVP_SAMPLE_IN_EVAL;
     }
     if (ts != NULL && w != NULL && evp_walk_begin()) {
-        sigjmp_buf jb;
+        evp_jmp_buf jb;
         if (evp_guard_usable(&w->guard_checks)) {
-            if (sigsetjmp(jb, 0) != 0) {
+            if (EVP_SETJMP(jb) != 0) {
                 /* a read faulted (the recorder's guard): no sample */
                 evp_rec_fault_guard_arm(NULL);
                 __atomic_fetch_add(&evp_walk_faults, 1, __ATOMIC_RELAXED);

@@ -294,7 +294,7 @@ int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
  * The fault guard of a frame walk (both producers' handlers): a SIGSEGV
  * and SIGBUS handler of evalprof's, put in front of those the process had.
  * A handler that walks memory it cannot trust arms the guard with a
- * sigsetjmp() buffer of its own frame; a fault while it is armed jumps
+ * EVP_SETJMP() buffer of its own frame; a fault while it is armed jumps
  * there (the walk is dropped, its sample not taken), and any other fault,
  * or such a signal sent (kill, raise), goes to the disposition that was
  * there before, the default included.  A program may install its own
@@ -312,8 +312,35 @@ int evp_rec_sample_func(uint32_t key, const char *name, size_t namelen,
 int evp_rec_fault_guard_install(void);
 int evp_rec_fault_guard_ours(void);
 int evp_rec_fault_guard_remove(void);
-void evp_rec_fault_guard_arm(sigjmp_buf *jb);
-sigjmp_buf *evp_rec_fault_guard_armed(void);
+/*
+ * The jump itself: GCC's __builtin_setjmp and __builtin_longjmp, which
+ * save and restore a few registers inline and import nothing from the C
+ * library (sigsetjmp and siglongjmp, two more .plt entries, moved the
+ * instrumented interpreter's whole .text by 32 bytes, its eval loop's
+ * copies with it, and 3.13's sampled copy ran 4 points slower there:
+ * the README, "Sampled mode").  Neither saves the signal mask, which the
+ * interrupted handler's return restores.  Under ASan and TSan, whose
+ * runtimes must see a jump over frames (their shadow stacks), the C
+ * library's.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define EVP_JMP_LIBC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define EVP_JMP_LIBC 1
+#endif
+#endif
+#ifdef EVP_JMP_LIBC
+typedef sigjmp_buf evp_jmp_buf;
+#define EVP_SETJMP(b) sigsetjmp((b), 0)
+#define EVP_LONGJMP(b) siglongjmp((b), 1)
+#else
+typedef void *evp_jmp_buf[5];
+#define EVP_SETJMP(b) __builtin_setjmp(b)
+#define EVP_LONGJMP(b) __builtin_longjmp((b), 1)
+#endif
+void evp_rec_fault_guard_arm(evp_jmp_buf *jb);
+evp_jmp_buf *evp_rec_fault_guard_armed(void);
 
 /*
  * Store one sample for the calling thread: its time (evp_rec_now()),

@@ -415,8 +415,8 @@ on_sample(void *ucontext, uint32_t weight)
     st->flags = flags;
     st->op1 = 0;
     st->unit1 = 0;
-    sigjmp_buf jb;
-    if (sigsetjmp(jb, 0) != 0) {
+    evp_jmp_buf jb;
+    if (EVP_SETJMP(jb) != 0) {
         /* the walk read memory that is not there: no sample */
         evp_rec_fault_guard_arm(NULL);
         __atomic_fetch_add(&walk_faults, 1, __ATOMIC_RELAXED);

@@ -1090,17 +1090,17 @@ uint32_t evp_rec_sample_blocked(const void *ucontext)
 
 /* ---- the walks' fault guard (recorder.h) --------------------------------- */
 
-static __thread sigjmp_buf *walk_guard
+static __thread evp_jmp_buf *walk_guard
     __attribute__((tls_model("initial-exec")));
 static struct sigaction guard_old_segv, guard_old_bus;
 static int guard_installed;
 
-sigjmp_buf *evp_rec_fault_guard_armed(void)
+evp_jmp_buf *evp_rec_fault_guard_armed(void)
 {
     return walk_guard;
 }
 
-void evp_rec_fault_guard_arm(sigjmp_buf *jb)
+void evp_rec_fault_guard_arm(evp_jmp_buf *jb)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     walk_guard = jb;
@@ -1109,10 +1109,10 @@ void evp_rec_fault_guard_arm(sigjmp_buf *jb)
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-    sigjmp_buf *jb = walk_guard;
+    evp_jmp_buf *jb = walk_guard;
     if (jb) {
         walk_guard = NULL;
-        siglongjmp(*jb, 1);
+        EVP_LONGJMP(*jb);
     }
     /* not a walk's: what was there before evalprof */
     struct sigaction *old = sig == SIGSEGV ? &guard_old_segv : &guard_old_bus;

@@ -1228,11 +1228,11 @@ static void test_fault_guard(void **state)
     assert_null(evp_rec_fault_guard_armed());
     if (!EVP_UNDER_TSAN) {
         static volatile int faults;
-        sigjmp_buf jb;
+        evp_jmp_buf jb;
         const char *volatile bad = (const char *)16;
         faults = 0;
         for (int i = 0; i < 3; i++) {
-            if (sigsetjmp(jb, 0) == 0) {
+            if (EVP_SETJMP(jb) == 0) {
                 evp_rec_fault_guard_arm(&jb);
                 volatile char c = *bad;
                 (void)c;
