@@ -782,6 +782,14 @@ static void pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
                    : "");
 }
 
+/* Whether TOTAL periods whose samples count as TRIALS (evp_sample_trials)
+ * are sparse: the count under half the periods (summary's sparse: line,
+ * diff's mark). */
+static int sparse(uint64_t total, double trials)
+{
+    return total && trials < 0.5 * (double)total;
+}
+
 /*
  * The sparse: line, when the samples' effective count TRIALS is under
  * half the TOTAL periods they stand for (SAMPLES samples): the timer
@@ -793,7 +801,7 @@ static void pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
 static void sparse_line(FILE *out, struct evp_trace *const *t, size_t runs,
                         uint64_t total, double trials, uint64_t samples)
 {
-    if (!total || !(trials < 0.5 * (double)total))
+    if (!sparse(total, trials))
         return;
     char c1[32], c2[32], c3[32];
     const struct evp_trace_info *in = evp_trace_info(t[0]);
@@ -1430,7 +1438,7 @@ static void diff_run(FILE *out, const char *label, const struct evp_trace *t,
     if (trials < (double)a->total - 0.5)
         fprintf(out, ", effective count %s%s",
                 evp_num_group(c3, sizeof c3, (uint64_t)(trials + 0.5)),
-                trials < 0.5 * (double)a->total
+                sparse(a->total, trials)
                     ? " (sparse: under half the periods; `evalprof "
                       "summary` says why)"
                     : "");
