@@ -2,7 +2,7 @@
 """Mode A's sampled run against the same instrumented interpreter untraced.
 
     sampled.py BUILD [--versions 3.13,3.11] [--reps N] [--scale S]
-               [--rates 1000,500,250,10] [--workloads demo,callheavy]
+               [--rates 1000,500,250,10] [--workloads demo,callheavy] [--nop]
 
 For each version and workload (demo: examples/workload/main.py --scale
 S; callheavy: bench/modeb/callheavy.py S, recursion, methods, closures),
@@ -18,6 +18,13 @@ each configuration runs REPS times, interleaved so that machine noise
                  handler (the way under a debugger)
     counts@R     the same with EVALPROF_COUNTS=1
     counts@10    exact counts at 10 Hz: the stores' cost nearly alone
+    nop@R        (--nop) the first rate's signals, each handled by
+                 returning at once (EVALPROF_TEST_SAMPLE_NOP=1): no
+                 sample, no clock read, no writer work but its rounds.
+                 nop@R less sample@10 is what the signals themselves cost
+                 the thread (their delivery, and what it evicts from the
+                 caches and predictors); sample@R less nop@R is
+                 evalprof's work for each (handler, walk, writer)
 
 Each run's time is the child's CPU time (user + system, from wait4; the
 two are also printed apart: a signal's delivery is system time, or
@@ -120,7 +127,7 @@ def half_width(p, n, z=1.96):
     return 100 * z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
 
 
-def configs_for(tmp, rates):
+def configs_for(tmp, rates, nop=False):
     # one string hash seed for every run: with a random one the demo's
     # dicts collide differently from run to run, and its instruction
     # count under callgrind moved by 3%
@@ -134,6 +141,9 @@ def configs_for(tmp, rates):
         out.append(("sample@%d" % r, e))
     out.append(("rt@%d" % rates[0],
                 dict(out[1][1], EVALPROF_SAMPLE_TIMER="rt")))
+    if nop:
+        out.append(("nop@%d" % rates[0],
+                    dict(out[1][1], EVALPROF_TEST_SAMPLE_NOP="1")))
     for r in sorted({rates[0], 10}, reverse=True):
         e = dict(base, EVALPROF=os.path.join(tmp, "s.evp"),
                  EVALPROF_MODE="sample", EVALPROF_SAMPLE_RATE=str(r),
@@ -142,12 +152,12 @@ def configs_for(tmp, rates):
     return out
 
 
-def bench_version(build, ver, reps, scale, rates, tmp, workload):
+def bench_version(build, ver, reps, scale, rates, tmp, workload, nop):
     py = os.path.join(build, "cpython", ver, "evalprof", "python")
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
-    configs = configs_for(tmp, rates)
+    configs = configs_for(tmp, rates, nop)
     argv = [py] + workload_argv(workload, scale)
     times = {name: [] for name, _ in configs}
     user = {name: [] for name, _ in configs}
@@ -346,20 +356,21 @@ def against_off(row, off):
 
 
 def forked_version(build, ver, forks, pairs, scale, rates, tmp, workload,
-                   cpu):
+                   cpu, nop):
     py = os.path.join(build, "cpython", ver, "evalprof", "python")
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
-    keep = ("off", "counts@%d" % rates[0]) + tuple(
+    keep = ("off", "counts@%d" % rates[0], "nop@%d" % rates[0]) + tuple(
         "sample@%d" % r for r in rates)
     forked_rows(py, "CPython %s (instrumented)" % ver,
-                [(n, e) for n, e in configs_for(tmp, rates) if n in keep],
+                [(n, e) for n, e in configs_for(tmp, rates, nop)
+                 if n in keep],
                 forks, pairs, scale, workload, cpu)
 
 
 def forked_stock(build, py, forks, pairs, scale, rates, tmp, workload,
-                 cpu):
+                 cpu, nop):
     """The same rows for a stock interpreter, sampled through the API
     (no exact counts there)."""
     if not os.access(py, os.X_OK):
@@ -367,9 +378,10 @@ def forked_stock(build, py, forks, pairs, scale, rates, tmp, workload,
         return
     out = subprocess.run([py, "-c", "import sys; print(sys.version.split()"
                           "[0])"], capture_output=True, text=True)
-    keep = ("off",) + tuple("sample@%d" % r for r in rates)
+    keep = ("off", "nop@%d" % rates[0]) + tuple(
+        "sample@%d" % r for r in rates)
     configs = []
-    for n, e in configs_for(tmp, rates):
+    for n, e in configs_for(tmp, rates, nop):
         if n in keep:
             e = dict(e, PYTHONPATH=os.path.join(build, "python"))
             configs.append((n, e))
@@ -397,6 +409,9 @@ def main():
     ap.add_argument("--stock", default="",
                     help="with --forked: stock interpreters (comma-"
                     "separated paths) measured alike, through the API")
+    ap.add_argument("--nop", action="store_true",
+                    help="also the first rate's signals with a handler "
+                    "that returns at once (nop@R)")
     args = ap.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     build = os.path.abspath(args.build)
@@ -417,17 +432,17 @@ def main():
             for ver in args.versions.split(","):
                 for w in args.workloads.split(","):
                     forked_version(build, ver, args.forks, args.pairs,
-                                   scale, rates, tmp, w, cpu)
+                                   scale, rates, tmp, w, cpu, args.nop)
             for py in filter(None, args.stock.split(",")):
                 for w in args.workloads.split(","):
                     forked_stock(build, py, args.forks, args.pairs, scale,
-                                 rates, tmp, w, cpu)
+                                 rates, tmp, w, cpu, args.nop)
         return 0
     with tempfile.TemporaryDirectory(prefix="evp-bench-sampled-") as tmp:
         for ver in args.versions.split(","):
             for w in args.workloads.split(","):
                 bench_version(build, ver, args.reps, args.scale, rates, tmp,
-                              w)
+                              w, args.nop)
     print("a 10 s run of one thread: samples, and a share's 95% interval "
           "(half-width, points)")
     for r in rates:

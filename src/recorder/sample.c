@@ -453,6 +453,13 @@ static struct {
     uint64_t throttled;    /* perf periods raised (perf_throttle) */
     uint64_t throttled_max_ns; /* the longest period raised to */
     int use_ticker;            /* wall clock through the sampler thread */
+    /* EVALPROF_TEST_SAMPLE_NOP=1 (benchmarks and tests): a perf event's
+     * signal is handled by returning at once, no sample, no clock read,
+     * so that bench/cpython/sampled.py --nop measures what the signals
+     * cost the thread with no handler work (its delivery, and what it
+     * evicts); the handled signals are counted (sample.nop_signals). */
+    int nop;
+    uint64_t nop_signals; /* ... of the threads released */
     pthread_t ticker;
     int has_ticker;
     int ticker_stop;    /* (atomic) */
@@ -779,6 +786,16 @@ static void take_perf(struct sthread *st, void *uc)
     count_signal(st, t0);
 }
 
+/* A perf event's signal under EVALPROF_TEST_SAMPLE_NOP: counted (so
+ * that perf_throttle sees it arrive), the event re-armed where it must
+ * be, nothing else. */
+static void nop_signal(struct sthread *st)
+{
+    __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
+    if (!G.use_trap && st->perf_fd >= 0)
+        ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+}
+
 /* The timer signal's handler.  The two handlers' names are what the perf
  * cross-check knows them by in a perf stack (src/perf/crosscheck.c). */
 static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
@@ -794,7 +811,9 @@ static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
                (si->si_code == POLL_IN || si->si_code == POLL_HUP);
     int tick = st && si && si->si_code == SI_QUEUE &&
                si->si_value.sival_ptr == st && si->si_pid == G.pid;
-    if (perf && (st = enter()) != NULL) {
+    if (perf && G.nop) {
+        nop_signal(st);
+    } else if (perf && (st = enter()) != NULL) {
         take_perf(st, uc);
         leave(st);
     } else if ((timer || tick) && (st = enter()) != NULL) {
@@ -878,8 +897,10 @@ static void evp_sample_on_trap(int sig, siginfo_t *si, void *uc)
     if (si && si->si_code == TRAP_PERF) {
         int saved = errno;
         struct sthread *st = sample_tls;
-        if (st && perf_data(si) == (uintptr_t)st && st->perf_fd >= 0 &&
-            (st = enter()) != NULL) {
+        if (st && perf_data(si) == (uintptr_t)st && G.nop) {
+            nop_signal(st);
+        } else if (st && perf_data(si) == (uintptr_t)st && st->perf_fd >= 0 &&
+                   (st = enter()) != NULL) {
             take_perf(st, uc);
             leave(st);
         }
@@ -1214,6 +1235,7 @@ static void thread_release(struct sthread *st)
     G.signals += __atomic_load_n(&st->signals, __ATOMIC_RELAXED);
     G.short_ticks += __atomic_load_n(&st->short_ticks, __ATOMIC_RELAXED);
     G.long_signals += __atomic_load_n(&st->long_signals, __ATOMIC_RELAXED);
+    G.nop_signals += __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
     if (r->buf)
         munmap(r->buf, r->size);
     memset(r, 0, sizeof *r);
@@ -1732,6 +1754,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.pid = getpid();
     G.ticks = 0;
     G.ring_bytes = bytes;
+    const char *nop = getenv("EVALPROF_TEST_SAMPLE_NOP");
+    G.nop = nop && strcmp(nop, "1") == 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = evp_sample_on_signal;
@@ -1746,7 +1770,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     if (!G.used) /* the session's first sampler: its own figures */
         G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
             G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
-                G.unsampled = G.signals = G.short_ticks = G.long_signals = 0;
+                G.unsampled = G.signals = G.short_ticks = G.long_signals =
+                    G.nop_signals = 0;
     G.long_ticks = (uint64_t)(evp_rec_hz_() * HANDLER_LONG_NS / 1e9);
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
@@ -2338,6 +2363,14 @@ void evp_rec_sample_collect_(int final)
             snprintf(v, sizeof v, "%llu", (unsigned long long)lost);
             evp_rec_meta_locked_("sample.funcs_lost", v);
         }
+        if (G.nop) {
+            uint64_t handled = G.nop_signals;
+            for (struct sthread *st = G.threads; st; st = st->next)
+                if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE)
+                    handled += __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
+            snprintf(v, sizeof v, "%llu", (unsigned long long)handled);
+            evp_rec_meta_locked_("sample.nop_signals", v);
+        }
         if (G.trap_retaken) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)G.trap_retaken);
             evp_rec_meta_locked_("sample.sigtrap_retaken", v);
@@ -2420,7 +2453,8 @@ void evp_rec_sample_fork_child_(void)
     G.scratch_cap = G.out_cap = 0;
     G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
         G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
-            G.unsampled = G.signals = G.short_ticks = G.long_signals = 0;
+            G.unsampled = G.signals = G.short_ticks = G.long_signals =
+                G.nop_signals = 0;
 }
 
 int evp_rec_sample_fork_resume_(void)

@@ -102,7 +102,8 @@ static void writer_note(const struct evp_trace *t, char *buf, size_t len)
  * 0 when a run lacks them (a trace of an earlier recorder). */
 struct sampling_cost {
     uint64_t signals, ns, slow, writer;
-    int has_writer;
+    uint64_t nop; /* sample.nop_signals: EVALPROF_TEST_SAMPLE_NOP's */
+    int has_writer, has_nop;
     double stood;
 };
 
@@ -113,11 +114,13 @@ static int sampling_cost(struct evp_trace *const *t, size_t runs,
     c->has_writer = 1;
     for (size_t i = 0; i < runs; i++) {
         const struct evp_trace_info *in = evp_trace_info(t[i]);
-        uint64_t signals, ns, slow = 0, writer = 0;
+        uint64_t signals, ns, slow = 0, writer = 0, nop = 0;
         if (!meta_count(t[i], "sample.signals", &signals) ||
             !meta_count(t[i], "sample.handler_ns", &ns))
             return 0;
         meta_count(t[i], "sample.handler_long", &slow);
+        c->has_nop |= meta_count(t[i], "sample.nop_signals", &nop);
+        c->nop += nop;
         c->has_writer &= meta_count(t[i], "recorder.writer_cpu_ns", &writer);
         c->signals += signals;
         c->ns += ns;
@@ -155,6 +158,12 @@ static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
         n += (size_t)snprintf(buf + n, len - n,
                               "; evalprof's writer thread %.1f ms of CPU",
                               (double)c->writer / 1e6);
+    if (c->has_nop && n < len)
+        n += (size_t)snprintf(
+            buf + n, len - n,
+            "; a benchmark's run (EVALPROF_TEST_SAMPLE_NOP): %s signals "
+            "handled by returning at once, no sample taken",
+            evp_num_group(a, sizeof a, c->nop));
     if (n < len)
         snprintf(buf + n, len - n,
                  "; not measured: the kernel's delivery of each signal "

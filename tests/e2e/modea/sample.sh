@@ -235,6 +235,22 @@ got=$(EVALPROF="$T/segv.evp" EVALPROF_MODE=sample "$PY" -S -c "$code" 2> /dev/nu
 [ "$got" = "$plain" ] && case "$plain" in *"rc 139") true ;; *) false ;; esac &&
     ok "a SIGSEGV the program sends itself ends it, as untraced" ||
     fail "SIGSEGV sent: sampled '$got', untraced '$plain'"
+# --- the benchmarks' empty handler ------------------------------------------
+# EVALPROF_TEST_SAMPLE_NOP=1 (bench/cpython/sampled.py --nop): the signals
+# still come at the rate and are handled, by returning at once: no sample,
+# and the trace's overhead line says which run it was.
+out=$(EVALPROF="$T/nop.evp" EVALPROF_MODE=sample EVALPROF_TEST_SAMPLE_NOP=1 \
+    "$PY" -S "$prog" 3000000)
+rc=$?
+"$EVALPROF_CLI" info "$T/nop.evp" > "$T/nop.info" 2>&1
+nn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/nop.info")
+nops=$(awk '$1 == "sample.nop_signals" { print $2; exit }' "$T/nop.info")
+if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "$nn" = 0 ] && [ "${nops:-0}" -ge 20 ] &&
+   grep -q "EVALPROF_TEST_SAMPLE_NOP): [0-9,]* signals handled by returning at once" "$T/nop.info"; then
+    ok "EVALPROF_TEST_SAMPLE_NOP: $nops signals handled, no sample taken, said on the overhead line"
+else
+    fail "EVALPROF_TEST_SAMPLE_NOP: exit $rc, output '$out', $nn samples, nop signals '$nops'"
+fi
 # --- the clock and bad settings -------------------------------------------
 EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \
     "$PY" -S "$prog" 20000 > /dev/null

@@ -2137,6 +2137,33 @@ class Sampled(Case):
         self.assertRegex(r.stdout, r"(?m)^  producer +extension$")
         self.assertIn("no end record", r.stdout)
 
+    def test_nop_handler(self):
+        # EVALPROF_TEST_SAMPLE_NOP=1 (bench/cpython/sampled.py --nop): the
+        # perf event's signals still come and are handled by returning at
+        # once, so that the bench can tell their delivery's cost from
+        # evalprof's work: no sample is taken, the program runs as it
+        # does untraced, and the trace says on its overhead line which
+        # kind of run it was.
+        script = prog("sample_hot.py")
+        want = self.plain([script]).stdout
+        trace = self.path("nop.evp")
+        p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace,
+                            "--sample", script], capture_output=True,
+                           text=True, cwd=self.tmp, timeout=120,
+                           env=env(dict(sanitizer_env(),
+                                        EVALPROF_TEST_SAMPLE_NOP="1")))
+        self.assertEqual((p.returncode, p.stdout), (0, want), p.stderr)
+        t = self.meta(trace)
+        if not t.get("sample.sampler", "").startswith("perf"):
+            self.skipTest("no perf event here: %s" % t.get("sample.sampler"))
+        self.assertGreaterEqual(int(t.get("sample.nop_signals", "0")), 20, t)
+        r = subprocess.run([EVALPROF, "info", trace], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"(?m)^sampled: +0 samples ")
+        self.assertRegex(r.stdout, r"EVALPROF_TEST_SAMPLE_NOP\): [\d,]+ "
+                         r"signals handled by returning at once")
+
     def test_sparse_posix_timer(self):
         # The POSIX CPU-time timer fires at the kernel's tick whatever the
         # rate: at 20 kHz asked, most periods are missed and the shares
