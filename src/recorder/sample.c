@@ -112,9 +112,10 @@
  * signals still pending, before its previous disposition is restored: a
  * previous SIG_DFL would otherwise kill the process with them.
  *
- * Writer.  The session's writer thread, every round (at most 50 ms apart
- * while sampling, 10 ms while a ring fills by a quarter from one round to
- * the next), drains each ring in order under the session lock:
+ * Writer.  The session's writer thread, every round (50 ms apart while
+ * sampling, 10 ms while a ring fills by a quarter from one round to the
+ * next, 200 ms once nothing asks for more: poll_pace), drains each ring
+ * in order under the session lock:
  * a FUNC record maps the thread's key to a global function id, functions
  * being one per (name, file, first line) across threads, registered as
  * evp_rec_func does (so they are in the FUNCS chunks) and given their
@@ -201,6 +202,7 @@ struct ring {
                             sample in (handler) */
     uint64_t puts;       /* evp_rec_sample_put calls (the thread) */
     uint64_t populated;  /* bytes faulted in from buf on (writer) */
+    uint64_t seen;       /* head at the writer's last round (writer) */
     /* keys whose function record was lost, not yet told (producer) */
     uint32_t lost[LOST_MAX];
     unsigned nlost;
@@ -226,6 +228,10 @@ struct ring {
 #endif
 #define POPULATE_START (16u << 10)
 #define POPULATE_AHEAD (64u << 10)
+/* The writer's pace while sampling (poll_pace) */
+#define POLL_MS 50u
+#define POLL_FAST_MS 10u
+#define POLL_IDLE_MS 200u
 static int populate_refused; /* MADV_POPULATE_WRITE unknown (atomic) */
 
 static void ring_populate(struct ring *r, uint64_t upto)
@@ -457,9 +463,13 @@ static struct {
      * signal is handled by returning at once, no sample, no clock read,
      * so that bench/cpython/sampled.py --nop measures what the signals
      * cost the thread with no handler work (its delivery, and what it
-     * evicts); the handled signals are counted (sample.nop_signals). */
+     * evicts); the handled signals are counted (sample.nop_signals).
+     * =2: the perf event's overflows interrupt the thread and send no
+     * signal at all (the timer interrupts alone, sample.nop). */
     int nop;
     uint64_t nop_signals; /* ... of the threads released */
+    uint64_t started_ns;  /* the sampler's start (mono) */
+    uint64_t round_ns;    /* the writer's last round (mono) */
     pthread_t ticker;
     int has_ticker;
     int ticker_stop;    /* (atomic) */
@@ -510,6 +520,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int perf_open(int signo, uint64_t period_ns, int trap, void *cookie)
 {
     struct perf_event_attr a;
+    int quiet = G.nop == 2 && cookie; /* a thread's, sending nothing */
     for (int user_only = 0; user_only < 2; user_only++) {
         memset(&a, 0, sizeof a);
         a.type = PERF_TYPE_SOFTWARE;
@@ -520,7 +531,7 @@ static int perf_open(int signo, uint64_t period_ns, int trap, void *cookie)
         a.wakeup_events = 1;
         a.exclude_kernel = (unsigned)user_only;
         a.exclude_hv = 1;
-        if (trap) {
+        if (trap && !quiet) {
             a.sigtrap = 1;
             a.remove_on_exec = 1; /* (the kernel requires it) */
             a.sig_data = (uint64_t)(uintptr_t)cookie;
@@ -529,7 +540,7 @@ static int perf_open(int signo, uint64_t period_ns, int trap, void *cookie)
                               PERF_FLAG_FD_CLOEXEC);
         if (fd < 0)
             continue;
-        if (trap)
+        if (trap || quiet)
             return fd;
         struct f_owner_ex o = {F_OWNER_TID, evp_rec_gettid_()};
         if (fcntl(fd, F_SETFL, O_ASYNC) == 0 &&
@@ -1374,7 +1385,7 @@ int evp_rec_sample_thread_start(const char *name)
         st->watch_handled = 0;
         st->watch_ticks = 0;
         ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
-        if (G.use_trap)
+        if (G.use_trap || G.nop == 2)
             ioctl(st->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
         else
             ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
@@ -1754,8 +1765,12 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.pid = getpid();
     G.ticks = 0;
     G.ring_bytes = bytes;
+    G.started_ns = evp_clock_mono_ns();
+    G.round_ns = 0;
     const char *nop = getenv("EVALPROF_TEST_SAMPLE_NOP");
-    G.nop = nop && strcmp(nop, "1") == 0;
+    G.nop = 0;
+    if (nop && (strcmp(nop, "1") == 0 || strcmp(nop, "2") == 0))
+        G.nop = nop[0] - '0';
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = evp_sample_on_signal;
@@ -1786,7 +1801,7 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     }
     G.running = 1;
     G.used = 1;
-    __atomic_store_n(&G.poll_ms, 50, __ATOMIC_RELAXED);
+    __atomic_store_n(&G.poll_ms, POLL_MS, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&G.mu);
 
     char v[64];
@@ -2251,7 +2266,9 @@ static int thread_blocks(int tid, int sig)
  */
 #define THROTTLE_FROM_NS 250000ull /* 4 kHz and faster */
 
-static void perf_throttle(struct sthread *st)
+/* Returns 1 when the thread's signals fell short of its periods since
+ * the last look (raised or not), else 0. */
+static int perf_throttle(struct sthread *st)
 {
     uint64_t cpu = clock_ns(st->cpu_id);
     uint64_t handled = __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
@@ -2261,7 +2278,7 @@ static void perf_throttle(struct sthread *st)
         window = 5 * 1000000ull;
     if (cpu == UINT64_MAX || cpu < st->watch_cpu ||
         cpu - st->watch_cpu < window)
-        return;
+        return 0;
     uint64_t ran = cpu - st->watch_cpu;
     uint64_t got = handled - st->watch_handled;
     double hz = evp_rec_hz_();
@@ -2270,24 +2287,59 @@ static void perf_throttle(struct sthread *st)
     st->watch_cpu = cpu;
     st->watch_handled = handled;
     st->watch_ticks = ticks;
-    if (got * st->event_ns * 5 >= ran * 4 || st->event_ns * 2 > 10 * 1000000ull)
-        return;
-    if (st->event_ns >= THROTTLE_FROM_NS && in_handlers * 4 < (double)ran)
-        return;
+    if (got * st->event_ns * 5 >= ran * 4)
+        return 0;
+    if (st->event_ns * 2 > 10 * 1000000ull ||
+        (st->event_ns >= THROTTLE_FROM_NS && in_handlers * 4 < (double)ran))
+        return 1;
     /* the signal blocked by the program, not by the handler's own mask
      * (a thread whose handlers run back to back is in one most of the
      * time): no handler in flight before nor after the look */
     unsigned busy = __atomic_load_n(&st->busy, __ATOMIC_ACQUIRE);
     if (thread_blocks(st->tid, G.use_trap ? SIGTRAP : G.signo) &&
         (busy | __atomic_load_n(&st->busy, __ATOMIC_ACQUIRE)) == 0)
-        return;
+        return 1;
     uint64_t p = st->event_ns * 2;
     if (ioctl(st->perf_fd, PERF_EVENT_IOC_PERIOD, &p) != 0)
-        return;
+        return 1;
     st->event_ns = p;
     G.throttled++;
     if (p > G.throttled_max_ns)
         G.throttled_max_ns = p;
+    return 1;
+}
+
+/*
+ * The writer's pace while sampling (evp_rec_sample_poll_ms_): a round
+ * every POLL_MS, every POLL_FAST_MS while a ring fills by a quarter from
+ * one round to the next, and every POLL_IDLE_MS once nothing asks for
+ * more: the sampler has run a second, no perf event's period is under
+ * THROTTLE_FROM_NS nor did its signals fall short of its periods at the
+ * last look (perf_throttle wants its looks), and a ring not yet faulted
+ * in whole fills by no more than half of POPULATE_AHEAD a round.  Each
+ * round costs the writer some 100-150 us of CPU on this kind of VM (its
+ * wake-up, a write), 0.25% of a run at 50 ms; at 200 ms a killed
+ * program loses at most what exact mode's 200 ms rounds lose, and a
+ * SIGTRAP handler of the program's is in front of evalprof's that long.
+ */
+static unsigned poll_pace(int fast, int busy, uint64_t grew_max)
+{
+    uint64_t now = evp_clock_mono_ns(), last = G.round_ns;
+    G.round_ns = now;
+    if (fast)
+        return POLL_FAST_MS;
+    if (busy || now - G.started_ns < 1000000000u)
+        return POLL_MS;
+    if (!grew_max)
+        return POLL_IDLE_MS;
+    if (!last || now <= last)
+        return POLL_MS;
+    /* the bytes a ring grew by a millisecond of the last round */
+    uint64_t per_ms = grew_max * 1000000u / (now - last) + 1;
+    uint64_t fit = (POPULATE_AHEAD / 2) / per_ms;
+    return fit >= POLL_IDLE_MS ? POLL_IDLE_MS
+           : fit <= POLL_MS    ? POLL_MS
+                               : (unsigned)fit;
 }
 
 void evp_rec_sample_collect_(int final)
@@ -2297,25 +2349,32 @@ void evp_rec_sample_collect_(int final)
         pthread_mutex_unlock(&G.mu);
         return;
     }
-    int fast = 0;
+    int fast = 0, busy = 0;
+    uint64_t grew_max = 0;
     trap_guard();
     for (struct sthread *st = G.threads; st; st = st->next) {
         int state = __atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
         if (state == ST_FREE)
             continue;
         if (G.running && state == ST_ACTIVE && st->perf_fd >= 0 &&
-            st->has_cpu_id)
-            perf_throttle(st);
+            st->has_cpu_id) {
+            busy |= perf_throttle(st);
+            busy |= st->event_ns < THROTTLE_FROM_NS;
+        }
         struct ring *r = &st->ring;
         uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
         uint64_t held = head - r->tail;
         fast |= r->buf && held * 4 >= r->size;
+        if (r->buf && r->populated < r->size && head - r->seen > grew_max)
+            grew_max = head - r->seen;
+        r->seen = head;
         if (state == ST_ACTIVE && head > 0)
             ring_populate(r, head + POPULATE_AHEAD);
         drain(st);
     }
     if (G.running)
-        __atomic_store_n(&G.poll_ms, fast ? 10 : 50, __ATOMIC_RELAXED);
+        __atomic_store_n(&G.poll_ms, poll_pace(fast, busy, grew_max),
+                         __ATOMIC_RELAXED);
     /* Functions, then the stacks that name them, then the samples. */
     evp_rec_funcs_queue_locked_();
     queue_stacks();
@@ -2370,6 +2429,8 @@ void evp_rec_sample_collect_(int final)
                     handled += __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
             snprintf(v, sizeof v, "%llu", (unsigned long long)handled);
             evp_rec_meta_locked_("sample.nop_signals", v);
+            evp_rec_meta_locked_("sample.nop",
+                                 G.nop == 2 ? "interrupts" : "signals");
         }
         if (G.trap_retaken) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)G.trap_retaken);

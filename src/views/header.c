@@ -103,7 +103,7 @@ static void writer_note(const struct evp_trace *t, char *buf, size_t len)
 struct sampling_cost {
     uint64_t signals, ns, slow, writer;
     uint64_t nop; /* sample.nop_signals: EVALPROF_TEST_SAMPLE_NOP's */
-    int has_writer, has_nop;
+    int has_writer, has_nop, nop_quiet; /* quiet: NOP=2, no signal */
     double stood;
 };
 
@@ -120,6 +120,8 @@ static int sampling_cost(struct evp_trace *const *t, size_t runs,
             return 0;
         meta_count(t[i], "sample.handler_long", &slow);
         c->has_nop |= meta_count(t[i], "sample.nop_signals", &nop);
+        const char *how = evp_trace_meta(t[i], "sample.nop");
+        c->nop_quiet |= how && strcmp(how, "interrupts") == 0;
         c->nop += nop;
         c->has_writer &= meta_count(t[i], "recorder.writer_cpu_ns", &writer);
         c->signals += signals;
@@ -158,7 +160,13 @@ static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
         n += (size_t)snprintf(buf + n, len - n,
                               "; evalprof's writer thread %.1f ms of CPU",
                               (double)c->writer / 1e6);
-    if (c->has_nop && n < len)
+    if (c->nop_quiet && n < len)
+        n += (size_t)snprintf(
+            buf + n, len - n,
+            "; a benchmark's run (EVALPROF_TEST_SAMPLE_NOP=2): the perf "
+            "event's overflows interrupted the thread, no signal sent, no "
+            "sample taken");
+    else if (c->has_nop && n < len)
         n += (size_t)snprintf(
             buf + n, len - n,
             "; a benchmark's run (EVALPROF_TEST_SAMPLE_NOP): %s signals "

@@ -703,7 +703,8 @@ static void test_fork_child_forgets_first(void **state)
 }
 
 /* The writer drains every 50 ms while sampling, every 10 ms while a ring
- * fills by a quarter from one round to the next. */
+ * fills by a quarter from one round to the next, and every 200 ms once the
+ * sampler has run a second with nothing asking for more (poll_pace). */
 static void test_writer_pace(void **state)
 {
     (void)state;
@@ -725,8 +726,43 @@ static void test_writer_pace(void **state)
     assert_int_equal(evp_rec_sample_put(100, 0, 0, 1, &k, 1), 0);
     assert_int_equal(evp_rec_flush(), 0);
     assert_int_equal(evp_rec_sample_poll_ms_(), 50);
+    struct timespec second = {1, 50000000};
+    nanosleep(&second, NULL);
+    assert_int_equal(evp_rec_sample_put(101, 0, 0, 1, &k, 1), 0);
+    assert_int_equal(evp_rec_flush(), 0);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 200);
     evp_rec_sampler_stop();
     assert_int_equal(evp_rec_sample_poll_ms_(), 0);
+    assert_int_equal(evp_rec_close(), 0);
+    unblock();
+}
+
+/* A ring not yet faulted in whole keeps the 50 ms pace while a round's
+ * samples would outrun the pages faulted in ahead of them (half of
+ * POPULATE_AHEAD, 64 KiB, a round), and goes to 200 ms once they fill it
+ * slowly. */
+static void test_writer_pace_populate(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("pace-pop.evp", path, sizeof path);
+    start_blocked(2048);
+    uint32_t k = 1;
+    assert_int_equal(evp_rec_sample_func(k, "p", 1, "", 0, 1, NULL, 0, 0), 0);
+    struct timespec second = {1, 50000000}, nap = {0, 100000000};
+    nanosleep(&second, NULL);
+    assert_int_equal(evp_rec_flush(), 0);
+    nanosleep(&nap, NULL);
+    assert_int_equal(evp_rec_sample_put(1, 0, 0, 1, &k, 1), 0);
+    assert_int_equal(evp_rec_flush(), 0);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 200);
+    /* 1,200 x 32 bytes (37.5 KiB) at once: more than 32 KiB a round at
+     * any pace */
+    for (int i = 0; i < 1200; i++)
+        assert_int_equal(evp_rec_sample_put(2 + i, 0, 0, 1, &k, 1), 0);
+    assert_int_equal(evp_rec_flush(), 0);
+    assert_int_equal(evp_rec_sample_poll_ms_(), 50);
+    evp_rec_sampler_stop();
     assert_int_equal(evp_rec_close(), 0);
     unblock();
 }
@@ -1293,6 +1329,7 @@ int main(void)
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_fork_child_forgets_first),
         cmocka_unit_test(test_writer_pace),
+        cmocka_unit_test(test_writer_pace_populate),
         cmocka_unit_test(test_writer_pace_events),
         cmocka_unit_test(test_blocked_signal_weight),
         cmocka_unit_test(test_blocked_signal_weight_cpu),

@@ -251,6 +251,20 @@ if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "$nn" = 0 ] && [ "${nops:-0}" -ge
 else
     fail "EVALPROF_TEST_SAMPLE_NOP: exit $rc, output '$out', $nn samples, nop signals '$nops'"
 fi
+# =2: the perf event overflows, no signal is sent (the timer interrupts alone)
+out=$(EVALPROF="$T/irq.evp" EVALPROF_MODE=sample EVALPROF_TEST_SAMPLE_NOP=2 \
+    "$PY" -S "$prog" 3000000)
+rc=$?
+"$EVALPROF_CLI" info "$T/irq.evp" > "$T/irq.info" 2>&1
+nn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/irq.info")
+if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "$nn" = 0 ] &&
+   grep -q '^  sample.nop  *interrupts$' "$T/irq.info" &&
+   grep -q '^  sample.nop_signals  *0$' "$T/irq.info" &&
+   grep -q "EVALPROF_TEST_SAMPLE_NOP=2): the perf event's overflows interrupted the thread" "$T/irq.info"; then
+    ok "EVALPROF_TEST_SAMPLE_NOP=2: no signal, no sample, said on the overhead line"
+else
+    fail "EVALPROF_TEST_SAMPLE_NOP=2: exit $rc, output '$out', $nn samples, $(grep 'sample.nop' "$T/irq.info" | tr -s ' ')"
+fi
 # --- the clock and bad settings -------------------------------------------
 EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \
     "$PY" -S "$prog" 20000 > /dev/null
