@@ -29,6 +29,11 @@ each configuration runs REPS times, interleaved so that machine noise
                  signal sent (EVALPROF_TEST_SAMPLE_NOP=2): its timer
                  interrupts alone; nop@R less irq@R is the signal's
                  delivery and return
+    peek@R       (--nop) no timer and no signal: the recorder's sampler
+                 thread wakes at the first rate and reads each thread's
+                 CPU clock (EVALPROF_TEST_SAMPLE_NOP=3), the floor of a
+                 sampler that would read threads without interrupting
+                 them
 
 Each run's time is the child's CPU time (user + system, from wait4; the
 two are also printed apart: a signal's delivery is system time, or
@@ -150,6 +155,8 @@ def configs_for(tmp, rates, nop=False):
                     dict(out[1][1], EVALPROF_TEST_SAMPLE_NOP="1")))
         out.append(("irq@%d" % rates[0],
                     dict(out[1][1], EVALPROF_TEST_SAMPLE_NOP="2")))
+        out.append(("peek@%d" % rates[0],
+                    dict(out[1][1], EVALPROF_TEST_SAMPLE_NOP="3")))
     for r in sorted({rates[0], 10}, reverse=True):
         e = dict(base, EVALPROF=os.path.join(tmp, "s.evp"),
                  EVALPROF_MODE="sample", EVALPROF_SAMPLE_RATE=str(r),
@@ -368,7 +375,7 @@ def forked_version(build, ver, forks, pairs, scale, rates, tmp, workload,
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
     keep = ("off", "counts@%d" % rates[0], "nop@%d" % rates[0],
-            "irq@%d" % rates[0]) + tuple(
+            "irq@%d" % rates[0], "peek@%d" % rates[0]) + tuple(
         "sample@%d" % r for r in rates)
     forked_rows(py, "CPython %s (instrumented)" % ver,
                 [(n, e) for n, e in configs_for(tmp, rates, nop)
@@ -385,7 +392,8 @@ def forked_stock(build, py, forks, pairs, scale, rates, tmp, workload,
         return
     out = subprocess.run([py, "-c", "import sys; print(sys.version.split()"
                           "[0])"], capture_output=True, text=True)
-    keep = ("off", "nop@%d" % rates[0], "irq@%d" % rates[0]) + tuple(
+    keep = ("off", "nop@%d" % rates[0], "irq@%d" % rates[0],
+            "peek@%d" % rates[0]) + tuple(
         "sample@%d" % r for r in rates)
     configs = []
     for n, e in configs_for(tmp, rates, nop):

@@ -465,7 +465,11 @@ static struct {
      * cost the thread with no handler work (its delivery, and what it
      * evicts); the handled signals are counted (sample.nop_signals).
      * =2: the perf event's overflows interrupt the thread and send no
-     * signal at all (the timer interrupts alone, sample.nop). */
+     * signal at all (the timer interrupts alone, sample.nop).  =3: no
+     * timer and no signal; the sampler thread wakes every period and
+     * reads each thread's CPU clock and a word the thread writes, as a
+     * sampler that never interrupts a thread would (ticker_peek; its
+     * reads counted in sample.nop_signals). */
     int nop;
     uint64_t nop_signals; /* ... of the threads released */
     uint64_t started_ns;  /* the sampler's start (mono) */
@@ -1632,6 +1636,17 @@ static void tick_thread(struct sthread *st)
  * deadlines on CLOCK_MONOTONIC; a late wake-up counts the periods it
  * missed), each sampled thread is owed a period and looked at.
  */
+/* EVALPROF_TEST_SAMPLE_NOP=3's tick of thread ST: its CPU clock and a
+ * word it writes (its ring's head), read from the sampler thread; the
+ * reads counted where the handled signals are. */
+static void ticker_peek(struct sthread *st)
+{
+    static uint64_t sink;
+    uint64_t cpu = st->has_cpu_id ? clock_ns(st->cpu_id) : 0;
+    sink += cpu + __atomic_load_n(&st->ring.head, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
+}
+
 static void *ticker_main(void *arg)
 {
     (void)arg;
@@ -1654,8 +1669,12 @@ static void *ticker_main(void *arg)
         G.ticks = ticks;
         for (struct sthread *st = G.threads; st; st = st->next)
             if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE &&
-                st->gen == G.gen)
-                tick_thread(st);
+                st->gen == G.gen) {
+                if (G.nop == 3)
+                    ticker_peek(st);
+                else
+                    tick_thread(st);
+            }
         pthread_mutex_unlock(&G.mu);
     }
     return NULL;
@@ -1755,11 +1774,15 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.cfg = c;
     G.signo = c.signo;
     G.period_ns = 1000000000u / c.rate_hz;
-    G.use_perf = c.cpu_clock && perf_usable(c.signo, G.period_ns);
+    const char *nop = getenv("EVALPROF_TEST_SAMPLE_NOP");
+    G.nop = 0;
+    if (nop && nop[0] >= '1' && nop[0] <= '3' && nop[1] == '\0')
+        G.nop = nop[0] - '0';
+    G.use_perf = c.cpu_clock && G.nop != 3 && perf_usable(c.signo, G.period_ns);
     G.use_trap = G.use_perf && trap_usable(G.period_ns);
     if (G.use_trap && trap_install() != 0)
         G.use_trap = 0;
-    G.use_ticker = !c.cpu_clock && wall_ticker_wanted();
+    G.use_ticker = G.nop == 3 || (!c.cpu_clock && wall_ticker_wanted());
     G.budget_ns =
         G.period_ns / 10 > BUDGET_MIN_NS ? G.period_ns / 10 : BUDGET_MIN_NS;
     G.pid = getpid();
@@ -1767,10 +1790,6 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.ring_bytes = bytes;
     G.started_ns = evp_clock_mono_ns();
     G.round_ns = 0;
-    const char *nop = getenv("EVALPROF_TEST_SAMPLE_NOP");
-    G.nop = 0;
-    if (nop && (strcmp(nop, "1") == 0 || strcmp(nop, "2") == 0))
-        G.nop = nop[0] - '0';
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = evp_sample_on_signal;
@@ -1817,6 +1836,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
                                 "to the thread as task work)"
                  : G.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
                                 "thread"
+                 : G.nop == 3 ? "sampler thread: each thread's CPU clock "
+                                "read, nothing sent (EVALPROF_TEST_SAMPLE_NOP)"
                  : G.use_ticker
                      ? "sampler thread: rt_tgsigqueueinfo to a thread "
                        "running, or past its CPU budget and waiting for "
@@ -2429,8 +2450,9 @@ void evp_rec_sample_collect_(int final)
                     handled += __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
             snprintf(v, sizeof v, "%llu", (unsigned long long)handled);
             evp_rec_meta_locked_("sample.nop_signals", v);
-            evp_rec_meta_locked_("sample.nop",
-                                 G.nop == 2 ? "interrupts" : "signals");
+            evp_rec_meta_locked_("sample.nop", G.nop == 3   ? "sampler thread"
+                                               : G.nop == 2 ? "interrupts"
+                                                            : "signals");
         }
         if (G.trap_retaken) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)G.trap_retaken);

@@ -103,7 +103,8 @@ static void writer_note(const struct evp_trace *t, char *buf, size_t len)
 struct sampling_cost {
     uint64_t signals, ns, slow, writer;
     uint64_t nop; /* sample.nop_signals: EVALPROF_TEST_SAMPLE_NOP's */
-    int has_writer, has_nop, nop_quiet; /* quiet: NOP=2, no signal */
+    int has_writer, has_nop;
+    int nop_how; /* 2: NOP=2, no signal; 3: NOP=3, a sampler thread's reads */
     double stood;
 };
 
@@ -121,7 +122,10 @@ static int sampling_cost(struct evp_trace *const *t, size_t runs,
         meta_count(t[i], "sample.handler_long", &slow);
         c->has_nop |= meta_count(t[i], "sample.nop_signals", &nop);
         const char *how = evp_trace_meta(t[i], "sample.nop");
-        c->nop_quiet |= how && strcmp(how, "interrupts") == 0;
+        if (how && strcmp(how, "interrupts") == 0)
+            c->nop_how = 2;
+        else if (how && strcmp(how, "sampler thread") == 0)
+            c->nop_how = 3;
         c->nop += nop;
         c->has_writer &= meta_count(t[i], "recorder.writer_cpu_ns", &writer);
         c->signals += signals;
@@ -160,7 +164,14 @@ static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
         n += (size_t)snprintf(buf + n, len - n,
                               "; evalprof's writer thread %.1f ms of CPU",
                               (double)c->writer / 1e6);
-    if (c->nop_quiet && n < len)
+    if (c->nop_how == 3 && n < len)
+        n += (size_t)snprintf(
+            buf + n, len - n,
+            "; a benchmark's run (EVALPROF_TEST_SAMPLE_NOP=3): a sampler "
+            "thread read each thread's CPU clock %s times, no signal sent, "
+            "no sample taken",
+            evp_num_group(a, sizeof a, c->nop));
+    else if (c->nop_how == 2 && n < len)
         n += (size_t)snprintf(
             buf + n, len - n,
             "; a benchmark's run (EVALPROF_TEST_SAMPLE_NOP=2): the perf "

@@ -265,6 +265,20 @@ if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "$nn" = 0 ] &&
 else
     fail "EVALPROF_TEST_SAMPLE_NOP=2: exit $rc, output '$out', $nn samples, $(grep 'sample.nop' "$T/irq.info" | tr -s ' ')"
 fi
+# =3: no timer, no signal: the sampler thread reads each thread's CPU clock
+out=$(EVALPROF="$T/peek.evp" EVALPROF_MODE=sample EVALPROF_TEST_SAMPLE_NOP=3 \
+    "$PY" -S "$prog" 3000000)
+rc=$?
+"$EVALPROF_CLI" info "$T/peek.evp" > "$T/peek.info" 2>&1
+nn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/peek.info")
+reads=$(awk '$1 == "sample.nop_signals" { print $2; exit }' "$T/peek.info")
+if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "$nn" = 0 ] && [ "${reads:-0}" -ge 20 ] &&
+   grep -q '^  sample.nop  *sampler thread$' "$T/peek.info" &&
+   grep -q "EVALPROF_TEST_SAMPLE_NOP=3): a sampler thread read each thread's CPU clock [0-9,]* times" "$T/peek.info"; then
+    ok "EVALPROF_TEST_SAMPLE_NOP=3: $reads reads by the sampler thread, no signal, no sample"
+else
+    fail "EVALPROF_TEST_SAMPLE_NOP=3: exit $rc, output '$out', $nn samples, $(grep 'sample.nop' "$T/peek.info" | tr -s ' ')"
+fi
 # --- the clock and bad settings -------------------------------------------
 EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \
     "$PY" -S "$prog" 20000 > /dev/null
