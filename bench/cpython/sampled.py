@@ -136,6 +136,14 @@ def half_width(p, n, z=1.96):
     return 100 * z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
 
 
+# --nop's rows at the first rate and their EVALPROF_TEST_SAMPLE_NOP
+NOP_ROWS = (("nop", "1"), ("irq", "2"), ("peek", "3"))
+
+
+def nop_names(rates):
+    return tuple("%s@%d" % (n, rates[0]) for n, _ in NOP_ROWS)
+
+
 def configs_for(tmp, rates, nop=False):
     # one string hash seed for every run: with a random one the demo's
     # dicts collide differently from run to run, and its instruction
@@ -151,12 +159,9 @@ def configs_for(tmp, rates, nop=False):
     out.append(("rt@%d" % rates[0],
                 dict(out[1][1], EVALPROF_SAMPLE_TIMER="rt")))
     if nop:
-        out.append(("nop@%d" % rates[0],
-                    dict(out[1][1], EVALPROF_TEST_SAMPLE_NOP="1")))
-        out.append(("irq@%d" % rates[0],
-                    dict(out[1][1], EVALPROF_TEST_SAMPLE_NOP="2")))
-        out.append(("peek@%d" % rates[0],
-                    dict(out[1][1], EVALPROF_TEST_SAMPLE_NOP="3")))
+        for n, v in NOP_ROWS:
+            out.append(("%s@%d" % (n, rates[0]),
+                        dict(out[1][1], EVALPROF_TEST_SAMPLE_NOP=v)))
     for r in sorted({rates[0], 10}, reverse=True):
         e = dict(base, EVALPROF=os.path.join(tmp, "s.evp"),
                  EVALPROF_MODE="sample", EVALPROF_SAMPLE_RATE=str(r),
@@ -374,8 +379,7 @@ def forked_version(build, ver, forks, pairs, scale, rates, tmp, workload,
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
-    keep = ("off", "counts@%d" % rates[0], "nop@%d" % rates[0],
-            "irq@%d" % rates[0], "peek@%d" % rates[0]) + tuple(
+    keep = ("off", "counts@%d" % rates[0]) + nop_names(rates) + tuple(
         "sample@%d" % r for r in rates)
     forked_rows(py, "CPython %s (instrumented)" % ver,
                 [(n, e) for n, e in configs_for(tmp, rates, nop)
@@ -392,8 +396,7 @@ def forked_stock(build, py, forks, pairs, scale, rates, tmp, workload,
         return
     out = subprocess.run([py, "-c", "import sys; print(sys.version.split()"
                           "[0])"], capture_output=True, text=True)
-    keep = ("off", "nop@%d" % rates[0], "irq@%d" % rates[0],
-            "peek@%d" % rates[0]) + tuple(
+    keep = ("off",) + nop_names(rates) + tuple(
         "sample@%d" % r for r in rates)
     configs = []
     for n, e in configs_for(tmp, rates, nop):
@@ -425,8 +428,8 @@ def main():
                     help="with --forked: stock interpreters (comma-"
                     "separated paths) measured alike, through the API")
     ap.add_argument("--nop", action="store_true",
-                    help="also the first rate's signals with a handler "
-                    "that returns at once (nop@R)")
+                    help="also the first rate's nop@R, irq@R and peek@R "
+                    "rows (EVALPROF_TEST_SAMPLE_NOP=1, 2, 3)")
     args = ap.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     build = os.path.abspath(args.build)

@@ -796,19 +796,18 @@ static void count_signal(struct sthread *st, uint64_t t0)
  * lost). */
 static void take_perf(struct sthread *st, void *uc)
 {
+    if (G.nop) {
+        /* EVALPROF_TEST_SAMPLE_NOP: counted (so that perf_throttle sees
+         * the signal arrive), the event re-armed where it must be,
+         * nothing else */
+        __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
+        if (!G.use_trap)
+            ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+        return;
+    }
     uint64_t t0 = evp_rec_now();
     take(st, uc, perf_weight(st));
     count_signal(st, t0);
-}
-
-/* A perf event's signal under EVALPROF_TEST_SAMPLE_NOP: counted (so
- * that perf_throttle sees it arrive), the event re-armed where it must
- * be, nothing else. */
-static void nop_signal(struct sthread *st)
-{
-    __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
-    if (!G.use_trap && st->perf_fd >= 0)
-        ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
 /* The timer signal's handler.  The two handlers' names are what the perf
@@ -826,9 +825,7 @@ static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
                (si->si_code == POLL_IN || si->si_code == POLL_HUP);
     int tick = st && si && si->si_code == SI_QUEUE &&
                si->si_value.sival_ptr == st && si->si_pid == G.pid;
-    if (perf && G.nop) {
-        nop_signal(st);
-    } else if (perf && (st = enter()) != NULL) {
+    if (perf && (st = enter()) != NULL) {
         take_perf(st, uc);
         leave(st);
     } else if ((timer || tick) && (st = enter()) != NULL) {
@@ -912,10 +909,8 @@ static void evp_sample_on_trap(int sig, siginfo_t *si, void *uc)
     if (si && si->si_code == TRAP_PERF) {
         int saved = errno;
         struct sthread *st = sample_tls;
-        if (st && perf_data(si) == (uintptr_t)st && G.nop) {
-            nop_signal(st);
-        } else if (st && perf_data(si) == (uintptr_t)st && st->perf_fd >= 0 &&
-                   (st = enter()) != NULL) {
+        if (st && perf_data(si) == (uintptr_t)st && st->perf_fd >= 0 &&
+            (st = enter()) != NULL) {
             take_perf(st, uc);
             leave(st);
         }
@@ -1641,9 +1636,9 @@ static void tick_thread(struct sthread *st)
  * reads counted where the handled signals are. */
 static void ticker_peek(struct sthread *st)
 {
-    static uint64_t sink;
-    uint64_t cpu = st->has_cpu_id ? clock_ns(st->cpu_id) : 0;
-    sink += cpu + __atomic_load_n(&st->ring.head, __ATOMIC_ACQUIRE);
+    if (st->has_cpu_id)
+        (void)clock_ns(st->cpu_id);
+    (void)__atomic_load_n(&st->ring.head, __ATOMIC_ACQUIRE);
     __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
 }
 

@@ -109,13 +109,14 @@ class Case(unittest.TestCase):
         return os.path.join(self.tmp, name)
 
     def traced(self, args, out="t.evp", opts=(), check=True, timeout=120,
-               **kw):
-        """python -m evalprof -q -o OUT OPTS ARGS"""
+               extra_env=None, **kw):
+        """python -m evalprof -q -o OUT OPTS ARGS, with EXTRA_ENV"""
         trace = self.path(out)
         p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace] +
                            list(opts) + list(args), capture_output=True,
-                           text=True, env=env(sanitizer_env()), cwd=self.tmp,
-                           timeout=timeout, **kw)
+                           text=True,
+                           env=env(dict(sanitizer_env(), **(extra_env or {}))),
+                           cwd=self.tmp, timeout=timeout, **kw)
         if check and p.returncode != 0:
             self.fail("traced run failed (%d):\n%s%s"
                       % (p.returncode, p.stdout, p.stderr))
@@ -2097,12 +2098,8 @@ class Sampled(Case):
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertGreater(funcs.get("spin", 0.0), 50.0, funcs)
         # EVALPROF_SAMPLE_TIMER=rt: the real-time signal through F_SETSIG
-        trace = self.path("rt.evp")
-        p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace,
-                            "--sample", script], capture_output=True,
-                           text=True, cwd=self.tmp, timeout=120,
-                           env=env(dict(sanitizer_env(),
-                                        EVALPROF_SAMPLE_TIMER="rt")))
+        p, trace = self.sampled([script], out="rt.evp", check=False,
+                                extra_env={"EVALPROF_SAMPLE_TIMER": "rt"})
         self.assertEqual((p.returncode, p.stdout), (0, want), p.stderr)
         t = self.meta(trace)
         self.assertEqual(t.get("sample.signal"), "SIGRTMIN+4", t)
@@ -2146,12 +2143,8 @@ class Sampled(Case):
         # kind of run it was.
         script = prog("sample_hot.py")
         want = self.plain([script]).stdout
-        trace = self.path("nop.evp")
-        p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace,
-                            "--sample", script], capture_output=True,
-                           text=True, cwd=self.tmp, timeout=120,
-                           env=env(dict(sanitizer_env(),
-                                        EVALPROF_TEST_SAMPLE_NOP="1")))
+        p, trace = self.sampled([script], out="nop.evp", check=False,
+                                extra_env={"EVALPROF_TEST_SAMPLE_NOP": "1"})
         self.assertEqual((p.returncode, p.stdout), (0, want), p.stderr)
         t = self.meta(trace)
         if not t.get("sample.sampler", "").startswith("perf"):
@@ -2171,13 +2164,9 @@ class Sampled(Case):
         # the rate reached and why; a trace of the perf event at the rate
         # asked has no such line.
         script = prog("sample_hot.py")
-        trace = self.path("posix.evp")
-        p = subprocess.run([PY, "-m", "evalprof", "-q", "-o", trace,
-                            "--sample", "--rate", "20000", script, "5"],
-                           capture_output=True, text=True, cwd=self.tmp,
-                           timeout=120,
-                           env=env(dict(sanitizer_env(),
-                                        EVALPROF_SAMPLE_TIMER="posix")))
+        p, trace = self.sampled([script, "5"], opts=["--rate", "20000"],
+                                out="posix.evp", check=False,
+                                extra_env={"EVALPROF_SAMPLE_TIMER": "posix"})
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("timer_create", self.meta(trace).get("sample.sampler"))
         out = self.summary(trace)
