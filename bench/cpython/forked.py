@@ -30,7 +30,11 @@ Each chunk is timed in its process's CPU time (all its threads): the
 parent's signals, and its writer thread's work while the chunk runs
 (what the writer does for the chunk's samples during the child's turn
 is in neither chunk: the trace's own writer figure, `overhead:`, has
-it).  Both processes share one binary and one memory layout, and both
+it); and in its main thread's CPU time alone (`parent_thread`,
+`child_thread`): the program's own thread, which the signals interrupt
+and the recorder's threads (its writer; with EVALPROF_SAMPLE_TIMER=
+thread its sampler thread, which reads the thread from outside it) do
+not, as long as another CPU is free for them.  Both processes share one binary and one memory layout, and both
 run their chunks on CPU CPU: the main thread is pinned there before the
 fork (the child, a copy of it, inherits that).  This VM's two CPUs
 differ in speed by up to 2x, and a process tends to stay where it
@@ -75,9 +79,11 @@ def chunk_of(name, scale):
 
 
 def timed(chunk):
-    t0 = time.process_time_ns()
+    """CHUNK's CPU ns: the process's (all its threads), and the calling
+    thread's alone."""
+    t0, m0 = time.process_time_ns(), time.thread_time_ns()
     chunk()
-    return time.process_time_ns() - t0
+    return time.process_time_ns() - t0, time.thread_time_ns() - m0
 
 
 def child(chunk, go, done):
@@ -88,7 +94,7 @@ def child(chunk, go, done):
         chunk()
         os.write(done, b"ready\n")
         while os.read(go, 1) == b"g":
-            os.write(done, b"%d\n" % timed(chunk))
+            os.write(done, b"%d %d\n" % timed(chunk))
     except BaseException:
         import traceback
         traceback.print_exc()
@@ -158,7 +164,7 @@ def main():
         line = replies.readline()
         if not line:
             raise SystemExit("forked.py: the untraced child ended")
-        return int(line)
+        return tuple(int(v) for v in line.split())
 
     plain, mine = [], []
     for i in range(pairs):
@@ -174,8 +180,12 @@ def main():
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit("forked.py: the untraced child exited %d"
                          % os.waitstatus_to_exitcode(status))
-    print(json.dumps({"child": plain, "parent": mine, "child_pid": pid,
-                      "producer": producer, "threads": threads}))
+    print(json.dumps({"child": [p for p, _ in plain],
+                      "parent": [p for p, _ in mine],
+                      "child_thread": [t for _, t in plain],
+                      "parent_thread": [t for _, t in mine],
+                      "child_pid": pid, "producer": producer,
+                      "threads": threads}))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ each configuration runs REPS times, interleaved so that machine noise
     rt@R         the same at the first rate with EVALPROF_SAMPLE_TIMER=rt:
                  the real-time signal through F_SETSIG, re-armed by each
                  handler (the way under a debugger)
+    thread@R     the same with EVALPROF_SAMPLE_TIMER=thread: the
+                 recorder's sampler thread reads each running thread's
+                 frames from outside it, every period of its CPU time,
+                 and interrupts no thread (instrumented interpreters)
     counts@R     the same with EVALPROF_COUNTS=1
     counts@10    exact counts at 10 Hz: the stores' cost nearly alone
     nop@R        (--nop) the first rate's signals, each handled by
@@ -73,7 +77,8 @@ process may use, or EVP_BENCH_CPU), where forked.py pins its main
 thread.  The configurations: off (the parent untraced too: the method's
 own error, which should be 1.000x), sample at each rate of --rates (the
 first is the default's target) and at 10 Hz (the sampled copy of the
-eval function nearly alone), with exact counts at the first rate.
+eval function nearly alone), with exact counts at the first rate, and
+thread@R, the sampler thread (--rows picks rows by name).
 
 Each fork has a speed of its own against its child, which lasts the
 whole fork (A/A, both untraced: a fork's median from 0.963x to 1.031x
@@ -87,7 +92,12 @@ chunks' median CPU times, and the mean against the off row's.  The off
 row is not 1.000x: on call-heavy the parent ran some 2% faster than
 its child with neither traced (3.13, 8 forks: 0.980x ±0.012; perhaps
 its pages, which are those it had before the fork, where the child's
-are copies), and a row against off divides that out.
+are copies), and a row against off divides that out.  Each row also
+gives its main thread's own CPU time against off's ("main thread"): the
+program's thread alone, which a signal interrupts, and which the
+recorder's writer and, with thread@R, its sampler thread do not (they
+run beside it, on another CPU when one is free; the process's figure
+counts their CPU too).
 
 --stock PY[,PY] measures stock interpreters alike (no counts), sampled
 through evalprof.start().  The default scale there is 0.15 (a chunk of
@@ -158,6 +168,8 @@ def configs_for(tmp, rates, nop=False):
         out.append(("sample@%d" % r, e))
     out.append(("rt@%d" % rates[0],
                 dict(out[1][1], EVALPROF_SAMPLE_TIMER="rt")))
+    out.append(("thread@%d" % rates[0],
+                dict(out[1][1], EVALPROF_SAMPLE_TIMER="thread")))
     if nop:
         for n, v in NOP_ROWS:
             out.append(("%s@%d" % (n, rates[0]),
@@ -321,7 +333,10 @@ def forked_rows(py, label, configs, forks, pairs, scale, workload, cpu):
           "forked child's, %d forks of %d pairs each on CPU %d, the "
           "configurations in turn: the mean of the forks' medians of the "
           "pairs' ratios with its 95%% interval, the forks' medians' range, "
-          "the chunks' median CPU time, and the mean against off's" % (
+          "the chunks' median CPU time, the mean against off's, and the "
+          "same of the main thread's own CPU time (the program's thread: "
+          "not the recorder's writer or sampler thread, which run beside "
+          "it)" % (
               label, workload, scale, forks, pairs, cpu))
     got = {name: [] for name, _ in configs}
     failed = {}
@@ -335,7 +350,7 @@ def forked_rows(py, label, configs, forks, pairs, scale, workload, cpu):
                 failed[name] = why
             else:
                 got[name].append(d)
-    off = None
+    off = off_thread = None
     for name, _ in configs:
         if name in failed:
             print("  %-11s did not run: %s" % (name, failed[name]))
@@ -344,6 +359,13 @@ def forked_rows(py, label, configs, forks, pairs, scale, workload, cpu):
                                      zip(d["parent"], d["child"]))
                    for d in got[name]]
         mean, hw = forks_summary(medians)
+        # the main thread's own CPU (a forked.py of before has none)
+        thread = None
+        if all("parent_thread" in d for d in got[name]):
+            thread = forks_summary([
+                statistics.median(a / b for a, b in
+                                  zip(d["parent_thread"], d["child_thread"]))
+                for d in got[name]])
         child = [t for d in got[name] for t in d["child"]]
         parent = [t for d in got[name] for t in d["parent"]]
         line = "  %-11s %6.3fx ±%s  forks %.3f - %.3f   child %7.1f ms  " \
@@ -353,9 +375,13 @@ def forked_rows(py, label, configs, forks, pairs, scale, workload, cpu):
                 statistics.median(parent) / 1e6)
         if name == "off":
             off = (mean, hw)
+            off_thread = thread
         elif off is not None:
             r, rhw = against_off((mean, hw), off)
             line += "   against off %6.3fx ±%s" % (r, fmt_hw(rhw))
+            if thread is not None and off_thread is not None:
+                r, rhw = against_off(thread, off_thread)
+                line += "   main thread %6.3fx ±%s" % (r, fmt_hw(rhw))
         print(line)
     print()
 
@@ -374,21 +400,21 @@ def against_off(row, off):
 
 
 def forked_version(build, ver, forks, pairs, scale, rates, tmp, workload,
-                   cpu, nop):
+                   cpu, nop, rows=None):
     py = os.path.join(build, "cpython", ver, "evalprof", "python")
     if not os.access(py, os.X_OK):
         print("CPython %s: skipped: %s is missing" % (ver, py))
         return
-    keep = ("off", "counts@%d" % rates[0]) + nop_names(rates) + tuple(
-        "sample@%d" % r for r in rates)
+    keep = ("off", "counts@%d" % rates[0], "thread@%d" % rates[0]) + \
+        nop_names(rates) + tuple("sample@%d" % r for r in rates)
     forked_rows(py, "CPython %s (instrumented)" % ver,
                 [(n, e) for n, e in configs_for(tmp, rates, nop)
-                 if n in keep],
+                 if n in keep and (not rows or n == "off" or n in rows)],
                 forks, pairs, scale, workload, cpu)
 
 
 def forked_stock(build, py, forks, pairs, scale, rates, tmp, workload,
-                 cpu, nop):
+                 cpu, nop, rows=None):
     """The same rows for a stock interpreter, sampled through the API
     (no exact counts there)."""
     if not os.access(py, os.X_OK):
@@ -400,7 +426,7 @@ def forked_stock(build, py, forks, pairs, scale, rates, tmp, workload,
         "sample@%d" % r for r in rates)
     configs = []
     for n, e in configs_for(tmp, rates, nop):
-        if n in keep:
+        if n in keep and (not rows or n == "off" or n in rows):
             e = dict(e, PYTHONPATH=os.path.join(build, "python"))
             configs.append((n, e))
     forked_rows(py, "CPython %s (stock, %s)" % (out.stdout.strip() or "?",
@@ -430,6 +456,9 @@ def main():
     ap.add_argument("--nop", action="store_true",
                     help="also the first rate's nop@R, irq@R and peek@R "
                     "rows (EVALPROF_TEST_SAMPLE_NOP=1, 2, 3)")
+    ap.add_argument("--rows", default="",
+                    help="with --forked: only these rows (comma-separated "
+                    "names, such as sample@1000,thread@1000; off always)")
     args = ap.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     build = os.path.abspath(args.build)
@@ -446,15 +475,16 @@ def main():
         scale = args.scale if "--scale" in sys.argv else "0.15"
         cpu = bench_cpu()
         rates += [10] * (10 not in rates)  # the sampled copy nearly alone
+        rows = set(filter(None, args.rows.split(",")))
         with tempfile.TemporaryDirectory(prefix="evp-bench-forked-") as tmp:
             for ver in args.versions.split(","):
                 for w in args.workloads.split(","):
                     forked_version(build, ver, args.forks, args.pairs,
-                                   scale, rates, tmp, w, cpu, args.nop)
+                                   scale, rates, tmp, w, cpu, args.nop, rows)
             for py in filter(None, args.stock.split(",")):
                 for w in args.workloads.split(","):
                     forked_stock(build, py, args.forks, args.pairs, scale,
-                                 rates, tmp, w, cpu, args.nop)
+                                 rates, tmp, w, cpu, args.nop, rows)
         return 0
     with tempfile.TemporaryDirectory(prefix="evp-bench-sampled-") as tmp:
         for ver in args.versions.split(","):

@@ -32,8 +32,9 @@ The differential workloads (opcodes, phases) time every loop of every
 round as it runs (loops.py --truth-out).  Their truth is BENCH_REPS
 untraced runs of the very rounds the tools run, half before the traced
 runs and half after: the median of each share, and the heading says
-how far apart the runs were.  The sampled run times its own rounds too,
-and its row "in-run truth" gives evalprof sampled's error against them:
+how far apart the runs were.  Each sampled run (the sampler thread's
+too) times its own rounds, and the row "in-run truth" under it gives
+that run's error against them:
 the sampler's attribution alone, on the machine as it was during the
 samples and in the code they were taken in, and the same error of the
 whole loops (every sample of a loop less every sample of its variant),
@@ -53,6 +54,9 @@ absolute time (|time - true time| / true time), the largest over the
 rows and their mean:
 
   evalprof sampled     record --sample at the default rate
+  evalprof thread      (instrumented interpreters) the same with the
+                       sampler thread (EVALPROF_SAMPLE_TIMER=thread),
+                       which interrupts no thread
   evalprof exact       every event, compensated (the views' default)
   evalprof exact raw   the same trace, --no-compensate (summary's, and
                        export --format folded's for opcodes and phases)
@@ -324,6 +328,19 @@ def sampled_cmd(exe, trace, script, args, modea):
     return [exe, "-m", "evalprof", "--sample", "-o", trace, script] + args, {}
 
 
+def thread_cmd(exe, trace, script, args, modea):
+    cmd, extra = sampled_cmd(exe, trace, script, args, modea)
+    return cmd, dict(extra, EVALPROF_SAMPLE_TIMER="thread")
+
+
+def evalprof_ways(modea):
+    """(kind, command maker) of each evalprof way run on a workload."""
+    ways = [("evalprof sampled", sampled_cmd)]
+    if modea:
+        ways.append(("evalprof thread", thread_cmd))
+    return ways + [("evalprof exact", exact_cmd)]
+
+
 def exact_cmd(exe, trace, script, args, modea):
     if modea:
         return [exe, script] + args, {"EVALPROF": trace}
@@ -351,8 +368,7 @@ def functions(tag, exe, build, env, tmp, reps, seconds, modea):
                                            "mean %"))
     trace = os.path.join(tmp, "f.evp")
     res = {}
-    for kind, mk in (("evalprof sampled", sampled_cmd),
-                     ("evalprof exact", exact_cmd)):
+    for kind, mk in evalprof_ways(modea):
         cmd, extra = mk(exe, trace, script, args, modea)
         p = sh(cmd, env=dict(env, **extra), check=False)
         if p.returncode != 0 or not os.path.exists(trace):
@@ -418,15 +434,16 @@ def shares_rows(kind, got, total, truth, marker, rounds, note=""):
 
 
 def traced_runs(exe, build, env, tmp, script, args, modea, extra_folded,
-                sampled_args=()):
-    """(kind, folded rows) of each evalprof way: sampled, exact
-    compensated and the same trace raw.  SAMPLED_ARGS are the sampled
-    run's own (the differential workloads' --truth-out)."""
+                sampled_args=None):
+    """(kind, folded rows) of each evalprof way: sampled (and, on an
+    instrumented interpreter, the sampler thread's), exact compensated
+    and the same trace raw.  SAMPLED_ARGS(kind) are a sampled run's own
+    arguments (the differential workloads' --truth-out)."""
     trace = os.path.join(tmp, "w.evp")
-    for kind, mk in (("evalprof sampled", sampled_cmd),
-                     ("evalprof exact", exact_cmd)):
-        cmd, extra = mk(exe, trace, script, args + (
-            list(sampled_args) if kind == "evalprof sampled" else []), modea)
+    for kind, mk in evalprof_ways(modea):
+        own = sampled_args(kind) if sampled_args and \
+            kind != "evalprof exact" else []
+        cmd, extra = mk(exe, trace, script, args + list(own), modea)
         p = sh(cmd, env=dict(env, **extra), check=False)
         if p.returncode != 0 or not os.path.exists(trace):
             yield kind, "did not run: " + p.stderr.strip()[-200:]
@@ -439,23 +456,28 @@ def traced_runs(exe, build, env, tmp, script, args, modea, extra_folded,
 
 
 def target_line(res, seconds):
-    s, c = res.get("evalprof sampled"), res.get("evalprof exact")
-    if s is not None and c is not None:
-        print("    target: sampled within 2 points of the truth (%s: %.2f) "
-              "and closer than exact compensated (%s: %.2f vs %.2f)%s"
-              % ("met" if s <= 2 else "NOT met", s,
-                 "met" if s < c else "NOT met", s, c,
-                 "" if seconds >= 10 else
-                 "; a %.0f s run (the target is for 10 s or more)" % seconds))
-    r = res.get("in-run")
-    if s is not None and r is not None:
-        print("    of which: the sampler's attribution, against the sampled "
-              "run's own rounds, %.2f points (%s); those rounds against "
-              "the truth %.2f points (what running sampled changed in the "
-              "program, and the machine: the truth's own runs are up to "
-              "%.2f apart)"
-              % (r[0], "within 2" if r[0] <= 2 else "NOT within 2", r[1],
-                 res["spread"]))
+    c = res.get("evalprof exact")
+    for kind, label, own in (("evalprof sampled", "sampled", "in-run"),
+                             ("evalprof thread", "the sampler thread",
+                              "in-run thread")):
+        s = res.get(kind)
+        if s is not None and c is not None:
+            print("    target: %s within 2 points of the truth (%s: %.2f) "
+                  "and closer than exact compensated (%s: %.2f vs %.2f)%s"
+                  % (label, "met" if s <= 2 else "NOT met", s,
+                     "met" if s < c else "NOT met", s, c,
+                     "" if seconds >= 10 else
+                     "; a %.0f s run (the target is for 10 s or more)"
+                     % seconds))
+        r = res.get(own)
+        if s is not None and r is not None:
+            print("    of which: %s's attribution, against its run's own "
+                  "rounds, %.2f points (%s); those rounds against the truth "
+                  "%.2f points (what running sampled changed in the "
+                  "program, and the machine: the truth's own runs are up "
+                  "to %.2f apart)"
+                  % (label, r[0], "within 2" if r[0] <= 2 else
+                     "NOT within 2", r[1], res["spread"]))
 
 
 def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
@@ -479,11 +501,15 @@ def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
     args = ["--rounds", str(rounds)]
     plain = [rounds_truth(exe, env, script, args, tmp, "before")
              for _ in range((reps + 1) // 2)]
-    in_run = os.path.join(tmp, "in-run.json")
-    if os.path.exists(in_run):
-        os.unlink(in_run)
+    # each sampled run's own rounds, timed as it ran
+    in_runs = {k: os.path.join(tmp, "in-run-%d.json" % i) for i, k in
+               enumerate(("evalprof sampled", "evalprof thread"))}
+    for path in in_runs.values():
+        if os.path.exists(path):
+            os.unlink(path)
     runs = list(traced_runs(exe, build, env, tmp, script, args, modea,
-                            folded_opts, ["--truth-out", in_run]))
+                            folded_opts,
+                            lambda kind: ["--truth-out", in_runs[kind]]))
     plain += [rounds_truth(exe, env, script, args, tmp, "after")
               for _ in range(max(1, reps // 2))]
     shares = [truth_shares(c, names) for c in plain]
@@ -504,8 +530,9 @@ def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
         got, note = figure(kind, b, pairs)
         res[kind] = shares_rows(kind, got, total, truth, marker, rounds,
                                 note)
-        if kind == "evalprof sampled" and res[kind] is not None:
-            res["in-run"] = in_run_rows(in_run, got, total, truth, names, b)
+        if kind in in_runs and res[kind] is not None:
+            res["in-run" if kind == "evalprof sampled" else "in-run thread"] \
+                = in_run_rows(in_runs[kind], got, total, truth, names, b)
     res["spread"] = spread
     print("    %-20s not measured: it times functions, not %s"
           % ("cProfile", what))
@@ -557,8 +584,8 @@ def in_run_rows(path, got, total, truth, names, b):
     pct = [abs(got[n] / c["rounds"] - mk[n]) / mk[n] * 100
            for n in names if mk[n] > 0] or [0.0]
     print("    %-20s %6.2f %6.2f   %7.1f%% %7.1f%%  %s  (the sampled run's "
-          "own rounds, each loop timed as it ran; the figures are evalprof "
-          "sampled's error against them; of whole loops %.2f: %s)"
+          "own rounds, each loop timed as it ran; the figures are the row "
+          "above's error against them; of whole loops %.2f: %s)"
           % ("in-run truth", err, statistics.mean(pts), max(pct),
              statistics.mean(pct),
              ", ".join("%s %.1f%%" % (n, own[n] * 100) for n in own),
@@ -642,7 +669,8 @@ def phases(tag, exe, build, env, tmp, reps, seconds, modea):
                "C call": differential_of(b, *pairs["C call"],
                                          c_call_pick(kind, modea))}
         note = ""
-        if kind == "evalprof sampled" and modea and got["exception"] > 0:
+        if kind in ("evalprof sampled", "evalprof thread") and modea and \
+                got["exception"] > 0:
             ph = differential_of(b, *pairs["exception"],
                                  lambda k: "[loop error]" in k
                                  or "[loop exception]" in k)

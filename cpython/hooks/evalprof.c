@@ -23,7 +23,9 @@
  *                                        sample the threads' stacks and
  *                                        states instead of recording
  *                                        events (EVALPROF_SAMPLE_RATE,
- *                                        EVALPROF_SAMPLE_CLOCK, and
+ *                                        EVALPROF_SAMPLE_CLOCK,
+ *                                        EVALPROF_SAMPLE_TIMER=thread for
+ *                                        the sampler thread, and
  *                                        EVALPROF_COUNTS=1 for exact
  *                                        instruction counts)
  *
@@ -385,6 +387,13 @@ static struct {
      * walking. */
     int walks_off;
     int walking;
+    /* The CPU clock's sampler thread (EVALPROF_SAMPLE_TIMER=thread): the
+     * thread whose frames it reads now.  A thread that stops running
+     * from its thread state (clears it, or exits) first clears its
+     * tstate, then waits while it is the one read (evp_peek_wait); the
+     * sampler thread sets this before it loads that tstate, both
+     * sequentially consistent, so that one sees the other. */
+    struct _evp_sample_tls *peeking;
     /* EVALPROF_TEST_WALK_DELAY_US (tests): a walk on a thread other than
      * the main one first spins this long, which widens the window in
      * which finalization may clear its thread state */
@@ -609,6 +618,8 @@ static pid_t evp_self_pid;
 static int evp_guard_installed; /* evalprof's handler put in front */
 static int evp_guard_lost;      /* found replaced: process_vm_readv */
 static uint64_t evp_walk_faults;
+static uint64_t evp_walk_races; /* the sampler thread's: chains moved */
+static int evp_peeked;          /* the sampler thread walked (atomic) */
 
 static int
 evp_safe_read(void *dst, const void *src, size_t n)
@@ -638,6 +649,33 @@ evp_guard_usable(unsigned *checks)
     return 1;
 }
 
+/* The sampler thread's walk reads frames that their thread may pop and
+ * free meanwhile, even those below the top: it walks only under the
+ * guard, checked each time. */
+static int
+evp_guard_usable_peek(void)
+{
+    if (!evp_guard_installed ||
+        __atomic_load_n(&evp_guard_lost, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    if (!evp_rec_fault_guard_ours()) {
+        __atomic_store_n(&evp_guard_lost, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return 1;
+}
+
+/* The calling thread cleared its tstate: wait until the sampler thread
+ * no longer reads it (a walk takes microseconds). */
+static void
+evp_peek_wait(struct _evp_sample_tls *s)
+{
+    while (__atomic_load_n(&evs.peeking, __ATOMIC_SEQ_CST) == s) {
+        sched_yield();
+    }
+}
+
 /* Put the earlier handlers back where evalprof's is still in front, and
  * say in the trace how the walks read. */
 static void
@@ -646,20 +684,32 @@ evp_guard_finish(void)
     if (!evp_guard_installed) {
         evp_rec_meta("sample.fault_guard",
                      "none (sigaction refused): every read process_vm_readv");
-        return;
     }
-    int lost = __atomic_load_n(&evp_guard_lost, __ATOMIC_RELAXED);
-    lost |= !evp_rec_fault_guard_remove();
-    evp_guard_installed = 0;
-    evp_rec_meta("sample.fault_guard",
-                 lost ? "replaced by the program's handler: plain reads "
-                        "until a thread saw it, then process_vm_readv"
-                      : "SIGSEGV and SIGBUS: plain reads");
+    else {
+        int lost = __atomic_load_n(&evp_guard_lost, __ATOMIC_RELAXED);
+        lost |= !evp_rec_fault_guard_remove();
+        evp_guard_installed = 0;
+        int peeked = __atomic_load_n(&evp_peeked, __ATOMIC_RELAXED);
+        evp_rec_meta("sample.fault_guard",
+                     !lost ? "SIGSEGV and SIGBUS: plain reads"
+                     : peeked
+                         ? "replaced by the program's handler: plain reads "
+                           "until the sampler thread saw it, then each "
+                           "thread signalled to sample itself, with "
+                           "process_vm_readv"
+                         : "replaced by the program's handler: plain reads "
+                           "until a thread saw it, then process_vm_readv");
+    }
     uint64_t faults = __atomic_load_n(&evp_walk_faults, __ATOMIC_RELAXED);
+    char n[32];
     if (faults) {
-        char n[32];
         snprintf(n, sizeof n, "%llu", (unsigned long long)faults);
         evp_rec_meta("sample.walk_faults", n);
+    }
+    uint64_t races = __atomic_load_n(&evp_walk_races, __ATOMIC_RELAXED);
+    if (races) {
+        snprintf(n, sizeof n, "%llu", (unsigned long long)races);
+        evp_rec_meta("sample.walk_races", n);
     }
 }
 
@@ -898,7 +948,11 @@ evp_unit_op1(const PyCodeObject *co, uint32_t unit1)
 }
 
 /*
- * The sampler's callback, in its signal handler on the sampled thread.
+ * One sample of the thread whose sampling state is S: by the sampler's
+ * callback, in its signal handler on that thread (UCONTEXT its
+ * interrupted registers), or (PEEK) by the CPU clock's sampler thread,
+ * from outside it while it runs on.
+ *
  * The phase is the state word's, unless it is one that ends at the next
  * instruction (_PyEvalprof_SAMPLE_UNTIL) and the thread's top frame has
  * moved on since (its instruction pointer is no longer the one stored
@@ -906,35 +960,64 @@ evp_unit_op1(const PyCodeObject *co, uint32_t unit1)
  * is the leaf frame's, read at its instruction pointer, or, while the
  * leaf has not started its first instruction (its set-up), that of the
  * frame calling it, as a stock interpreter's sampler names it.
+ *
+ * From the sampler thread, the frames may be pushed and popped during
+ * the walk: it reads only under the fault guard, and walks again (up to
+ * three times, then drops the sample: sample.walk_races) when the top
+ * frame or its code was not the same at the end as at the start.  A
+ * walk that crossed a push and a pop back to the same frame is kept:
+ * each frame it names was that thread's at the moment it was read.  It
+ * has no registers: EVP_SAMPLE_NO_PC, and neither in-eval nor C call.
+ * Returns 1 (no walk, no sample) when the sampler thread may not walk:
+ * the guard is not evalprof's any more; else 0.
  */
 /* GCC warns that the walk's locals may be clobbered by the fault guard's
  * jump (EVP_LONGJMP): none of them is read on that path, which drops the
  * sample. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wclobbered"
-static void
-evp_on_sample(void *ucontext, uint32_t weight)
+static int
+evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
+                uint32_t weight, int peek)
 {
-    struct _evp_sample_tls *s = &_PyEvalprof_Sample;
     unsigned phase1 = s->state.byte[2];
     const void *until = s->until;
-    PyThreadState *ts = s->tstate;
+    PyThreadState *ts;
     struct evp_walker *w = s->walker;
     uint32_t flags = 0, unit1 = 0, none[1];
     unsigned depth = 0, op1 = 0;
     int moved = 0;
-    if (evp_in_eval(ucontext)) {
-        flags |= EVP_SAMPLE_IN_EVAL;
+    if (peek) {
+        flags |= EVP_SAMPLE_NO_PC;
+        __atomic_store_n(&evs.peeking, s, __ATOMIC_SEQ_CST);
+        ts = __atomic_load_n(&s->tstate, __ATOMIC_SEQ_CST);
+    }
+    else {
+        ts = s->tstate;
+        if (evp_in_eval(ucontext)) {
+            flags |= EVP_SAMPLE_IN_EVAL;
+        }
     }
     if (ts != NULL && w != NULL && evp_walk_begin()) {
         evp_jmp_buf jb;
-        if (evp_guard_usable(&w->guard_checks)) {
+        int guarded = peek ? evp_guard_usable_peek()
+                           : evp_guard_usable(&w->guard_checks);
+        if (peek && !guarded) {
+            /* no walk from outside: the thread samples itself */
+            evp_walk_end();
+            __atomic_store_n(&evs.peeking, NULL, __ATOMIC_SEQ_CST);
+            return 1;
+        }
+        if (guarded) {
             if (EVP_SETJMP(jb) != 0) {
                 /* a read faulted (the recorder's guard): no sample */
                 evp_rec_fault_guard_arm(NULL);
                 __atomic_fetch_add(&evp_walk_faults, 1, __ATOMIC_RELAXED);
                 evp_walk_end();
-                return;
+                if (peek) {
+                    __atomic_store_n(&evs.peeking, NULL, __ATOMIC_SEQ_CST);
+                }
+                return 0;
             }
             evp_rec_fault_guard_arm(&jb);
         }
@@ -946,60 +1029,106 @@ evp_on_sample(void *ucontext, uint32_t weight)
                 __asm__ volatile("" : : "r"(c)); /* the read is made */
             }
         }
-        evp_walk_delay();
-        if (!evp_holds_gil(ts)) {
-            flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
+        if (!peek) {
+            evp_walk_delay();
         }
-        int held = s->held;
-        const _PyInterpreterFrame *next =
-            held ? (const _PyInterpreterFrame *)s->held_top
-                 : evp_top_frame(ts);
-        _PyInterpreterFrame buf;
-        int reads = 0;
-        for (int hops = 0; next != NULL; hops++) {
-            const _PyInterpreterFrame *f =
-                evp_checked_frame(ts, w, next, &buf, &reads);
-            if (f == NULL || hops > 4 * (int)EVP_SAMPLE_MAX_DEPTH) {
-                flags |= EVP_SAMPLE_TRUNCATED; /* a link not (yet) valid */
+        for (int attempt = 0;; attempt++) {
+            if (attempt > 0) {
+                phase1 = s->state.byte[2];
+                until = s->until;
+                flags &= EVP_SAMPLE_NO_PC | EVP_SAMPLE_IN_EVAL;
+                depth = op1 = 0;
+                unit1 = 0;
+                moved = 0;
+            }
+            if (!evp_holds_gil(ts)) {
+                flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
+            }
+            int held = s->held;
+            const _PyInterpreterFrame *top =
+                held ? (const _PyInterpreterFrame *)s->held_top
+                     : evp_top_frame(ts);
+            const _PyInterpreterFrame *next = top;
+            const PyCodeObject *leaf_code = NULL;
+            _PyInterpreterFrame buf;
+            int reads = 0;
+            for (int hops = 0; next != NULL; hops++) {
+                const _PyInterpreterFrame *f =
+                    evp_checked_frame(ts, w, next, &buf, &reads);
+                if (f == NULL || hops > 4 * (int)EVP_SAMPLE_MAX_DEPTH) {
+                    flags |= EVP_SAMPLE_TRUNCATED; /* a link not (yet) valid */
+                    break;
+                }
+                if (hops == 0) {
+                    leaf_code = evp_frame_code(f);
+                    if (!held && phase1 >= 1 &&
+                        _PyEvalprof_SAMPLE_UNTIL(phase1 - 1)) {
+                        moved = (const void *)evp_frame_ip(f) != until;
+                    }
+                }
+                next = f->previous;
+                const PyCodeObject *co = evp_frame_code(f);
+                PyTypeObject *type;
+                if (co == NULL) {
+                    continue;
+                }
+                if (depth == 0 || peek
+                        ? !evp_safe_read(&type, &((PyObject *)co)->ob_type,
+                                         sizeof type)
+                        : (type = Py_TYPE(co), 0)) {
+                    continue;
+                }
+                if (type != &PyCode_Type) {
+                    continue;
+                }
+                if (depth == evs.max_depth) {
+                    flags |= EVP_SAMPLE_TRUNCATED;
+                    break;
+                }
+                if (op1 == 0) {
+                    uint32_t u1 = evp_frame_unit1(f, co);
+                    unit1 = depth == 0 ? u1 : unit1;
+                    op1 = evp_unit_op1(co, u1);
+                }
+                w->keys[depth++] = evp_code_key(w, co);
+            }
+            if (!peek) {
                 break;
             }
-            if (hops == 0 && !held && phase1 >= 1 &&
-                _PyEvalprof_SAMPLE_UNTIL(phase1 - 1)) {
-                moved = (const void *)evp_frame_ip(f) != until;
+            /* the top frame of the start still running the same code,
+             * under the frames the thread has pushed since (calls made
+             * meanwhile leave the walk's frames as they were) */
+            const _PyInterpreterFrame *now =
+                s->held ? (const _PyInterpreterFrame *)s->held_top
+                        : evp_top_frame(ts);
+            for (int up = 0; now != top && now != NULL && up < 16; up++) {
+                now = evp_checked_frame(ts, w, now, &buf, &reads);
+                now = now != NULL ? now->previous : NULL;
             }
-            next = f->previous;
-            const PyCodeObject *co = evp_frame_code(f);
-            PyTypeObject *type;
-            if (co == NULL) {
-                continue;
-            }
-            if (depth == 0 ? !evp_safe_read(&type, &((PyObject *)co)->ob_type,
-                                            sizeof type)
-                           : (type = Py_TYPE(co), 0)) {
-                continue;
-            }
-            if (type != &PyCode_Type) {
-                continue;
-            }
-            if (depth == evs.max_depth) {
-                flags |= EVP_SAMPLE_TRUNCATED;
+            if (now == top &&
+                (top == NULL || evp_frame_code(top) == leaf_code)) {
                 break;
             }
-            if (op1 == 0) {
-                uint32_t u1 = evp_frame_unit1(f, co);
-                unit1 = depth == 0 ? u1 : unit1;
-                op1 = evp_unit_op1(co, u1);
+            if (attempt == 2) {
+                __atomic_fetch_add(&evp_walk_races, 1, __ATOMIC_RELAXED);
+                evp_rec_fault_guard_arm(NULL);
+                evp_walk_end();
+                __atomic_store_n(&evs.peeking, NULL, __ATOMIC_SEQ_CST);
+                return 0;
             }
-            w->keys[depth++] = evp_code_key(w, co);
         }
         evp_rec_fault_guard_arm(NULL);
         evp_walk_end();
     }
+    if (peek) {
+        __atomic_store_n(&evs.peeking, NULL, __ATOMIC_SEQ_CST);
+    }
     if (moved) {
         phase1 = EVP_EV_OP + 1;
     }
-    if (!(flags & EVP_SAMPLE_IN_EVAL) && phase1 == EVP_EV_OP + 1 && op1 >= 1 &&
-        op1 <= 256 && evp_calls[op1 - 1]) {
+    if (!(flags & (EVP_SAMPLE_IN_EVAL | EVP_SAMPLE_NO_PC)) &&
+        phase1 == EVP_EV_OP + 1 && op1 >= 1 && op1 <= 256 &&
+        evp_calls[op1 - 1]) {
         flags |= EVP_SAMPLE_C_CALL;
     }
     if (depth == 0) {
@@ -1007,8 +1136,27 @@ evp_on_sample(void *ucontext, uint32_t weight)
     }
     evp_rec_sample_put(evp_rec_now(), evp_sample_state(op1, phase1, flags),
                        unit1, weight, w != NULL ? w->keys : none, depth);
+    return 0;
 }
 #pragma GCC diagnostic pop
+
+/* The sampler's callback, in its signal handler on the sampled thread. */
+static void
+evp_on_sample(void *ucontext, uint32_t weight)
+{
+    (void)evp_take_sample(&_PyEvalprof_Sample, ucontext, weight, 0);
+}
+
+/* The CPU clock's sampler thread's callback: COOKIE is the sampled
+ * thread's _PyEvalprof_Sample (evp_rec_sample_thread_peek); 1 when the
+ * fault guard is no longer evalprof's: the thread is signalled to sample
+ * itself. */
+static int
+evp_on_peek(void *cookie, uint32_t weight)
+{
+    __atomic_store_n(&evp_peeked, 1, __ATOMIC_RELAXED);
+    return evp_take_sample(cookie, NULL, weight, 1);
+}
 
 /* Fold W's counts into the ended threads' and take it off the list
  * (evs.lock held). */
@@ -1040,7 +1188,8 @@ evp_sample_thread_end(void)
     struct evp_walker *w = s->walker;
     /* The handler runs on this thread: once these are cleared, no sample
      * walks with them. */
-    s->tstate = NULL;
+    __atomic_store_n(&s->tstate, NULL, __ATOMIC_SEQ_CST);
+    evp_peek_wait(s);
     s->walker = NULL;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     s->started = 0;
@@ -1112,6 +1261,7 @@ _PyEvalprof_SampleThread(PyThreadState *tstate)
         size_t size;
         const void *gil = evp_gil_lock(tstate, &size);
         evp_rec_sample_thread_gil(gil, size);
+        evp_rec_sample_thread_peek(s);
     }
 }
 
@@ -1126,7 +1276,8 @@ _PyEvalprof_ThreadClear(PyThreadState *tstate)
      * subinterpreter's, the main one's again) until it exits
      * (evp_walker_exit): the recorder gives a thread one stream. */
     if (_PyEvalprof_Sample.tstate == tstate) {
-        _PyEvalprof_Sample.tstate = NULL;
+        __atomic_store_n(&_PyEvalprof_Sample.tstate, NULL, __ATOMIC_SEQ_CST);
+        evp_peek_wait(&_PyEvalprof_Sample);
     }
     else if (tstate->thread_id != 0 &&
              tstate->thread_id != PyThread_get_thread_ident()) {
@@ -1264,7 +1415,22 @@ evp_sample_config(struct evp_rec_sample_config *cfg)
         }
         cfg->cpu_clock = 0;
     }
+    /* the sampler (the recorder reads the variable; src/recorder/sample.c) */
+    const char *timer = getenv("EVALPROF_SAMPLE_TIMER");
+    if (timer != NULL && *timer != '\0' && strcmp(timer, "rt") != 0 &&
+        strcmp(timer, "posix") != 0 && strcmp(timer, "thread") != 0) {
+        evp_say("EVALPROF_SAMPLE_TIMER: unknown sampler '%s' (thread, rt or "
+                "posix); tracing is off",
+                timer);
+        return -1;
+    }
+    if (timer != NULL && strcmp(timer, "thread") == 0 && !cfg->cpu_clock) {
+        evp_say("EVALPROF_SAMPLE_TIMER=thread samples CPU time, not with "
+                "EVALPROF_SAMPLE_CLOCK=wall; tracing is off");
+        return -1;
+    }
     cfg->on_sample = evp_on_sample;
+    cfg->on_peek = evp_on_peek;
     cfg->tells_blocked = 1;
     cfg->on_fork_child = evp_sample_forget_keys;
     return 0;

@@ -237,6 +237,19 @@ struct evp_rec_sample_config {
      * parent's were given, so a per-thread cache of keys is emptied
      * here, where no sample can yet use it. */
     void (*on_fork_child)(void);
+    /* NULL, or the CPU clock's sampler thread (EVALPROF_SAMPLE_TIMER=
+     * thread): called on the recorder's sampler thread, which interrupts
+     * no thread, with the COOKIE a sampled thread registered
+     * (evp_rec_sample_thread_peek) and the periods of CPU time it used
+     * since its last sample; reads that thread's frames from outside it
+     * (racily: under the fault guard, checked after the walk) and stores
+     * through evp_rec_sample_func and evp_rec_sample_put, which then
+     * write that thread's ring.  No registers are read: its samples carry
+     * EVP_SAMPLE_NO_PC.  Returns 0, or 1 when it cannot read that thread
+     * from outside now (its walk would not be safe): the thread is then
+     * sent the signal, and on_sample takes the sample, in its handler,
+     * with these periods (sample.peek_signals counts them). */
+    int (*on_peek)(void *cookie, uint32_t weight);
 };
 
 /*
@@ -271,6 +284,14 @@ void evp_rec_sample_thread_stop(void);
  * when it is not sampled.
  */
 int evp_rec_sample_thread_gil(const void *lock, size_t size);
+
+/*
+ * The calling thread (sampled): with the sampler thread of the CPU clock
+ * (cfg->on_peek), it is sampled through on_peek(COOKIE, weight) from
+ * then on (NULL: no longer; its periods are counted unsampled).  Returns
+ * 0, or -ENOTCONN when it is not sampled.
+ */
+int evp_rec_sample_thread_peek(void *cookie);
 
 /*
  * In the handler (async-signal-safe: no lock, no allocation, no system

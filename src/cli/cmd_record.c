@@ -3,7 +3,7 @@
  *
  *   evalprof record [-o FILE] [--no-ops] [--lines] [--main-thread-only]
  *                   [--sample [--rate HZ] [--clock cpu|wall]
- *                    [--max-depth N]]
+ *                    [--sampler signal|thread] [--max-depth N]]
  *                   [--no-follow-fork] [--no-calibrate] [-q]
  *                   [--buffers N] [--buffer-size SIZE]
  *                   [--on-overflow wait|drop] [--max-size SIZE]
@@ -20,8 +20,9 @@
  *     (and EVALPROF_EVENTS=no-op for --no-ops, EVALPROF_QUIET=1 for -q,
  *     EVALPROF_LINES=1 for --lines, EVALPROF_FORK=follow unless
  *     --no-follow-fork; EVALPROF_MODE=sample for --sample, with
- *     EVALPROF_SAMPLE_RATE, EVALPROF_SAMPLE_CLOCK and
- *     EVALPROF_SAMPLE_MAX_DEPTH for its options);
+ *     EVALPROF_SAMPLE_RATE, EVALPROF_SAMPLE_CLOCK,
+ *     EVALPROF_SAMPLE_TIMER=thread and EVALPROF_SAMPLE_MAX_DEPTH for its
+ *     options);
  *   - a stock CPython 3.11, 3.12 or 3.13 (mode B) runs it through the
  *     evalprof package beside this binary (build/python in the build
  *     tree, PREFIX/lib/python3.X/site-packages installed), loaded by
@@ -459,12 +460,13 @@ int cmd_record(int argc, char **argv)
         {"rate", required_argument, NULL, 'r'},
         {"clock", required_argument, NULL, 'c'},
         {"max-depth", required_argument, NULL, 'd'},
+        {"sampler", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *out = "evalprof.evp";
     int no_ops = 0, lines = 0, main_only = 0, no_fork = 0, no_calib = 0;
     int quiet = 0, sample = 0, c;
-    const char *rate = NULL, *clock = NULL, *depth = NULL;
+    const char *rate = NULL, *clock = NULL, *depth = NULL, *sampler = NULL;
     optind = 1;
     /* '+': options end at PYTHON even without "--". */
     while ((c = getopt_long(argc, argv, "+o:qh", longopts, NULL)) != -1) {
@@ -540,6 +542,16 @@ int cmd_record(int argc, char **argv)
             }
             clock = optarg;
             break;
+        case 'T': /* --sampler signal|thread */
+            if (strcmp(optarg, "signal") != 0 &&
+                strcmp(optarg, "thread") != 0) {
+                evp_cli_error("record: --sampler %s: expected signal or "
+                              "thread",
+                              optarg);
+                return 2;
+            }
+            sampler = optarg;
+            break;
         case 'h':
             return evp_cli_help("record");
         default:
@@ -552,10 +564,17 @@ int cmd_record(int argc, char **argv)
         evp_cli_error("record: no interpreter given (-- PYTHON script.py)");
         return 2;
     }
-    if (!sample && (rate || clock || depth)) {
-        evp_cli_error("record: --%s needs --sample", rate    ? "rate"
-                                                     : clock ? "clock"
-                                                             : "max-depth");
+    if (!sample && (rate || clock || depth || sampler)) {
+        evp_cli_error("record: --%s needs --sample", rate      ? "rate"
+                                                     : clock   ? "clock"
+                                                     : sampler ? "sampler"
+                                                               : "max-depth");
+        return 2;
+    }
+    int peek = sampler && strcmp(sampler, "thread") == 0;
+    if (peek && clock && strcmp(clock, "wall") == 0) {
+        evp_cli_error("record: --sampler thread samples CPU time, not "
+                      "with --clock wall");
         return 2;
     }
     const char *python = argv[optind];
@@ -589,7 +608,9 @@ int cmd_record(int argc, char **argv)
             (sample && setenv("EVALPROF_MODE", "sample", 1) < 0) ||
             (rate && setenv("EVALPROF_SAMPLE_RATE", rate, 1) < 0) ||
             (clock && setenv("EVALPROF_SAMPLE_CLOCK", clock, 1) < 0) ||
-            (depth && setenv("EVALPROF_SAMPLE_MAX_DEPTH", depth, 1) < 0)) {
+            (depth && setenv("EVALPROF_SAMPLE_MAX_DEPTH", depth, 1) < 0) ||
+            (peek && setenv("EVALPROF_SAMPLE_TIMER", "thread", 1) < 0) ||
+            (sampler && !peek && unsetenv("EVALPROF_SAMPLE_TIMER") < 0)) {
             evp_cli_error("record: setenv: %s", strerror(errno));
             return 1;
         }
@@ -612,6 +633,14 @@ int cmd_record(int argc, char **argv)
                       python, strcmp(p.impl, "cpython") ? p.impl : "Python",
                       p.major, p.minor, p.micro,
                       p.free_threaded ? " (free-threaded)" : "");
+        return 2;
+    }
+    if (peek) {
+        evp_cli_error("record: --sampler thread needs an evalprof-"
+                      "instrumented interpreter (its state word and "
+                      "frames are read from outside the thread); %s is a "
+                      "stock one: leave --sampler out",
+                      python);
         return 2;
     }
     struct py_cmdline cmd;

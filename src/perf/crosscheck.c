@@ -265,7 +265,10 @@ static int xc_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
     uint64_t w = (uint64_t)((double)s->weight * b->period_ns);
     x->ns[cat] += w;
     x->total += w;
-    x->leaf_total += w;
+    if (s->state & EVP_SAMPLE_NO_PC)
+        x->leaf_nopc += w; /* the sampler thread's: where is not known */
+    else
+        x->leaf_total += w;
     if (s->state & EVP_SAMPLE_IN_EVAL) {
         x->leaf_ns += w;
         x->leaf_known = 1;
@@ -461,7 +464,11 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
                         evp_perf_count(a, sizeof a, p->sampler_noleaf));
             fputs(")\n", out);
         }
-    } else if (x->sampled && !x->leaf_known)
+    } else if (x->sampled && x->leaf_nopc && !x->leaf_total)
+        fprintf(out, "\n  leaf in the eval function: the trace cannot tell "
+                     "(its samples were read by the sampler thread, which "
+                     "interrupts no thread and reads no program counter)\n");
+    else if (x->sampled && !x->leaf_known)
         fprintf(out, "\n  leaf in the eval function: the trace cannot tell "
                      "(its producer found no code of the eval function)\n");
     fprintf(out, "\n  perf: %s samples in the trace's window",

@@ -34,6 +34,7 @@ struct evp_xc_trace {
      * function's own code (EVP_SAMPLE_IN_EVAL), of leaf_total; leaf_known
      * when the producer could tell (it found the function's code). */
     uint64_t leaf_ns, leaf_total;
+    uint64_t leaf_nopc; /* samples with no program counter (EVP_SAMPLE_NO_PC) */
     int leaf_known;
 };
 

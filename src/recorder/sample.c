@@ -79,6 +79,16 @@
  * signal could make into a dropped sample.  It is paused around a fork, as the
  * writer is (CPython 3.12+ counts threads).
  *
+ * The CPU clock's sampler thread (EVALPROF_SAMPLE_TIMER=thread, and a
+ * producer with on_peek).  No timer and no signal: the same thread of the
+ * recorder ticks at the rate, owes each thread the periods of CPU time
+ * it used (its CPU clock), and a thread that owes one or more and is
+ * running is sampled by the producer's on_peek on the sampler thread,
+ * which reads that thread's frames from outside it and stores into its
+ * ring (enter() finds the ring through peek_tls there): the ring's one
+ * producer is then the sampler thread, under G.mu.  A producer that
+ * cannot read the thread safely now has it signalled instead (tick_peek).
+ *
  * The handler calls the producer's on_sample, which walks the thread's
  * frames and stores through evp_rec_sample_func and evp_rec_sample_put.
  * Those are async-signal-safe: no lock, no allocation, no system call;
@@ -394,7 +404,8 @@ struct sthread {
     /* (ticker) periods sampled on its behalf past its CPU budget since
      * the handler's sample at CPU ns stale_at */
     uint64_t stale_periods, stale_at;
-    int producer; /* the ring is being written (atomic) */
+    int producer;      /* the ring is being written (atomic) */
+    void *peek_cookie; /* the CPU clock's sampler thread: on_peek's (atomic) */
     /* the handler's last sample, copied by evp_rec_sample_put */
     int last_ok; /* 0 after a key changed meaning (evp_rec_sample_func) */
     uint32_t last_state, last_unit1;
@@ -413,6 +424,9 @@ struct sthread {
 };
 
 static __thread struct sthread *sample_tls
+    __attribute__((tls_model("initial-exec")));
+/* The sampler thread, while on_peek samples a thread: that thread's */
+static __thread struct sthread *peek_tls
     __attribute__((tls_model("initial-exec")));
 
 /* A function of the sampled stacks, one per (name, file, first line). */
@@ -459,6 +473,10 @@ static struct {
     uint64_t throttled;    /* perf periods raised (perf_throttle) */
     uint64_t throttled_max_ns; /* the longest period raised to */
     int use_ticker;            /* wall clock through the sampler thread */
+    int use_peek;              /* CPU clock through it: on_peek, no signal */
+    uint64_t peeks;            /* on_peek's calls (ticker) */
+    uint64_t peek_signals;     /* ... that asked for the signal instead */
+    uint64_t sampler_cpu_ns;   /* the sampler thread's CPU, at its stop */
     /* EVALPROF_TEST_SAMPLE_NOP=1 (benchmarks and tests): a perf event's
      * signal is handled by returning at once, no sample, no clock read,
      * so that bench/cpython/sampled.py --nop measures what the signals
@@ -681,11 +699,14 @@ static void clock_stop(struct sthread *st)
  * pointer outlived its struct (stopped with the sampler, the struct then
  * reused by another thread) may touch it for a moment outside a handler.
  */
+static struct sthread *enter_peek(void);
+
 static inline struct sthread *enter(void)
 {
     struct sthread *st = sample_tls;
-    if (!st ||
-        __atomic_load_n(&st->owner, __ATOMIC_RELAXED) != (void *)&sample_tls)
+    if (!st)
+        return enter_peek();
+    if (__atomic_load_n(&st->owner, __ATOMIC_RELAXED) != (void *)&sample_tls)
         return NULL;
     __atomic_add_fetch(&st->busy, 1, __ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&G.stopping, __ATOMIC_SEQ_CST) &&
@@ -699,6 +720,17 @@ static inline struct sthread *enter(void)
 static inline void leave(struct sthread *st)
 {
     __atomic_sub_fetch(&st->busy, 1, __ATOMIC_RELEASE);
+}
+
+/* On the sampler thread, inside on_peek: the ring of the thread it
+ * samples (which the sampler thread alone writes: that thread has no
+ * timer, and its struct stays active while G.mu is held). */
+static __attribute__((noinline)) struct sthread *enter_peek(void)
+{
+    struct sthread *st = peek_tls;
+    if (st)
+        __atomic_add_fetch(&st->busy, 1, __ATOMIC_SEQ_CST);
+    return st;
 }
 
 /* The periods a perf task-clock signal stands for: the thread's CPU time
@@ -1342,7 +1374,16 @@ int evp_rec_sample_thread_start(const char *name)
         st->sent = st->done = 0;
         st->cpu_at_sample = 0;
         st->producer = 0;
-        /* the sampler thread signals it */
+        __atomic_store_n(&st->peek_cookie, NULL, __ATOMIC_RELAXED);
+        st->periods_told = 0;
+        st->cpu_base = 0;
+        if (G.use_peek) {
+            struct timespec now;
+            if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0)
+                st->cpu_base =
+                    (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+        }
+        /* the sampler thread signals it, or samples it (on_peek) */
     } else if (G.use_perf) {
         if ((st->perf_fd = perf_open(G.signo, G.period_ns, G.use_trap, st)) < 0)
             rc = -EPERM;
@@ -1435,6 +1476,15 @@ void evp_rec_sample_thread_stop(void)
         __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&G.mu);
+}
+
+int evp_rec_sample_thread_peek(void *cookie)
+{
+    struct sthread *st = sample_tls;
+    if (!st || st->owner != (void *)&sample_tls)
+        return -ENOTCONN;
+    __atomic_store_n(&st->peek_cookie, cookie, __ATOMIC_RELEASE);
+    return 0;
 }
 
 int evp_rec_sample_thread_gil(const void *lock, size_t size)
@@ -1551,6 +1601,8 @@ static uint32_t blocked_state(uint32_t last, int keep)
     return state | EVP_SAMPLE_NO_GIL;
 }
 
+static void send_tick(struct sthread *st);
+
 /* One tick for ST (G.mu held): owe it the periods since its last tick,
  * then sample it on its behalf or signal it. */
 static void tick_thread(struct sthread *st)
@@ -1614,6 +1666,14 @@ static void tick_thread(struct sthread *st)
             __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
         }
     }
+    send_tick(st);
+}
+
+/* Signal thread ST (no signal of the sampler thread's in flight to it,
+ * G.mu held): its handler takes the periods owed. */
+static void send_tick(struct sthread *st)
+{
+    uint64_t sent = st->sent;
     siginfo_t si;
     memset(&si, 0, sizeof si);
     si.si_signo = G.signo;
@@ -1642,9 +1702,77 @@ static void ticker_peek(struct sthread *st)
     __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * The CPU clock's sampler thread (EVALPROF_SAMPLE_TIMER=thread): thread
+ * ST is owed the periods of CPU time it used since its last sample
+ * (its CPU clock, read from here), and sampled through on_peek once it
+ * owes one or more and is running: a thread blocked in a call
+ * (/proc/self/task/TID/syscall) used no CPU since it blocked, and its
+ * owed periods wait for the next tick that finds it running, so that
+ * they go to what it ran.  Nothing interrupts it.  The weight is every
+ * period owed (those past the first counted as missed, as a signal's
+ * overruns are); a peek that stores no sample (a walk that faulted, or
+ * kept meeting a frame chain that changed under it) leaves them
+ * unsampled.  A producer that cannot read the thread from outside now
+ * (on_peek returns 1: its walk's fault guard was replaced) has the
+ * thread sample itself: it is sent the signal, as the wall clock's
+ * sampler thread sends it, and its handler takes every period owed;
+ * while that signal is in flight the ring is the handler's, and the
+ * periods the ticks find go to it.
+ */
+static void tick_peek(struct sthread *st)
+{
+    if (!st->ring.buf || !st->has_cpu_id)
+        return;
+    uint64_t cpu = clock_ns(st->cpu_id);
+    if (cpu == UINT64_MAX || cpu <= st->cpu_base)
+        return;
+    uint64_t periods = (cpu - st->cpu_base) / G.period_ns;
+    if (periods <= st->periods_told)
+        return;
+    long nr;
+    uintptr_t arg;
+    if (thread_blocked(st, &nr, &arg))
+        return;
+    uint64_t w = periods - st->periods_told;
+    st->periods_told = periods;
+    if (__atomic_load_n(&st->done, __ATOMIC_ACQUIRE) != st->sent) {
+        /* a signal in flight: its handler takes these too */
+        __atomic_add_fetch(&st->owed, w, __ATOMIC_ACQ_REL);
+        return;
+    }
+    uint32_t weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+    void *cookie = __atomic_load_n(&st->peek_cookie, __ATOMIC_ACQUIRE);
+    uint64_t puts = st->ring.puts;
+    int rc = 0;
+    if (cookie) {
+        G.peeks++;
+        __atomic_store_n(&peek_tls, st, __ATOMIC_RELAXED);
+        rc = G.cfg.on_peek(cookie, weight);
+        __atomic_store_n(&peek_tls, NULL, __ATOMIC_RELAXED);
+    }
+    if (rc == 1 && st->ring.puts == puts) {
+        G.peek_signals++;
+        __atomic_add_fetch(&st->owed, w, __ATOMIC_ACQ_REL);
+        send_tick(st);
+        return;
+    }
+    if (st->ring.puts == puts)
+        bump(&st->ring.unsampled, weight);
+    else if (weight > 1)
+        bump(&st->ring.missed, weight - 1u);
+}
+
 static void *ticker_main(void *arg)
 {
     (void)arg;
+    /* A fault of on_peek's walk reaches the fault guard (a synchronous
+     * fault while blocked would kill the process) */
+    sigset_t faults;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
     __atomic_store_n(&G.ticker_tid, evp_rec_gettid_(), __ATOMIC_RELAXED);
     pthread_mutex_lock(&G.mu);
     uint64_t ticks = G.ticks, t0 = evp_clock_mono_ns() - ticks * G.period_ns;
@@ -1667,6 +1795,8 @@ static void *ticker_main(void *arg)
                 st->gen == G.gen) {
                 if (G.nop == 3)
                     ticker_peek(st);
+                else if (G.use_peek)
+                    tick_peek(st);
                 else
                     tick_thread(st);
             }
@@ -1773,11 +1903,16 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.nop = 0;
     if (nop && nop[0] >= '1' && nop[0] <= '3' && nop[1] == '\0')
         G.nop = nop[0] - '0';
-    G.use_perf = c.cpu_clock && G.nop != 3 && perf_usable(c.signo, G.period_ns);
+    const char *timer = getenv("EVALPROF_SAMPLE_TIMER");
+    G.use_peek = c.cpu_clock && c.on_peek && G.nop != 3 && timer &&
+                 strcmp(timer, "thread") == 0;
+    G.use_perf = c.cpu_clock && G.nop != 3 && !G.use_peek &&
+                 perf_usable(c.signo, G.period_ns);
     G.use_trap = G.use_perf && trap_usable(G.period_ns);
     if (G.use_trap && trap_install() != 0)
         G.use_trap = 0;
-    G.use_ticker = G.nop == 3 || (!c.cpu_clock && wall_ticker_wanted());
+    G.use_ticker =
+        G.nop == 3 || G.use_peek || (!c.cpu_clock && wall_ticker_wanted());
     G.budget_ns =
         G.period_ns / 10 > BUDGET_MIN_NS ? G.period_ns / 10 : BUDGET_MIN_NS;
     G.pid = getpid();
@@ -1800,7 +1935,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
         G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
             G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
                 G.unsampled = G.signals = G.short_ticks = G.long_signals =
-                    G.nop_signals = 0;
+                    G.nop_signals = G.peeks = G.sampler_cpu_ns =
+                        G.peek_signals = 0;
     G.long_ticks = (uint64_t)(evp_rec_hz_() * HANDLER_LONG_NS / 1e9);
     G.gen++;
     __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
@@ -1825,21 +1961,24 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     snprintf(v, sizeof v, "%llu", (unsigned long long)G.period_ns);
     evp_rec_meta("sample.period_ns", v);
     signal_name(G.use_trap ? SIGTRAP : c.signo, v, sizeof v);
-    evp_rec_meta("sample.signal", v);
-    evp_rec_meta("sample.sampler",
-                 G.use_trap   ? "perf_event_open task-clock, sigtrap (SIGTRAP "
-                                "to the thread as task work)"
-                 : G.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
-                                "thread"
-                 : G.nop == 3 ? "sampler thread: each thread's CPU clock "
-                                "read, nothing sent (EVALPROF_TEST_SAMPLE_NOP)"
-                 : G.use_ticker
-                     ? "sampler thread: rt_tgsigqueueinfo to a thread "
-                       "running, or past its CPU budget and waiting for "
-                       "its GIL or blocked 50 ms, else a sample on its "
-                       "behalf (/proc/self/task/TID/syscall)"
-                     : "timer_create SIGEV_THREAD_ID");
-    if (G.use_ticker) {
+    evp_rec_meta("sample.signal", G.use_peek ? "none" : v);
+    evp_rec_meta(
+        "sample.sampler",
+        G.use_trap     ? "perf_event_open task-clock, sigtrap (SIGTRAP "
+                         "to the thread as task work)"
+        : G.use_perf   ? "perf_event_open task-clock, F_SETSIG to the "
+                         "thread"
+        : G.nop == 3   ? "sampler thread: each thread's CPU clock "
+                         "read, nothing sent (EVALPROF_TEST_SAMPLE_NOP)"
+        : G.use_peek   ? "sampler thread: each running thread's frames read "
+                         "from outside it, every period of its CPU time, no "
+                         "signal (EVALPROF_SAMPLE_TIMER=thread)"
+        : G.use_ticker ? "sampler thread: rt_tgsigqueueinfo to a thread "
+                         "running, or past its CPU budget and waiting for "
+                         "its GIL or blocked 50 ms, else a sample on its "
+                         "behalf (/proc/self/task/TID/syscall)"
+                       : "timer_create SIGEV_THREAD_ID");
+    if (G.use_ticker && !G.use_peek && G.nop != 3) {
         snprintf(v, sizeof v, "%llu", (unsigned long long)G.budget_ns);
         evp_rec_meta("sample.cpu_budget_ns", v);
     }
@@ -1866,6 +2005,12 @@ void evp_rec_sampler_stop(void)
     if (G.has_ticker) {
         /* No tick after this: it takes G.mu for each. */
         pthread_t th = G.ticker;
+        clockid_t cpu;
+        if (G.use_peek && pthread_getcpuclockid(th, &cpu) == 0) {
+            uint64_t ns = clock_ns(cpu);
+            if (ns != UINT64_MAX)
+                G.sampler_cpu_ns += ns;
+        }
         G.has_ticker = 0;
         __atomic_store_n(&G.ticker_stop, 1, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&G.mu);
@@ -2448,6 +2593,17 @@ void evp_rec_sample_collect_(int final)
             evp_rec_meta_locked_("sample.nop", G.nop == 3   ? "sampler thread"
                                                : G.nop == 2 ? "interrupts"
                                                             : "signals");
+        }
+        if (G.use_peek) {
+            snprintf(v, sizeof v, "%llu", (unsigned long long)G.peeks);
+            evp_rec_meta_locked_("sample.peeks", v);
+            snprintf(v, sizeof v, "%llu", (unsigned long long)G.sampler_cpu_ns);
+            evp_rec_meta_locked_("sample.sampler_cpu_ns", v);
+            if (G.peek_signals) {
+                snprintf(v, sizeof v, "%llu",
+                         (unsigned long long)G.peek_signals);
+                evp_rec_meta_locked_("sample.peek_signals", v);
+            }
         }
         if (G.trap_retaken) {
             snprintf(v, sizeof v, "%llu", (unsigned long long)G.trap_retaken);

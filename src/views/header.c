@@ -105,6 +105,10 @@ struct sampling_cost {
     uint64_t nop; /* sample.nop_signals: EVALPROF_TEST_SAMPLE_NOP's */
     int has_writer, has_nop;
     int nop_how; /* 2: NOP=2, no signal; 3: NOP=3, a sampler thread's reads */
+    /* the CPU clock's sampler thread (sample.peeks, sample.sampler_cpu_ns):
+     * its walks, and its CPU time */
+    uint64_t peeks, sampler_ns;
+    int has_peek;
     double stood;
 };
 
@@ -115,7 +119,13 @@ static int sampling_cost(struct evp_trace *const *t, size_t runs,
     c->has_writer = 1;
     for (size_t i = 0; i < runs; i++) {
         const struct evp_trace_info *in = evp_trace_info(t[i]);
-        uint64_t signals, ns, slow = 0, writer = 0, nop = 0;
+        uint64_t signals, ns, slow = 0, writer = 0, nop = 0, peeks, cpu;
+        if (meta_count(t[i], "sample.peeks", &peeks) &&
+            meta_count(t[i], "sample.sampler_cpu_ns", &cpu)) {
+            c->has_peek = 1;
+            c->peeks += peeks;
+            c->sampler_ns += cpu;
+        }
         if (!meta_count(t[i], "sample.signals", &signals) ||
             !meta_count(t[i], "sample.handler_ns", &ns))
             return 0;
@@ -142,7 +152,27 @@ static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
                                char *buf, size_t len)
 {
     char a[32];
-    size_t n = (size_t)snprintf(
+    size_t n;
+    if (c->has_peek) {
+        n = (size_t)snprintf(
+            buf, len,
+            "none in the figures; measured: evalprof's sampler thread, "
+            "beside the program, %.1f ms of CPU for %s walks (%.1f µs each), "
+            "interrupting no thread",
+            (double)c->sampler_ns / 1e6, evp_num_group(a, sizeof a, c->peeks),
+            c->peeks ? (double)c->sampler_ns / 1e3 / (double)c->peeks : 0.0);
+        if (c->has_writer && n < len)
+            n += (size_t)snprintf(buf + n, len - n,
+                                  "; evalprof's writer thread %.1f ms of CPU",
+                                  (double)c->writer / 1e6);
+        if (n < len)
+            snprintf(buf + n, len - n,
+                     "; not measured: what its reads of a thread's frames "
+                     "cost that thread (README, Sampled mode)%s",
+                     runs > 1 ? " (summed over the runs)" : "");
+        return;
+    }
+    n = (size_t)snprintf(
         buf, len,
         "none in the figures; measured: evalprof's signal handlers %.1f ms "
         "in %s signals (%.1f µs each",

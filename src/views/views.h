@@ -506,6 +506,7 @@ enum evp_sample_cat {
     EVP_SCAT_NO_GIL,
     EVP_SCAT_OTHER,
     EVP_SCAT_NO_FRAME,
+    EVP_SCAT_NO_PC, /* GIL held, where in machine code not read */
     EVP_SCAT__COUNT
 };
 int evp_sample_cat(uint32_t state, uint32_t stack);

@@ -36,7 +36,7 @@ for section in functions opcodes phases; do
         { echo "FAIL: $section: no truth of the rounds in the heading"; fail=1; }
     echo "$body" | grep -qE "^    in-run truth +$num +$num +$num% +$num% +[A-Za-z_ ]+ [0-9.-]+%, .*; of whole loops $num: " ||
         { echo "FAIL: $section: no in-run truth row"; fail=1; }
-    echo "$body" | grep -qE "^    of which: the sampler's attribution, against the sampled run's own rounds, $num points .* those rounds against the truth $num points .* up to $num apart\)" ||
+    echo "$body" | grep -qE "^    of which: sampled's attribution, against its run's own rounds, $num points .* those rounds against the truth $num points .* up to $num apart\)" ||
         { echo "FAIL: $section: no line of which"; fail=1; }
 done
 # the shares each row names

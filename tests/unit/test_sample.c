@@ -916,6 +916,164 @@ static void test_unsampled_periods(void **state)
     sc_free(&t);
 }
 
+/* The CPU clock's sampler thread (EVALPROF_SAMPLE_TIMER=thread): the
+ * producer's on_peek runs on the recorder's thread, never on the sampled
+ * one, with the cookie that thread registered, and stores into that
+ * thread's ring (a function and its samples); no signal reaches
+ * on_sample; every period of the thread's CPU time is in a weight or
+ * unsampled, and a thread asleep is owed none. */
+static struct {
+    int cookie;            /* its address is the sampled thread's cookie */
+    pid_t sampled_tid;     /* the sampled thread */
+    unsigned calls, wrong; /* on_peek's calls; those on the wrong thread or
+                             with the wrong cookie */
+    unsigned signals;      /* on_sample's calls (none expected) */
+} peek;
+
+static int on_peek_put(void *cookie, uint32_t weight)
+{
+    unsigned n = __atomic_add_fetch(&peek.calls, 1, __ATOMIC_RELAXED);
+    if (cookie != &peek.cookie ||
+        (pid_t)syscall(SYS_gettid) == peek.sampled_tid)
+        __atomic_add_fetch(&peek.wrong, 1, __ATOMIC_RELAXED);
+    if (n == 1)
+        evp_rec_sample_func(1, "peeked", 6, "", 0, 1, NULL, 0, 0);
+    uint32_t k = 1;
+    evp_rec_sample_put(evp_rec_now(), EVP_SAMPLE_NO_PC, 0, weight, &k, 1);
+    return 0;
+}
+
+static void on_sample_signal(void *uc, uint32_t weight)
+{
+    (void)uc;
+    (void)weight;
+    __atomic_add_fetch(&peek.signals, 1, __ATOMIC_RELAXED);
+}
+
+/* A producer that cannot read the thread from outside (its guard
+ * replaced): every peek asks for the signal, and the thread's handler
+ * samples it, on the thread itself, with the periods owed. */
+static int on_peek_refuse(void *cookie, uint32_t weight)
+{
+    (void)cookie;
+    (void)weight;
+    __atomic_add_fetch(&peek.calls, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+static void on_sample_self(void *uc, uint32_t weight)
+{
+    if ((pid_t)syscall(SYS_gettid) != peek.sampled_tid)
+        __atomic_add_fetch(&peek.wrong, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&peek.signals, 1, __ATOMIC_RELAXED);
+    on_sample_put(uc, weight);
+}
+
+static void test_peek_signal_fallback(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("peek-signal.evp", path, sizeof path);
+    memset(&peek, 0, sizeof peek);
+    peek.sampled_tid = (pid_t)syscall(SYS_gettid);
+    setenv("EVALPROF_SAMPLE_TIMER", "thread", 1);
+    struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                       .cpu_clock = 1,
+                                       .on_sample = on_sample_self,
+                                       .on_peek = on_peek_refuse};
+    int rc = evp_rec_sampler_start(&sc);
+    unsetenv("EVALPROF_SAMPLE_TIMER");
+    assert_int_equal(rc, 0);
+    assert_int_equal(evp_rec_sample_thread_start("signalled"), 0);
+    assert_int_equal(evp_rec_sample_thread_peek(&peek.cookie), 0);
+    assert_int_equal(evp_rec_sample_func(1, "s", 1, "", 0, 1, NULL, 0, 0), 0);
+    spin_cpu(100000000u);
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    assert_int_equal(peek.wrong, 0);
+    assert_true(peek.signals >= 20);
+    struct sc_trace t;
+    read_samples(path, &t);
+    uint64_t weight = 0;
+    for (size_t i = 0; i < t.nsamples; i++)
+        weight += t.samples[i].s.weight;
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    const char *ps = evp_trace_meta(tr, "sample.peek_signals");
+    assert_non_null(ps);
+    assert_true(strtoull(ps, NULL, 10) >= 20);
+    assert_int_equal(t.nsamples, peek.signals);
+    /* every period of the 100 ms spun, through the signals */
+    assert_true(weight >= 90 && weight <= 110);
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
+static void test_peek_sampler(void **state)
+{
+    (void)state;
+    char path[128];
+    open_session("peek.evp", path, sizeof path);
+    memset(&peek, 0, sizeof peek);
+    peek.sampled_tid = (pid_t)syscall(SYS_gettid);
+    setenv("EVALPROF_SAMPLE_TIMER", "thread", 1);
+    struct evp_rec_sample_config sc = {.rate_hz = 1000,
+                                       .cpu_clock = 1,
+                                       .on_sample = on_sample_signal,
+                                       .on_peek = on_peek_put};
+    int rc = evp_rec_sampler_start(&sc);
+    unsetenv("EVALPROF_SAMPLE_TIMER");
+    assert_int_equal(rc, 0);
+    assert_int_equal(evp_rec_sample_thread_peek(&peek.cookie), -ENOTCONN);
+    assert_int_equal(evp_rec_sample_thread_start("peeked"), 0);
+    assert_int_equal(evp_rec_sample_thread_peek(&peek.cookie), 0);
+    spin_cpu(100000000u);
+    struct timespec nap = {0, 50000000}, rem;
+    unsigned before = __atomic_load_n(&peek.calls, __ATOMIC_RELAXED);
+    while (nanosleep(&nap, &rem) < 0)
+        nap = rem;
+    /* (one may have begun before the sleep) */
+    unsigned asleep = __atomic_load_n(&peek.calls, __ATOMIC_RELAXED) - before;
+    /* without a cookie: walked by nobody, the periods unsampled */
+    assert_int_equal(evp_rec_sample_thread_peek(NULL), 0);
+    before = __atomic_load_n(&peek.calls, __ATOMIC_RELAXED);
+    spin_cpu(30000000u);
+    unsigned uncookied =
+        __atomic_load_n(&peek.calls, __ATOMIC_RELAXED) - before;
+    evp_rec_sample_thread_stop();
+    assert_int_equal(evp_rec_close(), 0);
+    assert_int_equal(peek.signals, 0);
+    assert_int_equal(peek.wrong, 0);
+    assert_true(asleep <= 1);
+    assert_true(uncookied <= 1); /* (one in flight as it was cleared) */
+    struct sc_trace t;
+    read_samples(path, &t);
+    uint64_t weight = 0;
+    for (size_t i = 0; i < t.nsamples; i++) {
+        weight += t.samples[i].s.weight;
+        assert_true(t.samples[i].s.state & EVP_SAMPLE_NO_PC);
+    }
+    int warnings;
+    struct evp_trace *tr = open_trace(path, &warnings);
+    const char *sampler = evp_trace_meta(tr, "sample.sampler");
+    assert_non_null(sampler);
+    assert_non_null(strstr(sampler, "sampler thread: each running thread"));
+    assert_string_equal(evp_trace_meta(tr, "sample.signal"), "none");
+    assert_non_null(evp_trace_meta(tr, "sample.sampler_cpu_ns"));
+    assert_int_equal(strtoull(evp_trace_meta(tr, "sample.peeks"), NULL, 10),
+                     peek.calls);
+    const char *un = evp_trace_meta(tr, "sample.unsampled");
+    uint64_t unsampled = un ? strtoull(un, NULL, 10) : 0;
+    assert_true(t.nsamples >= 20);
+    assert_true(t.nsamples <= peek.calls);
+    /* 100 ms peeked and 30 ms not, at 1 kHz: a period or so of start and
+     * stop, the last period's tail not owed yet */
+    assert_true(weight >= 90 && weight <= 110);
+    assert_true(unsampled >= 20 && unsampled <= 40);
+    evp_trace_close(tr);
+    sc_free(&t);
+}
+
 /* A handler that costs SLOW_NS of the thread's CPU time: the signals
  * then cost more than a period, as they do at a rate the machine cannot
  * take. */
@@ -1334,6 +1492,8 @@ int main(void)
         cmocka_unit_test(test_blocked_signal_weight),
         cmocka_unit_test(test_blocked_signal_weight_cpu),
         cmocka_unit_test(test_unsampled_periods),
+        cmocka_unit_test(test_peek_sampler),
+        cmocka_unit_test(test_peek_signal_fallback),
         cmocka_unit_test(test_throttle_fast_rate),
         cmocka_unit_test(test_throttle_costly_handler),
         cmocka_unit_test(test_throttle_cheap_signals_lost),

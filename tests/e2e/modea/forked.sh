@@ -7,8 +7,10 @@
 # of the eval function and the parent's in the sampled copy, which is
 # what the ratio claims to compare; the parent's threads but its main
 # one may use every CPU the test may (a thread pinned with the main one
-# takes its CPU from it); sampled.py --forked prints its four rows at
-# 1 kHz and 10 Hz, each over two forks and each but off against off.
+# takes its CPU from it); sampled.py --forked prints its rows at
+# 1 kHz and 10 Hz, and the sampler thread's at 1 kHz, each over two
+# forks and each but off against off, for the process and for its main
+# thread alone.
 # Asserts nothing about timing.
 #
 #   forked.sh VERSION BUILD_DIR CHECK_TRACE
@@ -29,6 +31,12 @@ d = json.load(open(sys.argv[1]))
 assert d["producer"] == "instrumented", d
 assert len(d["child"]) == 3 and len(d["parent"]) == 3, d
 assert all(isinstance(t, int) and t > 0 for t in d["child"] + d["parent"]), d
+# the main thread's own CPU beside the process's: the untraced child has
+# no other thread, the parent's recorder threads are in its process time
+assert len(d["child_thread"]) == 3 and len(d["parent_thread"]) == 3, d
+for proc, thr in zip(d["child"] + d["parent"],
+                     d["child_thread"] + d["parent_thread"]):
+    assert isinstance(thr, int) and 0 < thr <= proc + 2000000, d
 PYEOF
 python3 - "$T/f.json" "$cpu" <<'PYEOF' && ok "the parent's main thread on CPU $cpu, its other threads on every CPU" || fail "the parent's threads' CPUs: $(cat "$T/f.json")"
 import json, os, sys
@@ -98,14 +106,15 @@ python3 "$SRC/bench/cpython/sampled.py" "$BUILD" --forked --forks 2 --pairs 2 --
     fail "sampled.py --forked exited non-zero: $(tail -n 1 "$T/rows")"
 grep -q "^CPython $VER (instrumented), callheavy at scale 0.02: the parent's chunks against its untraced forked child's, 2 forks of 2 pairs each on CPU $cpu, the configurations in turn" "$T/rows" ||
     fail "sampled.py --forked: no heading: $(head -n 1 "$T/rows")"
-for row in off sample@1000 sample@10 counts@1000; do
+for row in off sample@1000 sample@10 counts@1000 thread@1000; do
     python3 - "$T/rows" "$row" <<'PYEOF' && ok "sampled.py --forked: row $row, its mean within its forks' range" || fail "sampled.py --forked: row $row: $(cat "$T/rows")"
 import re, sys
 rows = [l for l in open(sys.argv[1]) if l.startswith("  %s " % sys.argv[2])]
 assert len(rows) == 1, rows
 m = re.match(r"  \S+ +(\d+\.\d{3})x ±(\d+\.\d{3})  forks (\d+\.\d{3}) - (\d+\.\d{3})"
              r"   child +[\d.]+ ms  parent +[\d.]+ ms"
-             r"(   against off +(\d+\.\d{3})x ±(\d+\.\d{3}))?$", rows[0])
+             r"(   against off +(\d+\.\d{3})x ±(\d+\.\d{3})"
+             r"   main thread +(\d+\.\d{3})x ±(\d+\.\d{3}|  -  ))?$", rows[0])
 assert m, rows[0]
 mean, hw, lo, hi = map(float, m.groups()[:4])
 assert lo - 0.0005 <= mean <= hi + 0.0005 and lo <= hi, rows[0]

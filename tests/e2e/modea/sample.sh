@@ -7,7 +7,10 @@
 # whole run); every thread gets its own stream; the settings' bad values
 # are one line on stderr and leave tracing off; a forked child that
 # follows the fork samples into its own trace; daemon threads sampled
-# while the interpreter exits do not crash it.
+# while the interpreter exits do not crash it; the sampler thread
+# (EVALPROF_SAMPLE_TIMER=thread) finds the same hot instruction without
+# interrupting the thread, over threads that come and go, and says what
+# it cannot tell (the program counter) and when it could not walk.
 #
 #   sample.sh VERSION BUILD_DIR CHECK_TRACE
 . "$(dirname "$0")/lib.sh"
@@ -276,6 +279,134 @@ if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "$nn" = 0 ] && [ "${nops:-0}" -ge
 else
     fail "EVALPROF_TEST_SAMPLE_NOP=3: exit $rc, output '$out', $nn samples, $(grep 'sample.nop' "$T/nop3.info" | tr -s ' ')"
 fi
+# --- the sampler thread (EVALPROF_SAMPLE_TIMER=thread) ----------------------
+# No thread is interrupted: the recorder's sampler thread reads the running
+# thread's state word and frames from outside it, every period of its CPU
+# time.  Its samples name the hot loop's phase and instruction as the
+# signal's do, have no program counter (a "where" row of their own, none
+# in the eval loop), summary's bias: line says what reading from outside
+# the thread does to the shares, and the overhead line gives the sampler
+# thread's CPU.
+want15=$("$PY" -S "$prog" 15000000)
+out=$(EVALPROF="$T/pk.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread "$PY" -S "$prog" 15000000)
+rc=$?
+"$EVALPROF_CLI" info "$T/pk.evp" > "$T/pk.info" 2>&1
+"$EVALPROF_CLI" summary --group-specialized "$T/pk.evp" > "$T/pk.sum" 2>&1
+pn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/pk.info")
+peeks=$(awk '$1 == "sample.peeks" { print $2; exit }' "$T/pk.info")
+ptop=$(sed -n '/^ops:/,$p' "$T/pk.sum" | awk '/^ [A-Z]/ { print $1; exit }')
+nopc=$(share "GIL held: eval loop, C call or runtime (not told: sampler thread)" "$T/pk.sum")
+pineval=$(share "in the eval loop" "$T/pk.sum")
+pop=$(phase_share op "$T/pk.sum")
+if [ "$rc" = 0 ] && [ "$out" = "$want15" ] && [ "${pn:-0}" -ge 50 ] && [ "${peeks:-0}" -ge "${pn:-1}" ] &&
+   [ "$ptop" = BINARY_OP ] && [ "$pineval" = 0.0 ] &&
+   awk -v a="${nopc:-0}" -v o="${pop:-0}" 'BEGIN { exit !(a >= 90 && o >= 90) }' &&
+   grep -q "^  sample.sampler  *sampler thread: each running thread's frames read from outside it" "$T/pk.info" &&
+   grep -q '^  sample.signal  *none$' "$T/pk.info" &&
+   grep -q '^bias: *9[0-9.]*% of the periods were read by the sampler thread, from outside the thread' "$T/pk.sum" &&
+   ! grep -q 'read by the sampler thread' "$T/s.sum" &&
+   grep -q "^overhead: .*evalprof's sampler thread, beside the program, [0-9.]* ms of CPU for [0-9,]* walks ([0-9.]* µs each), interrupting no thread" "$T/pk.info"; then
+    ok "sampler thread: $pn samples in $peeks walks, top instruction $ptop, op ${pop}%, ${nopc}% with no program counter, 0% claimed in the eval loop"
+else
+    fail "sampler thread: exit $rc, output '$out', $pn samples, peeks '$peeks', top '$ptop', op '$pop', no PC '$nopc', in eval '$pineval', $(grep -E 'sample.sampler|sample.signal|^overhead' "$T/pk.info" | tr -s ' ' | tr '\n' ';') $(grep '^bias:' "$T/pk.sum" "$T/s.sum")"
+fi
+# every thread, each its own stream, as with the signals (through
+# `evalprof record --sampler thread`)
+"$EVALPROF_CLI" record --sample --sampler thread -q -o "$T/pkt.evp" -- "$PY" -S "$prog" 300000 2 > /dev/null
+"$EVALPROF_CLI" info "$T/pkt.evp" > "$T/pkt.info" 2>&1
+streams=$(sed -n '/^sampled streams:/,/^$/p' "$T/pkt.info" | awk '$1 ~ /^[0-9]+$/ && $3 + 0 > 0' | wc -l)
+[ "$streams" -ge 3 ] && grep -q "^  sample.sampler  *sampler thread: each running thread's frames" "$T/pkt.info" &&
+    ok "record --sampler thread, 3 threads: $streams streams with samples" ||
+    fail "record --sampler thread, threads: $streams streams with samples: $(sed -n '/^sampled streams:/,/^$/p' "$T/pkt.info" | tr -s ' ') $(grep sample.sampler "$T/pkt.info")"
+# threads that start, run and end while the sampler thread reads them at
+# 20 kHz, a generator's frames, calls pushed and popped under the walk: the
+# program's output unchanged, and the walks that met a frame chain that
+# moved are few
+cat > "$T/churn.py" << 'PY'
+import threading
+def work(n):
+    def f(k):
+        return k + 1 if k % 7 else g(k)
+    def g(k):
+        return sum(range(k % 50))
+    s = 0
+    for i in range(n):
+        s += f(i)
+    return s
+def gen(n):
+    for i in range(n):
+        yield i * 2
+ts = [threading.Thread(target=work, args=(60000,)) for _ in range(6)]
+for t in ts:
+    t.start()
+x = sum(gen(400000))
+for t in ts:
+    t.join()
+for r in range(100):
+    t = threading.Thread(target=work, args=(500,))
+    t.start()
+    t.join()
+print("done", x)
+PY
+wantc=$("$PY" -S "$T/churn.py")
+out=$(EVALPROF="$T/churn.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread EVALPROF_SAMPLE_RATE=20000 \
+    "$PY" -S "$T/churn.py" 2> "$T/churn.err")
+rc=$?
+"$EVALPROF_CLI" info "$T/churn.evp" > "$T/churn.info" 2>&1
+cn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/churn.info")
+races=$(awk '$1 == "sample.walk_races" { print $2; exit }' "$T/churn.info")
+if [ "$rc" = 0 ] && [ "$out" = "$wantc" ] && [ "${cn:-0}" -ge 100 ] && [ $((${races:-0} * 20)) -le "${cn:-0}" ]; then
+    ok "sampler thread at 20 kHz over threads that come and go: $cn samples, ${races:-0} walks dropped for a moving frame chain"
+else
+    fail "sampler thread churn: exit $rc, output '$out', $cn samples, walk races '$races', stderr: $(head -n 2 "$T/churn.err")"
+fi
+# the sampler thread's walks fault under evalprof's guard too: dropped,
+# their periods unsampled
+out=$(EVALPROF="$T/pkf.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread EVALPROF_TEST_WALK_FAULT=10 \
+    "$PY" -S "$prog" 3000000 2> "$T/pkf.err")
+rc=$?
+"$EVALPROF_CLI" info "$T/pkf.evp" > "$T/pkf.info" 2>&1
+fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/pkf.info")
+faults=$(awk '$1 == "sample.walk_faults" { print $2; exit }' "$T/pkf.info")
+if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "${fn:-0}" -ge 20 ] && [ "${faults:-0}" -ge 2 ]; then
+    ok "sampler thread: faulting walks dropped ($faults of $((fn + faults))), the program's output unchanged"
+else
+    fail "sampler thread, fault guard: exit $rc, output '$out', $fn samples, walk faults '$faults', stderr: $(head -n 2 "$T/pkf.err")"
+fi
+# a handler of the program's in front of the guard (-X faulthandler): the
+# sampler thread reads frames that may be freed under it, so it no longer
+# walks: it signals each thread to sample itself (its reads then
+# process_vm_readv), and the trace says so; only the walks before the
+# handler was installed have no program counter
+out=$(EVALPROF="$T/pkh.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread \
+    "$PY" -X faulthandler -S "$prog" 3000000 2> "$T/pkh.err")
+rc=$?
+"$EVALPROF_CLI" info "$T/pkh.evp" > "$T/pkh.info" 2>&1
+hn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/pkh.info")
+psig=$(awk '$1 == "sample.peek_signals" { print $2; exit }' "$T/pkh.info")
+"$EVALPROF_CLI" summary "$T/pkh.evp" > "$T/pkh.sum" 2>&1
+hpc=$(share "GIL held: eval loop, C call or runtime (not told: sampler thread)" "$T/pkh.sum")
+if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "${psig:-0}" -ge 20 ] && [ "${hn:-0}" -ge "$((psig * 9 / 10))" ] &&
+   awk -v h="${hpc:-0}" 'BEGIN { exit !(h <= 10) }' &&
+   grep -q "^  sample.fault_guard  *replaced by the program's handler: plain reads until the sampler thread saw it, then each thread signalled to sample itself, with process_vm_readv$" "$T/pkh.info"; then
+    ok "sampler thread under -X faulthandler: $psig samples taken by signal instead, with their program counter (${hpc:-0}% without, from before the handler), said in sample.fault_guard"
+else
+    fail "sampler thread, -X faulthandler: exit $rc, output '$out', $hn samples, peek signals '$psig', no-PC row '$hpc', $(grep fault_guard "$T/pkh.info"), stderr: $(head -n 2 "$T/pkh.err")"
+fi
+# the perf cross-check cannot compare the leaf share: no program counter
+if perf record -q -e cpu-clock -o "$T/probe.data" -- true > /dev/null 2>&1; then
+    "$EVALPROF_CLI" perf --trace "$T/px.evp" -o "$T/px.out" -- env EVALPROF="$T/px.evp" EVALPROF_MODE=sample \
+        EVALPROF_SAMPLE_TIMER=thread "$PY" -S "$prog" 3000000 > "$T/px.txt" 2> "$T/px.err"
+    if grep -q '^  inside the eval function' "$T/px.txt" &&
+       grep -q 'leaf in the eval function: the trace cannot tell (its samples were read by the sampler thread' "$T/px.txt"; then
+        ok "perf cross-check of the sampler thread's trace: no leaf share claimed"
+    else
+        fail "perf cross-check of the sampler thread's trace: $(head -n 3 "$T/px.err") $(grep -i leaf "$T/px.txt")"
+    fi
+else
+    echo "skip: perf cannot record here: the cross-check of the sampler thread's trace"
+fi
+
 # --- the clock and bad settings -------------------------------------------
 EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_SAMPLE_RATE=2000 \
     "$PY" -S "$prog" 20000 > /dev/null
@@ -283,7 +414,8 @@ EVALPROF="$T/cpu.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_CLOCK=wall EVALPROF_S
     "$EVALPROF_CLI" info "$T/cpu.evp" | grep -q '^  sample.rate_hz  *2000$' &&
     ok "EVALPROF_SAMPLE_CLOCK=wall, EVALPROF_SAMPLE_RATE=2000" || fail "wall clock or rate not in the metadata"
 for bad in "EVALPROF_MODE=sampled" "EVALPROF_SAMPLE_RATE=0" "EVALPROF_SAMPLE_RATE=fast" \
-           "EVALPROF_SAMPLE_RATE=1000000" "EVALPROF_SAMPLE_CLOCK=sundial"; do
+           "EVALPROF_SAMPLE_RATE=1000000" "EVALPROF_SAMPLE_CLOCK=sundial" \
+           "EVALPROF_SAMPLE_TIMER=sundial"; do
     rm -f "$T/bad.evp"
     out=$(env EVALPROF="$T/bad.evp" EVALPROF_MODE=sample "$bad" "$PY" -S "$prog" 20000 2> "$T/bad.err")
     rc=$?
@@ -294,4 +426,14 @@ for bad in "EVALPROF_MODE=sampled" "EVALPROF_SAMPLE_RATE=0" "EVALPROF_SAMPLE_RAT
         fail "$bad: exit $rc, output '$out', stderr: $(cat "$T/bad.err")"
     fi
 done
+rm -f "$T/bad.evp"
+out=$(EVALPROF="$T/bad.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread EVALPROF_SAMPLE_CLOCK=wall \
+    "$PY" -S "$prog" 20000 2> "$T/bad.err")
+rc=$?
+if [ "$rc" = 0 ] && [ "$out" = "$want" ] && [ "$(wc -l < "$T/bad.err")" = 1 ] &&
+   grep -q 'EVALPROF_SAMPLE_TIMER=thread samples CPU time.*tracing is off' "$T/bad.err" && [ ! -s "$T/bad.evp" ]; then
+    ok "the sampler thread with the wall clock: $(cat "$T/bad.err")"
+else
+    fail "the sampler thread with the wall clock: exit $rc, output '$out', stderr: $(cat "$T/bad.err")"
+fi
 finish

@@ -2304,7 +2304,16 @@ class Sampled(Case):
         for opts, msg in ((["--clock", "wall"], "--clock needs --sample"),
                           (["--sample", "--rate", "200000"],
                            "from 1 to 100000"),
-                          (["--sample", "--clock", "x"], "cpu or wall")):
+                          (["--sample", "--clock", "x"], "cpu or wall"),
+                          (["--sampler", "thread"],
+                           "--sampler needs --sample"),
+                          (["--sample", "--sampler", "timer"],
+                           "expected signal or thread"),
+                          (["--sample", "--sampler", "thread", "--clock",
+                            "wall"], "not with --clock wall"),
+                          # a stock interpreter has no state word to read
+                          (["--sample", "--sampler", "thread"],
+                           "needs an evalprof-instrumented interpreter")):
             p = subprocess.run([EVALPROF, "record", "-o", self.path("u")]
                                + opts + ["--", PY, "-c", "pass"],
                                capture_output=True, text=True, env=env(),
