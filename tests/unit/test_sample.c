@@ -969,21 +969,41 @@ static void on_sample_self(void *uc, uint32_t weight)
     on_sample_put(uc, weight);
 }
 
-static void test_peek_signal_fallback(void **state)
+/* A session into FILE (its path into PATH) sampled at 1 kHz of CPU time
+ * by the sampler thread (EVALPROF_SAMPLE_TIMER=thread), through ON_PEEK,
+ * and ON_SAMPLE for the signals; the calling thread is the sampled one. */
+static void peek_start(const char *file, char *path, size_t len,
+                       void (*on_sample)(void *, uint32_t),
+                       int (*on_peek)(void *, uint32_t))
 {
-    (void)state;
-    char path[128];
-    open_session("peek-signal.evp", path, sizeof path);
+    open_session(file, path, len);
     memset(&peek, 0, sizeof peek);
     peek.sampled_tid = (pid_t)syscall(SYS_gettid);
     setenv("EVALPROF_SAMPLE_TIMER", "thread", 1);
     struct evp_rec_sample_config sc = {.rate_hz = 1000,
                                        .cpu_clock = 1,
-                                       .on_sample = on_sample_self,
-                                       .on_peek = on_peek_refuse};
+                                       .on_sample = on_sample,
+                                       .on_peek = on_peek};
     int rc = evp_rec_sampler_start(&sc);
     unsetenv("EVALPROF_SAMPLE_TIMER");
     assert_int_equal(rc, 0);
+}
+
+/* The periods T's samples stand for. */
+static uint64_t samples_weight(const struct sc_trace *t)
+{
+    uint64_t weight = 0;
+    for (size_t i = 0; i < t->nsamples; i++)
+        weight += t->samples[i].s.weight;
+    return weight;
+}
+
+static void test_peek_signal_fallback(void **state)
+{
+    (void)state;
+    char path[128];
+    peek_start("peek-signal.evp", path, sizeof path, on_sample_self,
+               on_peek_refuse);
     assert_int_equal(evp_rec_sample_thread_start("signalled"), 0);
     assert_int_equal(evp_rec_sample_thread_peek(&peek.cookie), 0);
     assert_int_equal(evp_rec_sample_func(1, "s", 1, "", 0, 1, NULL, 0, 0), 0);
@@ -994,9 +1014,7 @@ static void test_peek_signal_fallback(void **state)
     assert_true(peek.signals >= 20);
     struct sc_trace t;
     read_samples(path, &t);
-    uint64_t weight = 0;
-    for (size_t i = 0; i < t.nsamples; i++)
-        weight += t.samples[i].s.weight;
+    uint64_t weight = samples_weight(&t);
     int warnings;
     struct evp_trace *tr = open_trace(path, &warnings);
     const char *ps = evp_trace_meta(tr, "sample.peek_signals");
@@ -1013,17 +1031,7 @@ static void test_peek_sampler(void **state)
 {
     (void)state;
     char path[128];
-    open_session("peek.evp", path, sizeof path);
-    memset(&peek, 0, sizeof peek);
-    peek.sampled_tid = (pid_t)syscall(SYS_gettid);
-    setenv("EVALPROF_SAMPLE_TIMER", "thread", 1);
-    struct evp_rec_sample_config sc = {.rate_hz = 1000,
-                                       .cpu_clock = 1,
-                                       .on_sample = on_sample_signal,
-                                       .on_peek = on_peek_put};
-    int rc = evp_rec_sampler_start(&sc);
-    unsetenv("EVALPROF_SAMPLE_TIMER");
-    assert_int_equal(rc, 0);
+    peek_start("peek.evp", path, sizeof path, on_sample_signal, on_peek_put);
     assert_int_equal(evp_rec_sample_thread_peek(&peek.cookie), -ENOTCONN);
     assert_int_equal(evp_rec_sample_thread_start("peeked"), 0);
     assert_int_equal(evp_rec_sample_thread_peek(&peek.cookie), 0);
