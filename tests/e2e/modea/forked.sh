@@ -17,7 +17,7 @@
 . "$(dirname "$0")/lib.sh"
 SRC=$(cd "$HERE/../../.." && pwd)
 unset EVALPROF_MODE EVALPROF_COUNTS EVALPROF_SAMPLE_RATE EVALPROF_SAMPLE_CLOCK \
-    EVALPROF_SAMPLE_TIMER EVP_BENCH_CPU
+    EVALPROF_SAMPLE_TIMER EVP_BENCH_CPU EVP_BENCH_APART
 export EVALPROF_QUIET=1 PYTHONHASHSEED=0
 FORKED=$SRC/bench/cpython/forked.py
 cpu=$(python3 -c 'import os; print(sorted(os.sched_getaffinity(0))[-1])')
@@ -49,6 +49,25 @@ others = [v for k, v in t.items() if k != "main"]
 assert others, t  # the recorder's writer at least
 assert all(v == every for v in others), (t, every)
 PYEOF
+# EVP_BENCH_APART=1: the other threads on every CPU but the main one's
+# (where the test may use another), the sampler thread's among them
+if [ "$(python3 -c 'import os; print(len(os.sched_getaffinity(0)))')" -ge 2 ]; then
+    EVALPROF="$T/a.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread EVP_BENCH_APART=1 \
+        "$PY" "$FORKED" callheavy 0.05 2 "$cpu" > "$T/a.json" 2> "$T/a.err" ||
+        fail "forked.py with EVP_BENCH_APART=1 exited non-zero: $(tail -n 1 "$T/a.err")"
+    python3 - "$T/a.json" "$cpu" <<'PYEOF' && ok "EVP_BENCH_APART=1: the parent's other threads off CPU $cpu" || fail "EVP_BENCH_APART: $(cat "$T/a.json")"
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+cpu = int(sys.argv[2])
+want = sorted(set(os.sched_getaffinity(0)) - {cpu})
+t = d["threads"]
+others = [v for k, v in t.items() if k != "main"]
+assert t["main"] == [cpu] and len(others) >= 2, t  # the writer, the sampler
+assert all(v == want for v in others), (t, want)
+PYEOF
+else
+    echo "SKIP (part): one CPU: EVP_BENCH_APART has no other CPU to give"
+fi
 n=$("$BUILD/evalprof" info "$T/f.evp" 2>&1 | awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }')
 [ "${n:-0}" -ge 20 ] && ok "the parent's trace holds $n samples" ||
     fail "the parent's trace: '${n:-no}' samples"
