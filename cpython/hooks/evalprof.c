@@ -500,12 +500,23 @@ evp_str_utf8(const PyObject *o, char *buf, size_t cap, size_t *len)
     return buf;
 }
 
+/* The sampler thread's copies of a code object's name, file and line
+ * table (PEEK): the thread that runs the code may free it meanwhile, so
+ * they are copied here, under the walk's fault guard, before the
+ * recorder copies them into the ring (a fault inside the recorder would
+ * leave the ring held).  One sampler thread walks: one buffer. */
+#define EVP_PEEK_LT_MAX 65536
+static uint8_t evp_peek_lt[EVP_PEEK_LT_MAX];
+static char evp_peek_name[4096], evp_peek_file[4096]; /* (MAX_NAME) */
+
 /* The key of code object CO in this thread's samples, keyed (its name,
  * file, first line and location table handed to the recorder) the first
  * time.  A function the recorder could not take (its ring full) is keyed
- * again by the next sample that meets it. */
+ * again by the next sample that meets it.  PEEK: read by the sampler
+ * thread, from outside the thread that runs it (a line table over
+ * EVP_PEEK_LT_MAX bytes is left out then). */
 static uint32_t
-evp_code_key(struct evp_walker *w, const PyCodeObject *co)
+evp_code_key(struct evp_walker *w, const PyCodeObject *co, int peek)
 {
     uint32_t h = evp_code_hash(co);
     struct evp_code_slot *slot = &w->slots[h];
@@ -525,6 +536,22 @@ evp_code_key(struct evp_walker *w, const PyCodeObject *co)
         ltlen = (size_t)PyBytes_GET_SIZE(table);
     }
     int line = co->co_firstlineno > 0 ? co->co_firstlineno : 0;
+    if (peek) {
+        nlen = nlen < sizeof evp_peek_name ? nlen : sizeof evp_peek_name;
+        flen = flen < sizeof evp_peek_file ? flen : sizeof evp_peek_file;
+        memcpy(evp_peek_name, name, nlen);
+        memcpy(evp_peek_file, file, flen);
+        name = evp_peek_name;
+        file = evp_peek_file;
+        if (ltlen > EVP_PEEK_LT_MAX) {
+            lt = NULL;
+            ltlen = 0;
+        }
+        else if (lt != NULL) {
+            memcpy(evp_peek_lt, lt, ltlen);
+            lt = evp_peek_lt;
+        }
+    }
     slot->code = NULL;
     if (evp_rec_sample_func(h + 1, name, nlen, file, flen, (uint32_t)line, lt,
                             ltlen,
@@ -948,6 +975,27 @@ evp_unit_op1(const PyCodeObject *co, uint32_t unit1)
 }
 
 /*
+ * The top frame to walk from, and whether it is the one held while the
+ * sampled copy's prologue pushes a frame (*HELD).  The top frame is read
+ * before the flag: the prologue stores held_top and the flag, then the
+ * frame's links and the new top, then clears the flag, and x86-64 shows
+ * another CPU those stores in that order (the prologue's signal fences
+ * keep the compiler's order), so a reader that sees the new top and then
+ * the flag clear sees the links written too; one that sees the flag set
+ * walks from held_top.  (On the thread itself, in its handler, the order
+ * does not matter.)  A weakly ordered CPU would need release stores
+ * there.
+ */
+static const _PyInterpreterFrame *
+evp_peek_top(const struct _evp_sample_tls *s, PyThreadState *ts, int *held)
+{
+    const _PyInterpreterFrame *top = evp_top_frame(ts);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *held = __atomic_load_n(&s->held, __ATOMIC_ACQUIRE);
+    return *held ? (const _PyInterpreterFrame *)s->held_top : top;
+}
+
+/*
  * One sample of the thread whose sampling state is S: by the sampler's
  * callback, in its signal handler on that thread (UCONTEXT its
  * interrupted registers), or (PEEK) by the CPU clock's sampler thread,
@@ -1044,10 +1092,8 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
             if (!evp_holds_gil(ts)) {
                 flags |= EVP_SAMPLE_NO_GIL | evp_rec_sample_blocked(ucontext);
             }
-            int held = s->held;
-            const _PyInterpreterFrame *top =
-                held ? (const _PyInterpreterFrame *)s->held_top
-                     : evp_top_frame(ts);
+            int held;
+            const _PyInterpreterFrame *top = evp_peek_top(s, ts, &held);
             const _PyInterpreterFrame *next = top;
             const PyCodeObject *leaf_code = NULL;
             _PyInterpreterFrame buf;
@@ -1090,7 +1136,7 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
                     unit1 = depth == 0 ? u1 : unit1;
                     op1 = evp_unit_op1(co, u1);
                 }
-                w->keys[depth++] = evp_code_key(w, co);
+                w->keys[depth++] = evp_code_key(w, co, peek);
             }
             if (!peek) {
                 break;
@@ -1098,9 +1144,8 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
             /* the top frame of the start still running the same code,
              * under the frames the thread has pushed since (calls made
              * meanwhile leave the walk's frames as they were) */
-            const _PyInterpreterFrame *now =
-                s->held ? (const _PyInterpreterFrame *)s->held_top
-                        : evp_top_frame(ts);
+            int held_now;
+            const _PyInterpreterFrame *now = evp_peek_top(s, ts, &held_now);
             for (int up = 0; now != top && now != NULL && up < 16; up++) {
                 now = evp_checked_frame(ts, w, now, &buf, &reads);
                 now = now != NULL ? now->previous : NULL;
@@ -1359,6 +1404,11 @@ evp_sample_after_fork(void)
     if (mine == NULL || !_PyEvalprof_Sampling) {
         _PyEvalprof_Sample.tstate = NULL;
         _PyEvalprof_Sample.started = 0;
+    }
+    else {
+        /* the recorder sampled this thread again (a child that follows
+         * the fork): the sampler thread reads it through its state */
+        evp_rec_sample_thread_peek(&_PyEvalprof_Sample);
     }
 }
 

@@ -610,7 +610,9 @@ int cmd_record(int argc, char **argv)
             (clock && setenv("EVALPROF_SAMPLE_CLOCK", clock, 1) < 0) ||
             (depth && setenv("EVALPROF_SAMPLE_MAX_DEPTH", depth, 1) < 0) ||
             (peek && setenv("EVALPROF_SAMPLE_TIMER", "thread", 1) < 0) ||
-            (sampler && !peek && unsetenv("EVALPROF_SAMPLE_TIMER") < 0)) {
+            (sampler && !peek && getenv("EVALPROF_SAMPLE_TIMER") &&
+             strcmp(getenv("EVALPROF_SAMPLE_TIMER"), "thread") == 0 &&
+             unsetenv("EVALPROF_SAMPLE_TIMER") < 0)) {
             evp_cli_error("record: setenv: %s", strerror(errno));
             return 1;
         }

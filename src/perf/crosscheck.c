@@ -447,6 +447,13 @@ int evp_xc_print(FILE *out, const struct evp_xc_trace *x,
             fprintf(out, "   <- %.1f points apart", d);
         fprintf(out, "\n  (the interrupted code itself, no unwinding: perf's "
                      "user leaf symbol, the trace's program counter)\n");
+        if (x->leaf_nopc)
+            fprintf(out,
+                    "  (the trace's side is %.1f%% of its samples, those "
+                    "taken by a signal: the sampler thread's have no "
+                    "program counter)\n",
+                    100.0 * (double)x->leaf_total /
+                        (double)(x->leaf_total + x->leaf_nopc));
         if (p->sampler) {
             fprintf(out,
                     "  (%s of perf's %s samples, %.1f%%, fell in evalprof's "

@@ -672,9 +672,27 @@ static int trap_usable(uint64_t period_ns)
     return 1;
 }
 
-/* Stop the thread's timer or perf event (the sampler's lock held). */
+static uint64_t clock_ns(clockid_t id);
+
+/* Stop the thread's timer or perf event (the sampler's lock held).  With
+ * the CPU clock's sampler thread, the periods the thread still owed (it
+ * was blocked at the ticks since, or its signal was in flight) are
+ * counted unsampled: every period is in a weight or there. */
 static void clock_stop(struct sthread *st)
 {
+    if (G.use_peek && st->has_cpu_id && st->ring.buf) {
+        uint64_t cpu = clock_ns(st->cpu_id);
+        uint64_t periods = cpu != UINT64_MAX && cpu > st->cpu_base
+                               ? (cpu - st->cpu_base) / G.period_ns
+                               : 0;
+        uint64_t owed = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
+        if (periods > st->periods_told)
+            owed += periods - st->periods_told;
+        st->periods_told =
+            periods > st->periods_told ? periods : st->periods_told;
+        if (owed)
+            bump(&st->ring.unsampled, owed);
+    }
     if (st->has_timer)
         timer_delete(st->timer);
     st->has_timer = 0;
@@ -1754,7 +1772,11 @@ static void tick_peek(struct sthread *st)
     if (rc == 1 && st->ring.puts == puts) {
         G.peek_signals++;
         __atomic_add_fetch(&st->owed, w, __ATOMIC_ACQ_REL);
+        uint64_t sent = st->sent;
         send_tick(st);
+        if (st->sent == sent) /* not sent (the thread is gone) */
+            bump(&st->ring.unsampled,
+                 __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL));
         return;
     }
     if (st->ring.puts == puts)

@@ -107,7 +107,7 @@ struct sampling_cost {
     int nop_how; /* 2: NOP=2, no signal; 3: NOP=3, a sampler thread's reads */
     /* the CPU clock's sampler thread (sample.peeks, sample.sampler_cpu_ns):
      * its walks, and its CPU time */
-    uint64_t peeks, sampler_ns;
+    uint64_t peeks, sampler_ns, peek_signals;
     int has_peek;
     double stood;
 };
@@ -122,9 +122,12 @@ static int sampling_cost(struct evp_trace *const *t, size_t runs,
         uint64_t signals, ns, slow = 0, writer = 0, nop = 0, peeks, cpu;
         if (meta_count(t[i], "sample.peeks", &peeks) &&
             meta_count(t[i], "sample.sampler_cpu_ns", &cpu)) {
+            uint64_t sig = 0;
+            meta_count(t[i], "sample.peek_signals", &sig);
             c->has_peek = 1;
             c->peeks += peeks;
             c->sampler_ns += cpu;
+            c->peek_signals += sig;
         }
         if (!meta_count(t[i], "sample.signals", &signals) ||
             !meta_count(t[i], "sample.handler_ns", &ns))
@@ -151,16 +154,26 @@ static int sampling_cost(struct evp_trace *const *t, size_t runs,
 static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
                                char *buf, size_t len)
 {
-    char a[32];
+    char a[32], b[32];
     size_t n;
     if (c->has_peek) {
         n = (size_t)snprintf(
             buf, len,
             "none in the figures; measured: evalprof's sampler thread, "
-            "beside the program, %.1f ms of CPU for %s walks (%.1f µs each), "
-            "interrupting no thread",
-            (double)c->sampler_ns / 1e6, evp_num_group(a, sizeof a, c->peeks),
-            c->peeks ? (double)c->sampler_ns / 1e3 / (double)c->peeks : 0.0);
+            "beside the program, %.1f ms of CPU over its ticks (its "
+            "wake-ups, each thread's clock and state read, and %s walks)",
+            (double)c->sampler_ns / 1e6,
+            evp_num_group(a, sizeof a, c->peeks - c->peek_signals));
+        if (c->peek_signals && n < len)
+            n += (size_t)snprintf(
+                buf + n, len - n,
+                ", and %s signals it sent instead (a handler of the "
+                "program's had replaced the walk's fault guard): "
+                "evalprof's signal handlers %.1f ms in %s signals",
+                evp_num_group(a, sizeof a, c->peek_signals),
+                (double)c->ns / 1e6, evp_num_group(b, sizeof b, c->signals));
+        else if (n < len)
+            n += (size_t)snprintf(buf + n, len - n, ", interrupting no thread");
         if (c->has_writer && n < len)
             n += (size_t)snprintf(buf + n, len - n,
                                   "; evalprof's writer thread %.1f ms of CPU",

@@ -180,7 +180,8 @@ struct agg {
     uint64_t cat[EVP_SCAT__COUNT];
     uint64_t phase[33]; /* by kind + 1; [0]: none */
     uint64_t total, samples;
-    double w2; /* the weights squared, summed (evp_sample_trials) */
+    uint64_t nopc; /* the weight of the samples with no program counter */
+    double w2;     /* the weights squared, summed (evp_sample_trials) */
     uint32_t *frames;
     size_t fcap;
 };
@@ -197,6 +198,8 @@ static int agg_sample(void *ctx, uint32_t stream,
     a->samples++;
     a->w2 += (double)w * (double)w;
     a->cat[evp_sample_cat(s->state, s->stack)] += w;
+    if (s->state & EVP_SAMPLE_NO_PC)
+        a->nopc += w;
     int ph = evp_sample_phase(s->state);
     a->phase[ph >= 0 && ph < 32 ? ph + 1 : 0] += w;
     int op = evp_sample_opcode(s->state);
@@ -901,12 +904,19 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
         const char *un = evp_trace_meta(t[i], "sample.unsampled");
         unsampled += un ? strtoull(un, NULL, 10) : 0;
     }
+    int peeked = 0;
+    for (size_t i = 0; i < runs; i++)
+        peeked |= evp_trace_meta(t[i], "sample.peeks") != NULL;
     if (unsampled)
         fprintf(out,
-                "%-11s%s periods in no sample (a signal that took none: "
-                "evalprof's own code running, or a frame walk that faulted; "
-                "not in the shares nor in est. time)%s\n",
+                "%-11s%s periods in no sample (%s; not in the shares nor in "
+                "est. time)%s\n",
                 "unsampled:", evp_num_group(c1, sizeof c1, unsampled),
+                peeked ? "the sampler thread's walks that faulted or kept "
+                         "meeting a frame chain that moved, and a thread's "
+                         "periods not yet sampled when it stopped"
+                       : "a signal that took none: evalprof's own code "
+                         "running, or a frame walk that faulted",
                 runs > 1 ? " (summed over the runs)" : "");
     for (size_t i = 0; i < runs; i++) {
         const char *n = evp_trace_meta(t[i], "sample.throttled");
@@ -973,7 +983,7 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
      * (docs/EVENTS.md, "The sampler thread"; bench/fidelity) */
     uint64_t nopc = 0;
     for (size_t i = 0; i < runs; i++)
-        nopc += a[i].cat[EVP_SCAT_NO_PC];
+        nopc += a[i].nopc;
     if (nopc)
         fprintf(out,
                 "%-11s%.1f%% of the periods were read by the sampler thread, "

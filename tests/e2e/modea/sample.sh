@@ -156,22 +156,28 @@ fi
 
 # --- a forked child (EVALPROF_FORK=follow) ---------------------------------
 # The child samples its forking thread into a trace of its own, and names
-# again the functions the parent's samples had named before the fork.
+# again the functions the parent's samples had named before the fork;
+# with the sampler thread too (the child's one reads the forking thread).
 # (mode B's program: burn() sampled in the parent before the fork)
-cpid=$(cd "$T" && EVALPROF="$T/f.evp" EVALPROF_MODE=sample EVALPROF_FORK=follow \
-    "$PY" -S "$HERE/../modeb/progs/sample_fork.py" | awk '{ print $1 }')
-if [ -n "$cpid" ] && [ -s "$T/f.evp.$cpid" ]; then
-    "$EVALPROF_CLI" summary --funcs --wide "$T/f.evp.$cpid" > "$T/f.sum" 2>&1
-    fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/f.sum")
-    if grep -q '^ child_hot ' "$T/f.sum" && grep -q '^ burn ' "$T/f.sum" &&
-       ! grep -q '<unknown>' "$T/f.sum" && [ "${fn:-0}" -ge 20 ]; then
-        ok "EVALPROF_FORK=follow: the child's trace holds $fn samples under child_hot and burn"
+for timer in signal thread; do
+    rm -f "$T"/f.evp*
+    cpid=$(cd "$T" && EVALPROF="$T/f.evp" EVALPROF_MODE=sample EVALPROF_FORK=follow \
+        EVALPROF_SAMPLE_TIMER=$([ $timer = thread ] && echo thread) \
+        "$PY" -S "$HERE/../modeb/progs/sample_fork.py" | awk '{ print $1 }')
+    if [ -n "$cpid" ] && [ -s "$T/f.evp.$cpid" ]; then
+        "$EVALPROF_CLI" summary --funcs --wide "$T/f.evp.$cpid" > "$T/f.sum" 2>&1
+        fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/f.sum")
+        if grep -q '^ child_hot ' "$T/f.sum" && grep -q '^ burn ' "$T/f.sum" &&
+           ! grep -q '<unknown>' "$T/f.sum" && [ "${fn:-0}" -ge 20 ] &&
+           { [ $timer = signal ] || grep -q '^bias: .*read by the sampler thread' "$T/f.sum"; }; then
+            ok "EVALPROF_FORK=follow ($timer): the child's trace holds $fn samples under child_hot and burn"
+        else
+            fail "EVALPROF_FORK=follow ($timer): the child's trace: $(head -c 2000 "$T/f.sum")"
+        fi
     else
-        fail "EVALPROF_FORK=follow: the child's trace: $(head -c 2000 "$T/f.sum")"
+        fail "EVALPROF_FORK=follow ($timer): no trace of the child '$cpid' ($(ls "$T" | grep f.evp | tr '\n' ' '))"
     fi
-else
-    fail "EVALPROF_FORK=follow: no trace of the child '$cpid' ($(ls "$T" | grep f.evp | tr '\n' ' '))"
-fi
+done
 
 # --- daemon threads at exit ------------------------------------------------
 # Finalization clears and frees the thread states of daemon threads that
@@ -303,9 +309,9 @@ if [ "$rc" = 0 ] && [ "$out" = "$want15" ] && [ "${pn:-0}" -ge 50 ] && [ "${peek
    awk -v a="${nopc:-0}" -v o="${pop:-0}" 'BEGIN { exit !(a >= 90 && o >= 90) }' &&
    grep -q "^  sample.sampler  *sampler thread: each running thread's frames read from outside it" "$T/pk.info" &&
    grep -q '^  sample.signal  *none$' "$T/pk.info" &&
-   grep -q '^bias: *9[0-9.]*% of the periods were read by the sampler thread, from outside the thread' "$T/pk.sum" &&
+   grep -Eq '^bias: *(9[0-9]|100)\.[0-9]% of the periods were read by the sampler thread, from outside the thread' "$T/pk.sum" &&
    ! grep -q 'read by the sampler thread' "$T/s.sum" &&
-   grep -q "^overhead: .*evalprof's sampler thread, beside the program, [0-9.]* ms of CPU for [0-9,]* walks ([0-9.]* µs each), interrupting no thread" "$T/pk.info"; then
+   grep -q "^overhead: .*evalprof's sampler thread, beside the program, [0-9.]* ms of CPU over its ticks (its wake-ups, each thread's clock and state read, and [0-9,]* walks), interrupting no thread" "$T/pk.info"; then
     ok "sampler thread: $pn samples in $peeks walks, top instruction $ptop, op ${pop}%, ${nopc}% with no program counter, 0% claimed in the eval loop"
 else
     fail "sampler thread: exit $rc, output '$out', $pn samples, peeks '$peeks', top '$ptop', op '$pop', no PC '$nopc', in eval '$pineval', $(grep -E 'sample.sampler|sample.signal|^overhead' "$T/pk.info" | tr -s ' ' | tr '\n' ';') $(grep '^bias:' "$T/pk.sum" "$T/s.sum")"
@@ -388,6 +394,7 @@ psig=$(awk '$1 == "sample.peek_signals" { print $2; exit }' "$T/pkh.info")
 hpc=$(share "GIL held: eval loop, C call or runtime (not told: sampler thread)" "$T/pkh.sum")
 if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "${psig:-0}" -ge 20 ] && [ "${hn:-0}" -ge "$((psig * 9 / 10))" ] &&
    awk -v h="${hpc:-0}" 'BEGIN { exit !(h <= 10) }' &&
+   grep -q "^overhead: .*and [0-9,]* signals it sent instead (a handler of the program's had replaced the walk's fault guard): evalprof's signal handlers [0-9.]* ms in [0-9,]* signals" "$T/pkh.info" &&
    grep -q "^  sample.fault_guard  *replaced by the program's handler: plain reads until the sampler thread saw it, then each thread signalled to sample itself, with process_vm_readv$" "$T/pkh.info"; then
     ok "sampler thread under -X faulthandler: $psig samples taken by signal instead, with their program counter (${hpc:-0}% without, from before the handler), said in sample.fault_guard"
 else
