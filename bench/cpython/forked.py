@@ -28,26 +28,27 @@ from the parent's) run on in the sampled one.
 
 Each chunk is timed in its process's CPU time (all its threads): the
 parent's signals, and its writer thread's work while the chunk runs
-(what the writer does for the chunk's samples during the child's turn
-is in neither chunk: the trace's own writer figure, `overhead:`, has
-it); and in its main thread's CPU time alone (`parent_thread`,
+(what the writer does for the chunk's samples during the child's turn is
+in neither chunk: the trace's own writer figure, `overhead:`, has it);
+and in its main thread's CPU time alone (`parent_thread`,
 `child_thread`): the program's own thread, which the signals interrupt
 and the recorder's threads (its writer; with EVALPROF_SAMPLE_TIMER=
 thread its sampler thread, which reads the thread from outside it) do
-not, as long as another CPU is free for them.  Both processes share one binary and one memory layout, and both
-run their chunks on CPU CPU: the main thread is pinned there before the
-fork (the child, a copy of it, inherits that).  This VM's two CPUs
-differ in speed by up to 2x, and a process tends to stay where it
-starts: pinned so, an untraced parent and child measured 0.994-1.015x of
-each other (medians of 21 pairs, callheavy at 0.15, stock 3.11.7),
-unpinned 0.71x and 1.62x.  The parent's other threads (the recorder's
-writer, whichever thread started them: a thread inherits its creator's
-CPUs, and a stock interpreter's session starts its writer after the
-pin and again after the fork) are given back every CPU the process had
-once the child is running, as in a run that nothing pins; pinned with
-the main thread, they took its CPU from it, and instrumented 3.13's
-callheavy measured 1.111x at 1 kHz.  With EVP_BENCH_APART=1 they are
-given every CPU but the main thread's instead (where there is one).
+not, as long as another CPU is free for them.  Both processes share one
+binary and one memory layout, and both run their chunks on CPU CPU: the
+main thread is pinned there before the fork (the child, a copy of it,
+inherits that).  This VM's two CPUs differ in speed by up to 2x, and a
+process tends to stay where it starts: pinned so, an untraced parent and
+child measured 0.994-1.015x of each other (medians of 21 pairs,
+callheavy at 0.15, stock 3.11.7), unpinned 0.71x and 1.62x.  The
+parent's other threads (the recorder's writer, whichever thread started
+them: a thread inherits its creator's CPUs, and a stock interpreter's
+session starts its writer after the pin and again after the fork) are
+given back every CPU the process had once the child is running, as in a
+run that nothing pins; pinned with the main thread, they took its CPU
+from it, and instrumented 3.13's callheavy measured 1.111x at 1 kHz.
+With EVP_BENCH_APART=1 they are given every CPU but the main thread's
+instead (where there is one).
 
 Prints one line of JSON: the chunks' CPU ns, the (untraced) child's and
 the (sampled) parent's, in pair order; the child's pid; what sampled the
@@ -162,9 +163,9 @@ def main():
     # thread's CPU (where another is left), to tell what they cost it by
     # running there from what they cost it from another CPU
     others = set(every)
-    if os.environ.get("EVP_BENCH_APART") == "1" and \
-            len(others - {int(sys.argv[4])}) > 0:
-        others -= {int(sys.argv[4])}
+    apart = others - {int(sys.argv[4])}
+    if os.environ.get("EVP_BENCH_APART") == "1" and apart:
+        others = apart
     threads = unpin_others(others)
 
     def untraced():

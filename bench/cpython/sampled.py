@@ -400,6 +400,12 @@ def against_off(row, off):
     return r, r * math.hypot(row[1] / row[0], off[1] / off[0])
 
 
+def picked(name, keep, rows):
+    """Whether row NAME of a --forked run is run: one of KEEP, and of
+    --rows where it names any (off always)."""
+    return name in keep and (not rows or name == "off" or name in rows)
+
+
 def forked_version(build, ver, forks, pairs, scale, rates, tmp, workload,
                    cpu, nop, rows=None):
     py = os.path.join(build, "cpython", ver, "evalprof", "python")
@@ -410,7 +416,7 @@ def forked_version(build, ver, forks, pairs, scale, rates, tmp, workload,
         nop_names(rates) + tuple("sample@%d" % r for r in rates)
     forked_rows(py, "CPython %s (instrumented)" % ver,
                 [(n, e) for n, e in configs_for(tmp, rates, nop)
-                 if n in keep and (not rows or n == "off" or n in rows)],
+                 if picked(n, keep, rows)],
                 forks, pairs, scale, workload, cpu)
 
 
@@ -427,7 +433,7 @@ def forked_stock(build, py, forks, pairs, scale, rates, tmp, workload,
         "sample@%d" % r for r in rates)
     configs = []
     for n, e in configs_for(tmp, rates, nop):
-        if n in keep and (not rows or n == "off" or n in rows):
+        if picked(n, keep, rows):
             e = dict(e, PYTHONPATH=os.path.join(build, "python"))
             configs.append((n, e))
     forked_rows(py, "CPython %s (stock, %s)" % (out.stdout.strip() or "?",

@@ -676,21 +676,15 @@ evp_guard_usable(unsigned *checks)
     return 1;
 }
 
-/* The sampler thread's walk reads frames that their thread may pop and
- * free meanwhile, even those below the top: it walks only under the
- * guard, checked each time. */
-static int
-evp_guard_usable_peek(void)
+/* A walk's end, and for the sampler thread (PEEK) the end of its read of
+ * the thread's state. */
+static void
+evp_walk_leave(int peek)
 {
-    if (!evp_guard_installed ||
-        __atomic_load_n(&evp_guard_lost, __ATOMIC_RELAXED)) {
-        return 0;
+    evp_walk_end();
+    if (peek) {
+        __atomic_store_n(&evs.peeking, NULL, __ATOMIC_SEQ_CST);
     }
-    if (!evp_rec_fault_guard_ours()) {
-        __atomic_store_n(&evp_guard_lost, 1, __ATOMIC_RELAXED);
-        return 0;
-    }
-    return 1;
 }
 
 /* The calling thread cleared its tstate: wait until the sampler thread
@@ -1048,12 +1042,14 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
     }
     if (ts != NULL && w != NULL && evp_walk_begin()) {
         evp_jmp_buf jb;
-        int guarded = peek ? evp_guard_usable_peek()
-                           : evp_guard_usable(&w->guard_checks);
+        /* the sampler thread reads frames that their thread may pop and
+         * free meanwhile, even those below the top: it walks only under
+         * the guard, checked at every walk (a count at 0 checks) */
+        unsigned every = 0;
+        int guarded = evp_guard_usable(peek ? &every : &w->guard_checks);
         if (peek && !guarded) {
             /* no walk from outside: the thread samples itself */
-            evp_walk_end();
-            __atomic_store_n(&evs.peeking, NULL, __ATOMIC_SEQ_CST);
+            evp_walk_leave(peek);
             return 1;
         }
         if (guarded) {
@@ -1061,10 +1057,7 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
                 /* a read faulted (the recorder's guard): no sample */
                 evp_rec_fault_guard_arm(NULL);
                 __atomic_fetch_add(&evp_walk_faults, 1, __ATOMIC_RELAXED);
-                evp_walk_end();
-                if (peek) {
-                    __atomic_store_n(&evs.peeking, NULL, __ATOMIC_SEQ_CST);
-                }
+                evp_walk_leave(peek);
                 return 0;
             }
             evp_rec_fault_guard_arm(&jb);
@@ -1157,8 +1150,7 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
             if (attempt == 2) {
                 __atomic_fetch_add(&evp_walk_races, 1, __ATOMIC_RELAXED);
                 evp_rec_fault_guard_arm(NULL);
-                evp_walk_end();
-                __atomic_store_n(&evs.peeking, NULL, __ATOMIC_SEQ_CST);
+                evp_walk_leave(peek);
                 return 0;
             }
         }

@@ -582,11 +582,10 @@ static int wall_ticker_wanted(void)
 }
 
 /* Can this process sample CPU time through perf?  EVALPROF_SAMPLE_TIMER
- * =posix says no (the POSIX CPU-time timer instead). */
-static int perf_usable(int signo, uint64_t period_ns)
+ * (TIMER) =posix says no (the POSIX CPU-time timer instead). */
+static int perf_usable(int signo, uint64_t period_ns, const char *timer)
 {
-    const char *e = getenv("EVALPROF_SAMPLE_TIMER");
-    if (e && strcmp(e, "posix") == 0)
+    if (timer && strcmp(timer, "posix") == 0)
         return 0;
     int fd = perf_open(signo, period_ns, 0, NULL);
     if (fd < 0)
@@ -654,10 +653,9 @@ static int is_on_trap(const struct sigaction *sa)
  * instruction), nor with EVALPROF_SAMPLE_TIMER=rt, nor when the program
  * handles or ignores SIGTRAP already, nor where the kernel refuses
  * attr.sigtrap (before 5.13: EINVAL). */
-static int trap_usable(uint64_t period_ns)
+static int trap_usable(uint64_t period_ns, const char *timer)
 {
-    const char *e = getenv("EVALPROF_SAMPLE_TIMER");
-    if ((e && strcmp(e, "rt") == 0) || EVP_UNDER_TSAN || traced() ||
+    if ((timer && strcmp(timer, "rt") == 0) || EVP_UNDER_TSAN || traced() ||
         under_valgrind())
         return 0;
     struct sigaction cur;
@@ -674,17 +672,25 @@ static int trap_usable(uint64_t period_ns)
 
 static uint64_t clock_ns(clockid_t id);
 
+/* The CPU clock's sampler thread: the whole periods of CPU time thread
+ * ST has used since it started sampling (0 where its clock is not
+ * read). */
+static uint64_t peek_periods(const struct sthread *st)
+{
+    uint64_t cpu = st->has_cpu_id ? clock_ns(st->cpu_id) : UINT64_MAX;
+    return cpu != UINT64_MAX && cpu > st->cpu_base
+               ? (cpu - st->cpu_base) / G.period_ns
+               : 0;
+}
+
 /* Stop the thread's timer or perf event (the sampler's lock held).  With
  * the CPU clock's sampler thread, the periods the thread still owed (it
  * was blocked at the ticks since, or its signal was in flight) are
  * counted unsampled: every period is in a weight or there. */
 static void clock_stop(struct sthread *st)
 {
-    if (G.use_peek && st->has_cpu_id && st->ring.buf) {
-        uint64_t cpu = clock_ns(st->cpu_id);
-        uint64_t periods = cpu != UINT64_MAX && cpu > st->cpu_base
-                               ? (cpu - st->cpu_base) / G.period_ns
-                               : 0;
+    if (G.use_peek && st->ring.buf) {
+        uint64_t periods = peek_periods(st);
         uint64_t owed = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
         if (periods > st->periods_told)
             owed += periods - st->periods_told;
@@ -1393,14 +1399,8 @@ int evp_rec_sample_thread_start(const char *name)
         st->cpu_at_sample = 0;
         st->producer = 0;
         __atomic_store_n(&st->peek_cookie, NULL, __ATOMIC_RELAXED);
-        st->periods_told = 0;
-        st->cpu_base = 0;
-        if (G.use_peek) {
-            struct timespec now;
-            if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0)
-                st->cpu_base =
-                    (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-        }
+        uint64_t cpu = G.use_peek ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+        st->cpu_base = cpu != UINT64_MAX ? cpu : 0;
         /* the sampler thread signals it, or samples it (on_peek) */
     } else if (G.use_perf) {
         if ((st->perf_fd = perf_open(G.signo, G.period_ns, G.use_trap, st)) < 0)
@@ -1619,7 +1619,7 @@ static uint32_t blocked_state(uint32_t last, int keep)
     return state | EVP_SAMPLE_NO_GIL;
 }
 
-static void send_tick(struct sthread *st);
+static int send_tick(struct sthread *st);
 
 /* One tick for ST (G.mu held): owe it the periods since its last tick,
  * then sample it on its behalf or signal it. */
@@ -1684,12 +1684,13 @@ static void tick_thread(struct sthread *st)
             __atomic_store_n(&st->producer, 0, __ATOMIC_RELEASE);
         }
     }
-    send_tick(st);
+    (void)send_tick(st);
 }
 
 /* Signal thread ST (no signal of the sampler thread's in flight to it,
- * G.mu held): its handler takes the periods owed. */
-static void send_tick(struct sthread *st)
+ * G.mu held): its handler takes the periods owed.  0: not sent (the
+ * thread is gone). */
+static int send_tick(struct sthread *st)
 {
     uint64_t sent = st->sent;
     siginfo_t si;
@@ -1700,8 +1701,10 @@ static void send_tick(struct sthread *st)
     si.si_uid = getuid();
     si.si_value.sival_ptr = st;
     __atomic_store_n(&st->sent, sent + 1, __ATOMIC_RELEASE);
-    if (syscall(SYS_rt_tgsigqueueinfo, G.pid, st->tid, G.signo, &si) != 0)
-        __atomic_store_n(&st->sent, sent, __ATOMIC_RELEASE); /* gone */
+    if (syscall(SYS_rt_tgsigqueueinfo, G.pid, st->tid, G.signo, &si) == 0)
+        return 1;
+    __atomic_store_n(&st->sent, sent, __ATOMIC_RELEASE); /* gone */
+    return 0;
 }
 
 /*
@@ -1740,12 +1743,9 @@ static void ticker_peek(struct sthread *st)
  */
 static void tick_peek(struct sthread *st)
 {
-    if (!st->ring.buf || !st->has_cpu_id)
+    if (!st->ring.buf)
         return;
-    uint64_t cpu = clock_ns(st->cpu_id);
-    if (cpu == UINT64_MAX || cpu <= st->cpu_base)
-        return;
-    uint64_t periods = (cpu - st->cpu_base) / G.period_ns;
+    uint64_t periods = peek_periods(st);
     if (periods <= st->periods_told)
         return;
     long nr;
@@ -1772,9 +1772,7 @@ static void tick_peek(struct sthread *st)
     if (rc == 1 && st->ring.puts == puts) {
         G.peek_signals++;
         __atomic_add_fetch(&st->owed, w, __ATOMIC_ACQ_REL);
-        uint64_t sent = st->sent;
-        send_tick(st);
-        if (st->sent == sent) /* not sent (the thread is gone) */
+        if (!send_tick(st))
             bump(&st->ring.unsampled,
                  __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL));
         return;
@@ -1929,8 +1927,8 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     G.use_peek = c.cpu_clock && c.on_peek && G.nop != 3 && timer &&
                  strcmp(timer, "thread") == 0;
     G.use_perf = c.cpu_clock && G.nop != 3 && !G.use_peek &&
-                 perf_usable(c.signo, G.period_ns);
-    G.use_trap = G.use_perf && trap_usable(G.period_ns);
+                 perf_usable(c.signo, G.period_ns, timer);
+    G.use_trap = G.use_perf && trap_usable(G.period_ns, timer);
     if (G.use_trap && trap_install() != 0)
         G.use_trap = 0;
     G.use_ticker =

@@ -157,6 +157,7 @@ static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
     char a[32], b[32];
     size_t n;
     if (c->has_peek) {
+        /* the sampler thread: its CPU, beside the program's threads */
         n = (size_t)snprintf(
             buf, len,
             "none in the figures; measured: evalprof's sampler thread, "
@@ -174,35 +175,28 @@ static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
                 (double)c->ns / 1e6, evp_num_group(b, sizeof b, c->signals));
         else if (n < len)
             n += (size_t)snprintf(buf + n, len - n, ", interrupting no thread");
-        if (c->has_writer && n < len)
-            n += (size_t)snprintf(buf + n, len - n,
-                                  "; evalprof's writer thread %.1f ms of CPU",
-                                  (double)c->writer / 1e6);
+    } else {
+        n = (size_t)snprintf(
+            buf, len,
+            "none in the figures; measured: evalprof's signal handlers %.1f "
+            "ms in %s signals (%.1f µs each",
+            (double)c->ns / 1e6, evp_num_group(a, sizeof a, c->signals),
+            c->signals ? (double)c->ns / 1e3 / (double)c->signals : 0.0);
+        if (c->stood > 0 && n < len)
+            n += (size_t)snprintf(
+                buf + n, len - n,
+                ", %.2f%% of the %.1f ms the samples stand for",
+                100.0 * (double)c->ns / c->stood, c->stood / 1e6);
         if (n < len)
-            snprintf(buf + n, len - n,
-                     "; not measured: what its reads of a thread's frames "
-                     "cost that thread (README, Sampled mode)%s",
-                     runs > 1 ? " (summed over the runs)" : "");
-        return;
+            n += (size_t)snprintf(buf + n, len - n, ")");
+        if (c->slow && n < len)
+            n += (size_t)snprintf(
+                buf + n, len - n,
+                ", and %s signal%s that took over 100 µs of real time, left "
+                "out (the thread was descheduled in the handler, most "
+                "likely)",
+                evp_num_group(a, sizeof a, c->slow), c->slow == 1 ? "" : "s");
     }
-    n = (size_t)snprintf(
-        buf, len,
-        "none in the figures; measured: evalprof's signal handlers %.1f ms "
-        "in %s signals (%.1f µs each",
-        (double)c->ns / 1e6, evp_num_group(a, sizeof a, c->signals),
-        c->signals ? (double)c->ns / 1e3 / (double)c->signals : 0.0);
-    if (c->stood > 0 && n < len)
-        n += (size_t)snprintf(buf + n, len - n,
-                              ", %.2f%% of the %.1f ms the samples stand for",
-                              100.0 * (double)c->ns / c->stood, c->stood / 1e6);
-    if (n < len)
-        n += (size_t)snprintf(buf + n, len - n, ")");
-    if (c->slow && n < len)
-        n += (size_t)snprintf(
-            buf + n, len - n,
-            ", and %s signal%s that took over 100 µs of real time, left "
-            "out (the thread was descheduled in the handler, most likely)",
-            evp_num_group(a, sizeof a, c->slow), c->slow == 1 ? "" : "s");
     if (c->has_writer && n < len)
         n += (size_t)snprintf(buf + n, len - n,
                               "; evalprof's writer thread %.1f ms of CPU",
@@ -228,8 +222,10 @@ static void sampling_cost_text(const struct sampling_cost *c, size_t runs,
             evp_num_group(a, sizeof a, c->nop));
     if (n < len)
         snprintf(buf + n, len - n,
-                 "; not measured: the kernel's delivery of each signal "
-                 "(README, Sampled mode)%s",
+                 "; not measured: %s (README, Sampled mode)%s",
+                 c->has_peek ? "what its reads of a thread's frames cost that "
+                               "thread"
+                             : "the kernel's delivery of each signal",
                  runs > 1 ? " (summed over the runs)" : "");
 }
 

@@ -900,13 +900,12 @@ static void sampled_header(FILE *out, struct evp_trace *const *t,
             evp_num_group(c2, sizeof c2, lost),
             runs > 1 ? " (summed over the runs)" : "");
     uint64_t unsampled = 0;
+    int peeked = 0; /* the sampler thread's: its own causes */
     for (size_t i = 0; i < runs; i++) {
         const char *un = evp_trace_meta(t[i], "sample.unsampled");
         unsampled += un ? strtoull(un, NULL, 10) : 0;
-    }
-    int peeked = 0;
-    for (size_t i = 0; i < runs; i++)
         peeked |= evp_trace_meta(t[i], "sample.peeks") != NULL;
+    }
     if (unsampled)
         fprintf(out,
                 "%-11s%s periods in no sample (%s; not in the shares nor in "
