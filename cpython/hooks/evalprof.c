@@ -2095,7 +2095,7 @@ _PyEvalprof_InitRoots(const PyConfig *config, PyObject *importer_path)
 int
 _PyEvalprof_HelperThreads(void)
 {
-    return evp_rec_is_open() ? 1 : 0;
+    return evp_rec_threads();
 }
 
 /* N with a ',' between thousands into BUF. */

@@ -80,7 +80,9 @@ extern void _PyEvalprof_InitRoots(const PyConfig *config,
                                   PyObject *importer_path);
 
 /* Threads evalprof itself runs in this process (the recorder's writer
- * while a trace is open), for os.fork()'s multi-threading warning. */
+ * while a trace is open, its sampler thread with the wall clock or
+ * EVALPROF_SAMPLE_TIMER=thread), for os.fork()'s multi-threading
+ * warning. */
 extern int _PyEvalprof_HelperThreads(void);
 
 /*

@@ -79,6 +79,13 @@ const char *evp_rec_path(void);
 /* True (non-zero) while a session is open in this process. */
 int evp_rec_is_open(void);
 
+/* How many threads of its own the recorder runs in this process now: its
+ * writer, and the sampler thread of the wall clock or of
+ * EVALPROF_SAMPLE_TIMER=thread (0 to 2).  An interpreter that counts the
+ * process's threads (CPython 3.12+ before warning of a fork) leaves these
+ * out: the program did not start them. */
+int evp_rec_threads(void);
+
 /*
  * Add a metadata pair (copied).  Keys documented in docs/FORMAT.md
  * ("python.version", "argv", ...); a later value for the same key

@@ -1850,6 +1850,14 @@ int evp_rec_is_open(void)
     return __atomic_load_n(&S.state, __ATOMIC_RELAXED) == OPEN;
 }
 
+int evp_rec_threads(void)
+{
+    pthread_mutex_lock(&S.mu);
+    int n = S.writer_running ? 1 : 0;
+    pthread_mutex_unlock(&S.mu);
+    return n + evp_rec_sample_ticker_running_();
+}
+
 void evp_rec_set_enabled(uint64_t kinds)
 {
     pthread_mutex_lock(&S.mu);

@@ -1860,6 +1860,14 @@ void evp_rec_sample_ticker_pause_(void)
     }
 }
 
+int evp_rec_sample_ticker_running_(void)
+{
+    pthread_mutex_lock(&G.mu);
+    int on = G.has_ticker;
+    pthread_mutex_unlock(&G.mu);
+    return on;
+}
+
 int evp_rec_sample_ticker_resume_(void)
 {
     int rc = 0;

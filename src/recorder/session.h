@@ -56,6 +56,8 @@ EVP_HIDDEN int evp_rec_gettid_(void);
  * for until the kernel no longer counts it) and started after it. */
 EVP_HIDDEN void evp_rec_sample_ticker_pause_(void);
 EVP_HIDDEN int evp_rec_sample_ticker_resume_(void);
+/* Whether that thread runs now (evp_rec_threads). */
+EVP_HIDDEN int evp_rec_sample_ticker_running_(void);
 
 /* The writer's longest wait between two rounds, as it last set it (0
  * before its first round): short enough that a quarter of the ring fills
