@@ -10,7 +10,15 @@
 #   --src DIR       a CPython source tree to use instead of Debian's source
 #                   package (python3.13 from trixie, python3.11 from
 #                   bookworm, fetched with apt-get source)
-#   --variant V     evalprof, plain or both (default: both)
+#   --variant V     evalprof, plain or both (default: both); or
+#                   evalprof-asan, evalprof-tsan: the evalprof build with
+#                   evalprof's own objects (its hooks' Python/evalprof.c
+#                   and the recorder, Python/evalprof/) rebuilt under
+#                   AddressSanitizer + UndefinedBehaviorSanitizer or
+#                   ThreadSanitizer and the interpreter linked with the
+#                   sanitizer's runtime; CPython's own objects are not
+#                   instrumented (the sanitizer stress tests,
+#                   tests/e2e/modea/stress.sh)
 #   --build-dir D   the project's build directory (default: build)
 #   --jobs N        parallel make jobs (default: number of CPUs)
 #
@@ -21,6 +29,8 @@
 #   src/            the pristine source (never configured in place)
 #   src-evalprof/   the same source with evalprof's hooks applied
 #   evalprof/       out-of-tree build of src-evalprof: evalprof/python
+#   evalprof-asan/, evalprof-tsan/
+#                   copies of evalprof/ with evalprof's objects sanitized
 #   plain/          out-of-tree build of src: plain/python
 #   *.stamp         what each build was made from; a build whose source,
 #                   hooks and configure options are unchanged is reused
@@ -28,7 +38,8 @@
 # Errors (no source package, a tree evalprof does not support, a failed
 # configure or make) are reported in one line naming the log to read.
 # Exit status: 0 built (or up to date), 3 the source could not be
-# obtained, 1 anything else.
+# obtained (or, for a sanitized variant, the compiler cannot build and
+# run a threaded program under that sanitizer here), 1 anything else.
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,7 +72,12 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1' (see --help)" ;;
     esac
 done
-case "$variant" in evalprof|plain|both) ;; *) die "--variant must be evalprof, plain or both" ;; esac
+case "$variant" in
+evalprof|plain|both) ;;
+evalprof-asan) san_flags="-fsanitize=address,undefined -fno-sanitize-recover=all" ;;
+evalprof-tsan) san_flags="-fsanitize=thread" ;;
+*) die "--variant must be evalprof, plain, both, evalprof-asan or evalprof-tsan" ;;
+esac
 case "$build" in /*) ;; *) build="$top/$build" ;; esac
 if [ -n "$src" ]; then
     [ -d "$src" ] || die "--src $src: no such directory"
@@ -217,6 +233,69 @@ build_variant() {
     echo "evalprof-cpython: $ver $name: built in $(( $(date +%s) - start ))s: $dir/python"
 }
 
+# The C compiler make uses (configure's choice, recorded in the Makefile).
+make_cc() {
+    sed -n 's/^CC=[[:space:]]*//p' "$1/Makefile" | head -n 1
+}
+
+# san_probe CC FLAGS: empty when CC can build and run a threaded program
+# with FLAGS here, else why not.
+san_probe() {
+    d=$(mktemp -d)
+    printf '%s\n' '#include <pthread.h>' '#include <stdlib.h>' \
+        'static void *run(void *p) { return p; }' \
+        'int main(void) { pthread_t t; char *m = malloc(16);' \
+        '  pthread_create(&t, NULL, run, m); pthread_join(t, NULL);' \
+        '  free(m); return 0; }' > "$d/p.c"
+    # shellcheck disable=SC2086
+    if ! $1 $2 -pthread -o "$d/p" "$d/p.c" > "$d/log" 2>&1; then
+        echo "$1 $2 cannot build a program: $(head -n 1 "$d/log" | cut -c1-160)"
+    elif ! "$d/p" > "$d/log" 2>&1; then
+        echo "a program built with $1 $2 cannot run here: $(grep -m 1 . "$d/log" | cut -c1-160)"
+    fi
+    rm -rf "$d"
+}
+
+# build_sanitized NAME: $out/NAME, a copy of the evalprof build whose
+# evalprof objects are compiled again with $san_flags (make's
+# CFLAGS_NODIST, which CPython adds to every compile) and the interpreter
+# linked again with them.  The copy keeps the files' times, so make
+# rebuilds only the objects removed and what depends on them (the
+# library, the frozen modules' tool, the interpreter).
+build_sanitized() {
+    name=$1
+    base="$out/evalprof"
+    dir="$out/$name"
+    want="$(cat "$out/evalprof.stamp") sanitize=$san_flags"
+    if [ "$(cat "$out/$name.stamp" 2>/dev/null)" = "$want" ] && [ -x "$dir/python" ]; then
+        echo "evalprof-cpython: $ver $name: up to date ($dir/python)"
+        return 0
+    fi
+    rm -f "$out/$name.stamp"
+    cc=$(make_cc "$base")
+    why=$(san_probe "${cc:-cc}" "$san_flags")
+    [ -z "$why" ] || unavailable "$ver $name: $why"
+    rm -rf "$dir"
+    cp -a "$base" "$dir" || die "cannot copy $base to $dir"
+    objs=$(sed -n 's/^EVALPROF_OBJS=//p' "$dir/Makefile")
+    [ -n "$objs" ] || die "$ver $name: $dir/Makefile lists no EVALPROF_OBJS"
+    # shellcheck disable=SC2086
+    (cd "$dir" && rm -f $objs python libpython*.a) || die "cannot clean $dir"
+    echo "evalprof-cpython: $ver $name: make python (log: $out/$name-make.log)"
+    start=$(date +%s)
+    # (the frozen modules' tool runs under the sanitizer during the
+    # build: the interpreter's leaks at its exit are not evalprof's)
+    if ! ASAN_OPTIONS=detect_leaks=0 make -C "$dir" -j"$jobs" python \
+            CFLAGS_NODIST="$san_flags -fno-omit-frame-pointer" \
+            LDFLAGS_NODIST="$san_flags" > "$out/$name-make.log" 2>&1; then
+        err=$(grep -E 'error:|Error [0-9]' "$out/$name-make.log" | head -n 1 | cut -c1-200)
+        die "$ver $name: build failed (${err:-see log}; log: $out/$name-make.log)"
+    fi
+    [ -x "$dir/python" ] || die "$ver $name: build produced no $dir/python (log: $out/$name-make.log)"
+    echo "$want" > "$out/$name.stamp"
+    echo "evalprof-cpython: $ver $name: built in $(( $(date +%s) - start ))s: $dir/python"
+}
+
 build_version() {
     ver=$1
     case "$ver" in
@@ -245,6 +324,9 @@ build_version() {
         fi
         build_variant evalprof "$out/src-evalprof" "$want"
     fi
+    case "$variant" in
+    evalprof-*) build_sanitized "$variant"; return ;;
+    esac
     if [ "$variant" != evalprof ]; then
         build_variant plain "$out/src" "src=$src_fp configure=$configure_opts"
     fi

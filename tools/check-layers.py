@@ -13,7 +13,9 @@ library do not know each other), and never through a "../" path.  The
 public headers under include/evalprof/ belong to the layer that
 implements them.  The producers outside src/ (the stock-interpreter
 extension in python/_tracer, the interpreter hooks in cpython/hooks) may
-use the recorder's layer and below.  Each src/<layer>/meson.build may name
+use the recorder's layer and below (the hooks name a recorder or util
+header "evalprof/NAME": the interpreter's tree has them in
+Python/evalprof/).  Each src/<layer>/meson.build may name
 only the libraries and dependencies of the layers below it.
 
 Prints one line per violation and exits 1 when there is any; prints a
@@ -64,8 +66,14 @@ def check_file(path, layer, owner, problems, rel):
             problems.append('%s: includes "%s" through a relative path'
                             % (where, inc))
             continue
+        name = inc[len("evalprof/"):]
+        if (inc.startswith("evalprof/") and name not in PUBLIC and
+                rel.startswith("cpython/hooks/") and name in owner):
+            # the interpreter's tree holds the recorder's sources and the
+            # util headers they use in Python/evalprof/ (apply-hooks.py)
+            inc = name
         if inc.startswith("evalprof/"):
-            used = PUBLIC.get(inc[len("evalprof/"):])
+            used = PUBLIC.get(name)
             if used is None:
                 problems.append('%s: includes "%s", a public header no layer '
                                 'owns (add it to tools/check-layers.py)'

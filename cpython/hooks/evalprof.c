@@ -67,6 +67,7 @@
 #include "pycore_evalprof.h"
 #include "evalprof/format.h" // evp_sample_state
 #include "evalprof/recorder.h"
+#include "evalprof/sanitizer.h" // EVP_UNDER_TSAN (Python/evalprof/)
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -399,9 +400,12 @@ static struct {
      * which finalization may clear its thread state */
     uint64_t walk_delay_ns;
     /* EVALPROF_TEST_WALK_FAULT=N (tests): every Nth walk of a thread
-     * first reads an address that is not mapped, as a walk that met a
-     * half-written frame could (evp_safe_read) */
+     * first reads memory that is not readable, as a walk that met a
+     * half-written frame could (evp_safe_read): a page mapped with no
+     * access, an address of the program's own (a sanitizer checks its
+     * shadow before the read; a low address has none under TSan) */
     unsigned walk_fault_every;
+    const void *walk_fault_at;
 } evs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void
@@ -647,6 +651,27 @@ static int evp_guard_lost;      /* found replaced: process_vm_readv */
 static uint64_t evp_walk_faults;
 static uint64_t evp_walk_races; /* the sampler thread's: chains moved */
 static int evp_peeked;          /* the sampler thread walked (atomic) */
+
+/*
+ * The sampler thread's walk reads another thread's frames and code
+ * objects while that thread runs on: the reads race with its writes, and
+ * with its frees, by design (a value read is used only after the walk's
+ * re-check found the frames where they were; a read of memory unmapped
+ * meanwhile faults into the guard).  ThreadSanitizer is told to ignore
+ * the walk's reads, and its reads only: what the walk writes (the
+ * walker's buffers, the thread's ring) is still checked.
+ */
+#if EVP_UNDER_TSAN
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define EVP_RACY_READS_BEGIN(peek) \
+    ((peek) ? AnnotateIgnoreReadsBegin(__FILE__, __LINE__) : (void)0)
+#define EVP_RACY_READS_END(peek) \
+    ((peek) ? AnnotateIgnoreReadsEnd(__FILE__, __LINE__) : (void)0)
+#else
+#define EVP_RACY_READS_BEGIN(peek) ((void)(peek))
+#define EVP_RACY_READS_END(peek) ((void)(peek))
+#endif
 
 static int
 evp_safe_read(void *dst, const void *src, size_t n)
@@ -1054,7 +1079,10 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
         }
         if (guarded) {
             if (EVP_SETJMP(jb) != 0) {
-                /* a read faulted (the recorder's guard): no sample */
+                /* a read faulted (the recorder's guard): no sample (and
+                 * no EVP_RACY_READS_END: ThreadSanitizer clears the
+                 * thread's ignores before it runs a signal handler, and
+                 * the jump out of the guard's skips their restore) */
                 evp_rec_fault_guard_arm(NULL);
                 __atomic_fetch_add(&evp_walk_faults, 1, __ATOMIC_RELAXED);
                 evp_walk_leave(peek);
@@ -1062,9 +1090,10 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
             }
             evp_rec_fault_guard_arm(&jb);
         }
+        EVP_RACY_READS_BEGIN(peek);
         if (evs.walk_fault_every != 0 &&
             ++w->test_walks % evs.walk_fault_every == 0) {
-            const void *volatile bad = (const void *)16;
+            const void *volatile bad = evs.walk_fault_at;
             char c = 0;
             if (evp_safe_read(&c, bad, 1)) {
                 __asm__ volatile("" : : "r"(c)); /* the read is made */
@@ -1149,11 +1178,13 @@ evp_take_sample(struct _evp_sample_tls *s, const void *ucontext,
             }
             if (attempt == 2) {
                 __atomic_fetch_add(&evp_walk_races, 1, __ATOMIC_RELAXED);
+                EVP_RACY_READS_END(peek);
                 evp_rec_fault_guard_arm(NULL);
                 evp_walk_leave(peek);
                 return 0;
             }
         }
+        EVP_RACY_READS_END(peek);
         evp_rec_fault_guard_arm(NULL);
         evp_walk_end();
     }
@@ -1499,6 +1530,11 @@ evp_sample_start(const struct evp_rec_sample_config *cfg, int counts)
     evs.walk_delay_ns = delay ? evp_parse_uint(delay, 1000000) * 1000ull : 0;
     const char *fault = getenv("EVALPROF_TEST_WALK_FAULT");
     evs.walk_fault_every = fault ? evp_parse_uint(fault, 1000000) : 0;
+    if (evs.walk_fault_every != 0) {
+        void *page =
+            mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        evs.walk_fault_at = page != MAP_FAILED ? page : (const void *)16;
+    }
     evp_find_eval_code();
     evp_self_pid = getpid();
     evp_guard_installed = evp_rec_fault_guard_install() == 0;

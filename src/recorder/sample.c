@@ -804,8 +804,18 @@ static uint32_t call_flag(const struct sthread *st, long nr, uintptr_t arg)
                : EVP_SAMPLE_SYSCALL;
 }
 
-/* The sample a handler took, standing for WEIGHT periods (those past
- * the first counted as missed). */
+/* SIGSEGV and SIGBUS let through to the calling thread, so that a fault
+ * of the producer's walk reaches the fault guard (a synchronous fault
+ * while it is blocked kills the process). */
+static void unblock_faults(void)
+{
+    sigset_t faults;
+    sigemptyset(&faults);
+    sigaddset(&faults, SIGSEGV);
+    sigaddset(&faults, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+}
+
 /* One signal's sample, standing for WEIGHT periods: the periods past
  * the first are missed ones (counted in its weight); a signal the
  * producer takes no sample in (evalprof's own code running, a frame walk
@@ -816,6 +826,10 @@ static void take(struct sthread *st, void *uc, uint32_t weight)
 {
     if (!weight)
         return;
+    /* ThreadSanitizer runs a signal's handler later, at a call it
+     * intercepts, with every signal blocked */
+    if (EVP_UNDER_TSAN)
+        unblock_faults();
     uint64_t puts = st->ring.puts;
     G.cfg.on_sample(uc, weight);
     if (st->ring.puts == puts)
@@ -1199,6 +1213,12 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
     evp_jmp_buf *jb = walk_guard;
     if (jb) {
         walk_guard = NULL;
+        /* ThreadSanitizer's own handler, the one the kernel calls, is
+         * installed without SA_NODEFER: the fault would stay blocked
+         * after the jump (on the sampler thread for good: the next fault
+         * there would kill the process) */
+        if (EVP_UNDER_TSAN)
+            unblock_faults();
         EVP_LONGJMP(*jb);
     }
     /* not a walk's: what was there before evalprof */
@@ -1786,13 +1806,8 @@ static void tick_peek(struct sthread *st)
 static void *ticker_main(void *arg)
 {
     (void)arg;
-    /* A fault of on_peek's walk reaches the fault guard (a synchronous
-     * fault while blocked would kill the process) */
-    sigset_t faults;
-    sigemptyset(&faults);
-    sigaddset(&faults, SIGSEGV);
-    sigaddset(&faults, SIGBUS);
-    pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
+    /* A fault of on_peek's walk reaches the fault guard */
+    unblock_faults();
     __atomic_store_n(&G.ticker_tid, evp_rec_gettid_(), __ATOMIC_RELAXED);
     pthread_mutex_lock(&G.mu);
     uint64_t ticks = G.ticks, t0 = evp_clock_mono_ns() - ticks * G.period_ns;

@@ -4,8 +4,14 @@
 # source and hooks are unchanged.  The plain baseline builds are left to
 # the benchmarks (`make bench`), to keep CI short.
 #
-# For each version it records the outcome in
-# BUILD/cpython/X.Y/evalprof.status, which the tests read:
+# Then, from each, the copies whose evalprof objects run under
+# AddressSanitizer + UBSan and ThreadSanitizer (evalprof-asan,
+# evalprof-tsan: cpython/build.sh), for the sanitizer stress tests
+# (tests/e2e/modea/stress.sh).
+#
+# For each version and build it records the outcome in
+# BUILD/cpython/X.Y/evalprof.status (evalprof-asan.status, ...), which
+# the tests read:
 #   ok                       built or up to date
 #   unavailable: <reason>    the source package cannot be obtained here
 #                            (the tests skip)
@@ -29,5 +35,22 @@ for ver in 3.13 3.11; do
     3) echo "unavailable: $last" > "$out"; echo "prepare cpython $ver: not built: $last" ;;
     *) echo "failed: $last" > "$out"; echo "prepare cpython $ver: FAILED: $last"; status=1 ;;
     esac
+    for san in asan tsan; do
+        out="$BUILD/cpython/$ver/evalprof-$san.status"
+        if [ "$rc" != 0 ]; then
+            echo "unavailable: the evalprof build of CPython $ver is not there: $last" > "$out"
+            continue
+        fi
+        start=$(date +%s)
+        sh cpython/build.sh --version "$ver" --variant "evalprof-$san" --build-dir "$BUILD" \
+            > "$BUILD/cpython/$ver/prepare-$san.log" 2>&1
+        srcrc=$?
+        slast=$(grep '^evalprof-cpython: ' "$BUILD/cpython/$ver/prepare-$san.log" | tail -n 1 | sed 's/^evalprof-cpython: //')
+        case $srcrc in
+        0) echo ok > "$out"; echo "prepare cpython $ver: $slast ($(( $(date +%s) - start ))s)" ;;
+        3) echo "unavailable: $slast" > "$out"; echo "prepare cpython $ver: not built: $slast" ;;
+        *) echo "failed: $slast" > "$out"; echo "prepare cpython $ver: FAILED: $slast"; status=1 ;;
+        esac
+    done
 done
 exit $status

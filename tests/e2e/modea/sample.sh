@@ -328,35 +328,9 @@ streams=$(sed -n '/^sampled streams:/,/^$/p' "$T/pkt.info" | awk '$1 ~ /^[0-9]+$
 # 20 kHz, a generator's frames, calls pushed and popped under the walk: the
 # program's output unchanged, and the walks that met a frame chain that
 # moved are few
-cat > "$T/churn.py" << 'PY'
-import threading
-def work(n):
-    def f(k):
-        return k + 1 if k % 7 else g(k)
-    def g(k):
-        return sum(range(k % 50))
-    s = 0
-    for i in range(n):
-        s += f(i)
-    return s
-def gen(n):
-    for i in range(n):
-        yield i * 2
-ts = [threading.Thread(target=work, args=(60000,)) for _ in range(6)]
-for t in ts:
-    t.start()
-x = sum(gen(400000))
-for t in ts:
-    t.join()
-for r in range(100):
-    t = threading.Thread(target=work, args=(500,))
-    t.start()
-    t.join()
-print("done", x)
-PY
-wantc=$("$PY" -S "$T/churn.py")
+wantc=$("$PY" -S "$PROGRAMS/churn.py")
 out=$(EVALPROF="$T/churn.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread EVALPROF_SAMPLE_RATE=20000 \
-    "$PY" -S "$T/churn.py" 2> "$T/churn.err")
+    "$PY" -S "$PROGRAMS/churn.py" 2> "$T/churn.err")
 rc=$?
 "$EVALPROF_CLI" info "$T/churn.evp" > "$T/churn.info" 2>&1
 cn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/churn.info")
