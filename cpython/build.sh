@@ -238,24 +238,6 @@ make_cc() {
     sed -n 's/^CC=[[:space:]]*//p' "$1/Makefile" | head -n 1
 }
 
-# san_probe CC FLAGS: empty when CC can build and run a threaded program
-# with FLAGS here, else why not.
-san_probe() {
-    d=$(mktemp -d)
-    printf '%s\n' '#include <pthread.h>' '#include <stdlib.h>' \
-        'static void *run(void *p) { return p; }' \
-        'int main(void) { pthread_t t; char *m = malloc(16);' \
-        '  pthread_create(&t, NULL, run, m); pthread_join(t, NULL);' \
-        '  free(m); return 0; }' > "$d/p.c"
-    # shellcheck disable=SC2086
-    if ! $1 $2 -pthread -o "$d/p" "$d/p.c" > "$d/log" 2>&1; then
-        echo "$1 $2 cannot build a program: $(head -n 1 "$d/log" | cut -c1-160)"
-    elif ! "$d/p" > "$d/log" 2>&1; then
-        echo "a program built with $1 $2 cannot run here: $(grep -m 1 . "$d/log" | cut -c1-160)"
-    fi
-    rm -rf "$d"
-}
-
 # build_sanitized NAME: $out/NAME, a copy of the evalprof build whose
 # evalprof objects are compiled again with $san_flags (make's
 # CFLAGS_NODIST, which CPython adds to every compile) and the interpreter
@@ -273,7 +255,8 @@ build_sanitized() {
     fi
     rm -f "$out/$name.stamp"
     cc=$(make_cc "$base")
-    why=$(san_probe "${cc:-cc}" "$san_flags")
+    # shellcheck disable=SC2086
+    why=$(sh "$top/tools/san-probe.sh" "${cc:-cc}" $san_flags)
     [ -z "$why" ] || unavailable "$ver $name: $why"
     rm -rf "$dir"
     cp -a "$base" "$dir" || die "cannot copy $base to $dir"

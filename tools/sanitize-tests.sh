@@ -52,27 +52,7 @@ EOF
 # probe FLAGS: can this compiler build and run a threaded program with
 # FLAGS?  Prints the reason when not.
 probe() {
-    d=$(mktemp -d)
-    cat >"$d/p.c" <<'EOF'
-#include <pthread.h>
-#include <stdlib.h>
-static void *run(void *p) { return p; }
-int main(void)
-{
-    pthread_t t;
-    char *m = malloc(16);
-    pthread_create(&t, NULL, run, m);
-    pthread_join(t, NULL);
-    free(m);
-    return 0;
-}
-EOF
-    if ! $cc "$@" -pthread -o "$d/p" "$d/p.c" >"$d/log" 2>&1; then
-        echo "$cc $*: cannot build: $(head -n 1 "$d/log")"
-    elif ! "$d/p" >"$d/log" 2>&1; then
-        echo "$cc $*: cannot run: $(grep -m 1 . "$d/log")"
-    fi
-    rm -rf "$d"
+    sh "$top/tools/san-probe.sh" "$cc" "$@"
 }
 
 # run DIR SETUP-OPTIONS -- NINJA-TARGETS -- MESON-TEST-ARGS

@@ -23,6 +23,15 @@ case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 
 sh tools/bootstrap.sh build cpython || echo "prepare cpython: some build dependencies are missing (see above)"
 status=0
+# outcome RC LAST: build.sh's exit status RC and last line LAST into $out
+# and the log ($ver, $start)
+outcome() {
+    case $1 in
+    0) echo ok > "$out"; echo "prepare cpython $ver: $2 ($(( $(date +%s) - start ))s)" ;;
+    3) echo "unavailable: $2" > "$out"; echo "prepare cpython $ver: not built: $2" ;;
+    *) echo "failed: $2" > "$out"; echo "prepare cpython $ver: FAILED: $2"; status=1 ;;
+    esac
+}
 for ver in 3.13 3.11; do
     mkdir -p "$BUILD/cpython/$ver"
     out="$BUILD/cpython/$ver/evalprof.status"
@@ -30,11 +39,7 @@ for ver in 3.13 3.11; do
     sh cpython/build.sh --version "$ver" --variant evalprof --build-dir "$BUILD" > "$BUILD/cpython/$ver/prepare.log" 2>&1
     rc=$?
     last=$(grep '^evalprof-cpython: ' "$BUILD/cpython/$ver/prepare.log" | tail -n 1 | sed 's/^evalprof-cpython: //')
-    case $rc in
-    0) echo ok > "$out"; echo "prepare cpython $ver: $last ($(( $(date +%s) - start ))s)" ;;
-    3) echo "unavailable: $last" > "$out"; echo "prepare cpython $ver: not built: $last" ;;
-    *) echo "failed: $last" > "$out"; echo "prepare cpython $ver: FAILED: $last"; status=1 ;;
-    esac
+    outcome "$rc" "$last"
     for san in asan tsan; do
         out="$BUILD/cpython/$ver/evalprof-$san.status"
         if [ "$rc" != 0 ]; then
@@ -46,11 +51,7 @@ for ver in 3.13 3.11; do
             > "$BUILD/cpython/$ver/prepare-$san.log" 2>&1
         srcrc=$?
         slast=$(grep '^evalprof-cpython: ' "$BUILD/cpython/$ver/prepare-$san.log" | tail -n 1 | sed 's/^evalprof-cpython: //')
-        case $srcrc in
-        0) echo ok > "$out"; echo "prepare cpython $ver: $slast ($(( $(date +%s) - start ))s)" ;;
-        3) echo "unavailable: $slast" > "$out"; echo "prepare cpython $ver: not built: $slast" ;;
-        *) echo "failed: $slast" > "$out"; echo "prepare cpython $ver: FAILED: $slast"; status=1 ;;
-        esac
+        outcome "$srcrc" "$slast"
     done
 done
 exit $status

@@ -108,14 +108,19 @@ run() {
     fi
 }
 
+# sampler_env SAMPLER: the setting that picks it (none for the signal)
+sampler_env() {
+    case $1 in
+    wall) echo EVALPROF_SAMPLE_CLOCK=wall ;;
+    thread) echo EVALPROF_SAMPLE_TIMER=thread ;;
+    esac
+}
+
 samplers="signal wall thread"
 [ "$SAN" = asan ] && samplers="signal wall"
 for how in $samplers; do
-    case $how in
-    signal) set -- ;;
-    wall) set -- EVALPROF_SAMPLE_CLOCK=wall ;;
-    thread) set -- EVALPROF_SAMPLE_TIMER=thread ;;
-    esac
+    # shellcheck disable=SC2046
+    set -- $(sampler_env "$how")
     run "$how" "$HERE/../modeb/progs/sample_stress.py" "$@"
     d=$T/$how
     # the parent and its nine children, each a whole trace; the parent's
@@ -161,11 +166,8 @@ done
 # jump out of its handler, from the sampler thread too, and under
 # ThreadSanitizer out of the walk whose reads it ignores
 for how in $samplers; do
-    case $how in
-    signal) set -- ;;
-    wall) set -- EVALPROF_SAMPLE_CLOCK=wall ;;
-    thread) set -- EVALPROF_SAMPLE_TIMER=thread ;;
-    esac
+    # shellcheck disable=SC2046
+    set -- $(sampler_env "$how")
     run "fault-$how" "$PROGRAMS/churn.py" "$@" EVALPROF_TEST_WALK_FAULT=10
     "$EVALPROF_CLI" info "$T/fault-$how/s.evp" > "$T/fault-$how/info" 2>&1
     faults=$(awk '$1 == "sample.walk_faults" { print $2; exit }' "$T/fault-$how/info")
