@@ -75,8 +75,9 @@ and runs chunks of the workload in turn with it (N pairs, the order
 swapped in each); both run their chunks on one CPU (the last this
 process may use, or EVP_BENCH_CPU), where forked.py pins its main
 thread; with EVP_BENCH_APART=1 the recorder's threads (writer, sampler
-thread) are kept off that CPU.  The configurations: off (the parent untraced too: the method's
-own error, which should be 1.000x), sample at each rate of --rates (the
+thread) are kept off that CPU.  The configurations: off (the parent
+untraced too: the method's own error, which should be 1.000x), sample
+at each rate of --rates (the
 first is the default's target) and at 10 Hz (the sampled copy of the
 eval function nearly alone), with exact counts at the first rate, and
 thread@R, the sampler thread (--rows picks rows by name).

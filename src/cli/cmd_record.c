@@ -572,6 +572,9 @@ int cmd_record(int argc, char **argv)
         return 2;
     }
     int peek = sampler && strcmp(sampler, "thread") == 0;
+    /* --sampler signal undoes a thread setting only (not rt or posix) */
+    const char *timer = getenv("EVALPROF_SAMPLE_TIMER");
+    int unset_peek = sampler && !peek && timer && strcmp(timer, "thread") == 0;
     if (peek && clock && strcmp(clock, "wall") == 0) {
         evp_cli_error("record: --sampler thread samples CPU time, not "
                       "with --clock wall");
@@ -610,9 +613,7 @@ int cmd_record(int argc, char **argv)
             (clock && setenv("EVALPROF_SAMPLE_CLOCK", clock, 1) < 0) ||
             (depth && setenv("EVALPROF_SAMPLE_MAX_DEPTH", depth, 1) < 0) ||
             (peek && setenv("EVALPROF_SAMPLE_TIMER", "thread", 1) < 0) ||
-            (sampler && !peek && getenv("EVALPROF_SAMPLE_TIMER") &&
-             strcmp(getenv("EVALPROF_SAMPLE_TIMER"), "thread") == 0 &&
-             unsetenv("EVALPROF_SAMPLE_TIMER") < 0)) {
+            (unset_peek && unsetenv("EVALPROF_SAMPLE_TIMER") < 0)) {
             evp_cli_error("record: setenv: %s", strerror(errno));
             return 1;
         }

@@ -692,10 +692,10 @@ static void clock_stop(struct sthread *st)
     if (G.use_peek && st->ring.buf) {
         uint64_t periods = peek_periods(st);
         uint64_t owed = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
-        if (periods > st->periods_told)
+        if (periods > st->periods_told) {
             owed += periods - st->periods_told;
-        st->periods_told =
-            periods > st->periods_told ? periods : st->periods_told;
+            st->periods_told = periods;
+        }
         if (owed)
             bump(&st->ring.unsampled, owed);
     }

@@ -324,6 +324,18 @@ streams=$(sed -n '/^sampled streams:/,/^$/p' "$T/pkt.info" | awk '$1 ~ /^[0-9]+$
 [ "$streams" -ge 3 ] && grep -q "^  sample.sampler  *sampler thread: each running thread's frames" "$T/pkt.info" &&
     ok "record --sampler thread, 3 threads: $streams streams with samples" ||
     fail "record --sampler thread, threads: $streams streams with samples: $(sed -n '/^sampled streams:/,/^$/p' "$T/pkt.info" | tr -s ' ') $(grep sample.sampler "$T/pkt.info")"
+# `--sampler signal` undoes EVALPROF_SAMPLE_TIMER=thread and keeps rt
+# (the real-time signal through F_SETSIG in place of SIGTRAP)
+for t in thread rt; do
+    EVALPROF_SAMPLE_TIMER=$t "$EVALPROF_CLI" record --sample --sampler signal -q -o "$T/pks-$t.evp" -- \
+        "$PY" -S "$prog" 300000 > /dev/null
+    how=$("$EVALPROF_CLI" info "$T/pks-$t.evp" 2>&1 | awk '$1 == "sample.sampler" { $1 = ""; print; exit }')
+    case "$t:$how" in
+    "thread: perf_event_open task-clock, "*) ok "EVALPROF_SAMPLE_TIMER=thread, record --sampler signal:$how" ;;
+    "rt: perf_event_open task-clock, F_SETSIG"*) ok "EVALPROF_SAMPLE_TIMER=rt, record --sampler signal:$how" ;;
+    *) fail "EVALPROF_SAMPLE_TIMER=$t, record --sampler signal: sampler '$how'" ;;
+    esac
+done
 # threads that start, run and end while the sampler thread reads them at
 # 20 kHz, a generator's frames, calls pushed and popped under the walk: the
 # program's output unchanged, and the walks that met a frame chain that
