@@ -227,6 +227,23 @@ static void sync_dir(const char *dest)
     free(dir);
 }
 
+/*
+ * Why a write to temporary file F failed, once the cause was lost: a
+ * write past F's buffer, inside the writer, set F's error flag, and the
+ * close's flush found nothing left to write, so errno says nothing.  One
+ * more byte at F's end, which is removed anyway, fails the same way
+ * (EFBIG past the file-size limit, ENOSPC on a full file system); EIO
+ * when it does not.
+ */
+static int lost_write_error(FILE *f)
+{
+    int fd = fileno(f);
+    if (fd >= 0 && lseek(fd, 0, SEEK_END) >= 0 && write(fd, "", 1) < 0 &&
+        errno != 0)
+        return errno;
+    return EIO;
+}
+
 int evp_outfile_close(struct evp_outfile *o, int rc, char *err, size_t errlen)
 {
     if (!o->f)
@@ -234,7 +251,7 @@ int evp_outfile_close(struct evp_outfile *o, int rc, char *err, size_t errlen)
     int e = 0;
     errno = 0;
     if (fflush(o->f) != 0 || ferror(o->f))
-        e = errno ? errno : EIO;
+        e = errno ? errno : o->tmp ? lost_write_error(o->f) : EIO;
     if (o->f != stdout) {
         if (!e && rc >= 0 && o->tmp && fsync(fileno(o->f)) != 0)
             e = errno;

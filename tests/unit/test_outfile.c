@@ -132,6 +132,30 @@ static void test_failure_keeps_previous(void **state)
     assert_int_equal(WEXITSTATUS(ws), 0);
     assert_content(p, "old\n");
     assert_int_equal(leftovers(), 0);
+
+    /* The same, the failing write one block larger than the stream's
+     * buffer: written past the buffer, it fails inside the writer, and
+     * the close finds nothing left to flush; its error is still told. */
+    pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {4096, 4096};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        static char block[256 * 1024];
+        memset(block, 'x', sizeof block);
+        struct evp_outfile o;
+        if (evp_outfile_open(&o, p, err, sizeof err) < 0)
+            _exit(3);
+        fwrite(block, 1, sizeof block, o.f);
+        int rc = evp_outfile_close(&o, 0, err, sizeof err);
+        _exit(rc == -EFBIG && strstr(err, "write failed: File too large") ? 0
+                                                                          : 4);
+    }
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    assert_content(p, "old\n");
+    assert_int_equal(leftovers(), 0);
 }
 
 static void test_symlink_written_through(void **state)
