@@ -222,21 +222,23 @@ static void drop_pending(int sig)
     raise(sig);
 }
 
+/* The signals that end a command and take its temporary file with it. */
+static const int ending_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
 /* A file-size limit is a write error (EFBIG), not a kill; an interrupt
  * or a hang-up takes the temporary file with it. */
 static void guard_pending(const char *tmp)
 {
     static int done;
     if (!done) {
-        static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        for (size_t i = 0; i < sizeof ending_sigs / sizeof *ending_sigs; i++) {
             struct sigaction sa, old;
             memset(&sa, 0, sizeof sa);
             sa.sa_handler = drop_pending;
             sigemptyset(&sa.sa_mask);
-            if (sigaction(sigs[i], NULL, &old) == 0 &&
+            if (sigaction(ending_sigs[i], NULL, &old) == 0 &&
                 old.sa_handler == SIG_DFL)
-                sigaction(sigs[i], &sa, NULL);
+                sigaction(ending_sigs[i], &sa, NULL);
         }
         signal(SIGXFSZ, SIG_IGN);
         /* an input that shrinks under a mapped read ends the command */
@@ -249,11 +251,21 @@ static void guard_pending(const char *tmp)
 FILE *evp_cli_out_open(struct evp_outfile *o, const char *out)
 {
     char err[512];
-    if (evp_outfile_open(o, out, err, sizeof err) < 0) {
+    /* held from the temporary file's creation until it is known to the
+     * handlers: an interrupt in between would leave it behind */
+    sigset_t ending, old;
+    sigemptyset(&ending);
+    for (size_t i = 0; i < sizeof ending_sigs / sizeof *ending_sigs; i++)
+        sigaddset(&ending, ending_sigs[i]);
+    sigprocmask(SIG_BLOCK, &ending, &old);
+    int rc = evp_outfile_open(o, out, err, sizeof err);
+    if (rc >= 0)
+        guard_pending(o->tmp);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (rc < 0) {
         evp_cli_error("%s", err);
         return NULL;
     }
-    guard_pending(o->tmp);
     return o->f;
 }
 
