@@ -1327,6 +1327,19 @@ static char *read_cmdline(void)
     return strdup(raw);
 }
 
+/* The trace's start: the clock pair its times count from, and the
+ * wall-clock time of that instant. */
+static void remember_start(uint64_t ticks, uint64_t ns, uint64_t wall_ns)
+{
+    char v[24];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)wall_ns);
+    meta_remember("start.wall_ns", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)ns);
+    meta_remember("start.clock_ns", v);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)ticks);
+    meta_remember("start.ticks", v);
+}
+
 static void add_auto_meta(uint64_t start_ticks, uint64_t start_ns,
                           uint64_t wall_ns)
 {
@@ -1340,12 +1353,7 @@ static void add_auto_meta(uint64_t start_ticks, uint64_t start_ns,
     meta_remember("executable", v);
     snprintf(v, sizeof v, "%ld", (long)getpid());
     meta_remember("pid", v);
-    snprintf(v, sizeof v, "%llu", (unsigned long long)wall_ns);
-    meta_remember("start.wall_ns", v);
-    snprintf(v, sizeof v, "%llu", (unsigned long long)start_ns);
-    meta_remember("start.clock_ns", v);
-    snprintf(v, sizeof v, "%llu", (unsigned long long)start_ticks);
-    meta_remember("start.ticks", v);
+    remember_start(start_ticks, start_ns, wall_ns);
     meta_remember("clock", evp_rec_use_tsc_ ? "tsc" : "monotonic");
     snprintf(v, sizeof v, "%.1f", S.hz);
     meta_remember("clock.hz", v);
@@ -1471,6 +1479,13 @@ static void fork_child(void)
     char ppid[24];
     snprintf(ppid, sizeof ppid, "%ld", (long)getppid());
     meta_remember("parent.pid", ppid);
+    /* The child's trace starts at the fork: its elapsed time, its
+     * --duration and its start time are its own, not its parent's. */
+    uint64_t ticks, ns;
+    evp_clock_pair(evp_rec_use_tsc_, &ticks, &ns);
+    remember_start(ticks, ns, evp_clock_wall_ns());
+    S.start_ns = mono_ns();
+    progress_last = S.start_ns;
     /* Created by the first write, so that a child which only execs (a
      * subprocess) leaves no empty trace behind. */
     int rc = start_file(child_path, 1);

@@ -603,6 +603,9 @@ static void test_fork(void **state)
         uint32_t f = evp_rec_func("parent", "", 0);
         for (int i = 0; i < 1000; i++)
             evp_rec_op(1, (uint32_t)i);
+        /* time before the fork, which the child's trace does not span */
+        struct timespec before = {0, 100 * 1000 * 1000};
+        nanosleep(&before, NULL);
         pid_t pid = fork();
         if (pid == 0) {
             /* The child: events of its own, then a normal exit. */
@@ -628,6 +631,8 @@ static void test_fork(void **state)
         for (size_t i = 0; i < c.n; i++)
             assert_int_equal(c.ev[i].aux, i < 1000 ? 1 : 3);
         free(c.ev);
+        uint64_t parent_start = evp_trace_info(t)->start_ns;
+        int64_t parent_wall = evp_trace_info(t)->start_wall_ns;
         evp_trace_close(t);
 
         snprintf(child_path, sizeof child_path, "%s.%d", path, (int)pid);
@@ -642,8 +647,15 @@ static void test_fork(void **state)
         assert_string_equal(evp_trace_meta(t, "parent.pid"), ppid);
         assert_int_equal(evp_trace_info(t)->pid, pid);
         assert_string_equal(evp_trace_func(t, f)->name, "parent");
+        /* It starts at the fork, not at its parent's start. */
+        uint64_t start = evp_trace_info(t)->start_ns;
+        assert_true(start >= parent_start + 100 * 1000 * 1000);
+        assert_true(evp_trace_info(t)->start_wall_ns >=
+                    parent_wall + 100 * 1000 * 1000);
+        assert_true(evp_trace_info(t)->end_ns >= start);
         collect(t, &c);
         assert_int_equal(c.n, 501);
+        assert_true(c.ev[0].ts >= start);
         for (size_t i = 0; i < 500; i++)
             assert_int_equal(c.ev[i].aux, 2);
         assert_int_equal(c.ev[500].kind, EVP_EV_EXIT);

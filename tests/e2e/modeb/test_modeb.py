@@ -776,9 +776,12 @@ class Fork(Case):
                 if k == 3}
 
     def check(self, mode, complete):
-        p, trace = self.traced([prog("forks.py"), mode])
+        # A child that crashes tells where (faulthandler's tracebacks, on
+        # the stderr the failure shows).
+        p, trace = self.traced([prog("forks.py"), mode],
+                               extra_env={"PYTHONFAULTHANDLER": "1"})
         child_pid = int(p.stdout.split()[1])
-        self.assertIn("child %d 0" % child_pid, p.stdout)
+        self.assertIn("child %d 0" % child_pid, p.stdout, p.stderr)
         parent = self.load(trace)
         self.assertBalanced(parent)
         self.assertIn("parent_square", self.names(parent))
