@@ -281,20 +281,34 @@ static int write_events_chunk(unsigned type, const uint8_t *payload, size_t len)
     return rc;
 }
 
-/* Write one chunk; after the first error nothing more is written. */
+/*
+ * Create a deferred file (a forked child's) and write its beginning, once;
+ * an error stops recording.  Caller holds S.mu: the beginning reads the
+ * metadata and the function table, which evp_rec_meta and evp_rec_func
+ * change (and reallocate) meanwhile.
+ */
+static int open_deferred_locked(void)
+{
+    if (S.error || S.fd >= 0 || !S.deferred)
+        return S.error;
+    int rc = open_deferred();
+    if (rc < 0) {
+        S.error = rc;
+        warn("%s: cannot create the trace (%s); recording stopped", S.path,
+             strerror(-rc));
+    }
+    return rc;
+}
+
+/* Write one chunk; after the first error nothing more is written.  A
+ * deferred file is created first (caller holds S.mu then: writer_round
+ * creates it before it lets go of the lock). */
 static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     if (S.error)
         return S.error;
-    if (S.fd < 0 && S.deferred) {
-        int rc = open_deferred();
-        if (rc < 0) {
-            S.error = rc;
-            warn("%s: cannot create the trace (%s); recording stopped", S.path,
-                 strerror(-rc));
-            return rc;
-        }
-    }
+    if (S.fd < 0 && S.deferred && open_deferred_locked() < 0)
+        return S.error;
     int rc = put_chunk(type, payload, len);
     if (rc < 0) {
         S.error = rc;
@@ -628,6 +642,9 @@ static void writer_round(int force)
         round_done(round);
         return;
     }
+    /* Before the functions queued below: the file's beginning names
+     * those queued before. */
+    open_deferred_locked();
     check_limits();
     for (struct thread *t = S.threads; t; t = t->next) {
         if (t->drop_pending) {

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -665,6 +666,83 @@ static void test_fork(void **state)
     }
 }
 
+/* The child's flusher: asks the writer for a round now, which creates
+ * the child's file and writes its function table. */
+static void *flush_now(void *arg)
+{
+    (void)arg;
+    evp_rec_flush();
+    return NULL;
+}
+
+/*
+ * A forked child's writer writes its file's beginning (the metadata and
+ * the whole function table) while the child's own thread registers
+ * functions, which grows the table and moves it: the writer reads it
+ * under the session lock, never a table the other thread has freed.  The
+ * table holds 2^17 functions at the fork (a full one: the next
+ * registration moves it, and reading it takes the writer a millisecond
+ * or more), and the child registers as soon as its file appears.  With
+ * the table read unlocked, the child died of SIGSEGV in the first fork
+ * of each run.
+ */
+static void test_fork_child_reads_functions_locked(void **state)
+{
+    (void)state;
+    enum { NFUNCS = 1 << 17, FORKS = 4 };
+    char path[128], child_path[160], name[32];
+    scratch_path(path, sizeof path, "fork-funcs.evp");
+    struct evp_rec_config cfg = config(path);
+    cfg.flags |= EVP_REC_FOLLOW_FORK;
+    assert_int_equal(evp_rec_open(&cfg), 0);
+    for (int i = 0; i < NFUNCS; i++) {
+        snprintf(name, sizeof name, "parent_%d", i);
+        assert_int_equal(evp_rec_func(name, "p.py", (uint32_t)i), i + 1);
+    }
+    for (int k = 0; k < FORKS; k++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* freed memory overwritten, as MALLOC_PERTURB_ does: a table
+             * read after it moved names nothing any more */
+            mallopt(M_PERTURB, 0xa5);
+            snprintf(child_path, sizeof child_path, "%s.%d", path,
+                     (int)getpid());
+            evp_rec_op(2, 0);
+            pthread_t th;
+            if (pthread_create(&th, NULL, flush_now, NULL) != 0)
+                _exit(3);
+            time_t give_up = time(NULL) + 60;
+            while (access(child_path, F_OK) != 0)
+                if (time(NULL) > give_up)
+                    _exit(6);
+            for (int i = 0; i < 64; i++) {
+                snprintf(name, sizeof name, "child_%d", i);
+                if (evp_rec_func(name, "c.py", (uint32_t)i) !=
+                    (uint32_t)(NFUNCS + i + 1))
+                    _exit(4);
+            }
+            pthread_join(th, NULL);
+            _exit(evp_rec_close() == 0 ? 0 : 5);
+        }
+        int ws;
+        waitpid(pid, &ws, 0);
+        assert_true(WIFEXITED(ws));
+        assert_int_equal(WEXITSTATUS(ws), 0);
+        snprintf(child_path, sizeof child_path, "%s.%d", path, (int)pid);
+        struct evp_trace *t = open_trace(child_path);
+        assert_int_equal(quiet_warn_count, 0);
+        const struct evp_func *f = evp_trace_func(t, NFUNCS);
+        assert_non_null(f);
+        snprintf(name, sizeof name, "parent_%d", NFUNCS - 1);
+        assert_string_equal(f->name, name);
+        assert_non_null(f = evp_trace_func(t, NFUNCS + 64));
+        assert_string_equal(f->name, "child_63");
+        evp_trace_close(t);
+        unlink(child_path);
+    }
+    assert_int_equal(evp_rec_close(), 0);
+}
+
 static void test_fork_exec_leaves_no_file(void **state)
 {
     (void)state;
@@ -980,6 +1058,7 @@ int main(void)
         cmocka_unit_test(test_sessions_restart),
         cmocka_unit_test(test_open_errors),
         cmocka_unit_test(test_fork),
+        cmocka_unit_test(test_fork_child_reads_functions_locked),
         cmocka_unit_test(test_fork_exec_leaves_no_file),
         cmocka_unit_test(test_killed_process_keeps_flushed_events),
         cmocka_unit_test(test_write_error_stops_cleanly),
