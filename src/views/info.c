@@ -86,8 +86,18 @@ int evp_view_info(struct evp_trace *t, FILE *out)
                 in->text ? "text trace (the discussion's format)"
                          : in->producer);
     evp_view_header(out, t, "", 13, 1, 0);
-    if (in->pid >= 0)
-        fprintf(out, "pid:         %ld\n", in->pid);
+    if (in->pid >= 0) {
+        fprintf(out, "pid:         %ld", in->pid);
+        /* a forked child's own trace (recorder.c, fork_child) */
+        char *end;
+        long ppid = (v = evp_trace_meta(t, "parent.pid")) && *v
+                        ? strtol(v, &end, 10)
+                        : -1;
+        if (ppid > 0 && !*end)
+            fprintf(out, ", forked by %ld (the trace starts at the fork)",
+                    ppid);
+        fputc('\n', out);
+    }
     fprintf(out, "clock:       %s", *in->clock ? in->clock : "unknown");
     if (strcmp(in->clock, "tsc") == 0)
         fprintf(out, ", %.6f GHz", in->clock_hz / 1e9);

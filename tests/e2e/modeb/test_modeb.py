@@ -813,6 +813,13 @@ class Fork(Case):
                               capture_output=True, text=True)
         self.assertEqual(info.returncode, 0, info.stderr)
         self.assertRegex(info.stdout, r"(?m)^warnings:\s+none$")
+        parent_info = subprocess.run([EVALPROF, "info", trace],
+                                     capture_output=True, text=True)
+        pid = self.load(trace).meta["pid"]
+        self.assertRegex(info.stdout, r"(?m)^pid:\s+%s, forked by %s "
+                         r"\(the trace starts at the fork\)$"
+                         % (files[0].rsplit(".", 1)[1], pid))
+        self.assertRegex(parent_info.stdout, r"(?m)^pid:\s+%s$" % pid)
         child = self.load(self.path(files[0]))
         self.assertEqual(enters(child, "child_square"), 100)
 
