@@ -77,10 +77,10 @@ process may use, or EVP_BENCH_CPU), where forked.py pins its main
 thread; with EVP_BENCH_APART=1 the recorder's threads (writer, sampler
 thread) are kept off that CPU.  The configurations: off (the parent
 untraced too: the method's own error, which should be 1.000x), sample
-at each rate of --rates (the
-first is the default's target) and at 10 Hz (the sampled copy of the
-eval function nearly alone), with exact counts at the first rate, and
-thread@R, the sampler thread (--rows picks rows by name).
+at each rate of --rates (the first is the default's target) and at 10
+Hz (the sampled copy of the eval function nearly alone), with exact
+counts at the first rate, and thread@R, the sampler thread (--rows
+picks rows by name).
 
 Each fork has a speed of its own against its child, which lasts the
 whole fork (A/A, both untraced: a fork's median from 0.963x to 1.031x

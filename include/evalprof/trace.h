@@ -55,6 +55,7 @@ struct evp_trace_info {
     const char *argv;
     const char *python_version; /* "3.13.5", "" when unknown */
     long pid;                   /* -1 when unknown */
+    long parent_pid;            /* a forked child's own trace's, else -1 */
     int64_t start_wall_ns;      /* epoch ns, -1 when unknown */
     uint64_t start_ns;          /* trace clock (CLOCK_MONOTONIC) ns */
     uint64_t end_ns;            /* 0 when unknown (no end record) */

@@ -307,9 +307,10 @@ static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     if (S.error)
         return S.error;
-    if (S.fd < 0 && S.deferred && open_deferred_locked() < 0)
-        return S.error;
-    int rc = put_chunk(type, payload, len);
+    int rc = open_deferred_locked();
+    if (rc < 0)
+        return rc;
+    rc = put_chunk(type, payload, len);
     if (rc < 0) {
         S.error = rc;
         warn("%s: write failed (%s); recording stopped, what was written "
@@ -1501,8 +1502,7 @@ static void fork_child(void)
     uint64_t ticks, ns;
     evp_clock_pair(evp_rec_use_tsc_, &ticks, &ns);
     remember_start(ticks, ns, evp_clock_wall_ns());
-    S.start_ns = mono_ns();
-    progress_last = S.start_ns;
+    S.start_ns = progress_last = ns; /* (the pair's CLOCK_MONOTONIC) */
     /* Created by the first write, so that a child which only execs (a
      * subprocess) leaves no empty trace behind. */
     int rc = start_file(child_path, 1);

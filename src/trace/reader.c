@@ -1033,6 +1033,7 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
     t->warn_ctx = opts->warn_ctx;
     t->info.path = t->path;
     t->info.pid = -1;
+    t->info.parent_pid = -1;
     t->info.start_wall_ns = -1;
     t->info.opcode_source = "";
     t->mult = UINT64_C(1) << 32;
@@ -1184,6 +1185,12 @@ void evp_trace_finish(struct evp_trace *t)
         i->executable = v;
     if ((v = evp_trace_meta(t, "pid")))
         i->pid = strtol(v, NULL, 10);
+    if ((v = evp_trace_meta(t, "parent.pid")) && *v) {
+        char *end;
+        long ppid = strtol(v, &end, 10);
+        if (ppid > 0 && !*end)
+            i->parent_pid = ppid;
+    }
     if ((v = evp_trace_meta(t, "start.wall_ns")))
         i->start_wall_ns = (int64_t)strtoull(v, NULL, 10);
     /* (a nanosecond clock's cost is taken as it is: the multiplication

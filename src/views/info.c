@@ -88,14 +88,9 @@ int evp_view_info(struct evp_trace *t, FILE *out)
     evp_view_header(out, t, "", 13, 1, 0);
     if (in->pid >= 0) {
         fprintf(out, "pid:         %ld", in->pid);
-        /* a forked child's own trace (recorder.c, fork_child) */
-        char *end;
-        long ppid = (v = evp_trace_meta(t, "parent.pid")) && *v
-                        ? strtol(v, &end, 10)
-                        : -1;
-        if (ppid > 0 && !*end)
+        if (in->parent_pid > 0)
             fprintf(out, ", forked by %ld (the trace starts at the fork)",
-                    ppid);
+                    in->parent_pid);
         fputc('\n', out);
     }
     fprintf(out, "clock:       %s", *in->clock ? in->clock : "unknown");

@@ -23,35 +23,32 @@ case "$BUILD" in /*) ;; *) BUILD="$top/$BUILD" ;; esac
 
 sh tools/bootstrap.sh build cpython || echo "prepare cpython: some build dependencies are missing (see above)"
 status=0
-# outcome RC LAST: build.sh's exit status RC and last line LAST into $out
-# and the log ($ver, $start)
-outcome() {
-    case $1 in
-    0) echo ok > "$out"; echo "prepare cpython $ver: $2 ($(( $(date +%s) - start ))s)" ;;
-    3) echo "unavailable: $2" > "$out"; echo "prepare cpython $ver: not built: $2" ;;
-    *) echo "failed: $2" > "$out"; echo "prepare cpython $ver: FAILED: $2"; status=1 ;;
+# build VARIANT LOG: cpython/build.sh's VARIANT of CPython $ver, its
+# output in LOG, its outcome in VARIANT.status and one line here; sets rc
+# (its exit status) and last (its last line)
+build() {
+    out="$BUILD/cpython/$ver/$1.status"
+    start=$(date +%s)
+    sh cpython/build.sh --version "$ver" --variant "$1" --build-dir "$BUILD" > "$2" 2>&1
+    rc=$?
+    last=$(grep '^evalprof-cpython: ' "$2" | tail -n 1 | sed 's/^evalprof-cpython: //')
+    case $rc in
+    0) echo ok > "$out"; echo "prepare cpython $ver: $last ($(( $(date +%s) - start ))s)" ;;
+    3) echo "unavailable: $last" > "$out"; echo "prepare cpython $ver: not built: $last" ;;
+    *) echo "failed: $last" > "$out"; echo "prepare cpython $ver: FAILED: $last"; status=1 ;;
     esac
 }
 for ver in 3.13 3.11; do
     mkdir -p "$BUILD/cpython/$ver"
-    out="$BUILD/cpython/$ver/evalprof.status"
-    start=$(date +%s)
-    sh cpython/build.sh --version "$ver" --variant evalprof --build-dir "$BUILD" > "$BUILD/cpython/$ver/prepare.log" 2>&1
-    rc=$?
-    last=$(grep '^evalprof-cpython: ' "$BUILD/cpython/$ver/prepare.log" | tail -n 1 | sed 's/^evalprof-cpython: //')
-    outcome "$rc" "$last"
+    build evalprof "$BUILD/cpython/$ver/prepare.log"
+    base_rc=$rc base_last=$last
     for san in asan tsan; do
-        out="$BUILD/cpython/$ver/evalprof-$san.status"
-        if [ "$rc" != 0 ]; then
-            echo "unavailable: the evalprof build of CPython $ver is not there: $last" > "$out"
+        if [ "$base_rc" != 0 ]; then
+            echo "unavailable: the evalprof build of CPython $ver is not there: $base_last" \
+                > "$BUILD/cpython/$ver/evalprof-$san.status"
             continue
         fi
-        start=$(date +%s)
-        sh cpython/build.sh --version "$ver" --variant "evalprof-$san" --build-dir "$BUILD" \
-            > "$BUILD/cpython/$ver/prepare-$san.log" 2>&1
-        srcrc=$?
-        slast=$(grep '^evalprof-cpython: ' "$BUILD/cpython/$ver/prepare-$san.log" | tail -n 1 | sed 's/^evalprof-cpython: //')
-        outcome "$srcrc" "$slast"
+        build "evalprof-$san" "$BUILD/cpython/$ver/prepare-$san.log"
     done
 done
 exit $status

@@ -632,6 +632,7 @@ static void test_fork(void **state)
         for (size_t i = 0; i < c.n; i++)
             assert_int_equal(c.ev[i].aux, i < 1000 ? 1 : 3);
         free(c.ev);
+        assert_int_equal(evp_trace_info(t)->parent_pid, -1);
         uint64_t parent_start = evp_trace_info(t)->start_ns;
         int64_t parent_wall = evp_trace_info(t)->start_wall_ns;
         evp_trace_close(t);
@@ -646,6 +647,7 @@ static void test_fork(void **state)
         char ppid[24];
         snprintf(ppid, sizeof ppid, "%d", (int)getpid());
         assert_string_equal(evp_trace_meta(t, "parent.pid"), ppid);
+        assert_int_equal(evp_trace_info(t)->parent_pid, getpid());
         assert_int_equal(evp_trace_info(t)->pid, pid);
         assert_string_equal(evp_trace_func(t, f)->name, "parent");
         /* It starts at the fork, not at its parent's start. */

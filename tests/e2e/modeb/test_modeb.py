@@ -815,7 +815,7 @@ class Fork(Case):
         self.assertRegex(info.stdout, r"(?m)^warnings:\s+none$")
         parent_info = subprocess.run([EVALPROF, "info", trace],
                                      capture_output=True, text=True)
-        pid = self.load(trace).meta["pid"]
+        pid = parent.meta["pid"]
         self.assertRegex(info.stdout, r"(?m)^pid:\s+%s, forked by %s "
                          r"\(the trace starts at the fork\)$"
                          % (files[0].rsplit(".", 1)[1], pid))
