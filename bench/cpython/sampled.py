@@ -62,7 +62,19 @@ own start and stop left out) off, sampled at 10 Hz and with counts at
 10 Hz (the hooks' stores nearly alone; the sampler's signals at 10 Hz
 are a few), and within them the eval function's own (the
 untraced copy's _PyEval_EvalFrameDefault against the sampled copy's
-evp_eval_frame_sampled, recursion included).  Under Valgrind the CPU
+evp_eval_frame_sampled, recursion included); and the misses of a
+simulated L1 instruction cache of this machine's geometry (32 KiB,
+8-way, 64-byte lines), whole run and eval function.  On call-heavy the
+loop's hot code is near that cache's size, so that which of its lines
+share a set, a matter of the whole binary's layout that any change to
+the hooks draws again, decides the sampled copy's time more than its
+instructions do: a copy with 0.7% fewer instructions than another ran
+1.07-1.15x against 1.02-1.03x, its runs missing 2.9 million times
+against 0.24 million, start-up included (README, "Sampled mode").  These columns show the draw of a
+build with no noise; time it with --forked.  (A script's start-up is
+not quite `-c pass`'s, so that a column with next to nothing of its own,
+such as the untraced eval function's misses, can read a little below
+0.)  Under Valgrind the CPU
 clock signals through F_SETSIG (SIGTRAP would end Valgrind).  The
 default scale there is 0.05 (callgrind runs some 50 times slower).
 
@@ -227,36 +239,59 @@ def bench_version(build, ver, reps, scale, rates, tmp, workload, nop):
     print()
 
 
+# The caches callgrind simulates: this machine's EPYC L1 instruction cache
+# (32 KiB, 8-way, 64-byte lines), given whole so that valgrind does not
+# guess the others from CPUID (it warns on this VM's).
+CACHES = ["--cache-sim=yes", "--I1=32768,8,64", "--D1=32768,8,64",
+          "--LL=8388608,16,64"]
+
+
 def callgrind(argv, env, tmp):
-    """Instructions of ARGV under callgrind: (total, in the eval function)."""
+    """Instructions and simulated L1 instruction-cache misses of ARGV under
+    callgrind: (instructions, in the eval function, misses, in the eval
+    function)."""
     out = os.path.join(tmp, "cg.out")
+    # one hash seed: the start-up subtracted runs the same code each time
+    env = dict(env, PYTHONHASHSEED="0")
     with open(os.devnull, "wb") as null:
-        p = subprocess.run(["valgrind", "--tool=callgrind", "-q",
-                            "--callgrind-out-file=" + out] + argv, env=env,
+        p = subprocess.run(["valgrind", "--tool=callgrind", "-q"] + CACHES +
+                           ["--callgrind-out-file=" + out] + argv, env=env,
                            stdout=null, stderr=subprocess.PIPE)
     if p.returncode != 0:
         raise SystemExit("valgrind %s exited %d: %s" % (
             " ".join(argv), p.returncode, p.stderr.decode()[-400:]))
     # self cost by file:function (inlined code apart, by its file)
     ann = subprocess.run(["callgrind_annotate", "--inclusive=no",
-                          "--auto=no", "--threshold=100", out], capture_output=True,
-                         text=True, check=True).stdout
-    total, in_eval = None, 0
+                          "--auto=no", "--threshold=100", "--show=Ir,I1mr",
+                          out], capture_output=True, text=True,
+                         check=True).stdout
+    os.unlink(out)
+    return annotated(ann)
+
+
+def annotated(ann):
+    """From callgrind_annotate's self costs by file:function in columns Ir
+    and I1mr: (instructions, in the eval function, I1 misses, in the eval
+    function)."""
+    total, in_eval, miss, miss_eval = None, 0, 0, 0
+    pct = r"(?:\([^)]*\)\s+)?"
     for line in ann.splitlines():
-        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*)", line)
+        m = re.match(r"\s*([\d,]+)\s+" + pct + r"([\d,]+)\s+" + pct + "(.*)",
+                     line)
         if not m or "=>" in line:
             continue
         n = int(m.group(1).replace(",", ""))
-        what = m.group(2)
+        k = int(m.group(2).replace(",", ""))
+        what = m.group(3)
         if "PROGRAM TOTALS" in what:
-            total = n
-        elif re.search(r":(_PyEval_EvalFrameDefault|evp_eval_frame_sampled)(\.cold)?"
-                       r"('\d+)? ", what + " "):
+            total, miss = n, k
+        elif re.search(r":(_PyEval_EvalFrameDefault|evp_eval_frame_sampled)"
+                       r"(\.cold)?('\d+)? ", what + " "):
             in_eval += n
-    os.unlink(out)
+            miss_eval += k
     if total is None:
         raise SystemExit("callgrind_annotate printed no totals")
-    return total, in_eval
+    return total, in_eval, miss, miss_eval
 
 
 def instructions_version(build, ver, scale, tmp, workload):
@@ -268,17 +303,24 @@ def instructions_version(build, ver, scale, tmp, workload):
                if n in ("off", "sample@10", "counts@10")]
     rows = []
     for name, env in configs:
-        t, ev = callgrind([py] + workload_argv(workload, scale), env, tmp)
-        t0, ev0 = callgrind([py, "-c", "pass"], env, tmp)
-        rows.append((name, t - t0, ev - ev0))
-    print("CPython %s (instrumented), %s at scale %s: instructions "
-          "(callgrind), less those of python -c pass" % (ver, workload, scale))
-    print("  %-11s %14s  %7s  %14s  %7s" % (
-        "", "workload", "ratio", "eval function", "ratio"))
+        run = callgrind([py] + workload_argv(workload, scale), env, tmp)
+        empty = callgrind([py, "-c", "pass"], env, tmp)
+        rows.append((name,) + tuple(a - b for a, b in zip(run, empty)))
+    print("CPython %s (instrumented), %s at scale %s: instructions and "
+          "simulated misses of a 32 KiB 8-way L1 instruction cache "
+          "(callgrind), less those of python -c pass" % (
+              ver, workload, scale))
+    print("  %-11s %14s  %7s  %14s  %7s  %11s  %7s  %11s" % (
+        "", "workload", "ratio", "eval function", "ratio", "I1 misses",
+        "ratio", "in eval fn"))
     off = rows[0]
-    for name, t, ev in rows:
-        print("  %-11s %14d  %6.3fx  %14d  %6.3fx" % (
-            name, t, t / off[1], ev, ev / off[2] if off[2] else 0.0))
+
+    def ratio(a, b):
+        return a / b if b else 0.0
+    for name, t, ev, mi, mev in rows:
+        print("  %-11s %14d  %6.3fx  %14d  %6.3fx  %11d  %6.2fx  %11d" % (
+            name, t, ratio(t, off[1]), ev, ratio(ev, off[2]), mi,
+            ratio(mi, off[3]), mev))
     print()
 
 

@@ -120,6 +120,28 @@ r, hw = against_off((1.05, 0.021), (0.98, 0.0098))
 assert abs(r - 1.05 / 0.98) < 1e-12, r
 assert abs(hw - r * math.hypot(0.02, 0.01)) < 1e-12, hw
 PYEOF
+# --instructions reads callgrind_annotate's Ir and I1mr columns: totals,
+# and the eval function's copies (hot, cold, recursion), nothing else
+python3 - "$SRC/bench/cpython" <<'PYEOF' && ok "sampled.py --instructions: instructions and I1 misses, whole and in the eval function" || fail "sampled.py's annotated"
+import sys
+sys.path.insert(0, sys.argv[1])
+from sampled import annotated
+ann = """\
+Ir                  I1mr
+--------------------------------------------------------------------------------
+1,033,019,991 (100.0%) 203,260 (100.0%)  PROGRAM TOTALS
+--------------------------------------------------------------------------------
+Ir                 I1mr             file:function
+--------------------------------------------------------------------------------
+422,152,948 (40.9%)  2,209 ( 1.09%)  /b/Python/evalprof_sampled.h:evp_eval_frame_sampled [/b/python]
+1,000 ( 0.00%)    11 ( 0.01%)  /b/Python/evalprof_sampled.h:evp_eval_frame_sampled.cold [/b/python]
+500 ( 0.00%)     2 ( 0.00%)  /b/Python/ceval.c:_PyEval_EvalFrameDefault'2 [/b/python]
+2,879,210 ( 0.28%)   180 ( 0.09%)  /b/Objects/dictobject.c:unicodekeys_lookup_unicode [/b/python]
+77 ( 0.00%)     1 ( 0.00%)  /b/Python/evalprof.c:evp_eval_frame_sampled_helper [/b/python]
+"""
+got = annotated(ann)
+assert got == (1033019991, 422154448, 203260, 2222), got
+PYEOF
 python3 "$SRC/bench/cpython/sampled.py" "$BUILD" --forked --forks 2 --pairs 2 --scale 0.02 \
     --rates 1000 --versions "$VER" --workloads callheavy > "$T/rows" 2>&1 ||
     fail "sampled.py --forked exited non-zero: $(tail -n 1 "$T/rows")"
