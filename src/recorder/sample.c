@@ -1332,6 +1332,30 @@ static void thread_release(struct sthread *st)
     __atomic_store_n(&st->state, ST_FREE, __ATOMIC_RELEASE);
 }
 
+/*
+ * ThreadSanitizer's sigsetjmp records each jump buffer in a vector of the
+ * thread's, which it allocates at the thread's first sigsetjmp from its
+ * internal allocator, under a spin lock that allocator takes elsewhere
+ * too (a thread's start and end, for two).  Made first by a walk, in the
+ * sampling signal's handler, that allocation waited forever when the
+ * signal had interrupted its own thread inside that allocator: the TSan
+ * stress test hung 2 runs in about 180, each with a thread's handler in
+ * its first sigsetjmp spinning on the lock and no other thread holding
+ * it.  A thread starting to be sampled makes one sigsetjmp here, before
+ * its timer can interrupt it, so that the vector (room for 16 buffers;
+ * TSan drops stale ones at each sigsetjmp) exists before any handler
+ * runs.  Elsewhere this does nothing.
+ */
+static __attribute__((noinline)) void guard_warm(void)
+{
+#if EVP_UNDER_TSAN && defined(EVP_JMP_LIBC)
+    evp_jmp_buf jb;
+    if (EVP_SETJMP(jb) != 0)
+        return;
+    __asm__ volatile("" : : "r"(&jb) : "memory");
+#endif
+}
+
 int evp_rec_sample_thread_start(const char *name)
 {
     pthread_once(&key_once, key_init);
@@ -1345,6 +1369,7 @@ int evp_rec_sample_thread_start(const char *name)
     pthread_mutex_unlock(&G.mu);
     if (rc)
         return rc > 0 ? 0 : rc;
+    guard_warm();
 
     /* The stream first: the session lock comes before G.mu. */
     uint32_t stream;
