@@ -70,11 +70,11 @@ share a set, a matter of the whole binary's layout that any change to
 the hooks draws again, decides the sampled copy's time more than its
 instructions do: a copy with 0.7% fewer instructions than another ran
 1.07-1.15x against 1.02-1.03x, its runs missing 2.9 million times
-against 0.24 million, start-up included (README, "Sampled mode").  These columns show the draw of a
-build with no noise; time it with --forked.  (A script's start-up is
-not quite `-c pass`'s, so that a column with next to nothing of its own,
-such as the untraced eval function's misses, can read a little below
-0.)  Under Valgrind the CPU
+against 0.24 million, start-up included (README, "Sampled mode").
+These columns show the draw of a build with no noise; time it with
+--forked.  (A script's start-up is not quite `-c pass`'s, so that a
+column with next to nothing of its own, such as the untraced eval
+function's misses, can read a little below 0.)  Under Valgrind the CPU
 clock signals through F_SETSIG (SIGTRAP would end Valgrind).  The
 default scale there is 0.05 (callgrind runs some 50 times slower).
 

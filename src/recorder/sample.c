@@ -1339,7 +1339,7 @@ static void thread_release(struct sthread *st)
  * too (a thread's start and end, for two).  Made first by a walk, in the
  * sampling signal's handler, that allocation waited forever when the
  * signal had interrupted its own thread inside that allocator: the TSan
- * stress test hung 2 runs in about 180, each with a thread's handler in
+ * stress test hung 2 runs in about 150, each with a thread's handler in
  * its first sigsetjmp spinning on the lock and no other thread holding
  * it.  A thread starting to be sampled makes one sigsetjmp here, before
  * its timer can interrupt it, so that the vector (room for 16 buffers;
