@@ -60,7 +60,7 @@ bench: build
 	@sh bench/run.sh $(BUILD)
 
 cpython: build
-	@sh cpython/build.sh $(if $(CPYTHON),--version $(CPYTHON)) $(if $(CPYTHON_SRC),--src $(CPYTHON_SRC))
+	@sh cpython/build.sh $(if $(CPYTHON),--version $(CPYTHON)) $(if $(CPYTHON_SRC),--src $(CPYTHON_SRC)) $(if $(filter no,$(PGO)),--no-pgo)
 
 asan:
 	@sh tools/bootstrap.sh test

@@ -4,7 +4,7 @@
 # benchmarks).
 #
 #   sh cpython/build.sh [--version X.Y]... [--src DIR] [--variant V]
-#                       [--build-dir DIR] [--jobs N]
+#                       [--build-dir DIR] [--jobs N] [--no-pgo]
 #
 #   --version X.Y   3.13 or 3.11 (default: both; with --src, the tree's)
 #   --src DIR       a CPython source tree to use instead of Debian's source
@@ -21,6 +21,18 @@
 #                   tests/e2e/modea/stress.sh)
 #   --build-dir D   the project's build directory (default: build)
 #   --jobs N        parallel make jobs (default: number of CPUs)
+#   --no-pgo        build without profile-guided optimization (quicker:
+#                   one compile instead of two and a training run)
+#
+# Profile-guided (the default): evalprof and plain are configured with
+# --enable-optimizations and built by CPython's `make profile-opt`, as
+# distributions build CPython.  plain trains on CPython's own task (-m
+# test --pgo); evalprof on cpython/pgo-train.py, the same task run
+# untraced and sampled at once, so that each copy of the eval function
+# the two runs execute is laid out by its own profile (README, "Sampled
+# mode": without it, where the sampled copy's hot code fell in the
+# instruction cache was a draw).  The traced copy is compiled as
+# without feedback (GCC's -fprofile-partial-training).
 #
 # EVALPROF_DEBIAN_SOURCES names another deb822 file to take the Debian
 # archive entry from (tests use it to simulate an unreachable archive).
@@ -49,6 +61,7 @@ variant=both
 build=build
 jobs=$(nproc 2>/dev/null || echo 2)
 configure_opts="--without-ensurepip"
+pgo=yes
 
 die() {
     echo "evalprof-cpython: $*" >&2
@@ -68,6 +81,7 @@ while [ $# -gt 0 ]; do
     --variant) [ $# -ge 2 ] || die "--variant needs evalprof, plain or both"; variant=$2; shift 2 ;;
     --build-dir) [ $# -ge 2 ] || die "--build-dir needs a directory"; build=$2; shift 2 ;;
     --jobs) [ $# -ge 2 ] || die "--jobs needs a number"; jobs=$2; shift 2 ;;
+    --no-pgo) pgo=no; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
     esac
@@ -202,29 +216,46 @@ prepare_source() {
 
 # ---- builds -------------------------------------------------------------------
 
-# build_variant NAME SRCDIR STAMP: configure and make $out/NAME from SRCDIR.
+# build_variant NAME SRCDIR STAMP [TASK]: configure and make $out/NAME
+# from SRCDIR; profile-guided unless --no-pgo, trained by the script TASK
+# (CPython's own task when there is none).
 build_variant() {
-    name=$1 srcdir=$2 want=$3
+    name=$1 srcdir=$2 want=$3 task=${4:-}
     dir="$out/$name"
     if [ "$(cat "$out/$name.stamp" 2>/dev/null)" = "$want" ] && [ -x "$dir/python" ]; then
         echo "evalprof-cpython: $ver $name: up to date ($dir/python)"
         return 0
     fi
     rm -f "$out/$name.stamp"
-    confsig="$configure_opts"
+    opts=$configure_opts
+    [ "$pgo" = no ] || opts="$opts --enable-optimizations"
+    confsig="$opts"
     if [ "$(cat "$dir/.evalprof-configure" 2>/dev/null)" != "$confsig" ] || [ ! -f "$dir/Makefile" ]; then
         rm -rf "$dir"
         mkdir -p "$dir"
         echo "evalprof-cpython: $ver $name: configure"
         # shellcheck disable=SC2086
-        if ! (cd "$dir" && "$srcdir/configure" $configure_opts) >"$out/$name-configure.log" 2>&1; then
+        if ! (cd "$dir" && "$srcdir/configure" $opts) >"$out/$name-configure.log" 2>&1; then
             die "$ver $name: configure failed ($(tail -n 1 "$out/$name-configure.log" | cut -c1-160); log: $out/$name-configure.log)"
         fi
         echo "$confsig" > "$dir/.evalprof-configure"
     fi
-    echo "evalprof-cpython: $ver $name: make -j$jobs (log: $out/$name-make.log)"
+    # profile-opt: build with -fprofile-generate, run the task, build
+    # again with the counts.  With GCC, a function the task never ran (the
+    # traced copy of the eval function) is compiled as without feedback,
+    # not for size as GCC's default would.
+    set --
+    if [ "$pgo" != no ]; then
+        set -- profile-opt
+        [ -z "$task" ] || set -- "$@" PROFILE_TASK="$task"
+        # shellcheck disable=SC2046
+        if $(make_cc "$dir") --version 2>/dev/null | grep -q 'Free Software Foundation'; then
+            set -- "$@" PGO_PROF_USE_FLAG="-fprofile-use -fprofile-correction -fprofile-partial-training"
+        fi
+    fi
+    echo "evalprof-cpython: $ver $name: make -j$jobs $1 (log: $out/$name-make.log)"
     start=$(date +%s)
-    if ! make -C "$dir" -j"$jobs" >"$out/$name-make.log" 2>&1; then
+    if ! make -C "$dir" -j"$jobs" "$@" >"$out/$name-make.log" 2>&1; then
         err=$(grep -E 'error:|Error [0-9]' "$out/$name-make.log" | head -n 1 | cut -c1-200)
         die "$ver $name: build failed (${err:-see log}; log: $out/$name-make.log)"
     fi
@@ -294,7 +325,13 @@ build_version() {
     if [ "$variant" != plain ]; then
         hooks_fp=$("$python" "$top/cpython/apply-hooks.py" --fingerprint) ||
             die "cannot hash the hook sources"
-        want="src=$src_fp hooks=$hooks_fp configure=$configure_opts"
+        train="$top/cpython/pgo-train.py"
+        pgo_sig=$pgo
+        if [ "$pgo" != no ]; then
+            pgo_sig=$(sha256sum "$train" | cut -c1-16) || die "cannot hash $train"
+            pgo_sig="$pgo:$pgo_sig"
+        fi
+        want="src=$src_fp hooks=$hooks_fp configure=$configure_opts pgo=$pgo_sig"
         if [ "$(cat "$out/evalprof.stamp" 2>/dev/null)" != "$want" ] || [ ! -x "$out/evalprof/python" ]; then
             if [ ! -d "$out/src-evalprof/Include" ] ||
                [ "$(cat "$out/src-evalprof.stamp" 2>/dev/null)" != "$src_fp" ]; then
@@ -305,13 +342,13 @@ build_version() {
             "$python" "$top/cpython/apply-hooks.py" --pristine "$out/src" "$out/src-evalprof" ||
                 die "$ver: the hooks do not apply to this source (see above)"
         fi
-        build_variant evalprof "$out/src-evalprof" "$want"
+        build_variant evalprof "$out/src-evalprof" "$want" "$train"
     fi
     case "$variant" in
     evalprof-*) build_sanitized "$variant"; return ;;
     esac
     if [ "$variant" != evalprof ]; then
-        build_variant plain "$out/src" "src=$src_fp configure=$configure_opts"
+        build_variant plain "$out/src" "src=$src_fp configure=$configure_opts pgo=$pgo"
     fi
 }
 
