@@ -253,7 +253,7 @@ build_variant() {
             set -- "$@" PGO_PROF_USE_FLAG="-fprofile-use -fprofile-correction -fprofile-partial-training"
         fi
     fi
-    echo "evalprof-cpython: $ver $name: make -j$jobs $1 (log: $out/$name-make.log)"
+    echo "evalprof-cpython: $ver $name: make -j$jobs${1:+ $1} (log: $out/$name-make.log)"
     start=$(date +%s)
     if ! make -C "$dir" -j"$jobs" "$@" >"$out/$name-make.log" 2>&1; then
         err=$(grep -E 'error:|Error [0-9]' "$out/$name-make.log" | head -n 1 | cut -c1-200)

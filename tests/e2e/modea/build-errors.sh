@@ -2,7 +2,11 @@
 # cpython/build.sh on bad input: an unsupported version, a missing source
 # tree, an archive that cannot be reached, a tree configured in place and
 # a configure that fails are each reported in one line (exit status 3 when
-# the source cannot be obtained, else 1).  Needs no CPython source.
+# the source cannot be obtained, else 1).  Then, on a tree whose configure
+# and Makefile only record what they are asked: a build is profile-guided
+# unless --no-pgo (configure given --enable-optimizations, make's target
+# profile-opt, GCC told -fprofile-partial-training), and switching either
+# way configures again.  Needs no CPython source.
 #
 #   build-errors.sh
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -44,4 +48,36 @@ printf '#!/bin/sh\necho "configure: error: no C compiler here" >&2\nexit 1\n' > 
 chmod +x "$T/tree/configure"
 expect 1 "configure failed (configure: error: no C compiler here" \
     sh "$BUILDSH" --src "$T/tree" --variant plain --build-dir "$T/b"
+
+# A configure that writes a Makefile whose targets say which ran.
+cat > "$T/tree/configure" <<'EOF'
+#!/bin/sh
+echo "$*" > configure.args
+printf 'CC=\t\tgcc\nall:\n\techo all > target\n\tcp /bin/true python\n' > Makefile
+printf 'profile-opt:\n\techo "profile-opt task=$(PROFILE_TASK) use=$(PGO_PROF_USE_FLAG)" > target\n\tcp /bin/true python\n' >> Makefile
+EOF
+chmod +x "$T/tree/configure"
+# built NAME ARGS...: build.sh --variant plain ARGS on the tree into $T/b;
+# prints the target make ran, configure's arguments and the stamp's pgo=
+built() {
+    name=$1
+    shift
+    if sh "$BUILDSH" --src "$T/tree" --variant plain --build-dir "$T/b" "$@" > "$T/out" 2>&1; then
+        d="$T/b/cpython/3.13"
+        echo "$(cat "$d/plain/target") | $(cat "$d/plain/configure.args") | $(sed 's/.* pgo=/pgo=/' "$d/plain.stamp")"
+    else
+        echo "build.sh exited non-zero: $(tail -n 1 "$T/out")"
+    fi
+}
+# check NAME GOT PATTERN
+check() {
+    case "$2" in
+    $3) echo "ok: $1: $2" ;;
+    *) echo "FAIL: $1: got '$2', want '$3'"; failures=$((failures + 1)) ;;
+    esac
+}
+check "profile-guided by default" "$(built default)" \
+    "profile-opt task= use=-fprofile-use -fprofile-correction -fprofile-partial-training | *--enable-optimizations* | pgo=yes"
+check "--no-pgo configures again, without" "$(built no-pgo --no-pgo)" "all | --without-ensurepip | pgo=no"
+check "and back" "$(built again)" "profile-opt task=* | *--enable-optimizations* | pgo=yes"
 [ "$failures" = 0 ] || exit 1
