@@ -244,8 +244,12 @@ build_variant() {
     # again with the counts.  With GCC, a function the task never ran (the
     # traced copy of the eval function) is compiled as without feedback,
     # not for size as GCC's default would.
+    # CPython's profile-opt skips the training once its profile-run-stamp
+    # exists, and would compile changed sources (new hooks) against the
+    # old counts: each build trains again, from a clean tree.
     set --
     if [ "$pgo" != no ]; then
+        rm -f "$dir/profile-run-stamp" "$dir/profile-gen-stamp" "$dir/profile-clean-stamp"
         set -- profile-opt
         [ -z "$task" ] || set -- "$@" PROFILE_TASK="$task"
         # shellcheck disable=SC2046

@@ -5,8 +5,9 @@
 # the source cannot be obtained, else 1).  Then, on a tree whose configure
 # and Makefile only record what they are asked: a build is profile-guided
 # unless --no-pgo (configure given --enable-optimizations, make's target
-# profile-opt, GCC told -fprofile-partial-training), and switching either
-# way configures again.  Needs no CPython source.
+# profile-opt, GCC told -fprofile-partial-training), switching either
+# way configures again, and a changed source is trained again (CPython's
+# profile-opt would reuse the old counts).  Needs no CPython source.
 #
 #   build-errors.sh
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -54,7 +55,7 @@ cat > "$T/tree/configure" <<'EOF'
 #!/bin/sh
 echo "$*" > configure.args
 printf 'CC=\t\tgcc\nall:\n\techo all > target\n\tcp /bin/true python\n' > Makefile
-printf 'profile-opt:\n\techo "profile-opt task=$(PROFILE_TASK) use=$(PGO_PROF_USE_FLAG)" > target\n\tcp /bin/true python\n' >> Makefile
+printf 'profile-opt:\n\ttest ! -e profile-run-stamp\n\ttouch profile-run-stamp\n\techo "profile-opt task=$(PROFILE_TASK) use=$(PGO_PROF_USE_FLAG)" > target\n\tcp /bin/true python\n' >> Makefile
 EOF
 chmod +x "$T/tree/configure"
 # built NAME ARGS...: build.sh --variant plain ARGS on the tree into $T/b;
@@ -80,4 +81,8 @@ check "profile-guided by default" "$(built default)" \
     "profile-opt task= use=-fprofile-use -fprofile-correction -fprofile-partial-training | *--enable-optimizations* | pgo=yes"
 check "--no-pgo configures again, without" "$(built no-pgo --no-pgo)" "all | --without-ensurepip | pgo=no"
 check "and back" "$(built again)" "profile-opt task=* | *--enable-optimizations* | pgo=yes"
+# A changed source in the same configured tree: trained again, not built
+# against the counts of before (CPython's profile-run-stamp removed).
+echo "/* changed */" >> "$T/tree/Include/patchlevel.h"
+check "a changed source is trained again" "$(built changed)" "profile-opt task=* | *--enable-optimizations* | pgo=yes"
 [ "$failures" = 0 ] || exit 1
