@@ -61,8 +61,10 @@ def main():
             except OSError as e:
                 print("evalprof-pgo: cannot run the %s training: %s"
                       % (name, e), file=sys.stderr)
+                for proc, _ in runs.values():
+                    proc.kill()
+                    proc.wait()
                 return 1
-        status = 0
         for name, (proc, log) in runs.items():
             rc = proc.wait()
             log.close()
@@ -74,8 +76,8 @@ def main():
             print("evalprof-pgo: the sampled training wrote no trace: the "
                   "sampled copy would be laid out without a profile",
                   file=sys.stderr)
-            status = 1
-        return status
+            return 1
+        return 0
 
 
 if __name__ == "__main__":
