@@ -62,7 +62,8 @@ own start and stop left out) off, sampled at 10 Hz and with counts at
 10 Hz (the hooks' stores nearly alone; the sampler's signals at 10 Hz
 are a few), and within them the eval function's own (the
 untraced copy's _PyEval_EvalFrameDefault against the sampled copy's
-evp_eval_frame_sampled, recursion included); and the misses of a
+evp_eval_frame_sampled, or with counts the counted copy's
+evp_eval_frame_counted, recursion included); and the misses of a
 simulated L1 instruction cache of this machine's geometry (32 KiB,
 8-way, 64-byte lines), whole run and eval function.  On call-heavy the
 loop's hot code is near that cache's size, so that which of its lines
@@ -285,7 +286,8 @@ def annotated(ann):
         what = m.group(3)
         if "PROGRAM TOTALS" in what:
             total, miss = n, k
-        elif re.search(r":(_PyEval_EvalFrameDefault|evp_eval_frame_sampled)"
+        elif re.search(r":(_PyEval_EvalFrameDefault|"
+                       r"evp_eval_frame_(?:sampled|counted))"
                        r"(\.cold)?('\d+)? ", what + " "):
             in_eval += n
             miss_eval += k

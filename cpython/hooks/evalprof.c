@@ -851,13 +851,14 @@ evp_gil_lock(PyThreadState *ts, size_t *size)
 }
 
 /*
- * Where the sampled copy's machine code lies (its hot and cold parts),
- * for the samples' in-eval flag: read once, at the sampler's start, from
+ * Where the sampled and counted copies' machine code lies (their hot and
+ * cold parts), for the samples' in-eval flag: read once, at the
+ * sampler's start, from
  * the symbol table of the file this code was loaded from.  An interpreter
  * whose symbols were stripped gives none, and no sample says it was in
  * the eval function.
  */
-#define EVP_EVAL_RANGES 4
+#define EVP_EVAL_RANGES 8
 static struct {
     uintptr_t lo, hi;
 } evp_eval_code[EVP_EVAL_RANGES];
@@ -913,14 +914,20 @@ evp_find_eval_code(void)
         const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh[i].sh_offset);
         size_t n = sh[i].sh_size / sizeof *sym;
         const char *names = (const char *)map + strs->sh_offset;
+        /* evp_eval_frame_sampled, evp_eval_frame_counted: one length */
         static const char want[] = "evp_eval_frame_sampled";
         for (size_t k = 0; k < n && evp_eval_nranges < EVP_EVAL_RANGES; k++) {
             if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
-                sym[k].st_name + sizeof want > strs->sh_size ||
-                strncmp(names + sym[k].st_name, want, sizeof want - 1) != 0) {
+                sym[k].st_name + sizeof want > strs->sh_size) {
                 continue;
             }
-            char next = names[sym[k].st_name + sizeof want - 1];
+            const char *name = names + sym[k].st_name;
+            if (strncmp(name, want, sizeof want - 1) != 0 &&
+                strncmp(name, "evp_eval_frame_counted", sizeof want - 1) !=
+                    0) {
+                continue;
+            }
+            char next = name[sizeof want - 1];
             if (next != '\0' && next != '.') {
                 continue;
             }
@@ -953,7 +960,8 @@ evp_find_calls(void)
     }
 }
 
-/* The interrupted thread was running the sampled copy's own code. */
+/* The interrupted thread was running the sampled or counted copy's own
+ * code. */
 static int
 evp_in_eval(const void *ucontext)
 {

@@ -63,6 +63,19 @@ if [ "$a" = "$c" ] && grep -q '^evp_eval_frame_sampled(' "$T/a/Python/evalprof_s
 else
     fail "hook statements: $a in ceval.c, ${c:-no file} in the sampled copy"
 fi
+# And the counted copy (sample mode with EVALPROF_COUNTS): the sampled
+# copy compiled with EVP_COPY_COUNTED too, and only it and the traced copy
+# hold the counting entries.
+d=$(grep -c 'EVP_HOOK_\|EVP_LOCALS' "$T/a/Python/evalprof_counted.h" 2>/dev/null)
+if [ "$a" = "$d" ] && grep -q '^evp_eval_frame_counted(' "$T/a/Python/evalprof_counted.h" &&
+   grep -q '^#define EVP_COPY_SAMPLED 1$' "$T/a/Python/evalprof_counted.h" &&
+   grep -q '^#define EVP_COPY_COUNTED 1$' "$T/a/Python/evalprof_counted.h" &&
+   ! grep -q 'EVP_COPY_COUNTED' "$T/a/Python/evalprof_sampled.h" &&
+   grep -q '^#if EVP_COPY_TRACED || EVP_COPY_COUNTED$' "$T/a/Python/evalprof_entries.h"; then
+    ok "the counted copy has the eval function's $a hook statements, and the counting entries are its and the traced copy's only"
+else
+    fail "hook statements: $a in ceval.c, ${d:-no file} in the counted copy, or the entries' guard: $(grep '^#if' "$T/a/Python/evalprof_entries.h" 2>/dev/null)"
+fi
 
 # Damage: a label renamed, a macro redefined differently.
 mktree "$T/b"

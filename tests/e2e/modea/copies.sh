@@ -3,7 +3,9 @@
 #   - the untraced copy, _PyEval_EvalFrameDefault, has no hook left: its
 #     machine code reads the recorder's mask once (the choice of copy) and
 #     refers to nothing else of evalprof but the copies it jumps to (the
-#     traced one, or while sampling the sampled one);
+#     traced one, or while sampling the sampled or counted one);
+#   - the sampled copy dispatches as the untraced one and has none of the
+#     counting entries, which the counted copy has;
 #   - a trace that stops while frames are live (a forked child stops
 #     recording) leaves them running in the traced copy and new calls in
 #     the untraced one: the program's results do not change, and the
@@ -22,11 +24,12 @@ if command -v objdump > /dev/null 2>&1; then
     mask=$(grep -c '<evp_rec_mask_>' "$T/untraced.s")
     others=$(grep -o '<evp[a-z_]*' "$T/untraced.s" | sort -u | tr -d '<' |
              grep -v -x -e evp_rec_mask_ -e evp_eval_frame_traced \
-                 -e evp_eval_frame_sampled | tr '\n' ' ')
+                 -e evp_eval_frame_sampled -e evp_eval_frame_counted | tr '\n' ' ')
     if [ "$insns" -gt 1000 ] && [ "$mask" = 1 ] && [ -z "$others" ] &&
        grep -q 'jmp .*<evp_eval_frame_traced>' "$T/untraced.s" &&
-       grep -q 'jmp .*<evp_eval_frame_sampled>' "$T/untraced.s"; then
-        ok "untraced copy: $insns instructions, one test of the mask, a jump to the traced copy or (sampling) the sampled one, no hook"
+       grep -q 'jmp .*<evp_eval_frame_sampled>' "$T/untraced.s" &&
+       grep -q 'jmp .*<evp_eval_frame_counted>' "$T/untraced.s"; then
+        ok "untraced copy: $insns instructions, one test of the mask, a jump to the traced copy or (sampling) the sampled or counted one, no hook"
     else
         fail "untraced copy: $insns instructions, $mask reads of the mask, other evalprof symbols: '$others'"
     fi
@@ -50,6 +53,21 @@ if command -v objdump > /dev/null 2>&1; then
         ok "sampled copy: $sj indirect jumps (untraced: $uj), $direct stores of the phase at a fixed offset, none per handler"
     else
         fail "sampled copy: $sj indirect jumps (untraced: $uj), $direct stores of the phase at a fixed offset (8 to a third of the jumps), $viareg through a register"
+    fi
+    # the counting entries (an add to the thread's counter of the opcode
+    # at a fixed offset, then a jump to the handler) are the counted
+    # copy's: in the sampled copy they cost spills around every handler
+    # even while nothing counts
+    objdump -d --no-show-raw-insn --disassemble=evp_eval_frame_counted "$PY" > "$T/counted.s" 2>/dev/null
+    for sym in evp_eval_frame_sampled.cold evp_eval_frame_counted.cold; do
+        objdump -d --no-show-raw-insn --disassemble="$sym" "$PY" > "$T/$sym.s" 2>/dev/null
+    done
+    sc=$(cat "$T/sampled.s" "$T/evp_eval_frame_sampled.cold.s" | grep -c 'addq  *\$0x1,%fs:0x')
+    cc=$(cat "$T/counted.s" "$T/evp_eval_frame_counted.cold.s" | grep -c 'addq  *\$0x1,%fs:0x')
+    if [ "$sc" = 0 ] && [ "$cc" -gt 100 ]; then
+        ok "counting entries: $cc in the counted copy, none in the sampled one"
+    else
+        fail "counting entries: $cc in the counted copy (over 100 wanted), $sc in the sampled one (none wanted)"
     fi
 else
     echo "note: no objdump here: the machine code of the copies is not checked"

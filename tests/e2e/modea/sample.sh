@@ -124,6 +124,19 @@ fi
 EVALPROF="$T/n.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 20000 > /dev/null
 "$EVALPROF_CLI" info "$T/n.evp" | grep -q 'counts\.op\.' && fail "counts written without EVALPROF_COUNTS" ||
     ok "no counts without EVALPROF_COUNTS"
+# With counts the program runs in the counted copy of the eval function,
+# whose code the sampler must know as the sampled copy's: its samples of
+# the hot loop are in the eval loop and name the loop's instruction.
+EVALPROF="$T/cs.evp" EVALPROF_MODE=sample EVALPROF_COUNTS=1 "$PY" -S "$prog" 15000000 > /dev/null
+"$EVALPROF_CLI" summary --group-specialized "$T/cs.evp" > "$T/cs.sum" 2>&1
+csin=$(share "in the eval loop" "$T/cs.sum")
+cstop=$(sed -n '/^ops:/,$p' "$T/cs.sum" | awk '/^ [A-Z]/ { print $1; exit }')
+if [ "$cstop" = BINARY_OP ] && awk -v a="${csin:-0}" 'BEGIN { exit !(a > 5) }' &&
+   "$EVALPROF_CLI" info "$T/cs.evp" | grep -q '^  counts\.op\.BINARY_OP_MULTIPLY_INT '; then
+    ok "counted copy: ${csin}% of the samples in the eval loop (sampled copy: ${ineval}%), top instruction $cstop, counts written"
+else
+    fail "counted copy: '${csin}'% in the eval loop, top instruction '$cstop', or no counts: $(head -n 3 "$T/cs.sum")"
+fi
 
 # --- threads -------------------------------------------------------------
 EVALPROF="$T/t.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 300000 2 > /dev/null
