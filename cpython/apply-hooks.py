@@ -179,7 +179,7 @@ def traced_targets(plain, handlers_text, exits, part, pairs=()):
     if part == "table":
         return (head + "static void *evp_traced_targets[256] = {\n%s\n};\n"
                 "#endif\n#if EVP_COPY_TRACED\nEVP_TARGETS\n#endif\n"
-                "#if EVP_COPY_COUNTED\nEVP_SAMPLE_TABLE_SET();\n#endif\n"
+                "#if EVP_COPY_COUNTED\nEVP_COUNTED_TABLE_SET();\n#endif\n"
                 % "\n".join(table)), None
     return head + "".join(b for _, b in blocks) + "#endif\n", None
 

@@ -220,14 +220,16 @@ evp_sample_load_phase(void)
 
 /* The pointer a phase that ends at the next instruction is stored with
  * (_PyEvalprof_SAMPLE_UNTIL, pycore_evalprof.h): the instruction pointer
- * of FRAME (EVP_FRAME_IP, the version's header), or of its caller (the
- * frame that called the C code the eval function returns to; 3.13's
- * returning frame's caller) when there is one. */
-#define EVP_SAMPLE_TO_CALLER(kind) \
-    ((kind) == EVP_EV_RUNTIME_OTHER || \
-     (EVP_SAMPLE_LEAVE_TO_CALLER && (kind) == EVP_EV_LOOP_EXIT))
+ * of FRAME (EVP_FRAME_IP, the version's header), or of its caller: for
+ * runtime other, the frame that called the C code the eval function
+ * returns to, when there is one; for 3.13's returning frame, its caller,
+ * which always exists (the loop's entry frame lies under every frame it
+ * runs, and is never the one that returns), so that no test is paid on
+ * each return. */
 #define EVP_SAMPLE_UNTIL(kind) \
-    (EVP_SAMPLE_TO_CALLER(kind) \
+    ((EVP_SAMPLE_LEAVE_TO_CALLER && (kind) == EVP_EV_LOOP_EXIT) \
+         ? EVP_FRAME_IP(frame->previous) \
+     : (kind) == EVP_EV_RUNTIME_OTHER \
          ? (frame->previous != NULL ? EVP_FRAME_IP(frame->previous) : NULL) \
          : EVP_FRAME_IP(frame))
 
@@ -439,36 +441,31 @@ static void **evp_dispatch_table;
  * there.  The counted copy's table has its entries overwritten, once,
  * before the copy's first dispatch, with evp_traced_targets', whose
  * entries count before the handler; the plain ones are kept in
- * evp_sample_plain for the dispatches that must not count again
+ * evp_counted_plain for the dispatches that must not count again
  * (DISPATCH_SAME_OPARG: an instruction re-run after it specialized
  * itself).  The check follows the tables, at the top of the copy
  * (Python/evalprof_targets.h ends with it), where every call of the copy
- * passes before its first dispatch.  The names exist in the counted copy
- * only, so they are picked by token pasting on EVP_COPY_COUNTED where
- * the macro is used.
+ * passes before its first dispatch.  The generated file calls
+ * EVP_COUNTED_TABLE_SET() in the counted copy only: the traced table it
+ * reads exists in the traced and counted copies alone.
  */
-#define EVP_CAT_(a, b) a##b
-#define EVP_CAT(a, b) EVP_CAT_(a, b)
-static void *evp_sample_plain[256];
-static int evp_sample_tables_set;
+static void *evp_counted_plain[256];
+static int evp_counted_tables_set;
 
 static EVP_COLD void
-evp_sample_tables(void **targets, void *const *counting)
+evp_counted_tables(void **targets, void *const *counting)
 {
-    memcpy(evp_sample_plain, targets, sizeof evp_sample_plain);
-    memcpy(targets, counting, sizeof evp_sample_plain);
-    evp_sample_tables_set = 1;
+    memcpy(evp_counted_plain, targets, sizeof evp_counted_plain);
+    memcpy(targets, counting, sizeof evp_counted_plain);
+    evp_counted_tables_set = 1;
 }
 
-#define EVP_SAMPLE_TABLE_SET_0() ((void)0)
-#define EVP_SAMPLE_TABLE_SET_1() \
+#define EVP_COUNTED_TABLE_SET() \
     do { \
-        if (EVP_UNLIKELY(!evp_sample_tables_set)) { \
-            evp_sample_tables(opcode_targets, evp_traced_targets); \
+        if (EVP_UNLIKELY(!evp_counted_tables_set)) { \
+            evp_counted_tables(opcode_targets, evp_traced_targets); \
         } \
     } while (0)
-#define EVP_SAMPLE_TABLE_SET() \
-    EVP_CAT(EVP_SAMPLE_TABLE_SET_, EVP_COPY_COUNTED)()
 
 #undef DISPATCH_GOTO
 #define DISPATCH_GOTO() \
@@ -477,7 +474,7 @@ evp_sample_tables(void **targets, void *const *counting)
 /* The table of a dispatch that must not count: the counted copy's plain
  * entries. */
 #define EVP_PLAIN_TARGETS \
-    (EVP_COPY_COUNTED ? evp_sample_plain : opcode_targets)
+    (EVP_COPY_COUNTED ? evp_counted_plain : opcode_targets)
 
 /* After the opcode tables, in the traced copy (Python/evalprof_targets.h
  * ends with it): the table that matches the recorder's mask. */

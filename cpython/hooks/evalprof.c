@@ -864,6 +864,24 @@ static struct {
 } evp_eval_code[EVP_EVAL_RANGES];
 static int evp_eval_nranges;
 
+/* Whether NAME (at most LEN bytes are readable) names a copy of the eval
+ * function that samples run in, or a part of one GCC split off
+ * (NAME.cold, NAME.part.0). */
+static int
+evp_is_eval_copy(const char *name, size_t len)
+{
+    static const char *const copies[] = {"evp_eval_frame_sampled",
+                                         "evp_eval_frame_counted"};
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+        size_t n = strlen(copies[i]);
+        if (n < len && memcmp(name, copies[i], n) == 0 &&
+            (name[n] == '\0' || name[n] == '.')) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void
 evp_find_eval_code(void)
 {
@@ -914,21 +932,11 @@ evp_find_eval_code(void)
         const Elf64_Sym *sym = (const Elf64_Sym *)(map + sh[i].sh_offset);
         size_t n = sh[i].sh_size / sizeof *sym;
         const char *names = (const char *)map + strs->sh_offset;
-        /* evp_eval_frame_sampled, evp_eval_frame_counted: one length */
-        static const char want[] = "evp_eval_frame_sampled";
         for (size_t k = 0; k < n && evp_eval_nranges < EVP_EVAL_RANGES; k++) {
             if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC ||
-                sym[k].st_name + sizeof want > strs->sh_size) {
-                continue;
-            }
-            const char *name = names + sym[k].st_name;
-            if (strncmp(name, want, sizeof want - 1) != 0 &&
-                strncmp(name, "evp_eval_frame_counted", sizeof want - 1) !=
-                    0) {
-                continue;
-            }
-            char next = name[sizeof want - 1];
-            if (next != '\0' && next != '.') {
+                sym[k].st_name >= strs->sh_size ||
+                !evp_is_eval_copy(names + sym[k].st_name,
+                                  strs->sh_size - sym[k].st_name)) {
                 continue;
             }
             evp_eval_code[evp_eval_nranges].lo = base + sym[k].st_value;
