@@ -254,26 +254,52 @@ void evp_lines_where(char *buf, size_t len, const struct evp_trace *t,
         snprintf(buf, len, "%s%s:?", cut, file);
 }
 
+/* A sampled trace's rows are shares of the periods on a line (PERIODS),
+ * each with its 95% interval over the samples' effective count, as the
+ * other sampled tables give them (evp_sample_trials, evp_wilson). */
+static double line_trials(const struct lacc *a, uint64_t periods)
+{
+    if (!a->periods)
+        return (double)periods;
+    return (double)periods * evp_sample_trials(a->periods, a->w2) /
+           (double)a->periods;
+}
+
 static void print_rows(FILE *out, const struct evp_trace *t,
                        const struct lacc *a, const struct lrow *rows,
                        size_t nrows, uint64_t grand, int unit, int sampled)
 {
-    uint64_t lo = UINT64_MAX;
+    uint64_t lo = UINT64_MAX, periods = 0;
     for (size_t i = 0; i < nrows && i < EVP_LINES_SHOWN; i++)
         evp_fmt_col_see(&lo, rows[i].total);
+    for (size_t i = 0; i < nrows; i++)
+        periods += rows[i].count;
     unit = evp_fmt_col_unit(unit, lo);
-    char head[32];
+    char head[32], c1[32], c2[32];
     snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
-    if (sampled)
-        fprintf(out, "lines (hottest first, by the estimated time of the "
-                     "samples whose leaf frame was on them; periods: the "
-                     "timer periods they stand for):\n\n");
-    else
+    double trials = line_trials(a, periods);
+    if (sampled) {
+        fprintf(out,
+                "lines (hottest first, by the estimated time of the "
+                "samples whose leaf frame was on them; periods: the "
+                "timer periods they stand for; share: of the %s "
+                "periods on a line, with its 95%% confidence interval "
+                "(Wilson score interval, binomial",
+                evp_num_group(c1, sizeof c1, periods));
+        if (trials < (double)periods - 0.5)
+            fprintf(out, ", over the samples' effective count, %s",
+                    evp_num_group(c2, sizeof c2, (uint64_t)(trials + 0.5)));
+        fprintf(out, "), which covers the sampling error only, not the "
+                     "sampler's bias):\n\n");
+        fprintf(out, " %-40s %-28s %*s %7s %12s %12s  %s\n", "file:line",
+                "function", unit == EVP_UNIT_US ? 13 : 12, head, "share",
+                "95% CI", "periods", "top ops");
+    } else {
         fprintf(out, "lines (hottest first, by time in their ops):\n\n");
-    /* (the µs heading is a byte wider than it shows) */
-    fprintf(out, " %-40s %-28s %*s %6s %12s  %s\n", "file:line", "function",
-            unit == EVP_UNIT_US ? 13 : 12, head, "%",
-            sampled ? "periods" : "count", "top ops");
+        /* (the µs heading is a byte wider than it shows) */
+        fprintf(out, " %-40s %-28s %*s %6s %12s  %s\n", "file:line", "function",
+                unit == EVP_UNIT_US ? 13 : 12, head, "%", "count", "top ops");
+    }
     for (size_t i = 0; i < nrows && i < EVP_LINES_SHOWN; i++) {
         const struct lrow *r = &rows[i];
         const struct lop *o = &a->v[r->first];
@@ -291,10 +317,23 @@ static void print_rows(FILE *out, const struct evp_trace *t,
                 break;
         }
         char tm[48];
-        fprintf(out, " %-40s %-28.28s %12s %5.1f%% %12s  %s\n", where,
-                f ? f->name : "?", evp_fmt_us(tm, sizeof tm, r->total, unit),
-                grand ? 100.0 * (double)r->total / (double)grand : 0.0,
-                evp_num_group(c, sizeof c, r->count), top);
+        evp_fmt_us(tm, sizeof tm, r->total, unit);
+        if (sampled) {
+            double p = periods ? (double)r->count / (double)periods : 0.0, wl,
+                   wh;
+            char sh[16], ci[32];
+            evp_wilson(p, trials, &wl, &wh);
+            snprintf(sh, sizeof sh, "%.1f%%", 100.0 * p);
+            snprintf(ci, sizeof ci, "%.1f-%.1f%%", 100 * wl, 100 * wh);
+            fprintf(out, " %-40s %-28.28s %12s %7s %12s %12s  %s\n", where,
+                    f ? f->name : "?", tm, sh, ci,
+                    evp_num_group(c, sizeof c, r->count), top);
+        } else {
+            fprintf(out, " %-40s %-28.28s %12s %5.1f%% %12s  %s\n", where,
+                    f ? f->name : "?", tm,
+                    grand ? 100.0 * (double)r->total / (double)grand : 0.0,
+                    evp_num_group(c, sizeof c, r->count), top);
+        }
     }
     if (nrows > EVP_LINES_SHOWN)
         fprintf(out, " ... %zu more lines\n", nrows - EVP_LINES_SHOWN);

@@ -100,11 +100,28 @@ expect(w.get("where", {}), "no Python frame", 50, total=350,
        n_trials=WORKER)
 
 lines = run("summary", "--lines", a).stdout
-for where_, ms, per in [("gen.py:11", "300.0", 300), ("gen.py:21", "200.0",
-                                                      200),
-                        ("gen.py:13", "100.0", 100)]:
-    check(re.search(rf"^ {re.escape(where_)}\s.*\s{ms}\s.*\s{per}\s",
-                    lines, re.M) is not None, f"--lines row {where_}")
+# each line's share is of the 900 periods on a line, its interval over
+# those periods counted as all 1,000 periods' samples are (their
+# effective count), as summary --lines of several runs gives them
+lrow = re.compile(r"^ (\S+)\s+(\S+)\s+([\d.,]+)\s+(\d+\.\d)%\s+"
+                  r"(\d+\.\d)-(\d+\.\d)%\s+([\d,]+)\s+(.*)$")
+lgot = {m[1]: m for m in map(lrow.match, lines.splitlines()) if m}
+for where_, fn, ms, per in [("gen.py:11", "hot", "300.0", 300),
+                            ("gen.py:12", "hot", "200.0", 200),
+                            ("gen.py:21", "cold", "200.0", 200),
+                            ("gen.py:13", "hot", "100.0", 100),
+                            ("gen.py:22", "cold", "100.0", 100)]:
+    m = lgot.get(where_)
+    check(m is not None, f"--lines row {where_}")
+    if not m:
+        continue
+    check(m[2] == fn and m[3] == ms and int(m[7].replace(",", "")) == per,
+          f"--lines {where_}: {fn}, {ms} ms, {per} periods: {m.groups()}")
+    check_share(f"--lines {where_}", float(m[4]), float(m[5]), float(m[6]),
+                per, 900, 900 * trials("a") / 1000)
+check("of the 900 periods on a line" in lines and
+      f"effective count, {round(900 * trials('a') / 1000)}" in lines,
+      "--lines: the periods on a line and the intervals' count said")
 
 check(run("summary", "--funcs", az).stdout.replace(az, a) ==
       run("summary", "--funcs", a).stdout,
