@@ -29,6 +29,9 @@
  *   - threads started later through threading: the package wraps
  *     threading.Thread._bootstrap_inner to call sample_thread() first
  *     (once per thread);
+ *   - threads started with _thread.start_new_thread directly: the
+ *     package wraps that function in _thread, and the thread's function
+ *     in one that calls sample_thread() first;
  *   - threads already running: each gets a one-shot C profile function
  *     (_PyEval_SetProfile on its thread state, only where the slot is
  *     free) that registers the thread at its first call or return and
@@ -37,8 +40,6 @@
  *     profiling until every such thread has had its first event.
  * A thread stops sampling when its thread state is cleared (the thread
  * ends): a capsule kept in its thread-state dict has the destructor.
- * Threads started with _thread.start_new_thread directly, not through
- * threading, are not sampled.
  *
  * The frame chain is read while the thread may be changing it: on 3.11
  * and 3.12 the eval function publishes its C frame (tstate->cframe)

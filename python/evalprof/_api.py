@@ -14,6 +14,7 @@ events a trace must survive:
 
 evalprof's own frames are left out of the trace.
 """
+import _thread
 import atexit
 import errno
 import os
@@ -547,6 +548,7 @@ def start(path="evalprof.evp", ops=True, threads=True, follow_fork=True,
                      lines=bool(lines) and not sample, **extra)
         if sample and threads:
             _wrap_thread_start(tracer)
+            _wrap_raw_thread_start(tracer)
         _state["sample"] = bool(sample)
         _state["path"] = path
         _state["quiet"] = quiet
@@ -589,11 +591,70 @@ def _wrap_thread_start(tracer):
     threading.Thread._bootstrap_inner = _bootstrap_inner
 
 
+class _RawThreadStart:
+    """A thread started with _thread.start_new_thread while sampling: it
+    registers first, then runs FUNCTION.  Its repr and attributes are
+    FUNCTION's, so that an exception the thread leaves unhandled is
+    reported as it would be without evalprof ("Exception ignored in
+    thread started by ...", sys.unraisablehook's object; only its
+    identity differs)."""
+
+    __slots__ = ("tracer", "function")
+
+    def __init__(self, tracer, function):
+        self.tracer = tracer
+        self.function = function
+
+    def __call__(self, *args, **kwargs):
+        try:
+            self.tracer.sample_thread("thread %d" % _thread.get_native_id())
+        except Exception:
+            pass  # this thread goes unsampled; the program runs on
+        return self.function(*args, **kwargs)
+
+    def __repr__(self):
+        return repr(self.function)
+
+    def __getattr__(self, name):
+        return getattr(self.function, name)
+
+
+def _wrap_raw_thread_start(tracer):
+    """Sampled sessions: a thread started with _thread.start_new_thread
+    (or its old name start_new) looked up at the call registers too.
+    threading's own threads come through Thread._bootstrap_inner; a
+    caller that bound the function before start() keeps the original."""
+    for name in ("start_new_thread", "start_new"):
+        original = getattr(_thread, name, None)
+        if original is None or \
+                getattr(original, "_evalprof_original", None) is not None:
+            continue
+
+        def start_new_thread(function, args, kwargs=None, *,
+                             _original=original):
+            if callable(function):  # (else the original's own error)
+                function = _RawThreadStart(tracer, function)
+            if kwargs is None:
+                return _original(function, args)
+            return _original(function, args, kwargs)
+
+        start_new_thread.__name__ = name
+        start_new_thread.__qualname__ = name
+        start_new_thread.__doc__ = original.__doc__
+        start_new_thread._evalprof_original = original
+        setattr(_thread, name, start_new_thread)
+
+
 def _unwrap_thread_start():
     current = threading.Thread._bootstrap_inner
     original = getattr(current, "_evalprof_original", None)
     if original is not None:
         threading.Thread._bootstrap_inner = original
+    for name in ("start_new_thread", "start_new"):
+        original = getattr(getattr(_thread, name, None),
+                           "_evalprof_original", None)
+        if original is not None:
+            setattr(_thread, name, original)
 
 
 def _stop_locked():

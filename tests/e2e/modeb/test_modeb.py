@@ -1738,7 +1738,9 @@ class Sampled(Case):
         """{name: (id, samples, periods)} of info's sampled streams."""
         out = {}
         for line in self.info_section(trace, "sampled streams:"):
-            m = re.match(r"^\s+(\d+)\s+(\S+)\s+([\d,]+)\s+([\d,]+)", line)
+            # (a name may hold blanks: "thread 1234")
+            m = re.match(r"^\s+(\d+)\s+(.+?)\s+([\d,]+)\s+([\d,]+)"
+                         r"\s+[\d,]+\s+[\d,]+\s*$", line)
             if m:
                 out[m.group(2)] = (int(m.group(1)),
                                    int(m.group(3).replace(",", "")),
@@ -2067,6 +2069,33 @@ class Sampled(Case):
         self.assertLess(med(traced_runs), med(untraced) + 15.0,
                         (traced_runs, untraced, rows))
 
+    def test_killed(self):
+        # A sampled run killed outright keeps what the writer flushed
+        # (every 200 ms): its samples read, under the function that ran,
+        # the reader saying only that the end record is missing.
+        trace = self.path("killed-sampled.evp")
+        proc = subprocess.Popen([PY, "-m", "evalprof", "-q", "--sample",
+                                 "-o", trace, prog("forever.py")],
+                                stdout=subprocess.PIPE, text=True,
+                                env=env(), cwd=self.tmp)
+        self.assertEqual(proc.stdout.readline(), "started\n")
+        time.sleep(1.5)  # several of the recorder's periodic flushes
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        p = subprocess.run([EVALPROF, "summary", "--funcs", "--wide", trace],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = re.search(r"(?m)^sampled: +([\d,]+) samples", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        # 1.5 s at 1 kHz of CPU time, less what the last 200 ms held
+        # and what a loaded machine did not run
+        self.assertGreater(int(m.group(1).replace(",", "")), 100, p.stdout)
+        funcs = func_shares(p.stdout)
+        self.assertEqual(max(funcs, key=funcs.get), "spin", funcs)
+        self.assertNotIn("end record", p.stdout)
+        self.assertIn("no end record", p.stderr)
+
     def test_program_signals(self):
         # evalprof's timer signal is a real-time one: the program's
         # SIGPROF (setitimer ITIMER_PROF) and SIGALRM handlers count as
@@ -2270,6 +2299,38 @@ class Sampled(Case):
                 trace, "--funcs", "--stream", str(streams[name][0])))
             # (beside the waits in threading: joins, the GIL)
             self.assertGreater(funcs.get(func, 0.0), 20.0, (name, funcs))
+
+    def test_raw_thread(self):
+        # A thread started with _thread.start_new_thread, not through
+        # threading, is sampled from its start in a stream of its own,
+        # under its function; its unhandled exception is reported and a
+        # bad call fails as untraced; stop() gives _thread its function
+        # back.
+        script = prog("sample_rawthread.py")
+        plain = self.plain([script, "3000000"])
+        self.assertEqual(plain.stdout.splitlines()[1:], [
+            "unhandled, naming the function: True ValueError",
+            "TypeError first arg must be callable"])
+        p, trace = self.sampled([script, "3000000"])
+        self.assertEqual(p.stdout, plain.stdout)
+        streams = self.streams(trace)
+        raw = [v for name, v in streams.items()
+               if name.startswith("thread ") and v[1] > 0]
+        self.assertEqual(len(raw), 1, streams)
+        funcs = func_shares(self.summary(trace, "--funcs", "--stream",
+                                         str(raw[0][0])))
+        self.assertGreater(funcs.get("raw_work", 0.0), 50.0, funcs)
+        code = ("import _thread, sys, evalprof\n"
+                "o = _thread.start_new_thread\n"
+                "evalprof.start(sys.argv[1], sample=True)\n"
+                "w = _thread.start_new_thread\n"
+                "evalprof.stop()\n"
+                "print(w is not o, _thread.start_new_thread is o)\n")
+        p = subprocess.run([PY, "-c", code, self.path("raw-api.evp")],
+                           capture_output=True, text=True, env=env(),
+                           cwd=self.tmp, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "True True\n")
 
     def test_api_bad_settings(self):
         code = ("import evalprof\n"
