@@ -102,6 +102,18 @@ awk -v a="${ineval:-0}" -v b="${ccall:-0}" 'BEGIN { exit !(a > 5 && b > 50) }' &
     fail "flags: hot loop '${ineval}'% in the eval loop, sum() loop '${ccall}'% in a C call"
 top=$(sed -n '/^ops:/,$p' "$T/s.sum" | awk '/^ [A-Z]/ { print $1; exit }')
 [ "$top" = BINARY_OP ] && ok "top instruction: BINARY_OP" || fail "top instruction: '$top'"
+# ... and the hot function and line: hot() holds the loop, whose body
+# line (x = x * 3 % 1000003) holds its BINARY_OPs
+hotline=$(grep -n 'x = x \* 3 % 1000003' "$prog" | cut -d: -f1)
+"$EVALPROF_CLI" summary --funcs "$T/s.evp" > "$T/s.funcs" 2>&1 || fail "summary --funcs: $(head -n 1 "$T/s.funcs")"
+"$EVALPROF_CLI" summary --lines "$T/s.evp" > "$T/s.lines" 2>&1 || fail "summary --lines: $(head -n 1 "$T/s.lines")"
+topfn=$(sed -n '/^functions/,$p' "$T/s.funcs" | awk '/^ [a-z]/ { print $1, $2; exit }')
+topln=$(awk '/^ file:line/ { f = 1; next } f { print $1, $2, $5; exit }' "$T/s.lines")
+case "$topfn|$topln" in
+"hot ("*"/sampled.py:10)|"*"/sampled.py:$hotline hot "[0-9]*.[0-9]-[0-9]*.[0-9]%)
+    ok "top function: $topfn; top line: $topln (share, 95% CI)" ;;
+*) fail "top function '$topfn', top line '$topln' (want hot, sampled.py:$hotline, with an interval)" ;;
+esac
 out=$(EVALPROF="$T/m.evp" "$PY" -X evalprof_mode=sample -c 'import sys; print(sys._evalprof["mode"])')
 [ "$out" = sample ] && ok "-X evalprof_mode=sample: sys._evalprof says mode sample" ||
     fail "-X evalprof_mode=sample: sys._evalprof mode '$out'"
@@ -191,6 +203,58 @@ for timer in signal thread; do
         fail "EVALPROF_FORK=follow ($timer): no trace of the child '$cpid' ($(ls "$T" | grep f.evp | tr '\n' ' '))"
     fi
 done
+
+# --- the program's own signals ---------------------------------------------
+# mode B's program: its SIGPROF handler on setitimer(ITIMER_PROF), its
+# SIGALRM on ITIMER_REAL, and a thread that blocks every signal for 0.3 s
+# of CPU time print what they counted, sampled as untraced; with the
+# wall clock, the blocked thread's periods wait for it to unblock and are
+# counted in the weight of its first sample after
+sigprog=$HERE/../modeb/progs/sample_signals.py
+sigwant=$("$PY" -S "$sigprog")
+for how in signal wall thread; do
+    rm -f "$T/sig.evp"
+    out=$(EVALPROF="$T/sig.evp" EVALPROF_MODE=sample \
+        EVALPROF_SAMPLE_CLOCK=$([ $how = wall ] && echo wall || echo cpu) \
+        EVALPROF_SAMPLE_RATE=$([ $how = wall ] && echo 4000 || echo 1000) \
+        EVALPROF_SAMPLE_TIMER=$([ $how = thread ] && echo thread) \
+        "$PY" -S "$sigprog" 2> "$T/sig.err")
+    rc=$?
+    "$EVALPROF_CLI" info "$T/sig.evp" > "$T/sig.info" 2>&1
+    # the blocked thread (the one stream besides main): its samples and
+    # the periods they stand for
+    set -- $(sed -n '/^sampled streams:/,/^$/p' "$T/sig.info" |
+        awk '$1 ~ /^[0-9]+$/ && $2 != "main" { gsub(",", ""); print $(NF - 3), $(NF - 2) }')
+    bs=${1:-0} bp=${2:-0}
+    held=$((bp - bs))
+    if [ "$rc" = 0 ] && [ "$out" = "$sigwant" ] && [ "$bp" -gt 0 ] &&
+       { [ $how != wall ] || [ "$held" -gt 400 ]; }; then
+        ok "the program's own signals ($how): '$out' as untraced; its blocked thread $bs samples for $bp periods"
+    else
+        fail "the program's own signals ($how): exit $rc, '$out' (untraced '$sigwant'), blocked thread $bs samples, $bp periods: $(cat "$T/sig.err")"
+    fi
+done
+
+# --- killed outright -------------------------------------------------------
+# A sampled run killed with SIGKILL keeps what the writer flushed (every
+# 200 ms): its samples read, under the function that ran.
+rm -f "$T/k.evp"
+(EVALPROF="$T/k.evp" EVALPROF_MODE=sample exec "$PY" -S "$HERE/../modeb/progs/forever.py" > "$T/k.out") &
+kpid=$!
+i=0
+while [ "$i" -lt 100 ] && ! grep -q started "$T/k.out" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+sleep 1.5
+kill -KILL "$kpid" 2>/dev/null
+wait "$kpid" 2>/dev/null
+"$EVALPROF_CLI" summary --funcs "$T/k.evp" > "$T/k.sum" 2> "$T/k.err"
+rc=$?
+kn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/k.sum")
+kfn=$(sed -n '/^functions/,$p' "$T/k.sum" | awk '/^ [a-z]/ { print $1; exit }')
+if [ "$rc" = 0 ] && [ "${kn:-0}" -gt 100 ] && [ "$kfn" = spin ] && grep -q 'no end record' "$T/k.err"; then
+    ok "killed with SIGKILL: $kn samples kept, spin on top, the reader says: $(head -n 1 "$T/k.err")"
+else
+    fail "killed with SIGKILL: exit $rc, ${kn:-no} samples, top '$kfn': $(head -n 2 "$T/k.err")"
+fi
 
 # --- daemon threads at exit ------------------------------------------------
 # Finalization clears and frees the thread states of daemon threads that
