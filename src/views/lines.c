@@ -254,17 +254,6 @@ void evp_lines_where(char *buf, size_t len, const struct evp_trace *t,
         snprintf(buf, len, "%s%s:?", cut, file);
 }
 
-/* A sampled trace's rows are shares of the periods on a line (PERIODS),
- * each with its 95% interval over the samples' effective count, as the
- * other sampled tables give them (evp_sample_trials, evp_wilson). */
-static double line_trials(const struct lacc *a, uint64_t periods)
-{
-    if (!a->periods)
-        return (double)periods;
-    return (double)periods * evp_sample_trials(a->periods, a->w2) /
-           (double)a->periods;
-}
-
 static void print_rows(FILE *out, const struct evp_trace *t,
                        const struct lacc *a, const struct lrow *rows,
                        size_t nrows, uint64_t grand, int unit, int sampled)
@@ -275,18 +264,23 @@ static void print_rows(FILE *out, const struct evp_trace *t,
     for (size_t i = 0; i < nrows; i++)
         periods += rows[i].count;
     unit = evp_fmt_col_unit(unit, lo);
-    char head[32], c1[32], c2[32];
+    char head[32], c1[32], c2[32], c3[32];
     snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
-    double trials = line_trials(a, periods);
+    /* a sampled trace's share is of all its periods, as in every view
+     * (the flame graph's, the other tables'), with its 95% interval over
+     * the samples' effective count (evp_sample_trials, evp_wilson) */
+    double trials = evp_sample_trials(a->periods, a->w2);
     if (sampled) {
         fprintf(out,
                 "lines (hottest first, by the estimated time of the "
                 "samples whose leaf frame was on them; periods: the "
-                "timer periods they stand for; share: of the %s "
-                "periods on a line, with its 95%% confidence interval "
-                "(Wilson score interval, binomial",
-                evp_num_group(c1, sizeof c1, periods));
-        if (trials < (double)periods - 0.5)
+                "timer periods they stand for; share: of all the %s "
+                "periods, as in every view (%s of them on a line), with "
+                "its 95%% confidence interval (Wilson score interval, "
+                "binomial",
+                evp_num_group(c1, sizeof c1, a->periods),
+                evp_num_group(c3, sizeof c3, periods));
+        if (trials < (double)a->periods - 0.5)
             fprintf(out, ", over the samples' effective count, %s",
                     evp_num_group(c2, sizeof c2, (uint64_t)(trials + 0.5)));
         fprintf(out, "), which covers the sampling error only, not the "
@@ -319,8 +313,8 @@ static void print_rows(FILE *out, const struct evp_trace *t,
         char tm[48];
         evp_fmt_us(tm, sizeof tm, r->total, unit);
         if (sampled) {
-            double p = periods ? (double)r->count / (double)periods : 0.0, wl,
-                   wh;
+            double p = a->periods ? (double)r->count / (double)a->periods : 0.0,
+                   wl, wh;
             char sh[16], ci[32];
             evp_wilson(p, trials, &wl, &wh);
             snprintf(sh, sizeof sh, "%.1f%%", 100.0 * p);

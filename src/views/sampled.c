@@ -1255,7 +1255,8 @@ static int cmp_krow_sum(const void *x, const void *y, void *arg)
 
 static void lines_runs_table(FILE *out, struct evp_trace *const *t,
                              struct krows *k, struct lgroup *g, size_t ng,
-                             uint64_t grand, double trials, int unit)
+                             uint64_t all, uint64_t on_line, double trials,
+                             int unit)
 {
     uint64_t lo = UINT64_MAX;
     int rw = 11;
@@ -1272,10 +1273,14 @@ static void lines_runs_table(FILE *out, struct evp_trace *const *t,
     }
     char head[32];
     snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
-    fprintf(out, "lines (hottest first, by the timer periods of the samples "
-                 "whose leaf frame was on them, summed over the runs; share: "
-                 "of the periods on a line, pooled; time: estimated per run, "
-                 "median [min - max]):\n\n");
+    char c1[32], c2[32];
+    fprintf(out,
+            "lines (hottest first, by the timer periods of the samples "
+            "whose leaf frame was on them, summed over the runs; share: of "
+            "all the runs' %s periods, pooled, as in every view (%s of them "
+            "on a line); time: estimated per run, median [min - max]):\n\n",
+            evp_num_group(c1, sizeof c1, all),
+            evp_num_group(c2, sizeof c2, on_line));
     /* (the µs heading is a byte wider than it shows) */
     fprintf(out, " %-40s %-28s %12s %7s %12s %*s %-*s  %s\n", "file:line",
             "function", "periods", "share", "95% CI",
@@ -1304,7 +1309,7 @@ static void lines_runs_table(FILE *out, struct evp_trace *const *t,
             if (tl >= sizeof top)
                 break;
         }
-        share_cells(g[i].c.w, grand, trials, sh, sizeof sh, ci, sizeof ci);
+        share_cells(g[i].c.w, all, trials, sh, sizeof sh, ci, sizeof ci);
         range_cell(rg, sizeof rg, &g[i].c, unit);
         fprintf(out, " %-40s %-28.28s %12s %7s %12s %12s %-*s  %s\n", where,
                 f ? f->name : "?", evp_num_group(c, sizeof c, g[i].c.w), sh, ci,
@@ -1364,12 +1369,10 @@ int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
                          "sampled runs: periods summed, shares pooled, "
                          "est. times per run as median [min - max]",
                          unit);
-    double trials =
-        all ? (double)grand * evp_sample_trials(all, w2) / (double)all
-            : (double)grand;
-    pooled_lines(out, t, runs, grand, trials, " on a known line", 0, unit);
+    double trials = evp_sample_trials(all, w2);
+    pooled_lines(out, t, runs, all, trials, "", 0, unit);
     fputc('\n', out);
-    lines_runs_table(out, t, &k, g, ng, grand, trials, unit);
+    lines_runs_table(out, t, &k, g, ng, all, grand, trials, unit);
 done:
     free(g);
     free(scratch);

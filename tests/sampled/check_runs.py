@@ -186,8 +186,8 @@ expect(t.get("functions", {}), "cold (gen.py:20)", (300, 500), 900,
 expect(t.get("where", {}), "no Python frame", (50, 50), 900,
        n_trials=WORKER)
 
-# --lines: lines matched by function and line, periods pooled over the
-# periods on a line (900 a run)
+# --lines: lines matched by function and line, their periods shares of
+# all the runs' periods pooled (1,000 a run, 900 of them on a line)
 lrow = re.compile(r"^ (\S+)\s+(\S+)\s+([\d,]+)\s+(\d+\.\d)%\s+"
                   r"(\d+\.\d)-(\d+\.\d)%\s+([\d.,]+)\s+\[([\d.,]+) - "
                   r"([\d.,]+)\]\s+(.*)$")
@@ -204,20 +204,19 @@ for where_, fn, per, top in [
     if not m:
         continue
     k = sum(per)
-    # the lines' 1,800 periods count as the runs' samples do against all
-    # their 2,000 periods
-    lo, hi = wilson(k, 1800, 1800 * trials("a", "b") / 2000)
+    lo, hi = wilson(k, 2000, trials("a", "b"))
     check(m[2] == fn and num(m[3]) == k and
-          abs(float(m[4]) - 100 * k / 1800) < 0.05 and
+          abs(float(m[4]) - 100 * k / 2000) < 0.05 and
           abs(float(m[5]) - 100 * lo) < 0.051 and
           abs(float(m[6]) - 100 * hi) < 0.051,
           f"--lines {where_}: {m.groups()[:6]} == {fn}, {k} periods, "
-          f"{100 * k / 1800:.1f}% of 1,800")
+          f"{100 * k / 2000:.1f}% of 2,000")
     check(float(m[7]) == sum(per) / 2 and float(m[8]) == min(per) and
           float(m[9]) == max(per) and top in m[10],
           f"--lines {where_}: est. {m[7]} [{m[8]} - {m[9]}] ms, {m[10]}")
-check("total: 5 lines" in out and "1,800 timer periods on a known line" in
-      out, "--lines: five lines, the pooled periods said")
+check("total: 5 lines" in out and "2 runs' 2,000 timer periods," in out and
+      "(1,800 of them on a line)" in out,
+      "--lines: five lines, the pooled periods and those on a line said")
 
 # the refusals: one line naming the odd file, exit 1, nothing printed
 exact = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",

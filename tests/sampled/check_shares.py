@@ -100,9 +100,9 @@ expect(w.get("where", {}), "no Python frame", 50, total=350,
        n_trials=WORKER)
 
 lines = run("summary", "--lines", a).stdout
-# each line's share is of the 900 periods on a line, its interval over
-# those periods counted as all 1,000 periods' samples are (their
-# effective count), as summary --lines of several runs gives them
+# each line's share is of all the 1,000 periods, as a function's is and
+# as the flame graph gives it, its interval over the samples' effective
+# count; 900 of the periods are on a line
 lrow = re.compile(r"^ (\S+)\s+(\S+)\s+([\d.,]+)\s+(\d+\.\d)%\s+"
                   r"(\d+\.\d)-(\d+\.\d)%\s+([\d,]+)\s+(.*)$")
 lgot = {m[1]: m for m in map(lrow.match, lines.splitlines()) if m}
@@ -118,10 +118,10 @@ for where_, fn, ms, per in [("gen.py:11", "hot", "300.0", 300),
     check(m[2] == fn and m[3] == ms and int(m[7].replace(",", "")) == per,
           f"--lines {where_}: {fn}, {ms} ms, {per} periods: {m.groups()}")
     check_share(f"--lines {where_}", float(m[4]), float(m[5]), float(m[6]),
-                per, 900, 900 * trials("a") / 1000)
-check("of the 900 periods on a line" in lines and
-      f"effective count, {round(900 * trials('a') / 1000)}" in lines,
-      "--lines: the periods on a line and the intervals' count said")
+                per, 1000, trials("a"))
+check("of all the 1,000 periods" in lines and "(900 of them on a line)" in
+      lines and f"effective count, {round(trials('a'))}" in lines,
+      "--lines: the periods, those on a line and the intervals' count said")
 
 check(run("summary", "--funcs", az).stdout.replace(az, a) ==
       run("summary", "--funcs", a).stdout,
