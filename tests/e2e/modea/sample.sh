@@ -114,9 +114,15 @@ case "$topfn|$topln" in
     ok "top function: $topfn; top line: $topln (share, 95% CI)" ;;
 *) fail "top function '$topfn', top line '$topln' (want hot, sampled.py:$hotline, with an interval)" ;;
 esac
-out=$(EVALPROF="$T/m.evp" "$PY" -X evalprof_mode=sample -c 'import sys; print(sys._evalprof["mode"])')
-[ "$out" = sample ] && ok "-X evalprof_mode=sample: sys._evalprof says mode sample" ||
-    fail "-X evalprof_mode=sample: sys._evalprof mode '$out'"
+out=$(EVALPROF="$T/m.evp" "$PY" -X evalprof_mode=sample -c '
+import sys
+x = 0
+for i in range(3000000):
+    x += i
+print(sys._evalprof["mode"])')
+mn=$("$EVALPROF_CLI" info "$T/m.evp" 2>&1 | awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }')
+[ "$out" = sample ] && [ "${mn:-0}" -ge 10 ] && ok "-X evalprof_mode=sample: sys._evalprof says mode sample, $mn samples" ||
+    fail "-X evalprof_mode=sample: sys._evalprof mode '$out', '${mn:-no}' samples"
 
 # --- exact counts --------------------------------------------------------
 EVALPROF="$T/x.evp" EVALPROF_EVENTS=op "$PY" -S "$prog" 20000 > /dev/null
