@@ -164,6 +164,29 @@ main=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$2 == "main"' | wc 
 [ "$streams" -ge 3 ] && [ "$main" = 1 ] && ok "3 threads: $streams sampled streams, one of them main" ||
     fail "threads: $streams sampled streams ($main main)"
 
+# 16 threads, each spinning in a function of its own (mode B's program,
+# work_0 ... work_15): each thread's stream holds its own function and no
+# other thread's
+EVALPROF="$T/t16.evp" EVALPROF_MODE=sample "$PY" -S "$HERE/../modeb/progs/sample_threads.py" 1000000 > /dev/null
+"$EVALPROF_CLI" info "$T/t16.evp" > "$T/t16.info" 2>&1
+own=0 mixed=""
+for sid in $(sed -n '/^sampled streams:/,/^$/p' "$T/t16.info" |
+             awk '$1 ~ /^[0-9]+$/ && $2 != "main" && $(NF - 3) + 0 > 0 { print $1 }'); do
+    # the work_ functions with samples in this stream, by self share
+    fns=$("$EVALPROF_CLI" summary --funcs --stream "$sid" "$T/t16.evp" 2>&1 |
+          sed -n '/^functions/,$p' | awk '$1 ~ /^work_/ && $3 + 0 > 0 { print $1 }' | sort -u)
+    case "$fns" in
+    work_*[0-9]) [ "$(echo "$fns" | wc -l)" = 1 ] && own=$((own + 1)) || mixed="$mixed $sid:$(echo $fns | tr ' ' ,)" ;;
+    esac
+    echo "$fns" >> "$T/t16.fns"
+done
+distinct=$(sort -u "$T/t16.fns" 2>/dev/null | grep -c '^work_')
+if [ "$own" = 16 ] && [ "$distinct" = 16 ] && [ -z "$mixed" ]; then
+    ok "16 threads: 16 streams, each with its own work_ function and no other's"
+else
+    fail "16 threads: $own streams with one work_ function, $distinct distinct, mixed:${mixed:- none}"
+fi
+
 # --- threads without the GIL (wall clock) ----------------------------------
 # mode B's program: a thread sleeps alone, then two threads take turns
 # with the GIL; the main thread waits in join()
