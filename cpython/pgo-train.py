@@ -20,6 +20,12 @@ runtime's functions is then a draw, which cost the sampled copy of 3.13
 its run would write gigabytes of trace; it is compiled as without
 feedback.
 
+Both runs take one string hash seed, one random seed (regrtest's
+--randseed 0 on 3.11, SOURCE_DATE_EPOCH on 3.13) and, where setarch -R
+is allowed, no address-space randomization (the default hash of an
+object is its address): they take the same paths from one build to the
+next, so that the counts, and the layout GCC makes of them, repeat.
+
 Tests that fail under the sampled run (none should: EVALPROF_QUIET keeps
 evalprof's notices off the children's stderr) fail the training no more
 than CPython's own task does: the counts are what matters.  The script
@@ -37,26 +43,50 @@ import subprocess
 import sys
 import tempfile
 
+# --randseed 0: 3.11's regrtest seeds the random module (and orders the
+# tests) by it; 3.13's seeds it by SOURCE_DATE_EPOCH before each test
+# (main()), which then keeps CPython's own order
 TASK = shlex.split(os.environ.get("EVALPROF_PGO_TASK")
-                   or "-m test --pgo --timeout=1200")
+                   or "-m test --pgo --timeout=1200 --randseed 0")
+
+
+def fixed_layout():
+    """The prefix that runs a command without address-space randomization
+    (util-linux's setarch -R), where the system allows it; else none.
+    With it and one string hash seed, the training takes the same paths
+    from one build to the next (object hashes are their addresses), so
+    that its counts, and the layout GCC draws from them, repeat."""
+    cmd = ["setarch", os.uname().machine, "-R"]
+    try:
+        ok = subprocess.run(cmd + ["true"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL).returncode == 0
+    except OSError:
+        ok = False
+    if not ok:
+        print("evalprof-pgo: setarch -R is not available here: the training "
+              "runs with address-space randomization, and its layout may "
+              "differ from build to build", file=sys.stderr)
+    return cmd if ok else []
 
 
 def main():
     with tempfile.TemporaryDirectory(prefix="evalprof-pgo-") as tmp:
         trace = os.path.join(tmp, "train.evp")
         runs = {}
+        prefix = fixed_layout()
         for name, extra in (("untraced", {}),
                             ("sampled", {"EVALPROF": trace,
                                          "EVALPROF_MODE": "sample",
                                          "EVALPROF_QUIET": "1"})):
-            env = dict(os.environ, **extra)
+            env = dict(os.environ, PYTHONHASHSEED="0",
+                       SOURCE_DATE_EPOCH="1", **extra)
             if not extra:
                 for k in ("EVALPROF", "EVALPROF_MODE"):
                     env.pop(k, None)
             log = open(os.path.join(tmp, name + ".log"), "w")
             try:
                 runs[name] = (subprocess.Popen(
-                    [sys.executable] + TASK, env=env, stdout=log,
+                    prefix + [sys.executable] + TASK, env=env, stdout=log,
                     stderr=subprocess.STDOUT), log)
             except OSError as e:
                 print("evalprof-pgo: cannot run the %s training: %s"

@@ -7,7 +7,9 @@
 # the counts (-fprofile-use, and with GCC -fprofile-partial-training, for
 # the traced copy no run trains).  A build made with --no-pgo is said so
 # and those checks left out.  Then pgo-train.py alone, on short tasks: both
-# runs run and it exits 0, a task that fails does not fail the training,
+# runs run and it exits 0, each with one hash seed, one random seed and
+# (where allowed) no address-space randomization, a task that fails does
+# not fail the training,
 # and under an interpreter that writes no trace (a stock one) it says so
 # and exits 1.
 #
@@ -60,6 +62,17 @@ if [ "$rc" = 0 ] && grep -q '^evalprof-pgo: untraced training: exit 0' "$T/short
     ok "a short task: both runs, exit 0"
 else
     fail "a short task: exit $rc: $(cat "$T/short.out")"
+fi
+# Both runs take one string hash seed, one random seed and, where setarch
+# -R is allowed, no address-space randomization: a run prints them last
+run seeds "$PY" "-c 'import os; print(\"seeds\", os.environ.get(\"PYTHONHASHSEED\"), os.environ.get(\"SOURCE_DATE_EPOCH\"), open(\"/proc/self/personality\").read().strip())'"
+norand=$(setarch "$(uname -m)" -R cat /proc/self/personality 2>/dev/null)
+[ -n "$norand" ] || norand=$(cat /proc/self/personality)
+if [ "$rc" = 0 ] && grep -q "^evalprof-pgo: untraced training: exit 0 (seeds 0 1 $norand)\$" "$T/seeds.out" &&
+   grep -q "^evalprof-pgo: sampled training: exit 0 (seeds 0 1 $norand)\$" "$T/seeds.out"; then
+    ok "the training's seeds: PYTHONHASHSEED=0, SOURCE_DATE_EPOCH=1, personality $norand"
+else
+    fail "the training's seeds (want 0 1 $norand): exit $rc: $(cat "$T/seeds.out")"
 fi
 run failing "$PY" "-c 'raise SystemExit(3)'"
 if [ "$rc" = 0 ] && grep -q '^evalprof-pgo: sampled training: exit 3' "$T/failing.out"; then
