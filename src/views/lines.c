@@ -268,8 +268,8 @@ static void print_rows(FILE *out, const struct evp_trace *t,
     snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
     /* a sampled trace's share is of all its periods, as in every view
      * (the flame graph's, the other tables'), with its 95% interval over
-     * the samples' effective count (evp_sample_trials, evp_wilson) */
-    double trials = evp_sample_trials(a->periods, a->w2);
+     * the samples' effective count (evp_share_cells) */
+    double trials = sampled ? evp_sample_trials(a->periods, a->w2) : 0;
     if (sampled) {
         fprintf(out,
                 "lines (hottest first, by the estimated time of the "
@@ -313,12 +313,9 @@ static void print_rows(FILE *out, const struct evp_trace *t,
         char tm[48];
         evp_fmt_us(tm, sizeof tm, r->total, unit);
         if (sampled) {
-            double p = a->periods ? (double)r->count / (double)a->periods : 0.0,
-                   wl, wh;
             char sh[16], ci[32];
-            evp_wilson(p, trials, &wl, &wh);
-            snprintf(sh, sizeof sh, "%.1f%%", 100.0 * p);
-            snprintf(ci, sizeof ci, "%.1f-%.1f%%", 100 * wl, 100 * wh);
+            evp_share_cells(r->count, a->periods, trials, sh, sizeof sh, ci,
+                            sizeof ci);
             fprintf(out, " %-40s %-28.28s %12s %7s %12s %12s  %s\n", where,
                     f ? f->name : "?", tm, sh, ci,
                     evp_num_group(c, sizeof c, r->count), top);

@@ -466,10 +466,8 @@ static int cmp_srow(const void *x, const void *y, void *arg)
     return (a->order > b->order) - (a->order < b->order);
 }
 
-/* "12.3%" and "[11.1, 13.6]" for K of N periods, which count as TRIALS
- * samples (evp_sample_trials). */
-static void share_cells(uint64_t k, uint64_t n, double trials, char *sh,
-                        size_t shl, char *ci, size_t cil)
+void evp_share_cells(uint64_t k, uint64_t n, double trials, char *sh,
+                     size_t shl, char *ci, size_t cil)
 {
     double lo, hi, p = n ? (double)k / (double)n : 0.0;
     evp_wilson(p, trials, &lo, &hi);
@@ -570,7 +568,7 @@ static void share_table(FILE *out, const char *title, struct srow *rows,
             char sh[16], ci[32], v[112];
             if (multi)
                 fprintf(out, " %*s", pw, evp_num_group(v, sizeof v, s->w));
-            share_cells(s->w, total, trials, sh, sizeof sh, ci, sizeof ci);
+            evp_share_cells(s->w, total, trials, sh, sizeof sh, ci, sizeof ci);
             fprintf(out, " %*s %*s %*s %s", c ? 9 : 7, sh, 12, ci, tw - 3,
                     evp_fmt_us(v, sizeof v, s->est, u[c]), evp_fmt_unit(u[c]));
             if (multi) {
@@ -1309,7 +1307,7 @@ static void lines_runs_table(FILE *out, struct evp_trace *const *t,
             if (tl >= sizeof top)
                 break;
         }
-        share_cells(g[i].c.w, all, trials, sh, sizeof sh, ci, sizeof ci);
+        evp_share_cells(g[i].c.w, all, trials, sh, sizeof sh, ci, sizeof ci);
         range_cell(rg, sizeof rg, &g[i].c, unit);
         fprintf(out, " %-40s %-28.28s %12s %7s %12s %12s %-*s  %s\n", where,
                 f ? f->name : "?", evp_num_group(c, sizeof c, g[i].c.w), sh, ci,

@@ -538,6 +538,12 @@ double evp_sample_trials(uint64_t total, double w2);
  * be whole: evp_sample_trials). */
 void evp_wilson(double p, double n, double *lo, double *hi);
 
+/* A sampled table's share and interval cells: "12.3%" and "11.1-13.6%"
+ * for K of N periods, which count as TRIALS samples (evp_sample_trials,
+ * evp_wilson). */
+void evp_share_cells(uint64_t k, uint64_t n, double trials, char *sh,
+                     size_t shl, char *ci, size_t cil);
+
 /* Two-proportion z-test of share P1 over N1 trials against P2 over N2:
  * *Z, and whether the difference is significant at 95% (|z| > 1.96). */
 int evp_two_prop_z(double p1, double n1, double p2, double n2, double *z);
