@@ -619,12 +619,16 @@ class _RawThreadStart:
         return getattr(self.function, name)
 
 
+# _thread's functions that start a thread (start_new is the old name)
+_RAW_STARTS = ("start_new_thread", "start_new")
+
+
 def _wrap_raw_thread_start(tracer):
     """Sampled sessions: a thread started with _thread.start_new_thread
     (or its old name start_new) looked up at the call registers too.
     threading's own threads come through Thread._bootstrap_inner; a
     caller that bound the function before start() keeps the original."""
-    for name in ("start_new_thread", "start_new"):
+    for name in _RAW_STARTS:
         original = getattr(_thread, name, None)
         if original is None or \
                 getattr(original, "_evalprof_original", None) is not None:
@@ -650,7 +654,7 @@ def _unwrap_thread_start():
     original = getattr(current, "_evalprof_original", None)
     if original is not None:
         threading.Thread._bootstrap_inner = original
-    for name in ("start_new_thread", "start_new"):
+    for name in _RAW_STARTS:
         original = getattr(getattr(_thread, name, None),
                            "_evalprof_original", None)
         if original is not None:

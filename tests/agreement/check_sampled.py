@@ -85,12 +85,11 @@ FRAME = re.compile(r'data-v="(\d+)" data-d="(\d+)"><title>(.*?) '
 def flamegraph():
     svg = os.path.join(TMP, "sampled.svg")
     run("flamegraph", "-o", svg, trace)
-    frame = FRAME
     nodes = []  # [name, value, depth, children's value]
     path = []
     t = Times()
     with open(svg, encoding="utf-8") as f:
-        for m in frame.finditer(f.read()):
+        for m in FRAME.finditer(f.read()):
             name = m[3].replace("&amp;", "&").replace("&lt;", "<") \
                 .replace("&gt;", ">")
             v, d = int(m[1]), int(m[2])

@@ -23,6 +23,14 @@ unset EVALPROF_MODE EVALPROF_COUNTS EVALPROF_SAMPLE_RATE EVALPROF_SAMPLE_CLOCK
 export EVALPROF_QUIET=1 PYTHONHASHSEED=0
 prog=$PROGRAMS/sampled.py
 want=$("$PY" -S "$prog" 20000)
+samples_in() { # samples_in FILE: the sample count of info's or summary's "sampled:" line
+    awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$1"
+}
+stream_rows() { # stream_rows FILE: the rows of info's "sampled streams" table
+    # (a name may hold blanks, "thread 1234": count the columns from the end,
+    # samples $(NF - 3), periods $(NF - 2))
+    sed -n '/^sampled streams:/,/^$/p' "$1" | awk '$1 ~ /^[0-9]+$/'
+}
 
 # --- samples, phases, the hot instruction --------------------------------
 # (on 3.11 the loop's BINARY_OPs hold some 40% of its time and its
@@ -34,7 +42,7 @@ out=$(EVALPROF="$T/s.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 15000000)
 "$EVALPROF_CLI" info "$T/s.evp" > "$T/s.info" 2>&1 || fail "info: $(head -n 1 "$T/s.info")"
 "$EVALPROF_CLI" summary --group-specialized "$T/s.evp" > "$T/s.sum" 2>&1 ||
     fail "summary: $(head -n 1 "$T/s.sum")"
-n=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/s.info")
+n=$(samples_in "$T/s.info")
 events=$(awk '$1 == "events:" { print $2; exit }' "$T/s.info")
 [ "${n:-0}" -ge 50 ] && [ "$events" = 0 ] && ok "$n samples, no events" ||
     fail "samples: '${n:-none}', events: '$events'"
@@ -120,7 +128,8 @@ x = 0
 for i in range(3000000):
     x += i
 print(sys._evalprof["mode"])')
-mn=$("$EVALPROF_CLI" info "$T/m.evp" 2>&1 | awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }')
+"$EVALPROF_CLI" info "$T/m.evp" > "$T/m.info" 2>&1
+mn=$(samples_in "$T/m.info")
 [ "$out" = sample ] && [ "${mn:-0}" -ge 10 ] && ok "-X evalprof_mode=sample: sys._evalprof says mode sample, $mn samples" ||
     fail "-X evalprof_mode=sample: sys._evalprof mode '$out', '${mn:-no}' samples"
 
@@ -159,8 +168,8 @@ fi
 # --- threads -------------------------------------------------------------
 EVALPROF="$T/t.evp" EVALPROF_MODE=sample "$PY" -S "$prog" 300000 2 > /dev/null
 "$EVALPROF_CLI" info "$T/t.evp" > "$T/t.info" 2>&1
-streams=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$1 ~ /^[0-9]+$/ && $3 + 0 > 0 || $4 + 0 > 0' | wc -l)
-main=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$2 == "main"' | wc -l)
+streams=$(stream_rows "$T/t.info" | awk '$(NF - 3) + 0 > 0 || $(NF - 2) + 0 > 0' | wc -l)
+main=$(stream_rows "$T/t.info" | awk '$2 == "main"' | wc -l)
 [ "$streams" -ge 3 ] && [ "$main" = 1 ] && ok "3 threads: $streams sampled streams, one of them main" ||
     fail "threads: $streams sampled streams ($main main)"
 
@@ -170,8 +179,7 @@ main=$(sed -n '/^sampled streams:/,/^$/p' "$T/t.info" | awk '$2 == "main"' | wc 
 EVALPROF="$T/t16.evp" EVALPROF_MODE=sample "$PY" -S "$HERE/../modeb/progs/sample_threads.py" 1000000 > /dev/null
 "$EVALPROF_CLI" info "$T/t16.evp" > "$T/t16.info" 2>&1
 own=0 mixed=""
-for sid in $(sed -n '/^sampled streams:/,/^$/p' "$T/t16.info" |
-             awk '$1 ~ /^[0-9]+$/ && $2 != "main" && $(NF - 3) + 0 > 0 { print $1 }'); do
+for sid in $(stream_rows "$T/t16.info" | awk '$2 != "main" && $(NF - 3) + 0 > 0 { print $1 }'); do
     # the work_ functions with samples in this stream, by self share
     fns=$("$EVALPROF_CLI" summary --funcs --stream "$sid" "$T/t16.evp" 2>&1 |
           sed -n '/^functions/,$p' | awk '$1 ~ /^work_/ && $3 + 0 > 0 { print $1 }' | sort -u)
@@ -220,7 +228,7 @@ for timer in signal thread; do
         "$PY" -S "$HERE/../modeb/progs/sample_fork.py" | awk '{ print $1 }')
     if [ -n "$cpid" ] && [ -s "$T/f.evp.$cpid" ]; then
         "$EVALPROF_CLI" summary --funcs --wide "$T/f.evp.$cpid" > "$T/f.sum" 2>&1
-        fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/f.sum")
+        fn=$(samples_in "$T/f.sum")
         if grep -q '^ child_hot ' "$T/f.sum" && grep -q '^ burn ' "$T/f.sum" &&
            ! grep -q '<unknown>' "$T/f.sum" && [ "${fn:-0}" -ge 20 ] &&
            { [ $timer = signal ] || grep -q '^bias: .*read by the sampler thread' "$T/f.sum"; }; then
@@ -252,8 +260,7 @@ for how in signal wall thread; do
     "$EVALPROF_CLI" info "$T/sig.evp" > "$T/sig.info" 2>&1
     # the blocked thread (the one stream besides main): its samples and
     # the periods they stand for
-    set -- $(sed -n '/^sampled streams:/,/^$/p' "$T/sig.info" |
-        awk '$1 ~ /^[0-9]+$/ && $2 != "main" { gsub(",", ""); print $(NF - 3), $(NF - 2) }')
+    set -- $(stream_rows "$T/sig.info" | awk '$2 != "main" { gsub(",", ""); print $(NF - 3), $(NF - 2) }')
     bs=${1:-0} bp=${2:-0}
     held=$((bp - bs))
     if [ "$rc" = 0 ] && [ "$out" = "$sigwant" ] && [ "$bp" -gt 0 ] &&
@@ -277,7 +284,7 @@ kill -KILL "$kpid" 2>/dev/null
 wait "$kpid" 2>/dev/null
 "$EVALPROF_CLI" summary --funcs "$T/k.evp" > "$T/k.sum" 2> "$T/k.err"
 rc=$?
-kn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/k.sum")
+kn=$(samples_in "$T/k.sum")
 kfn=$(sed -n '/^functions/,$p' "$T/k.sum" | awk '/^ [a-z]/ { print $1; exit }')
 if [ "$rc" = 0 ] && [ "${kn:-0}" -gt 100 ] && [ "$kfn" = spin ] && grep -q 'no end record' "$T/k.err"; then
     ok "killed with SIGKILL: $kn samples kept, spin on top, the reader says: $(head -n 1 "$T/k.err")"
@@ -301,7 +308,7 @@ for i in $(seq 1 20); do
         > /dev/null 2> "$T/daemon.err" || { crashed=$((crashed + 1)); head -n 3 "$T/daemon.err"; }
 done
 "$EVALPROF_CLI" info "$T/daemon.evp" > "$T/daemon.info" 2>&1
-dn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/daemon.info")
+dn=$(samples_in "$T/daemon.info")
 [ "$crashed" = 0 ] && [ "${dn:-0}" -ge 1 ] &&
     ok "20 exits with 24 daemon threads sampled mid-walk: no crash ($dn samples in the last)" ||
     fail "daemon threads at exit: $crashed of 20 runs failed, last trace: ${dn:-no} samples"
@@ -318,7 +325,7 @@ out=$(EVALPROF="$T/fault.evp" EVALPROF_MODE=sample EVALPROF_TEST_WALK_FAULT=10 \
 rc=$?
 want3=$("$PY" -S "$prog" 3000000)
 "$EVALPROF_CLI" info "$T/fault.evp" > "$T/fault.info" 2>&1
-fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/fault.info")
+fn=$(samples_in "$T/fault.info")
 faults=$(awk '$1 == "sample.walk_faults" { print $2; exit }' "$T/fault.info")
 unsampled=$(awk '$1 == "sample.unsampled" { print $2; exit }' "$T/fault.info")
 if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "${fn:-0}" -ge 20 ] &&
@@ -361,7 +368,7 @@ nop_run() {
         "$PY" -S "$prog" 3000000)
     rc=$?
     "$EVALPROF_CLI" info "$T/nop$1.evp" > "$T/nop$1.info" 2>&1
-    nn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/nop$1.info")
+    nn=$(samples_in "$T/nop$1.info")
     nops=$(awk '$1 == "sample.nop_signals" { print $2; exit }' "$T/nop$1.info")
 }
 # =1: the signals still come at the rate and are handled, by returning at
@@ -404,7 +411,7 @@ out=$(EVALPROF="$T/pk.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread "$P
 rc=$?
 "$EVALPROF_CLI" info "$T/pk.evp" > "$T/pk.info" 2>&1
 "$EVALPROF_CLI" summary --group-specialized "$T/pk.evp" > "$T/pk.sum" 2>&1
-pn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/pk.info")
+pn=$(samples_in "$T/pk.info")
 peeks=$(awk '$1 == "sample.peeks" { print $2; exit }' "$T/pk.info")
 ptop=$(sed -n '/^ops:/,$p' "$T/pk.sum" | awk '/^ [A-Z]/ { print $1; exit }')
 nopc=$(share "GIL held: eval loop, C call or runtime (not told: sampler thread)" "$T/pk.sum")
@@ -426,7 +433,7 @@ fi
 # `evalprof record --sampler thread`)
 "$EVALPROF_CLI" record --sample --sampler thread -q -o "$T/pkt.evp" -- "$PY" -S "$prog" 300000 2 > /dev/null
 "$EVALPROF_CLI" info "$T/pkt.evp" > "$T/pkt.info" 2>&1
-streams=$(sed -n '/^sampled streams:/,/^$/p' "$T/pkt.info" | awk '$1 ~ /^[0-9]+$/ && $3 + 0 > 0' | wc -l)
+streams=$(stream_rows "$T/pkt.info" | awk '$(NF - 3) + 0 > 0' | wc -l)
 [ "$streams" -ge 3 ] && grep -q "^  sample.sampler  *sampler thread: each running thread's frames" "$T/pkt.info" &&
     ok "record --sampler thread, 3 threads: $streams streams with samples" ||
     fail "record --sampler thread, threads: $streams streams with samples: $(sed -n '/^sampled streams:/,/^$/p' "$T/pkt.info" | tr -s ' ') $(grep sample.sampler "$T/pkt.info")"
@@ -451,7 +458,7 @@ out=$(EVALPROF="$T/churn.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread 
     "$PY" -S "$PROGRAMS/churn.py" 2> "$T/churn.err")
 rc=$?
 "$EVALPROF_CLI" info "$T/churn.evp" > "$T/churn.info" 2>&1
-cn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/churn.info")
+cn=$(samples_in "$T/churn.info")
 races=$(awk '$1 == "sample.walk_races" { print $2; exit }' "$T/churn.info")
 if [ "$rc" = 0 ] && [ "$out" = "$wantc" ] && [ "${cn:-0}" -ge 100 ] && [ $((${races:-0} * 20)) -le "${cn:-0}" ]; then
     ok "sampler thread at 20 kHz over threads that come and go: $cn samples, ${races:-0} walks dropped for a moving frame chain"
@@ -464,7 +471,7 @@ out=$(EVALPROF="$T/pkf.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread EV
     "$PY" -S "$prog" 3000000 2> "$T/pkf.err")
 rc=$?
 "$EVALPROF_CLI" info "$T/pkf.evp" > "$T/pkf.info" 2>&1
-fn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/pkf.info")
+fn=$(samples_in "$T/pkf.info")
 faults=$(awk '$1 == "sample.walk_faults" { print $2; exit }' "$T/pkf.info")
 if [ "$rc" = 0 ] && [ "$out" = "$want3" ] && [ "${fn:-0}" -ge 20 ] && [ "${faults:-0}" -ge 2 ]; then
     ok "sampler thread: faulting walks dropped ($faults of $((fn + faults))), the program's output unchanged"
@@ -480,7 +487,7 @@ out=$(EVALPROF="$T/pkh.evp" EVALPROF_MODE=sample EVALPROF_SAMPLE_TIMER=thread \
     "$PY" -X faulthandler -S "$prog" 3000000 2> "$T/pkh.err")
 rc=$?
 "$EVALPROF_CLI" info "$T/pkh.evp" > "$T/pkh.info" 2>&1
-hn=$(awk '$1 == "sampled:" { gsub(",", "", $2); print $2; exit }' "$T/pkh.info")
+hn=$(samples_in "$T/pkh.info")
 psig=$(awk '$1 == "sample.peek_signals" { print $2; exit }' "$T/pkh.info")
 "$EVALPROF_CLI" summary "$T/pkh.evp" > "$T/pkh.sum" 2>&1
 hpc=$(share "GIL held: eval loop, C call or runtime (not told: sampler thread)" "$T/pkh.sum")
