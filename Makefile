@@ -7,6 +7,11 @@
 #   make demo       trace the bundled example workload and show the reports
 #   make bench      run the benchmarks (figures beside same-run baselines)
 #   make cpython    build instrumented CPython (CPYTHON=3.13|3.11, CPYTHON_SRC=DIR)
+#   make pythons    CPython 3.14 and 3.15 from Debian's testing suite in a
+#                   private root kept in a cache outside the tree
+#                   (EVALPROF_PYTHONS_CACHE), and their launchers
+#                   $(BUILD)/pythons/python3.14, python3.15 (tools/pythons.sh);
+#                   `make test` makes them first
 #   make asan       the sanitizer runs alone (ASan+UBSan suites, TSan recorder,
 #                   the sampled mode's stress test under both)
 #   make fuzz       build the libFuzzer targets and run each for a while
@@ -24,10 +29,11 @@ DESTDIR ?=
 # packages, as installed then.  When they change (`make demo` configured
 # a fresh machine without the test group's cmocka, then `make test`
 # installed it), $(BUILD) is configured again, so that the tests left out
-# before are built now.
+# before are built now.  The same when the 3.14/3.15 launchers came or
+# went ($(BUILD)/pythons/status), so that the extension is built for them.
 PACKAGES = $(BUILD)/bootstrap-packages
 
-.PHONY: all build configure bootstrap test demo bench cpython asan fuzz clean format install
+.PHONY: all build configure bootstrap test demo bench cpython pythons asan fuzz clean format install
 
 all: build
 
@@ -37,10 +43,11 @@ bootstrap:
 configure:
 	@sh tools/bootstrap.sh build
 	@now=$$(sh tools/bootstrap.sh --state build test) || exit 1; \
+	now="$$now$$(printf '\npythons: '; head -n 1 $(BUILD)/pythons/status 2>/dev/null)"; \
 	if [ ! -f $(BUILD)/build.ninja ]; then \
 	    meson setup $(BUILD) $(MESON_OPTS) || exit 1; \
 	elif [ "$$now" != "$$(cat $(PACKAGES) 2>/dev/null)" ]; then \
-	    echo "make: packages changed since $(BUILD) was configured: configuring it again"; \
+	    echo "make: packages or the 3.14/3.15 launchers changed since $(BUILD) was configured: configuring it again"; \
 	    meson setup --reconfigure $(BUILD) $(MESON_OPTS) || exit 1; \
 	fi; \
 	printf '%s\n' "$$now" > $(PACKAGES)
@@ -50,8 +57,12 @@ build: configure
 
 test:
 	@sh tools/bootstrap.sh test
+	@sh tools/pythons.sh $(BUILD) || true
 	@$(MAKE) --no-print-directory build
 	@sh tools/run-tests.sh $(BUILD)
+
+pythons:
+	@sh tools/pythons.sh $(BUILD)
 
 demo: build
 	@sh tools/demo.sh $(BUILD)

@@ -35,7 +35,8 @@
 # without feedback (GCC's -fprofile-partial-training).
 #
 # EVALPROF_DEBIAN_SOURCES names another deb822 file to take the Debian
-# archive entry from (tests use it to simulate an unreachable archive).
+# archive entry from (tools/debian-entry.sh; tests use it to simulate an
+# unreachable archive).
 #
 # Layout, per version, under BUILD/cpython/X.Y/:
 #   src/            the pristine source (never configured in place)
@@ -109,37 +110,9 @@ sh "$top/tools/bootstrap.sh" cpython >&2 ||
 
 # ---- sources ----------------------------------------------------------------
 
-# The machine's Debian archive entry, as a deb-src entry for SUITES.
-# Reads the deb822 file the system uses (or one-line sources.list entries);
-# the archive address is the machine's own, never one written here.
-debian_src_entry() {
-    suites=$1
-    f=${EVALPROF_DEBIAN_SOURCES:-/etc/apt/sources.list.d/debian.sources}
-    if [ -r "$f" ]; then
-        awk -v suites="$suites" '
-            BEGIN { RS = ""; ORS = "\n\n" }
-            /(^|\n)URIs:[ \t]*[^ \t\n]*\/debian\/?([ \t\n]|$)/ && !done {
-                n = split($0, l, "\n"); out = ""
-                for (i = 1; i <= n; i++) {
-                    if (l[i] ~ /^Types:/) l[i] = "Types: deb-src"
-                    else if (l[i] ~ /^Suites:/) l[i] = "Suites: " suites
-                    else if (l[i] ~ /^Components:/) l[i] = "Components: main"
-                    out = out l[i] "\n"
-                }
-                printf "%s\n", out; done = 1
-            }' "$f"
-        return
-    fi
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -r "$f" ] || continue
-        uri=$(awk '$1 == "deb" && $0 !~ /security/ {
-                     for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i ~ /:\/\//) { print $i; exit } }' "$f")
-        if [ -n "$uri" ]; then
-            printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: main\n' "$uri" "$suites"
-            return
-        fi
-    done
-}
+# The machine's Debian archive entry (debian_entry), read from its apt
+# configuration.
+. "$top/tools/debian-entry.sh"
 
 # Fetch Debian's source package for VERSION into $dl; prints the tarball.
 fetch_debian() {
@@ -153,7 +126,7 @@ fetch_debian() {
         echo "$tarball"
         return 0
     fi
-    entry=$(debian_src_entry "bookworm trixie")
+    entry=$(debian_entry deb-src "bookworm trixie")
     [ -n "$entry" ] || unavailable "no Debian archive entry in /etc/apt to fetch source package $pkg from (use --src DIR)"
     printf '%s\n' "$entry" > "$apt/sources/evalprof-src.sources"
     : > "$apt/empty.list"

@@ -1,22 +1,35 @@
 #!/usr/bin/env python3
 """Find the CPython interpreters evalprof._tracer can be built for.
 
-Run by python/meson.build at configure time (and usable by hand).  Looks
-at the interpreters on PATH (python3, python3.11, python3.12, python3.13),
+Run by python/meson.build at configure time (and usable by hand):
+
+    find_interpreters.py [--pythons DIR]
+
+Looks at the interpreters on PATH (python3, python3.11 ... python3.15),
 under pyenv's versions directory ($PYENV_ROOT or ~/.pyenv), Debian's in
-/usr/bin, and any listed in $EVALPROF_PYTHONS (colon-separated paths).
-Each candidate is asked for its version, headers and build flags; the
-same binary reached by several names counts once (pyenv's shims are
-skipped: the versions behind them are scanned directly).
+/usr/bin, the launchers of tools/pythons.sh in DIR (BUILD/pythons: 3.14
+and 3.15 from a private Debian root), and any listed in $EVALPROF_PYTHONS
+(colon-separated paths).  Each candidate is asked for its version,
+headers and build flags; the same binary reached by several names counts
+once (pyenv's shims are skipped: the versions behind them are scanned
+directly).
 
 Prints one line per candidate, tab-separated:
 
-    build   TAG   EXECUTABLE   INCLUDE_DIR   X.Y
+    build   TAG   EXECUTABLE   INCLUDE_DIR   X.Y   EXTRA_INCLUDE
     same    TAG   EXECUTABLE   (an interpreter of a version already built)
     skip    EXECUTABLE   REASON
 
+and, for each version DIR's launchers would have provided but could not,
+as DIR/status says:
+
+    missing X.Y   skip|fail   REASON
+
 TAG is the version and ABI flags ("3.12.1"): the extension is built as
-_tracer-TAG.so.  Exit status 0 even when nothing is found.
+_tracer-TAG.so.  EXTRA_INCLUDE is a directory searched after the system's
+for Debian's per-architecture pyconfig.h (<TRIPLET/python3.X/pyconfig.h>,
+which a root's headers name), or "-".  Exit status 0 even when nothing is
+found.
 """
 import glob
 import json
@@ -25,10 +38,21 @@ import subprocess
 import sys
 
 SUPPORTED = ((3, 11), (3, 12), (3, 13))
+# The versions tools/pythons.sh provides, and their launchers' names.
+ROOT_VERSIONS = ("3.14", "3.15")
+NAMES = ("python3", "python3.11", "python3.12", "python3.13", "python3.14",
+         "python3.15")
 
 PROBE = r"""
 import json, os, sys, sysconfig
 inc = sysconfig.get_paths().get("include") or ""
+arch = sysconfig.get_config_var("MULTIARCH") or ""
+top = os.path.dirname(inc)
+extra = ""
+sub = os.path.join(arch, os.path.basename(inc), "pyconfig.h")
+if (arch and os.path.exists(os.path.join(top, sub))
+        and not os.path.exists(os.path.join("/usr/include", sub))):
+    extra = top
 print(json.dumps({
     "version": list(sys.version_info[:3]),
     "impl": sys.implementation.name,
@@ -38,11 +62,12 @@ print(json.dumps({
     "internal": os.path.exists(os.path.join(inc, "internal", "pycore_frame.h")),
     "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
     "executable": os.path.realpath(sys.executable),
+    "extra_include": extra,
 }))
 """
 
 
-def candidates():
+def candidates(pythons):
     seen = []
 
     def add(path):
@@ -52,7 +77,7 @@ def candidates():
     for d in os.environ.get("PATH", "").split(os.pathsep):
         if os.path.basename(os.path.normpath(d or ".")) == "shims":
             continue  # pyenv's wrappers: the versions are scanned below
-        for name in ("python3", "python3.11", "python3.12", "python3.13"):
+        for name in NAMES:
             p = os.path.join(d or ".", name)
             if os.access(p, os.X_OK) and not os.path.isdir(p):
                 add(p)
@@ -62,10 +87,15 @@ def candidates():
             for p in sorted(glob.glob(os.path.join(root, "versions", "*",
                                                    "bin", "python3"))):
                 add(p)
-    for name in ("python3", "python3.11", "python3.12", "python3.13"):
+    for name in NAMES:
         p = os.path.join("/usr/bin", name)
         if os.access(p, os.X_OK):
             add(p)
+    if pythons:
+        for v in ROOT_VERSIONS:
+            p = os.path.join(pythons, "python" + v)
+            if os.access(p, os.X_OK):
+                add(p)
     for p in os.environ.get("EVALPROF_PYTHONS", "").split(os.pathsep):
         if p:
             add(p)
@@ -88,16 +118,43 @@ def probe(exe):
         return None, "unexpected answer from the interpreter"
 
 
-def main():
+def root_missing(pythons):
+    """The versions DIR's launchers should provide and do not: (X.Y,
+    skip|fail, reason) each, from DIR/status (tools/pythons.sh)."""
+    if not pythons:
+        return []
+    try:
+        with open(os.path.join(pythons, "status")) as f:
+            status = f.readline().strip()
+    except OSError:
+        status = ("unavailable: no launcher in %s (make pythons makes them)"
+                  % pythons)
+    if status.startswith("ok"):
+        return [(v, "fail", "%s/python%s is missing although %s/status "
+                 "says ok (run make pythons)" % (pythons, v, pythons))
+                for v in ROOT_VERSIONS
+                if not os.access(os.path.join(pythons, "python" + v),
+                                 os.X_OK)]
+    state, _, reason = status.partition(": ")
+    how = "skip" if state == "unavailable" else "fail"
+    return [(v, how, "make pythons: " + (reason or status))
+            for v in ROOT_VERSIONS]
+
+
+def main(argv):
+    pythons = ""
+    if argv[:1] == ["--pythons"] and len(argv) >= 2:
+        pythons = argv[1]
     done = {}   # realpath -> tag
     tags = {}   # tag -> executable built with
     lines = []
-    for exe in candidates():
+    for exe in candidates(pythons):
         info, err = probe(exe)
         if info is None:
             lines.append(("skip", exe, err))
             continue
         real = info["executable"]
+
         if real in done:
             continue
         ver = tuple(info["version"])
@@ -109,7 +166,7 @@ def main():
                           % (info["impl"], vs)))
         elif ver[:2] not in SUPPORTED:
             lines.append(("skip", real, "Python %s is not supported "
-                          "(evalprof traces 3.11, 3.12 and 3.13)" % vs))
+                          "(evalprof traces %s)" % (vs, supported_text())))
         elif info["gil_disabled"]:
             lines.append(("skip", real, "Python %s is a free-threaded build "
                           "(not supported)" % vs))
@@ -122,11 +179,18 @@ def main():
         else:
             tags[tag] = real
             lines.append(("build", tag, real, info["include"],
-                          "%d.%d" % ver[:2]))
+                          "%d.%d" % ver[:2], info["extra_include"] or "-"))
+    for v, how, reason in root_missing(pythons):
+        lines.append(("missing", v, how, reason))
     for line in lines:
         print("\t".join(line))
     return 0
 
 
+def supported_text():
+    names = ["%d.%d" % v for v in SUPPORTED]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

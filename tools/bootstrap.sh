@@ -4,7 +4,7 @@
 # apt-get; otherwise it prints the exact apt-get line and fails.
 #
 #   tools/bootstrap.sh [GROUP...]    groups: build (default), test, cpython,
-#                                    browser, bench
+#                                    pythons, browser, bench
 #   tools/bootstrap.sh --state [GROUP...]
 #                                    print the installed version of each
 #                                    package of the groups (or "absent") and
@@ -25,6 +25,8 @@ pkgs_test="libcmocka-dev clang clang-format libclang-rt-14-dev golang-go valgrin
 # the install suite: the wheel (meson-python), man pages rendered
 pkgs_test="$pkgs_test python3-mesonpy python3-build python3-venv patchelf groff-base"
 pkgs_cpython="dpkg-dev build-essential libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev libgdbm-dev xz-utils"
+# the private root of CPython 3.14 and 3.15 (tools/pythons.sh)
+pkgs_pythons="mmdebstrap"
 pkgs_browser="chromium"
 pkgs_bench="libdevel-nytprof-perl"
 
@@ -35,9 +37,10 @@ for g in $groups; do
     build) want="$want $pkgs_build" ;;
     test) want="$want $pkgs_build $pkgs_test" ;;
     cpython) want="$want $pkgs_cpython" ;;
+    pythons) want="$want $pkgs_pythons" ;;
     browser) want="$want $pkgs_browser" ;;
     bench) want="$want $pkgs_bench" ;;
-    *) echo "bootstrap: unknown group '$g' (build, test, cpython, browser, bench)" >&2; exit 2 ;;
+    *) echo "bootstrap: unknown group '$g' (build, test, cpython, pythons, browser, bench)" >&2; exit 2 ;;
     esac
 done
 
