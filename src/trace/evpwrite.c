@@ -121,15 +121,6 @@ static int ew_end(void *ctx, const struct evp_stream *s)
     return flush_run(ctx);
 }
 
-/* Metadata that describes the clock of the trace being read, replaced
- * because the written trace's clock is nanoseconds. */
-int evp_meta_is_clock(const char *key)
-{
-    return strcmp(key, "clock") == 0 || strcmp(key, "clock.hz") == 0 ||
-           strcmp(key, "start.ticks") == 0 ||
-           strcmp(key, "event_cost.ticks") == 0;
-}
-
 static int write_meta(struct ewriter *w)
 {
     struct evp_trace *t = w->t;

@@ -3,6 +3,19 @@
  * text.c), the writers and the replay engine.  Not part of the public API:
  * views see struct evp_trace only through trace.h and replay.h.
  *
+ * The files of src/trace call one another one way, each only files above
+ * it in this list (tools/check-rules.py holds them to it):
+ *
+ *   optables.c  the built-in opcode tables
+ *   trace.c     the model, its helpers and accessors
+ *   samples.c   the stack table and the samples index (trace.c)
+ *   reader.c    the binary index pass (samples.c, trace.c)
+ *   replay.c    the replay engine (trace.c)
+ *   text.c      the text reader and writer (replay.c, trace.c)
+ *   evpwrite.c  the binary writer (replay.c, samples.c, trace.c)
+ *   open.c      evp_trace_open: the reader of the file's kind (reader.c,
+ *               text.c, samples.c, trace.c, optables.c)
+ *
  * A stream is a list of segments, each an EVENTS payload still encoded
  * (decoded lazily by the replay engine, so opening a large trace costs
  * only an index pass): a binary trace's chunks, or the runs a text trace's
@@ -126,7 +139,7 @@ struct evp_trace {
  * refused by both readers. */
 #define MAX_FUNC_ID (1u << 26)
 
-/* Hidden helpers shared by the trace sources. */
+/* Hidden helpers shared by the trace sources (trace.c). */
 EVP_HIDDEN void evp_trace_warnf(struct evp_trace *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 EVP_HIDDEN void *evp_trace_own(struct evp_trace *t, void *p);
@@ -188,9 +201,6 @@ EVP_HIDDEN int evp_samples_index(struct evp_trace *t, struct stream *s,
 /* After every chunk: the stack table resolved, the samples' chunks in
  * order (gaps warned), the sampled-trace info filled in. */
 EVP_HIDDEN void evp_samples_finish(struct evp_trace *t);
-/* Trace-clock ns of the latest stream's last sample (0: none), for a
- * trace without an end record. */
-EVP_HIDDEN uint64_t evp_samples_last_ns(const struct evp_trace *t);
 EVP_HIDDEN int evp_trace_set_opcode(struct evp_trace *t, unsigned opcode,
                                     const char *name, unsigned base);
 /* Load a built-in opcode table ("3.10" ...); -1 when unknown. */
@@ -198,6 +208,22 @@ EVP_HIDDEN int evp_trace_builtin_opcodes(struct evp_trace *t,
                                          const char *version);
 /* Fill the public info from metadata and the clock. */
 EVP_HIDDEN void evp_trace_finish(struct evp_trace *t);
+/* The trace is open: the warnings held back are handed to the callback,
+ * later ones as they come. */
+EVP_HIDDEN void evp_trace_opened(struct evp_trace *t);
+/* Trace-clock ns of the latest stream's last event (0: none), for a
+ * trace without an end record (evp_trace_end_ns, samples.c). */
+EVP_HIDDEN uint64_t evp_events_last_ns(const struct evp_trace *t);
+
+/* The binary reader (reader.c): the index pass over t->data, FIRST 0 for
+ * a file whose header is intact, else the offset of its first whole
+ * chunk (the header is damaged: warned, and the chunks read from there);
+ * 0, or a negative errno with a one-line reason in ERR. */
+EVP_HIDDEN int evp_binary_read(struct evp_trace *t, size_t first, char *err,
+                               size_t errlen);
+/* The next offset after OFF of the SIZE bytes at D holding a whole,
+ * checksummed chunk, or SIZE. */
+EVP_HIDDEN size_t evp_binary_resync(const uint8_t *d, size_t size, size_t off);
 
 /* The text reader (text.c): the N bytes at DATA, then, when FD is not -1,
  * the rest of the stream FD, parsed as it comes (memory for the records,
@@ -206,7 +232,7 @@ EVP_HIDDEN void evp_text_reader_free(struct evp_trace *t);
 EVP_HIDDEN int evp_text_read(struct evp_trace *t, const char *data, size_t n,
                              int fd, char *err, size_t errlen);
 /* Metadata describing the clock of the trace being read, which a writer
- * (whose timestamps are nanoseconds) replaces (evpwrite.c). */
+ * (whose timestamps are nanoseconds) replaces. */
 EVP_HIDDEN int evp_meta_is_clock(const char *key);
 /* X as the shortest decimal that reads back exactly (metadata that a
  * round trip must keep to the last bit); returns BUF. */

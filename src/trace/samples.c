@@ -279,7 +279,8 @@ int evp_trace_samples(struct evp_trace *t, evp_sample_cb cb, void *ctx)
     return rc;
 }
 
-uint64_t evp_samples_last_ns(const struct evp_trace *t)
+/* Trace-clock ns of the latest stream's last sample (0: none). */
+static uint64_t samples_last_ns(const struct evp_trace *t)
 {
     uint64_t end = 0;
     struct evp_sample_rec buf[256];
@@ -303,4 +304,17 @@ uint64_t evp_samples_last_ns(const struct evp_trace *t)
             end = evp_trace_ticks_to_ns(t, last);
     }
     return end;
+}
+
+uint64_t evp_trace_end_ns(const struct evp_trace *t)
+{
+    if (t->info.has_end)
+        return t->info.end_ns;
+    /* No end record: the latest last record over the streams. */
+    uint64_t end = t->info.start_ns;
+    uint64_t last = evp_events_last_ns(t);
+    if (last > end)
+        end = last;
+    last = samples_last_ns(t);
+    return last > end ? last : end;
 }
