@@ -1,15 +1,20 @@
 /*
  * evalprof replay engine: the one walk over a trace that every view uses.
  *
- * For each stream (thread) in turn, the engine decodes its events in
- * order and hands the view batches of replayed events: timestamp, elapsed
- * time (until the next event of the same stream), the depth at which the
- * event is drawn and the function it belongs to.  It keeps the call stack
- * and hands it to the views that ask (struct evp_replay_frames), so views
- * never track nesting themselves, and optionally sums inclusive and self
- * time per function.  Views are callback tables, in the manner
- * of uftrace's dump ops: the tree, the summary, folded stacks, SVG and the
- * timelines are peers behind the same three callbacks.
+ * Events and samples are two kinds of record of one walk, as perf's
+ * perf_tool drives every record type through one session.  For each
+ * stream (thread) in turn, the engine decodes its events in order and
+ * hands the view batches of replayed events: timestamp, elapsed time
+ * (until the next event of the same stream), the depth at which the event
+ * is drawn and the function it belongs to; then the stream's samples, in
+ * time order, each with its stack resolved from the trace's stack table.
+ * It keeps the call stack and hands it to the views that ask (struct
+ * evp_replay_frames), so views never track nesting themselves, and
+ * optionally sums inclusive and self time per function.  Views are
+ * callback tables, in the manner of uftrace's dump ops: the tree, the
+ * summary, folded stacks, SVG and the timelines are peers behind the same
+ * callbacks, and a view says which records it reads by the callbacks it
+ * fills in (events, samples, or both).
  *
  * Nesting: enter, resume and c call push; exit, suspend, c return and
  * c raise pop.  A pushing event is drawn at the caller's depth and the
@@ -79,6 +84,30 @@ static inline uint32_t evp_event_oparg(const struct evp_event *e)
     return e->arg;
 }
 
+/*
+ * One replayed sample: what the sampled thread was doing at TS, and its
+ * stack, which the engine resolves from the trace's stack table (docs/
+ * FORMAT.md "Samples"), so that views never walk the table.  FUNC holds
+ * the function ids of its frames, outermost first, DEPTH of them, and is
+ * valid during the samples() call only.  A stack that damage cut (a node
+ * whose caller is missing, a leaf the table does not know) has
+ * EVP_SMPF_CUT: views show "<unknown stack>" (EVP_STACK_UNKNOWN_NAME)
+ * above FUNC[0], or alone when DEPTH is 0.  A sample with no Python frame
+ * has STACK 0, DEPTH 0 and no flag.
+ */
+struct evp_sample {
+    uint64_t ts;          /* trace-clock ns */
+    uint32_t stack;       /* its leaf's node as recorded (0: no frame) */
+    uint32_t state;       /* EVP_SAMPLE_* (evp_sample_opcode, _phase) */
+    uint32_t weight;      /* timer periods it stands for (>= 1) */
+    uint32_t unit;        /* the leaf's code unit + 1, 0 when unknown */
+    const uint32_t *func; /* its frames' function ids, outermost first */
+    int32_t depth;        /* frames in FUNC */
+    uint32_t flags;       /* EVP_SMPF_* */
+};
+
+#define EVP_SMPF_CUT 0x1u /* the stack is cut: "<unknown stack>" above */
+
 /* Per-function figures (replay option func_stats). */
 struct evp_func_stats {
     uint64_t calls;   /* enter and c call events */
@@ -123,23 +152,41 @@ struct evp_replay_stats {
     uint64_t recorder_ns; /* recorder events' time: the "[evalprof]" frames */
     uint64_t recorder_events;
     int32_t max_depth; /* most frames open at once in a stream */
+    uint64_t samples;  /* samples handed to samples() */
+    uint64_t periods;  /* their weights' sum */
 };
 
+/*
+ * A view's callbacks.  What it fills in is what it reads: the engine
+ * decodes a trace's events only for a view with events(), its samples
+ * only for one with samples() (evp_replay_reads: the records it reads).
+ */
 struct evp_replay_ops {
-    /* Called before a stream's first event; may be NULL. */
+    /* Called before a stream's first record; may be NULL. */
     int (*begin_stream)(void *ctx, const struct evp_stream *s);
-    /* Batches of consecutive events of the current stream. */
+    /* Batches of consecutive events of the current stream; may be NULL. */
     int (*events)(void *ctx, const struct evp_event *ev, size_t n);
-    /* After a stream's last event; may be NULL. */
+    /* After a stream's last record; may be NULL. */
     int (*end_stream)(void *ctx, const struct evp_stream *s);
+    /* Batches of the current stream's samples, in time order, after its
+     * events; may be NULL. */
+    int (*samples)(void *ctx, const struct evp_sample *s, size_t n);
 };
+
+/* The records OPS reads: EVP_RECORDS_* (trace.h), as a trace holds them. */
+static inline unsigned evp_replay_reads(const struct evp_replay_ops *ops)
+{
+    return (ops->events ? EVP_RECORDS_EVENTS : 0u) |
+           (ops->samples ? EVP_RECORDS_SAMPLES : 0u);
+}
 
 struct evp_replay_opts {
     /* Subtract the recorded per-event cost from every elapsed time, and
      * so from function times and the compensated clock (no effect when
      * the trace has no measured cost, as text traces). */
     int compensate;
-    /* Only this stream (by index), or -1 for all. */
+    /* Only this stream (by index), or -1 for all: its events and its
+     * samples. */
     long stream;
     /* When not NULL: an array of evp_trace_nfuncs()+1 entries, indexed by
      * function id, zeroed by the caller, filled by the replay. */

@@ -83,6 +83,7 @@ struct evp_trace_info {
     uint64_t sample_weight;   /* their weights' sum */
     uint64_t samples_lost;    /* lost in full rings, per the chunks */
     uint64_t sample_missed;   /* sample.missed: periods not delivered */
+    uint32_t stack_nodes;     /* nodes the stack table defines */
 };
 
 /* Options for evp_trace_open; zero-initialise for defaults. */
@@ -178,20 +179,16 @@ uint32_t evp_trace_nstacks(const struct evp_trace *t);
 const struct evp_stack_node *evp_trace_stack(const struct evp_trace *t,
                                              uint32_t id);
 
-/*
- * Call CB for every sample of T: stream by stream (in id order), each
- * stream's chunks in sequence order, samples in time order.  STREAM is
- * the stream id, S the sample as recorded (S->stack may name a node
- * evp_trace_stack does not know: damage; 0 is "no Python frame"), NS its
- * time on the trace clock (evp_trace_ticks_to_ns).  Samples stay encoded
- * in the file until this walk (compressed chunks are decompressed one at
- * a time, the mapping's pages given back behind it).  CB returns 0 to go
- * on, anything else to stop; that value is returned.  Returns 0 when all
- * samples were seen, -ENOMEM when memory ran out.
- */
-typedef int (*evp_sample_cb)(void *ctx, uint32_t stream,
-                             const struct evp_sample_rec *s, uint64_t ns);
-int evp_trace_samples(struct evp_trace *t, evp_sample_cb cb, void *ctx);
+/* The kinds of record a trace holds and a view reads (replay.h,
+ * evp_replay_reads). */
+#define EVP_RECORDS_EVENTS 0x1u
+#define EVP_RECORDS_SAMPLES 0x2u
+
+/* The records T holds: EVP_RECORDS_EVENTS when it has events,
+ * EVP_RECORDS_SAMPLES when it has samples (docs/FORMAT.md "Samples"; a
+ * trace recorded in sampled mode holds samples and no events).  0: an
+ * empty trace. */
+unsigned evp_trace_records(const struct evp_trace *t);
 
 /* ---- writers ---------------------------------------------------------- */
 

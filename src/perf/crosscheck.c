@@ -235,22 +235,23 @@ static int xc_events(void *ctx, const struct evp_event *ev, size_t n)
  * the next one. */
 struct xc_samples {
     struct evp_xc_trace *x;
-    struct evp_trace *t;
     double period_ns;
-    uint32_t stream; /* of cur */
-    struct evp_xc_timeline *cur;
+    const struct evp_stream *st; /* the stream being replayed */
+    struct evp_xc_timeline *cur; /* its timeline, from its first sample */
 };
 
-static int xc_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
-                     uint64_t ns)
+static int xc_sbegin(void *ctx, const struct evp_stream *st)
 {
     struct xc_samples *b = ctx;
+    b->st = st;
+    b->cur = NULL;
+    return 0;
+}
+
+static int xc_sample(struct xc_samples *b, const struct evp_sample *s)
+{
     struct evp_xc_trace *x = b->x;
-    if (!b->cur || b->stream != stream) {
-        uint64_t tid = 0;
-        for (size_t i = 0; i < evp_trace_nstreams(b->t); i++)
-            if (evp_trace_stream(b->t, i)->id == stream)
-                tid = evp_trace_stream(b->t, i)->tid;
+    if (!b->cur) {
         struct evp_xc_timeline *ntl =
             realloc(x->tl, (x->ntl + 1) * sizeof *ntl);
         if (!ntl)
@@ -258,8 +259,7 @@ static int xc_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
         x->tl = ntl;
         b->cur = &x->tl[x->ntl++];
         memset(b->cur, 0, sizeof *b->cur);
-        b->cur->tid = tid;
-        b->stream = stream;
+        b->cur->tid = b->st->tid;
     }
     unsigned cat = s->stack ? EVP_XC_EVAL : EVP_XC_RUNTIME;
     uint64_t w = (uint64_t)((double)s->weight * b->period_ns);
@@ -274,12 +274,20 @@ static int xc_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
         x->leaf_known = 1;
     }
     /* a sample closes the period before it */
-    uint64_t from = ns > w ? ns - w : 0;
+    uint64_t from = s->ts > w ? s->ts - w : 0;
     if (from < x->first_ns || !x->first_ns)
         x->first_ns = from;
-    if (ns > x->last_ns)
-        x->last_ns = ns;
+    if (s->ts > x->last_ns)
+        x->last_ns = s->ts;
     return tl_add(b->cur, from, cat);
+}
+
+static int xc_samples_cb(void *ctx, const struct evp_sample *s, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = xc_sample(ctx, &s[i]);
+    return rc;
 }
 
 int evp_xc_from_trace(struct evp_trace *t, struct evp_xc_trace *x)
@@ -290,8 +298,11 @@ int evp_xc_from_trace(struct evp_trace *t, struct evp_xc_trace *x)
     x->producer = in->producer;
     x->sampled = in->sampled;
     if (in->sampled) {
-        struct xc_samples sb = {x, t, in->sample_period_ns, 0, NULL};
-        int rc = evp_trace_samples(t, xc_sample, &sb);
+        struct xc_samples sb = {x, in->sample_period_ns, NULL, NULL};
+        static const struct evp_replay_ops sops = {.begin_stream = xc_sbegin,
+                                                   .samples = xc_samples_cb};
+        struct evp_replay_opts sro = {.stream = -1};
+        int rc = evp_replay(t, &sro, &sops, &sb);
         /* mode B says how many ranges of the eval function it found; mode
          * A always knows its own copy, unless no sample was ever in it */
         const char *er = evp_trace_meta(t, "sample.eval_ranges");
@@ -308,7 +319,7 @@ int evp_xc_from_trace(struct evp_trace *t, struct evp_xc_trace *x)
     struct xc_build b = {x, NULL};
     /* No compensation: perf sees the recorder's own cost as time too. */
     struct evp_replay_opts ro = {.compensate = 0, .stream = -1};
-    struct evp_replay_ops ops = {xc_begin, xc_events, NULL};
+    struct evp_replay_ops ops = {xc_begin, xc_events, NULL, NULL};
     int rc = evp_replay(t, &ro, &ops, &b);
     x->start_ns = in->start_ns ? in->start_ns : x->first_ns;
     x->end_ns = in->has_end && in->end_ns ? in->end_ns : x->last_ns;

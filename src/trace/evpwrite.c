@@ -263,6 +263,7 @@ struct swriter {
     int started;
     uint64_t lost;    /* the stream's lost samples, put in its first chunk */
     uint32_t unknown; /* the "<unknown stack>" node, or 0 */
+    const struct evp_stream *st;
 };
 
 static int flush_samples(struct swriter *sw)
@@ -282,50 +283,54 @@ static int flush_samples(struct swriter *sw)
     return put_chunk(w, EVP_CHUNK_SAMPLES, w->enc, len);
 }
 
-static const struct evp_stream *stream_of(struct evp_trace *t, uint32_t id)
+/* A stream's samples follow its THREAD chunk: a stream with events had
+ * it with them. */
+static int sw_begin(void *ctx, const struct evp_stream *st)
 {
-    for (size_t i = 0; i < evp_trace_nstreams(t); i++)
-        if (evp_trace_stream(t, i)->id == id)
-            return evp_trace_stream(t, i);
-    return NULL;
+    struct swriter *sw = ctx;
+    sw->stream = st->id;
+    sw->seq = 0;
+    sw->started = 0;
+    sw->lost = st->samples_lost;
+    sw->st = st;
+    return 0;
 }
 
-static int sw_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *s,
-                     uint64_t ns)
+static int sw_end(void *ctx, const struct evp_stream *st)
+{
+    (void)st;
+    return flush_samples(ctx);
+}
+
+static int sw_samples(void *ctx, const struct evp_sample *smp, size_t n)
 {
     struct swriter *sw = ctx;
     struct ewriter *w = sw->w;
-    if (!sw->started || stream != sw->stream) {
-        if (flush_samples(sw) < 0)
-            return w->err;
-        const struct evp_stream *st = stream_of(w->t, stream);
-        sw->stream = stream;
-        sw->seq = 0;
+    if (!sw->started) {
         sw->started = 1;
-        sw->lost = st ? st->samples_lost : 0;
-        /* a stream with events has had its THREAD chunk */
-        if (st && !st->events && ew_begin(w, st) < 0)
+        if (!sw->st->events && ew_begin(w, sw->st) < 0)
             return w->err;
     }
-    struct evp_sample_rec *r = &sw->s[sw->n++];
-    *r = *s;
-    r->ts = ns;
-    if (r->stack && !evp_trace_stack(w->t, r->stack))
-        r->stack = sw->unknown;
-    if (sw->n == RUN && flush_samples(sw) < 0)
-        return w->err;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_sample *s = &smp[i];
+        struct evp_sample_rec *r = &sw->s[sw->n++];
+        *r = (struct evp_sample_rec){s->ts, s->stack, s->state, s->unit,
+                                     s->weight};
+        if (r->stack && !s->depth) /* a leaf the table does not know */
+            r->stack = sw->unknown;
+        if (sw->n == RUN && flush_samples(sw) < 0)
+            return w->err;
+    }
     return 0;
 }
 
 /* Does a sample name a stack node the table lacks (damage)? */
-static int sample_unknown(void *ctx, uint32_t stream,
-                          const struct evp_sample_rec *s, uint64_t ns)
+static int sample_unknown(void *ctx, const struct evp_sample *smp, size_t n)
 {
-    (void)stream;
-    (void)ns;
-    struct swriter *sw = ctx;
-    if (s->stack && !evp_trace_stack(sw->w->t, s->stack))
-        return 1;
+    (void)ctx;
+    for (size_t i = 0; i < n; i++)
+        if (smp[i].stack && !smp[i].depth)
+            return 1;
     return 0;
 }
 
@@ -343,7 +348,9 @@ static int write_samples(struct ewriter *w)
     if (!evp_trace_nsamples(t) && !ns)
         return 0;
     struct swriter sw = {.w = w};
-    int broken = evp_trace_samples(t, sample_unknown, &sw) == 1;
+    static const struct evp_replay_ops probe = {.samples = sample_unknown};
+    static const struct evp_replay_opts all = {.stream = -1};
+    int broken = evp_replay(t, &all, &probe, &sw) == 1;
     for (uint32_t id = 1; id <= ns && !broken; id++) {
         const struct evp_stack_node *sn = evp_trace_stack(t, id);
         broken = sn && sn->parent == EVP_STACK_UNKNOWN;
@@ -385,9 +392,9 @@ static int write_samples(struct ewriter *w)
     sw.s = malloc(RUN * sizeof *sw.s);
     if (!sw.s)
         return w->err = -ENOMEM;
-    rc = evp_trace_samples(t, sw_sample, &sw);
-    if (rc == 0)
-        rc = flush_samples(&sw);
+    static const struct evp_replay_ops ops = {sw_begin, NULL, sw_end,
+                                              sw_samples};
+    rc = evp_replay(t, &all, &ops, &sw);
     free(sw.s);
     if (rc && !w->err)
         w->err = rc;
@@ -430,7 +437,8 @@ int evp_trace_write_evp_to(struct evp_trace *t, FILE *f, const char *name,
     if (!w.err)
         write_tables(&w);
     if (!w.err) {
-        static const struct evp_replay_ops ops = {ew_begin, ew_events, ew_end};
+        static const struct evp_replay_ops ops = {ew_begin, ew_events, ew_end,
+                                                  NULL};
         struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
         int rc = evp_replay(t, &o, &ops, &w);
         if (rc && !w.err)

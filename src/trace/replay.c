@@ -1,6 +1,8 @@
 /*
  * The replay engine: turns each stream's records into replayed events
- * (elapsed time, depth, function) and hands them to a view in batches.
+ * (elapsed time, depth, function) and hands them to a view in batches,
+ * then the stream's samples, each with its stack resolved from the
+ * trace's stack table.
  *
  * An event's elapsed time is only known when the next event of its stream
  * arrives, so the engine keeps one event pending.  "# log written" records
@@ -31,6 +33,7 @@
 #include "internal.h"
 
 #define BATCH 512
+#define SBATCH 256 /* samples a batch */
 
 /* What a followed frame needs for function times (func_stats only). */
 struct frame {
@@ -75,6 +78,10 @@ struct rstate {
     uint64_t ovh;                  /* accumulated overhead of this stream */
     struct evp_replay_stats st;
     struct evp_inflater z; /* the compressed chunk being replayed */
+    /* samples: a batch, and their frames end to end */
+    struct evp_sample *smp;
+    uint32_t *sfunc;
+    size_t sfunc_cap;
     int rc;
 };
 
@@ -438,6 +445,103 @@ static void note_depth(struct rstate *r, const struct stream *s)
                         s->pub.id, r->deepest, EVP_REPLAY_MAX_FRAMES);
 }
 
+/* ---- samples --------------------------------------------------------------
+ */
+
+/* The frames of the stack whose leaf is node LEAF, outermost first, into
+ * BUF (room for the leaf's depth); *FLAGS gets EVP_SMPF_CUT when damage
+ * cut the stack.  Returns how many. */
+static int32_t stack_frames(const struct evp_trace *t, uint32_t leaf,
+                            uint32_t *buf, uint32_t *flags)
+{
+    *flags = 0;
+    if (!leaf)
+        return 0;
+    const struct evp_stack_node *nd = evp_trace_stack(t, leaf);
+    if (!nd) {
+        *flags = EVP_SMPF_CUT;
+        return 0;
+    }
+    size_t depth = nd->depth, i = depth;
+    while (i && nd) {
+        buf[--i] = nd->func;
+        if (nd->parent == EVP_STACK_UNKNOWN) {
+            *flags = EVP_SMPF_CUT;
+            break;
+        }
+        nd = nd->parent ? evp_trace_stack(t, nd->parent) : NULL;
+    }
+    /* a chain resolved by the reader always has DEPTH nodes; anything
+     * else is cut at what was walked */
+    if (i) {
+        memmove(buf, buf + i, (depth - i) * sizeof *buf);
+        *flags = EVP_SMPF_CUT;
+    }
+    return (int32_t)(depth - i);
+}
+
+/* The N samples in REC as the view sees them, handed to it. */
+static int hand_samples(struct rstate *r, const struct evp_sample_rec *rec,
+                        size_t n)
+{
+    const struct evp_trace *t = r->t;
+    size_t room = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_stack_node *nd = evp_trace_stack(t, rec[i].stack);
+        room += nd ? nd->depth : 0;
+    }
+    if (evp_grow((void **)&r->sfunc, &r->sfunc_cap, room ? room : 1,
+                 sizeof *r->sfunc, 1024))
+        return r->rc = -ENOMEM;
+    uint32_t *at = r->sfunc;
+    for (size_t i = 0; i < n; i++) {
+        struct evp_sample *s = &r->smp[i];
+        s->ts = evp_trace_ticks_to_ns(t, rec[i].ts);
+        s->stack = rec[i].stack;
+        s->state = rec[i].state;
+        s->weight = rec[i].weight;
+        s->unit = rec[i].unit;
+        s->func = at;
+        s->depth = stack_frames(t, rec[i].stack, at, &s->flags);
+        at += s->depth;
+        r->st.samples++;
+        r->st.periods += rec[i].weight;
+    }
+    int rc = r->ops->samples(r->ctx, r->smp, n);
+    if (rc)
+        r->rc = rc;
+    return r->rc;
+}
+
+/* Stream S's samples, a chunk at a time, each chunk's pages given back
+ * behind it. */
+static void replay_samples(struct rstate *r, struct stream *s)
+{
+    struct evp_sample_rec buf[SBATCH];
+    for (size_t i = 0; i < s->nssegs && !r->rc; i++) {
+        struct segment *seg = &s->ssegs[i];
+        const uint8_t *payload = evp_segment_payload(seg, &r->z);
+        if (!payload) {
+            if (!seg->reported)
+                evp_trace_warnf(r->t,
+                                "stream %u, chunk %u at byte %" PRIu64
+                                ": no longer decompresses (the file "
+                                "changed while being read?); its %u "
+                                "samples are skipped",
+                                s->pub.id, seg->chunk, seg->offset,
+                                seg->pf.count);
+            seg->reported = 1;
+            continue;
+        }
+        struct evp_samples_cursor c;
+        long n;
+        evp_samples_cursor_init(&c, payload, seg->len, &seg->pf);
+        while (!r->rc && (n = evp_samples_decode(&c, buf, SBATCH)) > 0)
+            hand_samples(r, buf, (size_t)n);
+        evp_segment_release(r->t, seg);
+    }
+}
+
 static int replay_stream(struct rstate *r, struct stream *s)
 {
     const struct evp_replay_ops *ops = r->ops;
@@ -454,7 +558,7 @@ static int replay_stream(struct rstate *r, struct stream *s)
     if (ops->begin_stream && (r->rc = ops->begin_stream(r->ctx, &s->pub)))
         return r->rc;
     uint32_t expect = 0;
-    for (size_t k = 0; k < s->nsegs && !r->rc; k++) {
+    for (size_t k = 0; ops->events && k < s->nsegs && !r->rc; k++) {
         struct segment *seg = &s->segs[k];
         if (seg->pf.seq != expect && r->have_pend) {
             struct hot h; /* events lost between: no elapsed time */
@@ -478,6 +582,10 @@ static int replay_stream(struct rstate *r, struct stream *s)
     close_open_frames(r, last);
     note_depth(r, s);
     if (flush_out(r))
+        return r->rc;
+    if (ops->samples)
+        replay_samples(r, s);
+    if (r->rc)
         return r->rc;
     show_frames(r);
     if (ops->end_stream && (r->rc = ops->end_stream(r->ctx, &s->pub)))
@@ -506,6 +614,10 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
                 r->kmax = r->kcost[k];
         }
     }
+    if (ops->samples && !(r->smp = malloc(SBATCH * sizeof *r->smp))) {
+        free(r);
+        return -ENOMEM;
+    }
     r->pub = opts->frames;
     r->fstats = opts->func_stats;
     r->keep_log = opts->keep_log;
@@ -513,6 +625,7 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
         r->nstat = (uint32_t)t->nfuncs ? (uint32_t)t->nfuncs : 1;
         r->active = calloc(r->nstat, sizeof *r->active);
         if (!r->active) {
+            free(r->smp);
             free(r);
             return -ENOMEM;
         }
@@ -533,6 +646,8 @@ int evp_replay(struct evp_trace *t, const struct evp_replay_opts *opts,
     free(r->funcs);
     free(r->frames);
     free(r->active);
+    free(r->smp);
+    free(r->sfunc);
     evp_inflater_free(&r->z);
     free(r);
     return rc;

@@ -1,11 +1,12 @@
 /*
  * Samples of a sampled trace (docs/FORMAT.md "Samples"): the STACKS
- * entries gathered into the stack table, the SAMPLES chunks indexed per
- * stream, and the walk over them (trace.h "samples").
+ * entries gathered into the stack table and the SAMPLES chunks indexed
+ * per stream (trace.h "samples"); the replay engine walks them
+ * (replay.h).
  *
  * Samples stay encoded where they are, as events do (reader.c): the
  * index pass decodes each chunk once to check it and count its samples
- * and their weights, keeping only its place; evp_trace_samples decodes
+ * and their weights, keeping only its place; the replay engine decodes
  * again, a chunk at a time, and gives the mapping's pages back behind it.
  * A chunk whose samples stop decoding keeps the ones before the damage.
  *
@@ -179,6 +180,8 @@ static void resolve_stacks(struct evp_trace *t)
                         "node %u); the later ones are refused",
                         dup, first_dup);
     uint64_t cut = resolve_depths(t);
+    for (uint32_t i = 1; i <= t->nstacks; i++)
+        t->info.stack_nodes += t->stacks[i].depth != 0;
     if (cut)
         evp_trace_warnf(t,
                         "stack table: %" PRIu64
@@ -243,40 +246,10 @@ const struct evp_stack_node *evp_trace_stack(const struct evp_trace *t,
     return &t->stacks[id];
 }
 
-int evp_trace_samples(struct evp_trace *t, evp_sample_cb cb, void *ctx)
+unsigned evp_trace_records(const struct evp_trace *t)
 {
-    struct evp_inflater z = {0};
-    struct evp_sample_rec buf[256];
-    int rc = 0;
-    for (size_t k = 0; k < t->nstreams && !rc; k++) {
-        struct stream *s = &t->streams[k];
-        for (size_t i = 0; i < s->nssegs && !rc; i++) {
-            struct segment *seg = &s->ssegs[i];
-            const uint8_t *payload = evp_segment_payload(seg, &z);
-            if (!payload) {
-                if (!seg->reported)
-                    evp_trace_warnf(t,
-                                    "stream %u, chunk %u at byte %" PRIu64
-                                    ": no longer decompresses (the file "
-                                    "changed while being read?); its %u "
-                                    "samples are skipped",
-                                    s->pub.id, seg->chunk, seg->offset,
-                                    seg->pf.count);
-                seg->reported = 1;
-                continue;
-            }
-            struct evp_samples_cursor c;
-            long n;
-            evp_samples_cursor_init(&c, payload, seg->len, &seg->pf);
-            while (!rc && (n = evp_samples_decode(&c, buf, 256)) > 0)
-                for (long j = 0; j < n && !rc; j++)
-                    rc = cb(ctx, s->pub.id, &buf[j],
-                            evp_trace_ticks_to_ns(t, buf[j].ts));
-            evp_segment_release(t, seg);
-        }
-    }
-    evp_inflater_free(&z);
-    return rc;
+    return (t->info.events ? EVP_RECORDS_EVENTS : 0u) |
+           (t->info.samples ? EVP_RECORDS_SAMPLES : 0u);
 }
 
 /* Trace-clock ns of the latest stream's last sample (0: none). */

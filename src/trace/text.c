@@ -1022,7 +1022,7 @@ int evp_trace_write_text_to(struct evp_trace *t, FILE *f, const char *name,
                   strcmp(t->streams[0].pub.name, "stream 0") != 0));
     putc('\n', f);
 
-    static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL};
+    static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL, NULL};
     struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
     int rc = evp_replay(t, &o, &ops, &w);
     if (rc == 0 && (fflush(f) != 0 || ferror(f))) {

@@ -208,7 +208,7 @@ int evp_ctree_build(struct evp_trace *t, const struct evp_ctree_opts *o,
     ct->n = 1;
     struct evp_replay_opts ro = {
         .compensate = o->compensate, .stream = -1, .func_stats = o->func_stats};
-    struct evp_replay_ops ops = {begin_stream, on_events, NULL};
+    struct evp_replay_ops ops = {begin_stream, on_events, NULL, NULL};
     rc = evp_replay(t, &ro, &ops, &b);
     if (rc < 0 && rc != -ENOMEM)
         fprintf(stderr, "evalprof: %s: trace could not be replayed\n",

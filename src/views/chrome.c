@@ -203,7 +203,7 @@ int evp_view_chrome(struct evp_trace *t, FILE *out,
     fputs("}}", out);
     c.first = 0;
     static const struct evp_replay_ops ops = {chrome_begin, chrome_events,
-                                              chrome_end};
+                                              chrome_end, NULL};
     struct evp_replay_opts ro = {.compensate = o->compensate,
                                  .stream = c.filtered ? o->filter->stream : -1,
                                  .frames = &c.frames};

@@ -96,13 +96,8 @@ struct folded {
     } * lk;
     size_t nlk, lkcap;
     struct evp_itab lkindex;
-    /* a sampled trace: nodes count timer periods, SCALE ns each; the
-     * stream being folded and the frames of the sample */
+    /* a sampled trace: nodes count timer periods, SCALE ns each */
     double scale;
-    uint32_t sstream;
-    int in_sstream;
-    uint32_t *frames;
-    size_t fcap;
 };
 
 struct node_probe {
@@ -281,65 +276,52 @@ static int on_events(void *ctx, const struct evp_event *ev, size_t n)
     return 0;
 }
 
-/* A sample of a sampled trace: its stack from the stream's root, then
- * the leaves --phases, --lines and --ops ask for, as on_events does for
- * an event's time; the node counts its weight. */
-static int fold_sample(void *ctx, uint32_t stream,
-                       const struct evp_sample_rec *s, uint64_t ns)
+/* Samples of a sampled trace: each its stack from the stream's root,
+ * then the leaves --phases, --lines and --ops ask for, as on_events does
+ * for an event's time; the node counts its weight. */
+static int fold_samples(void *ctx, const struct evp_sample *smp, size_t ns)
 {
     struct folded *f = ctx;
-    (void)ns;
-    if (!evp_sample_stream_kept(f->t, f->o->stream, stream))
-        return 0;
-    if (!f->in_sstream || stream != f->sstream) {
-        size_t n = evp_trace_nstreams(f->t);
-        const struct evp_stream *st = NULL;
-        for (size_t i = 0; i < n && !st; i++)
-            if (evp_trace_stream(f->t, i)->id == stream)
-                st = evp_trace_stream(f->t, i);
-        if (!st || begin_stream(f, st))
-            return -ENOMEM;
-        f->sstream = stream;
-        f->in_sstream = 1;
-    }
-    int unknown;
-    size_t n =
-        evp_sample_frames(f->t, s->stack, &f->frames, &f->fcap, &unknown);
-    size_t d = 0;
-    f->cur = f->base;
-    if (unknown) {
-        f->cur = node_of(f, f->cur, K_UNKNOWN);
-        if (f->cur == UINT32_MAX)
-            return -ENOMEM;
-        d++;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (enter_frame(f, d++, f->frames[i]))
-            return -ENOMEM;
-    uint32_t at = f->cur;
-    if (!d) {
-        at = node_of(f, at, K_PHASE | EVP_EV_RUNTIME_OTHER);
-    } else if (!f->max_depth || d <= f->max_depth) {
-        int ph = evp_sample_phase(s->state), op = evp_sample_opcode(s->state);
-        if (f->o->phases)
-            at = node_of(f, at,
-                         ph >= 0 ? K_PHASE | (uint32_t)ph
-                                 : K_SCAT | (uint32_t)evp_sample_cat(s->state,
-                                                                     s->stack));
-        uint32_t line =
-            n && f->lines && at != UINT32_MAX
-                ? evp_lines_line(f->lines, f->frames[n - 1], s->unit)
-                : 0;
-        if (line) {
-            uint32_t k = line_key(f, f->frames[n - 1], line);
-            at = k == UINT32_MAX ? k : node_of(f, at, k);
+    for (size_t k = 0; k < ns; k++) {
+        const struct evp_sample *s = &smp[k];
+        size_t n = (size_t)s->depth;
+        size_t d = 0;
+        f->cur = f->base;
+        if (s->flags & EVP_SMPF_CUT) {
+            f->cur = node_of(f, f->cur, K_UNKNOWN);
+            if (f->cur == UINT32_MAX)
+                return -ENOMEM;
+            d++;
         }
-        if (op >= 0 && f->o->ops && at != UINT32_MAX)
-            at = node_of(f, at, K_OP | (uint32_t)op);
+        for (size_t i = 0; i < n; i++)
+            if (enter_frame(f, d++, s->func[i]))
+                return -ENOMEM;
+        uint32_t at = f->cur;
+        if (!d) {
+            at = node_of(f, at, K_PHASE | EVP_EV_RUNTIME_OTHER);
+        } else if (!f->max_depth || d <= f->max_depth) {
+            int ph = evp_sample_phase(s->state),
+                op = evp_sample_opcode(s->state);
+            if (f->o->phases)
+                at = node_of(f, at,
+                             ph >= 0 ? K_PHASE | (uint32_t)ph
+                                     : K_SCAT | (uint32_t)evp_sample_cat(
+                                                    s->state, s->stack));
+            uint32_t line =
+                n && f->lines && at != UINT32_MAX
+                    ? evp_lines_line(f->lines, s->func[n - 1], s->unit)
+                    : 0;
+            if (line) {
+                uint32_t key = line_key(f, s->func[n - 1], line);
+                at = key == UINT32_MAX ? key : node_of(f, at, key);
+            }
+            if (op >= 0 && f->o->ops && at != UINT32_MAX)
+                at = node_of(f, at, K_OP | (uint32_t)op);
+        }
+        if (at == UINT32_MAX)
+            return -ENOMEM;
+        f->nodes[at].ns += s->weight;
     }
-    if (at == UINT32_MAX)
-        return -ENOMEM;
-    f->nodes[at].ns += s->weight;
     return 0;
 }
 
@@ -767,15 +749,14 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
     f.n = 1;
     struct evp_replay_opts ro = {.compensate = o->compensate,
                                  .stream = o->stream};
-    struct evp_replay_ops ops = {begin_stream, on_events, NULL};
+    struct evp_replay_ops ops = {begin_stream, on_events, NULL, NULL};
     if (evp_sampled_only(t)) {
         f.scale = evp_trace_info(t)->sample_period_ns;
         if (!(f.scale > 0))
             f.scale = 1; /* no period recorded: the periods themselves */
-        rc = evp_trace_samples(t, fold_sample, &f);
-    } else {
-        rc = evp_replay(t, &ro, &ops, &f);
+        ops = (struct evp_replay_ops){begin_stream, NULL, NULL, fold_samples};
     }
+    rc = evp_replay(t, &ro, &ops, &f);
     if (rc < 0 && rc != -ENOMEM) {
         fprintf(stderr, "evalprof: %s: trace could not be replayed\n",
                 evp_trace_info(t)->path);
@@ -798,7 +779,6 @@ done:
     if (rc == -ENOMEM)
         fprintf(stderr, "evalprof: folded: out of memory\n");
     free(f.nodes);
-    free(f.frames);
     evp_itab_free(&f.index);
     free(f.deep);
     free(f.lk);

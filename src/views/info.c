@@ -126,16 +126,13 @@ int evp_view_info(struct evp_trace *t, FILE *out)
             evp_trace_nstreams(t) == 1 ? "" : "s");
     if (in->sampled) {
         char b[32], c[32], d[32];
-        uint32_t defined = 0;
-        for (uint32_t id = 1; id <= evp_trace_nstacks(t); id++)
-            defined += evp_trace_stack(t, id) != NULL;
         fprintf(
             out,
             "sampled:     %s samples (%s timer periods) in %s stack "
             "nodes; %s clock, %.0f Hz, %s ns a period\n",
             evp_num_group(a, sizeof a, in->samples),
             evp_num_group(b, sizeof b, in->sample_weight),
-            evp_num_group(c, sizeof c, defined),
+            evp_num_group(c, sizeof c, in->stack_nodes),
             *in->sample_clock ? in->sample_clock : "unknown",
             in->sample_rate_hz,
             evp_num_group(d, sizeof d, (uint64_t)(in->sample_period_ns + 0.5)));
@@ -173,8 +170,8 @@ int evp_view_info(struct evp_trace *t, FILE *out)
         free(acc.seen);
         return -ENOMEM;
     }
-    static const struct evp_replay_ops ops = {info_begin, info_events,
-                                              info_end};
+    static const struct evp_replay_ops ops = {info_begin, info_events, info_end,
+                                              NULL};
     struct evp_replay_stats st;
     struct evp_replay_opts ro = {.stream = -1, .stats = &st};
     int rc = evp_replay(t, &ro, &ops, &acc);

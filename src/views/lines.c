@@ -190,24 +190,24 @@ static int lines_events(void *ctx, const struct evp_event *ev, size_t n)
     return 0;
 }
 
-/* A sample of a sampled trace: its leaf frame's line, its weight in
+/* Samples of a sampled trace: each its leaf frame's line, its weight in
  * periods and their estimated time (the samples with no unit or no
  * opcode have no line: they are left out, as ops without offsets are). */
-static int lines_sample(void *ctx, uint32_t stream,
-                        const struct evp_sample_rec *s, uint64_t ns)
+static int lines_samples(void *ctx, const struct evp_sample *smp, size_t n)
 {
     struct lacc *a = ctx;
-    (void)ns;
-    const struct evp_stack_node *nd = evp_trace_stack(a->t, s->stack);
-    int op = evp_sample_opcode(s->state);
-    if (!evp_sample_stream_kept(a->t, a->stream, stream))
-        return 0;
-    a->periods += s->weight;
-    a->w2 += (double)s->weight * (double)s->weight;
-    if (!nd || !s->unit || op < 0)
-        return 0;
-    return lop_add(a, nd->func, s->unit, (uint16_t)op, s->weight,
-                   evp_sample_ns(a->t, s->weight));
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_sample *s = &smp[i];
+        int op = evp_sample_opcode(s->state);
+        a->periods += s->weight;
+        a->w2 += (double)s->weight * (double)s->weight;
+        if (!s->depth || !s->unit || op < 0)
+            continue;
+        if (lop_add(a, s->func[s->depth - 1], s->unit, (uint16_t)op, s->weight,
+                    evp_sample_ns(a->t, s->weight)) < 0)
+            return -ENOMEM;
+    }
+    return 0;
 }
 
 static int cmp_lop(const void *x, const void *y)
@@ -367,8 +367,9 @@ static int lines_collect(struct evp_trace *t, struct lacc *a, int compensate,
         struct evp_replay_opts ro = {.compensate = compensate,
                                      .stream = stream};
         struct evp_replay_ops ops = {.events = lines_events};
-        rc = sampled ? evp_trace_samples(t, lines_sample, a)
-                     : evp_replay(t, &ro, &ops, a);
+        if (sampled)
+            ops = (struct evp_replay_ops){.samples = lines_samples};
+        rc = evp_replay(t, &ro, &ops, a);
     }
     if (!rc && a->n) /* (no ops at all: a->v is NULL) */
         qsort(a->v, a->n, sizeof *a->v, cmp_lop);

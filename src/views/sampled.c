@@ -82,42 +82,6 @@ const char *evp_sample_cat_leaf(int cat)
     return cat >= 0 && cat < EVP_SCAT__COUNT ? leaves[cat] : "[?]";
 }
 
-size_t evp_sample_frames(const struct evp_trace *t, uint32_t leaf,
-                         uint32_t **buf, size_t *cap, int *unknown)
-{
-    *unknown = 0;
-    if (!leaf)
-        return 0;
-    const struct evp_stack_node *nd = evp_trace_stack(t, leaf);
-    if (!nd) {
-        *unknown = 1;
-        return 0;
-    }
-    size_t depth = nd->depth;
-    if (evp_grow((void **)buf, cap, depth ? depth : 1, sizeof **buf, 64)) {
-        *unknown = 1;
-        return 0;
-    }
-    size_t i = depth;
-    uint32_t id = leaf;
-    while (i && nd) {
-        (*buf)[--i] = nd->func;
-        if (nd->parent == EVP_STACK_UNKNOWN) {
-            *unknown = 1;
-            break;
-        }
-        id = nd->parent;
-        nd = id ? evp_trace_stack(t, id) : NULL;
-    }
-    /* a chain resolved by the reader always has DEPTH nodes; anything
-     * else is cut at what was walked */
-    if (i) {
-        memmove(*buf, *buf + i, (depth - i) * sizeof **buf);
-        *unknown = 1;
-    }
-    return depth - i;
-}
-
 double evp_sample_trials(uint64_t total, double w2)
 {
     return w2 > 0 ? (double)total * (double)total / w2 : (double)total;
@@ -151,15 +115,6 @@ int evp_two_prop_z(double p1, double n1, double p2, double n2, double *z)
     return fabs(*z) > 1.959963984540054;
 }
 
-int evp_sample_stream_kept(const struct evp_trace *t, long index,
-                           uint32_t stream)
-{
-    if (index < 0)
-        return 1;
-    const struct evp_stream *s = evp_trace_stream(t, (size_t)index);
-    return s && s->id == stream;
-}
-
 uint64_t evp_sample_ns(const struct evp_trace *t, uint64_t weight)
 {
     double ns = (double)weight * evp_trace_info(t)->sample_period_ns;
@@ -182,17 +137,10 @@ struct agg {
     uint64_t total, samples;
     uint64_t nopc; /* the weight of the samples with no program counter */
     double w2;     /* the weights squared, summed (evp_sample_trials) */
-    uint32_t *frames;
-    size_t fcap;
 };
 
-static int agg_sample(void *ctx, uint32_t stream,
-                      const struct evp_sample_rec *s, uint64_t ns)
+static void agg_sample(struct agg *a, const struct evp_sample *s)
 {
-    struct agg *a = ctx;
-    (void)ns;
-    if (!evp_sample_stream_kept(a->t, a->stream, stream))
-        return 0;
     uint64_t w = s->weight;
     a->total += w;
     a->samples++;
@@ -207,9 +155,8 @@ static int agg_sample(void *ctx, uint32_t stream,
         op =
             (int)evp_trace_opbase(a->t, (unsigned)op) & (int)EVP_SAMPLE_OP_MASK;
     a->op[op >= 0 ? (unsigned)op : EVP_SAMPLE_OP_MASK] += w;
-    int unknown;
-    size_t n =
-        evp_sample_frames(a->t, s->stack, &a->frames, &a->fcap, &unknown);
+    size_t n = (size_t)s->depth;
+    int unknown = (s->flags & EVP_SMPF_CUT) != 0;
     if (++a->stamp == 0) {
         memset(a->seen, 0, ((size_t)a->unknown + 1) * sizeof *a->seen);
         a->stamp = 1;
@@ -217,19 +164,24 @@ static int agg_sample(void *ctx, uint32_t stream,
     if (unknown && !n)
         a->self[a->unknown] += w;
     else if (n)
-        a->self[a->frames[n - 1] <= a->nfuncs ? a->frames[n - 1]
-                                              : a->unknown] += w;
+        a->self[s->func[n - 1] <= a->nfuncs ? s->func[n - 1] : a->unknown] += w;
     if (unknown) {
         a->incl[a->unknown] += w;
         a->seen[a->unknown] = a->stamp;
     }
     for (size_t i = 0; i < n; i++) {
-        uint32_t f = a->frames[i] <= a->nfuncs ? a->frames[i] : a->unknown;
+        uint32_t f = s->func[i] <= a->nfuncs ? s->func[i] : a->unknown;
         if (a->seen[f] != a->stamp) {
             a->seen[f] = a->stamp;
             a->incl[f] += w;
         }
     }
+}
+
+static int agg_samples(void *ctx, const struct evp_sample *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        agg_sample(ctx, &s[i]);
     return 0;
 }
 
@@ -238,7 +190,6 @@ static void agg_free(struct agg *a)
     free(a->self);
     free(a->incl);
     free(a->seen);
-    free(a->frames);
 }
 
 static int agg_compute(struct evp_trace *t, struct agg *a, long stream,
@@ -258,7 +209,9 @@ static int agg_compute(struct evp_trace *t, struct agg *a, long stream,
         agg_free(a);
         return -ENOMEM;
     }
-    int rc = evp_trace_samples(t, agg_sample, a);
+    static const struct evp_replay_ops ops = {.samples = agg_samples};
+    struct evp_replay_opts ro = {.stream = stream};
+    int rc = evp_replay(t, &ro, &ops, a);
     if (rc < 0)
         agg_free(a);
     return rc;

@@ -217,21 +217,30 @@ static int ss_end(void *ctx, const struct evp_stream *st)
 /* ---- a sampled trace: one "sampled" profile per stream ---------------- */
 
 /* The profile being written: its stream, and the samples' weights (in
- * ns), written after the samples' stacks. */
+ * ns), written after the samples' stacks.  A stream's profile begins at
+ * its first sample: a stream without samples has none. */
 struct ss_sampled {
     struct speedscope *s;
-    long stream;
+    const struct evp_stream *st;
     int in_stream;
-    uint32_t cur;
     uint64_t *weights;
     size_t nw, wcap;
-    uint32_t *frames;
-    size_t fcap;
 };
 
-static int ss_sampled_end(struct ss_sampled *p)
+static int ss_sbegin(void *ctx, const struct evp_stream *st)
 {
+    struct ss_sampled *p = ctx;
+    p->st = st;
+    return 0;
+}
+
+static int ss_send(void *ctx, const struct evp_stream *st)
+{
+    struct ss_sampled *p = ctx;
     struct speedscope *s = p->s;
+    (void)st;
+    if (!p->in_stream)
+        return 0;
     uint64_t total = 0;
     fputs("],\n\"weights\":[", s->out);
     for (size_t i = 0; i < p->nw; i++) {
@@ -244,32 +253,21 @@ static int ss_sampled_end(struct ss_sampled *p)
     return ferror(s->out) ? -EIO : 0;
 }
 
-static int ss_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *r,
-                     uint64_t ns)
+/* One sample: its stack's frame indexes, outermost first, then the
+ * leaves --phases and --ops ask for. */
+static int ss_sample(struct ss_sampled *p, const struct evp_sample *r)
 {
-    struct ss_sampled *p = ctx;
     struct speedscope *s = p->s;
-    (void)ns;
-    if (!evp_sample_stream_kept(s->t, p->stream, stream))
-        return 0;
-    if (p->in_stream && stream != p->cur && ss_sampled_end(p))
-        return -EIO;
     if (!p->in_stream) {
-        const struct evp_stream *st = NULL;
-        for (size_t i = 0; i < evp_trace_nstreams(s->t) && !st; i++)
-            if (evp_trace_stream(s->t, i)->id == stream)
-                st = evp_trace_stream(s->t, i);
         fputs(s->first_profile ? "\n" : ",\n", s->out);
         s->first_profile = 0;
         fputs("{\"type\":\"sampled\",\"name\":", s->out);
-        evp_json_string(s->out, st ? st->name : "thread");
+        evp_json_string(s->out, p->st ? p->st->name : "thread");
         fputs(",\"unit\":\"nanoseconds\",\n\"samples\":[", s->out);
-        p->cur = stream;
         p->in_stream = 1;
     }
-    int unknown;
-    size_t n =
-        evp_sample_frames(s->t, r->stack, &p->frames, &p->fcap, &unknown);
+    size_t n = (size_t)r->depth;
+    int unknown = (r->flags & EVP_SMPF_CUT) != 0;
     uint32_t keys[3];
     size_t nk = 0;
     if (!n && !unknown) {
@@ -295,7 +293,7 @@ static int ss_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *r,
     }
     for (size_t i = 0; i < n + nk; i++) {
         uint32_t f =
-            frame_of(s, i < n ? p->frames[i] & EVP_KEY_VAL : keys[i - n]);
+            frame_of(s, i < n ? r->func[i] & EVP_KEY_VAL : keys[i - n]);
         if (f == UINT32_MAX)
             return -ENOMEM;
         fprintf(s->out, sep ? ",%" PRIu32 : "%" PRIu32, f);
@@ -309,14 +307,21 @@ static int ss_sample(void *ctx, uint32_t stream, const struct evp_sample_rec *r,
     return ferror(s->out) ? -EIO : 0;
 }
 
-static int ss_sampled(struct speedscope *s, long stream)
+static int ss_samples(void *ctx, const struct evp_sample *smp, size_t n)
 {
-    struct ss_sampled p = {.s = s, .stream = stream};
-    int rc = evp_trace_samples(s->t, ss_sample, &p);
-    if (!rc && p.in_stream)
-        rc = ss_sampled_end(&p);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = ss_sample(ctx, &smp[i]);
+    return rc;
+}
+
+static int ss_sampled(struct speedscope *s, const struct evp_replay_opts *ro)
+{
+    static const struct evp_replay_ops ops = {ss_sbegin, NULL, ss_send,
+                                              ss_samples};
+    struct ss_sampled p = {.s = s};
+    int rc = evp_replay(s->t, ro, &ops, &p);
     free(p.weights);
-    free(p.frames);
     return rc;
 }
 
@@ -373,11 +378,12 @@ int evp_view_speedscope(struct evp_trace *t, FILE *out,
           out);
     evp_json_string(out, *in->argv ? in->argv : in->path);
     fputs(",\"activeProfileIndex\":0,\n\"profiles\":[", out);
-    static const struct evp_replay_ops ops = {ss_begin, ss_events, ss_end};
+    static const struct evp_replay_ops ops = {ss_begin, ss_events, ss_end,
+                                              NULL};
     struct evp_replay_opts ro = {.compensate = o->compensate,
                                  .stream = s.filtered ? o->filter->stream : -1,
                                  .frames = &s.open};
-    int rc = evp_sampled_only(t) ? ss_sampled(&s, ro.stream)
+    int rc = evp_sampled_only(t) ? ss_sampled(&s, &ro)
                                  : evp_replay(t, &ro, &ops, &s);
     evp_filter_close(&s.fr);
     fputs("\n],\n\"shared\":{\"frames\":[", out);

@@ -62,7 +62,7 @@ int evp_stats_compute(struct evp_trace *t, struct evp_stats *a, int compensate,
     a->op_total = a->op_count + EVP_STATS_KEYS;
     a->op_first = a->op_total + EVP_STATS_KEYS;
 
-    static const struct evp_replay_ops ops = {NULL, stats_events, NULL};
+    static const struct evp_replay_ops ops = {NULL, stats_events, NULL, NULL};
     struct evp_replay_opts ro = {.compensate = compensate,
                                  .stream = stream,
                                  .func_stats = a->funcs,

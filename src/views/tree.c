@@ -413,8 +413,8 @@ int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
             evp_trace_info(t)->path, names[o->format]);
     evp_view_header(out, t, "# ", 18, o->compensate, o->ns);
     fputc('\n', out);
-    static const struct evp_replay_ops ops = {tree_begin, tree_events,
-                                              tree_end};
+    static const struct evp_replay_ops ops = {tree_begin, tree_events, tree_end,
+                                              NULL};
     struct evp_replay_opts ro = {
         .compensate = o->compensate, .stream = o->stream, .frames = &tr.frames};
     int rc = evp_replay(t, &ro, &ops, &tr);

@@ -513,19 +513,6 @@ int evp_sample_cat(uint32_t state, uint32_t stack);
 const char *evp_sample_cat_name(int cat); /* the summary's row */
 const char *evp_sample_cat_leaf(int cat); /* a stack leaf, "[C call]" */
 
-/* The function ids of the stack whose leaf is node LEAF, outermost
- * first, into *BUF (grown as needed, *CAP entries; the caller frees it);
- * returns how many.  *UNKNOWN is set when the stack is cut by damage (a
- * missing caller, an unknown node): it then starts at "<unknown stack>".
- * LEAF 0 (no Python frame) has no frames. */
-size_t evp_sample_frames(const struct evp_trace *t, uint32_t leaf,
-                         uint32_t **buf, size_t *cap, int *unknown);
-
-/* Whether samples of stream id STREAM are kept by a view of stream
- * INDEX only (evp_replay_opts.stream: an index, -1 for all). */
-int evp_sample_stream_kept(const struct evp_trace *t, long index,
-                           uint32_t stream);
-
 /* The estimated time of WEIGHT timer periods, in ns. */
 uint64_t evp_sample_ns(const struct evp_trace *t, uint64_t weight);
 

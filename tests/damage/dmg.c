@@ -312,7 +312,7 @@ void dmg_replay_all(struct evp_trace *t, struct dmg_replay *r)
 {
     memset(r, 0, sizeof *r);
     struct rctx c = {r, NULL};
-    static const struct evp_replay_ops ops = {r_begin, r_events, NULL};
+    static const struct evp_replay_ops ops = {r_begin, r_events, NULL, NULL};
     struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
     r->rc = evp_replay(t, &o, &ops, &c);
 }

@@ -716,22 +716,25 @@ struct sample_walk {
     uint64_t n, weight, unknown;
 };
 
-static int walk_sample(void *ctx, uint32_t stream,
-                       const struct evp_sample_rec *s, uint64_t ns)
+static int walk_batch(void *ctx, const struct evp_sample *s, size_t n)
 {
     struct sample_walk *w = ctx;
-    (void)stream;
-    (void)ns;
-    w->n++;
-    w->weight += s->weight;
-    w->unknown += s->stack && !evp_trace_stack(w->t, s->stack);
+    for (size_t i = 0; i < n; i++) {
+        w->n++;
+        w->weight += s[i].weight;
+        w->unknown += s[i].stack && !evp_trace_stack(w->t, s[i].stack);
+        /* the engine's frames: none where the leaf is unknown */
+        assert_true(!(s[i].stack && !evp_trace_stack(w->t, s[i].stack)) ||
+                    (s[i].depth == 0 && (s[i].flags & EVP_SMPF_CUT)));
+    }
     return 0;
 }
 
 static struct sample_walk walk_samples(struct evp_trace *t)
 {
     struct sample_walk w = {t, 0, 0, 0};
-    assert_int_equal(evp_trace_samples(t, walk_sample, &w), 0);
+    static const struct evp_replay_ops ops = {.samples = walk_batch};
+    assert_int_equal(evp_replay(t, NULL, &ops, &w), 0);
     assert_int_equal(w.n, evp_trace_nsamples(t));
     return w;
 }

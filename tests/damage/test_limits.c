@@ -96,7 +96,7 @@ static void check_streams(struct evp_trace *t, const char *what)
     struct walk w = {
         .last_id = -1,
         .expect = {EVP_EV_INIT, EVP_EV_ENTER, EVP_EV_EXIT, EVP_EV_FINI}};
-    struct evp_replay_ops ops = {w_begin, w_events, w_end};
+    struct evp_replay_ops ops = {w_begin, w_events, w_end, NULL};
     struct evp_replay_opts ro = {.stream = -1};
     double t0 = now();
     assert_int_equal(evp_replay(t, &ro, &ops, &w), 0);

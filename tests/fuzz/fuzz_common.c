@@ -263,7 +263,8 @@ void fuzz_views(struct evp_trace *t, unsigned pick)
     FUZZ_CHECK(fs != NULL, "out of memory");
     struct evp_replay_stats st;
     struct check c = {.t = t};
-    static const struct evp_replay_ops ops = {ck_begin, ck_events, ck_end};
+    static const struct evp_replay_ops ops = {ck_begin, ck_events, ck_end,
+                                              NULL};
     struct evp_replay_opts ro = {.compensate = (int)(pick & 1),
                                  .stream = -1,
                                  .func_stats = fs,
@@ -407,7 +408,7 @@ static int co_events(void *ctx, const struct evp_event *ev, size_t n)
 static void collect(struct evp_trace *t, struct collect *c)
 {
     memset(c, 0, sizeof *c);
-    static const struct evp_replay_ops ops = {co_begin, co_events, NULL};
+    static const struct evp_replay_ops ops = {co_begin, co_events, NULL, NULL};
     struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
     FUZZ_CHECK(evp_replay(t, &o, &ops, c) == 0, "replay failed");
 }

@@ -168,7 +168,7 @@ int main(void)
         return 1;
     }
     struct count c = {.order_ok = 1};
-    static const struct evp_replay_ops ops = {c_begin, c_events, NULL};
+    static const struct evp_replay_ops ops = {c_begin, c_events, NULL, NULL};
     struct evp_replay_opts ro = {.stream = -1};
     CHECK(evp_replay(t, &ro, &ops, &c) == 0, "replay");
     for (int i = 0; i < THREADS; i++)

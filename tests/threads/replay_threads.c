@@ -55,7 +55,7 @@ static void *replayer(void *arg)
         pthread_barrier_wait(&start);
         return NULL;
     }
-    static const struct evp_replay_ops ops = {NULL, on_events, NULL};
+    static const struct evp_replay_ops ops = {NULL, on_events, NULL, NULL};
     pthread_barrier_wait(&start);
     if (evp_replay(t, NULL, &ops, c) != 0)
         c->bad++;

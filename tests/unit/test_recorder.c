@@ -89,7 +89,8 @@ static int col_events(void *ctx, const struct evp_event *ev, size_t n)
 
 static void collect(struct evp_trace *t, struct collect *c)
 {
-    static const struct evp_replay_ops ops = {col_begin, col_events, NULL};
+    static const struct evp_replay_ops ops = {col_begin, col_events, NULL,
+                                              NULL};
     struct evp_replay_opts o = {.stream = -1};
     memset(c, 0, sizeof *c);
     assert_int_equal(evp_replay(t, &o, &ops, c), 0);
@@ -99,7 +100,8 @@ static void collect(struct evp_trace *t, struct collect *c)
  * read yet (no header flushed). */
 static size_t flushed_events(const char *path)
 {
-    static const struct evp_replay_ops ops = {col_begin, col_events, NULL};
+    static const struct evp_replay_ops ops = {col_begin, col_events, NULL,
+                                              NULL};
     struct evp_open_opts oo = {.warn = quiet_warn};
     struct evp_replay_opts o = {.stream = -1};
     struct evp_trace *t = NULL;

@@ -2,7 +2,11 @@
  * Unit tests of the replay engine and the text format: elapsed times,
  * depth and function attribution, inclusive/self time with recursion,
  * "# log written" exclusion, compensation, unmatched and unclosed frames,
- * and lossless round trips text -> evp -> text and evp -> text -> evp.
+ * lossless round trips text -> evp -> text and evp -> text -> evp, and
+ * samples as records of the replay: each stream's samples after its
+ * events, in time order, their stacks resolved from the stack table
+ * (damaged chains cut and flagged), the stream filter applied, and none
+ * decoded for a view without a samples callback.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -83,7 +87,8 @@ static int col_events(void *ctx, const struct evp_event *ev, size_t n)
 static void replay(struct evp_trace *t, struct collect *c,
                    struct evp_replay_opts *o)
 {
-    static const struct evp_replay_ops ops = {col_begin, col_events, NULL};
+    static const struct evp_replay_ops ops = {col_begin, col_events, NULL,
+                                              NULL};
     memset(c, 0, sizeof *c);
     assert_int_equal(evp_replay(t, o, &ops, c), 0);
 }
@@ -509,7 +514,7 @@ static void test_frames_seen_by_views(void **state)
     struct frames_check c;
     memset(&c, 0, sizeof c);
     struct evp_replay_opts o = {.stream = -1, .frames = &c.frames};
-    static const struct evp_replay_ops ops = {NULL, fc_events, fc_end};
+    static const struct evp_replay_ops ops = {NULL, fc_events, fc_end, NULL};
     assert_int_equal(evp_replay(t, &o, &ops, &c), 0);
     assert_int_equal(c.events, 20000);
     assert_true(c.pops > 5000);
@@ -579,7 +584,7 @@ static void test_nesting_beyond_followed_frames(void **state)
     memset(&c, 0, sizeof c);
     struct evp_replay_opts o = {
         .stream = -1, .func_stats = fs, .stats = &st, .frames = &c.frames};
-    static const struct evp_replay_ops ops = {NULL, dc_events, dc_end};
+    static const struct evp_replay_ops ops = {NULL, dc_events, dc_end, NULL};
     assert_int_equal(evp_replay(t, &o, &ops, &c), 0);
     /* Depth stays right below the followed frames... */
     assert_int_equal(c.deepest, N);
@@ -599,6 +604,159 @@ static void test_nesting_beyond_followed_frames(void **state)
     evp_trace_close(t);
 }
 
+/* ---- samples ------------------------------------------------------------- */
+
+/* A sampled trace written chunk by chunk: functions 1-4, a stack table
+ * main <- work <- hot (nodes 1-3) and a node 5 whose caller (9) is
+ * missing, and two streams, 7 then 3 in the file. */
+static void put_chunk(FILE *f, unsigned type, const uint8_t *p, size_t len)
+{
+    uint8_t h[EVP_CHUNK_HEADER_SIZE];
+    evp_chunk_header(h, type, 0, p, (uint32_t)len);
+    assert_int_equal(fwrite(h, 1, sizeof h, f), sizeof h);
+    assert_int_equal(fwrite(p, 1, len, f), len);
+}
+
+static void put_samples(FILE *f, uint32_t stream,
+                        const struct evp_sample_rec *s, size_t n)
+{
+    uint8_t buf[1024];
+    struct evp_events_prefix pf = {.stream = stream};
+    size_t len = evp_samples_encode(buf, &pf, s, n, NULL);
+    put_chunk(f, EVP_CHUNK_SAMPLES, buf, len);
+}
+
+static const char *write_sampled(void)
+{
+    static char path[160];
+    snprintf(path, sizeof path, "%s/sampled.evp", tmpdir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint8_t buf[1024];
+    evp_file_header(buf);
+    assert_int_equal(fwrite(buf, 1, EVP_FILE_HEADER_SIZE, f),
+                     EVP_FILE_HEADER_SIZE);
+    static const char meta[] = "clock\0monotonic\0sample.rate_hz\0001000\0"
+                               "sample.clock\0cpu";
+    put_chunk(f, EVP_CHUNK_META, (const uint8_t *)meta, sizeof meta);
+    static const char *const names[] = {"main", "work", "hot", "orphan"};
+    size_t k = evp_varint_put(buf, 4);
+    for (uint32_t i = 0; i < 4; i++)
+        k += evp_func_entry_put(buf + k, i + 1, names[i], "x.py", i + 1);
+    put_chunk(f, EVP_CHUNK_FUNCS, buf, k);
+    static const uint32_t nodes[][3] = {
+        {1, 0, 1}, {2, 1, 2}, {3, 2, 3}, {5, 9, 4}};
+    k = evp_varint_put(buf, 4);
+    for (size_t i = 0; i < 4; i++)
+        k +=
+            evp_stack_entry_put(buf + k, nodes[i][0], nodes[i][1], nodes[i][2]);
+    put_chunk(f, EVP_CHUNK_STACKS, buf, k);
+    k = evp_thread_put(buf, 7, 70, "seven");
+    put_chunk(f, EVP_CHUNK_THREAD, buf, k);
+    k = evp_thread_put(buf, 3, 30, "three");
+    put_chunk(f, EVP_CHUNK_THREAD, buf, k);
+    const struct evp_sample_rec s7[] = {
+        {100, 3, 0, 0, 1}, {200, 0, 0, 0, 2}, {300, 5, 0, 0, 1}};
+    const struct evp_sample_rec s3[] = {{150, 2, 0, 4, 3}, {250, 42, 0, 0, 1}};
+    put_samples(f, 7, s7, 3);
+    put_samples(f, 3, s3, 2);
+    assert_int_equal(fclose(f), 0);
+    return path;
+}
+
+/* What a view saw: "B3 150:1,2 250:cut E3 ..." */
+struct sampled_seen {
+    char log[1024];
+    size_t len;
+};
+
+static void seen(struct sampled_seen *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void seen(struct sampled_seen *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    c->len +=
+        (size_t)vsnprintf(c->log + c->len, sizeof c->log - c->len, fmt, ap);
+    va_end(ap);
+    assert_true(c->len < sizeof c->log);
+}
+
+static int ss_begin(void *ctx, const struct evp_stream *s)
+{
+    seen(ctx, "B%u ", s->id);
+    return 0;
+}
+
+static int ss_end(void *ctx, const struct evp_stream *s)
+{
+    seen(ctx, "E%u ", s->id);
+    return 0;
+}
+
+static int ss_samples(void *ctx, const struct evp_sample *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        seen(ctx, "%llu:w%u", (unsigned long long)s[i].ts, s[i].weight);
+        for (int32_t d = 0; d < s[i].depth; d++)
+            seen(ctx, "%c%u", d ? ',' : ':', s[i].func[d]);
+        seen(ctx, "%s ", s[i].flags & EVP_SMPF_CUT ? ":cut" : "");
+    }
+    return 0;
+}
+
+static int ss_never(void *ctx, const struct evp_event *ev, size_t n)
+{
+    (void)ctx;
+    (void)ev;
+    (void)n;
+    fail_msg("a sampled trace has no events");
+    return -1;
+}
+
+static void test_samples_replayed(void **state)
+{
+    (void)state;
+    struct evp_trace *t = open_path(write_sampled());
+    int cut = 0; /* node 5's missing caller (and no end record) */
+    for (size_t i = 0; i < evp_trace_nwarnings(t); i++)
+        cut += strstr(evp_trace_warning(t, i), "1 nodes name a caller") != 0;
+    assert_int_equal(cut, 1);
+    assert_int_equal(evp_trace_records(t), EVP_RECORDS_SAMPLES);
+    assert_int_equal(evp_trace_info(t)->stack_nodes, 4);
+
+    /* every stream in id order, its samples in time order, their stacks
+     * outermost first; node 42 is no node, node 5's chain is cut */
+    struct evp_replay_ops ops = {ss_begin, ss_never, ss_end, ss_samples};
+    struct evp_replay_stats st;
+    struct evp_replay_opts o = {.stream = -1, .stats = &st};
+    struct sampled_seen c = {{0}, 0};
+    assert_int_equal(evp_replay_reads(&ops),
+                     EVP_RECORDS_EVENTS | EVP_RECORDS_SAMPLES);
+    assert_int_equal(evp_replay(t, &o, &ops, &c), 0);
+    assert_string_equal(c.log, "B3 150:w3:1,2 250:w1:cut E3 "
+                               "B7 100:w1:1,2,3 200:w2 300:w1:4:cut E7 ");
+    assert_int_equal(st.samples, 5);
+    assert_int_equal(st.periods, 8);
+
+    /* one stream by index: its samples only */
+    o.stream = 1;
+    c.len = 0;
+    c.log[0] = 0;
+    assert_int_equal(evp_replay(t, &o, &ops, &c), 0);
+    assert_string_equal(c.log, "B7 100:w1:1,2,3 200:w2 300:w1:4:cut E7 ");
+
+    /* a view of events only is handed no sample */
+    ops.samples = NULL;
+    o.stream = -1;
+    c.len = 0;
+    c.log[0] = 0;
+    assert_int_equal(evp_replay(t, &o, &ops, &c), 0);
+    assert_string_equal(c.log, "B3 E3 B7 E7 ");
+    assert_int_equal(st.samples, 0);
+    evp_trace_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -612,6 +770,7 @@ int main(void)
         cmocka_unit_test(test_builtin_opcode_tables),
         cmocka_unit_test(test_frames_seen_by_views),
         cmocka_unit_test(test_nesting_beyond_followed_frames),
+        cmocka_unit_test(test_samples_replayed),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

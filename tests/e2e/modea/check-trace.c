@@ -137,7 +137,7 @@ int main(int argc, char **argv)
 
     struct evp_replay_stats st;
     struct evp_replay_opts opts = {.stream = -1, .stats = &st};
-    struct evp_replay_ops ops = {on_begin, on_events, on_end};
+    struct evp_replay_ops ops = {on_begin, on_events, on_end, NULL};
     memset(&st, 0, sizeof st);
     if (evp_replay(c.t, &opts, &ops, &c) < 0) {
         fprintf(stderr, "check-trace: %s: replay failed\n", path);
