@@ -86,7 +86,7 @@ struct thread {
     uint32_t dropped;  /* records lost since its last chunk (writer) */
     uint64_t events;   /* records written (writer) */
     uint64_t dropped_total;
-    uint64_t drop_pending;   /* records dropped at overflow (under S.mu) */
+    uint64_t drop_pending; /* records dropped at overflow (under session.mu) */
     struct buffer *overflow; /* where records go while they are dropped */
     pid_t tid;
     int live;            /* attached to the current session */
@@ -116,7 +116,7 @@ static struct {
     pthread_cond_t room;    /* threads: a buffer came back */
     pthread_cond_t flushed; /* evp_rec_flush: a writer round ended */
     /* Held for a few pointer moves only: the queue, the free list, every
-     * thread's nbuffers, and a buffer swap without S.mu (handover_fast),
+     * thread's nbuffers, and a buffer swap without session.mu (handover_fast),
      * which the writer's snapshot of live buffers takes too. */
     pthread_spinlock_t q;
     int q_open;      /* handover_fast may swap (under q) */
@@ -165,7 +165,7 @@ static struct {
     double event_cost_ticks;
     uint8_t *encode_buf;
     size_t encode_cap;
-} S = {
+} session = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
     .room = PTHREAD_COND_INITIALIZER,
@@ -180,7 +180,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void warn(const char *fmt, ...)
 {
-    if (S.cfg.flags & EVP_REC_QUIET)
+    if (session.cfg.flags & EVP_REC_QUIET)
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -221,18 +221,18 @@ static int write_all(int fd, const struct iovec *iov, int n)
 
 static int open_deferred(void);
 
-/* Write one chunk at the end of the file: 0 or -errno.  S.bytes counts
+/* Write one chunk at the end of the file: 0 or -errno.  session.bytes counts
  * whole chunks only: a chunk that failed half-way lies beyond it. */
 static int put_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
     uint8_t h[EVP_CHUNK_HEADER_SIZE];
-    evp_chunk_header(h, type, S.z_flags, payload, (uint32_t)len);
+    evp_chunk_header(h, type, session.z_flags, payload, (uint32_t)len);
     struct iovec iov[2] = {{h, sizeof h}, {(void *)payload, len}};
-    int rc = write_all(S.fd, iov, 2);
+    int rc = write_all(session.fd, iov, 2);
     if (rc < 0)
         return rc;
-    S.bytes += sizeof h + len;
-    S.chunks++;
+    session.bytes += sizeof h + len;
+    session.chunks++;
     return 0;
 }
 
@@ -266,56 +266,57 @@ static int write_chunk(unsigned type, const uint8_t *payload, size_t len);
  * asked for and the writer is keeping up, as it is written otherwise. */
 static int write_events_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
-    if (!S.zstd_level || !S.z_now || !z_compress || S.error)
+    if (!session.zstd_level || !session.z_now || !z_compress || session.error)
         return write_chunk(type, payload, len);
     size_t bound = z_bound(len) + 4;
-    if (evp_grow((void **)&S.z_buf, &S.z_cap, bound, 1, bound) < 0)
+    if (evp_grow((void **)&session.z_buf, &session.z_cap, bound, 1, bound) < 0)
         return write_chunk(type, payload, len);
-    size_t zn = z_compress(S.z_buf + 4, bound - 4, payload, len, S.zstd_level);
+    size_t zn = z_compress(session.z_buf + 4, bound - 4, payload, len,
+                           session.zstd_level);
     if (z_is_error(zn) || zn + 4 >= len)
         return write_chunk(type, payload, len);
-    evp_put_u32(S.z_buf, (uint32_t)len);
-    S.z_flags = EVP_CHUNK_F_ZSTD;
-    int rc = write_chunk(type, S.z_buf, zn + 4);
-    S.z_flags = 0;
+    evp_put_u32(session.z_buf, (uint32_t)len);
+    session.z_flags = EVP_CHUNK_F_ZSTD;
+    int rc = write_chunk(type, session.z_buf, zn + 4);
+    session.z_flags = 0;
     return rc;
 }
 
 /*
  * Create a deferred file (a forked child's) and write its beginning, once;
- * an error stops recording.  Caller holds S.mu: the beginning reads the
+ * an error stops recording.  Caller holds session.mu: the beginning reads the
  * metadata and the function table, which evp_rec_meta and evp_rec_func
  * change (and reallocate) meanwhile.
  */
 static int open_deferred_locked(void)
 {
-    if (S.error || S.fd >= 0 || !S.deferred)
-        return S.error;
+    if (session.error || session.fd >= 0 || !session.deferred)
+        return session.error;
     int rc = open_deferred();
     if (rc < 0) {
-        S.error = rc;
-        warn("%s: cannot create the trace (%s); recording stopped", S.path,
-             strerror(-rc));
+        session.error = rc;
+        warn("%s: cannot create the trace (%s); recording stopped",
+             session.path, strerror(-rc));
     }
     return rc;
 }
 
 /* Write one chunk; after the first error nothing more is written.  A
- * deferred file is created first (caller holds S.mu then: writer_round
+ * deferred file is created first (caller holds session.mu then: writer_round
  * creates it before it lets go of the lock). */
 static int write_chunk(unsigned type, const uint8_t *payload, size_t len)
 {
-    if (S.error)
-        return S.error;
+    if (session.error)
+        return session.error;
     int rc = open_deferred_locked();
     if (rc < 0)
         return rc;
     rc = put_chunk(type, payload, len);
     if (rc < 0) {
-        S.error = rc;
+        session.error = rc;
         warn("%s: write failed (%s); recording stopped, what was written "
              "before stays readable",
-             S.path, strerror(-rc));
+             session.path, strerror(-rc));
     }
     return rc;
 }
@@ -334,14 +335,14 @@ static struct pending *pending_new(unsigned type, size_t len)
     return p;
 }
 
-/* Caller holds S.mu. */
+/* Caller holds session.mu. */
 static void pending_push(struct pending *p)
 {
-    if (S.pend_tail)
-        S.pend_tail->next = p;
+    if (session.pend_tail)
+        session.pend_tail->next = p;
     else
-        S.pend_head = p;
-    S.pend_tail = p;
+        session.pend_head = p;
+    session.pend_tail = p;
 }
 
 static void pending_free_all(struct pending *p)
@@ -380,26 +381,26 @@ static struct pending *funcs_chunk(size_t first, size_t last)
 {
     size_t bound = EVP_VARINT_MAX;
     for (size_t i = first; i < last; i++)
-        bound += func_entry_bound(&S.funcs[i]);
+        bound += func_entry_bound(&session.funcs[i]);
     struct pending *p = pending_new(EVP_CHUNK_FUNCS, bound);
     if (!p)
         return NULL;
     size_t k = evp_varint_put(p->payload, last - first);
     for (size_t i = first; i < last; i++)
         k += evp_func_entry_put(p->payload + k, (uint32_t)(i + 1),
-                                S.funcs[i].name, S.funcs[i].file,
-                                S.funcs[i].line);
+                                session.funcs[i].name, session.funcs[i].file,
+                                session.funcs[i].line);
     p->len = k;
     return p;
 }
 
 void evp_rec_funcs_queue_locked_(void)
 {
-    if (S.nfuncs > S.funcs_queued) {
-        struct pending *f = funcs_chunk(S.funcs_queued, S.nfuncs);
+    if (session.nfuncs > session.funcs_queued) {
+        struct pending *f = funcs_chunk(session.funcs_queued, session.nfuncs);
         if (f) {
             pending_push(f);
-            S.funcs_queued = S.nfuncs;
+            session.funcs_queued = session.nfuncs;
         }
     }
 }
@@ -428,7 +429,7 @@ static struct pending *thread_chunk(const struct thread *t, const char *name)
 
 /* ---- buffers ---------------------------------------------------------- */
 
-/* Caller holds S.mu. */
+/* Caller holds session.mu. */
 static struct buffer *buffer_new(uint32_t cap)
 {
     struct buffer *b = calloc(1, sizeof *b);
@@ -447,21 +448,21 @@ static struct buffer *buffer_new(uint32_t cap)
     return b;
 }
 
-/* Caller holds S.mu. */
+/* Caller holds session.mu. */
 static struct buffer *buffer_get(struct thread *t)
 {
-    pthread_spin_lock(&S.q);
-    struct buffer *b = S.free_list;
-    if (b && b->cap == S.cfg.buffer_events)
-        S.free_list = b->next;
+    pthread_spin_lock(&session.q);
+    struct buffer *b = session.free_list;
+    if (b && b->cap == session.cfg.buffer_events)
+        session.free_list = b->next;
     else
         b = NULL;
-    pthread_spin_unlock(&S.q);
-    if (!b && !(b = buffer_new(S.cfg.buffer_events)))
+    pthread_spin_unlock(&session.q);
+    if (!b && !(b = buffer_new(session.cfg.buffer_events)))
         return NULL;
-    pthread_spin_lock(&S.q);
+    pthread_spin_lock(&session.q);
     t->nbuffers++;
-    pthread_spin_unlock(&S.q);
+    pthread_spin_unlock(&session.q);
     b->n = 0;
     b->written = 0;
     b->owner = t;
@@ -469,41 +470,41 @@ static struct buffer *buffer_get(struct thread *t)
     return b;
 }
 
-/* Caller holds S.mu. */
+/* Caller holds session.mu. */
 static void buffer_put(struct buffer *b)
 {
-    pthread_spin_lock(&S.q);
+    pthread_spin_lock(&session.q);
     if (b->owner)
         b->owner->nbuffers--;
     b->owner = NULL;
-    b->next = S.free_list;
-    S.free_list = b;
-    pthread_spin_unlock(&S.q);
+    b->next = session.free_list;
+    session.free_list = b;
+    pthread_spin_unlock(&session.q);
 }
 
-/* Caller holds S.q. */
+/* Caller holds session.q. */
 static void queue_push_q(struct buffer *b)
 {
-    __atomic_store_n(&S.queued, S.queued + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&session.queued, session.queued + 1, __ATOMIC_RELAXED);
     b->next = NULL;
-    if (S.queue_tail)
-        S.queue_tail->next = b;
-    else /* (the writer peeks at the head without S.q) */
-        __atomic_store_n(&S.queue_head, b, __ATOMIC_RELAXED);
-    S.queue_tail = b;
+    if (session.queue_tail)
+        session.queue_tail->next = b;
+    else /* (the writer peeks at the head without session.q) */
+        __atomic_store_n(&session.queue_head, b, __ATOMIC_RELAXED);
+    session.queue_tail = b;
 }
 
-/* Caller holds S.mu. */
+/* Caller holds session.mu. */
 static void queue_push(struct buffer *b)
 {
-    pthread_spin_lock(&S.q);
+    pthread_spin_lock(&session.q);
     queue_push_q(b);
-    pthread_spin_unlock(&S.q);
+    pthread_spin_unlock(&session.q);
 }
 
 /*
  * Encode and write records [b->written, upto) of buffer B.  Called by the
- * writer thread only, without S.mu: the records are stable and the buffer
+ * writer thread only, without session.mu: the records are stable and the buffer
  * cannot be recycled while the writer holds it.
  */
 static void write_records(struct buffer *b, uint32_t upto)
@@ -512,31 +513,31 @@ static void write_records(struct buffer *b, uint32_t upto)
     if (upto <= b->written)
         return;
     uint32_t n = upto - b->written;
-    if (S.error) {
+    if (session.error) {
         t->dropped += n;
         t->dropped_total += n;
-        S.dropped += n;
+        session.dropped += n;
         b->written = upto;
         return;
     }
-    if (S.writer_delay_ms) /* a slow disk, for the tests */
-        usleep(S.writer_delay_ms * 1000u);
+    if (session.writer_delay_ms) /* a slow disk, for the tests */
+        usleep(session.writer_delay_ms * 1000u);
     struct evp_events_prefix pf = {0};
     pf.stream = t->stream;
     pf.seq = t->seq;
     pf.dropped = t->dropped;
     evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
-    size_t len = evp_events_encode(S.encode_buf, &pf, b->recs + b->written, n,
-                                   &S.backwards);
-    if (write_events_chunk(EVP_CHUNK_EVENTS, S.encode_buf, len) == 0) {
+    size_t len = evp_events_encode(session.encode_buf, &pf,
+                                   b->recs + b->written, n, &session.backwards);
+    if (write_events_chunk(EVP_CHUNK_EVENTS, session.encode_buf, len) == 0) {
         t->seq++;
         t->dropped = 0;
         t->events += n;
-        S.events += n;
+        session.events += n;
     } else {
         t->dropped += n;
         t->dropped_total += n;
-        S.dropped += n;
+        session.dropped += n;
     }
     b->written = upto;
 }
@@ -548,13 +549,13 @@ struct snap {
     uint32_t upto;
 };
 
-/* Any records not yet written?  (Caller holds S.mu.) */
+/* Any records not yet written?  (Caller holds session.mu.) */
 static int records_waiting(void)
 {
     int any = 0;
-    pthread_spin_lock(&S.q);
-    any = S.queue_head != NULL;
-    for (struct thread *t = S.threads; t && !any; t = t->next) {
+    pthread_spin_lock(&session.q);
+    any = session.queue_head != NULL;
+    for (struct thread *t = session.threads; t && !any; t = t->next) {
         if (!t->live || !t->buf)
             continue;
         struct evp_rec_record *pos =
@@ -562,7 +563,7 @@ static int records_waiting(void)
         any = pos > t->buf->recs + t->buf->written &&
               pos <= t->buf->recs + t->buf->cap;
     }
-    pthread_spin_unlock(&S.q);
+    pthread_spin_unlock(&session.q);
     return any;
 }
 
@@ -578,25 +579,26 @@ static uint64_t mono_ns(void)
 /*
  * Past --max-size or --duration: stop recording (the program runs on),
  * say why in the trace (recorder.stopped) and write what the buffers
- * hold.  Caller holds S.mu.
+ * hold.  Caller holds session.mu.
  */
 static void check_limits(void)
 {
-    if (S.stopped || S.state != OPEN)
+    if (session.stopped || session.state != OPEN)
         return;
-    if (S.max_bytes && S.bytes >= S.max_bytes)
-        S.stopped = "max-size";
-    else if (S.duration_ns && mono_ns() - S.start_ns >= S.duration_ns)
-        S.stopped = "duration";
+    if (session.max_bytes && session.bytes >= session.max_bytes)
+        session.stopped = "max-size";
+    else if (session.duration_ns &&
+             mono_ns() - session.start_ns >= session.duration_ns)
+        session.stopped = "duration";
     else
         return;
     __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
-    char *kv[2] = {"recorder.stopped", (char *)S.stopped};
+    char *kv[2] = {"recorder.stopped", (char *)session.stopped};
     meta_remember(kv[0], kv[1]);
     struct pending *p = meta_chunk(kv, 2);
     if (p)
         pending_push(p);
-    warn("recording stopped at --%s; the program runs on", S.stopped);
+    warn("recording stopped at --%s; the program runs on", session.stopped);
 }
 
 /* "recording: N events, X MB, Y MB/s" on a terminal, once a second. */
@@ -615,31 +617,31 @@ static void progress(int final)
     if (now - progress_last < 1000000000u)
         return;
     progress_last = now;
-    double secs = (double)(now - S.start_ns) / 1e9;
-    double mb = (double)S.bytes / 1e6;
+    double secs = (double)(now - session.start_ns) / 1e9;
+    double mb = (double)session.bytes / 1e6;
     fprintf(stderr,
             "\r\033[Kevalprof: recording: %llu events, %.1f MB, %.1f MB/s%s",
-            (unsigned long long)S.events, mb, secs > 0 ? mb / secs : 0.0,
-            S.dropped ? ", events dropped" : "");
+            (unsigned long long)session.events, mb, secs > 0 ? mb / secs : 0.0,
+            session.dropped ? ", events dropped" : "");
 }
 
-/* Round ROUND is over: wake evp_rec_flush (caller holds S.mu). */
+/* Round ROUND is over: wake evp_rec_flush (caller holds session.mu). */
 static void round_done(uint64_t round)
 {
-    S.rounds_done = round;
-    pthread_cond_broadcast(&S.flushed);
+    session.rounds_done = round;
+    pthread_cond_broadcast(&session.flushed);
 }
 
 /*
  * One round: pending chunks, queued buffers, then the new records of live
- * buffers.  Caller holds S.mu; it is released while writing.
+ * buffers.  Caller holds session.mu; it is released while writing.
  */
 static void writer_round(int force)
 {
-    uint64_t round = ++S.rounds_begun;
+    uint64_t round = ++session.rounds_begun;
     /* A file not created yet waits for records: a forked child that
      * only execs must leave nothing behind (close forces the write). */
-    if (!force && S.deferred && S.fd < 0 && !records_waiting()) {
+    if (!force && session.deferred && session.fd < 0 && !records_waiting()) {
         round_done(round);
         return;
     }
@@ -647,11 +649,11 @@ static void writer_round(int force)
      * those queued before. */
     open_deferred_locked();
     check_limits();
-    for (struct thread *t = S.threads; t; t = t->next) {
+    for (struct thread *t = session.threads; t; t = t->next) {
         if (t->drop_pending) {
             t->dropped += (uint32_t)t->drop_pending;
             t->dropped_total += t->drop_pending;
-            S.dropped += t->drop_pending;
+            session.dropped += t->drop_pending;
             t->drop_pending = 0;
         }
     }
@@ -659,22 +661,22 @@ static void writer_round(int force)
     evp_rec_sample_collect_(force);
     /* Before any events that may name them. */
     evp_rec_funcs_queue_locked_();
-    struct pending *pend = S.pend_head;
-    S.pend_head = S.pend_tail = NULL;
+    struct pending *pend = session.pend_head;
+    session.pend_head = session.pend_tail = NULL;
     size_t nsnap = 0, cap = 0;
-    pthread_spin_lock(&S.q);
-    for (struct thread *t = S.threads; t; t = t->next)
+    pthread_spin_lock(&session.q);
+    for (struct thread *t = session.threads; t; t = t->next)
         cap += t->live && t->buf;
-    pthread_spin_unlock(&S.q);
+    pthread_spin_unlock(&session.q);
     struct snap *snaps = cap ? malloc(cap * sizeof *snaps) : NULL;
-    /* The queue and the live buffers in one hold of S.q: a buffer handed
+    /* The queue and the live buffers in one hold of session.q: a buffer handed
      * over between the two would be written after the records its
      * thread went on to store in the next one. */
-    pthread_spin_lock(&S.q);
-    struct buffer *q = S.queue_head;
-    __atomic_store_n(&S.queue_head, NULL, __ATOMIC_RELAXED);
-    S.queue_tail = NULL;
-    for (struct thread *t = S.threads; t && snaps; t = t->next) {
+    pthread_spin_lock(&session.q);
+    struct buffer *q = session.queue_head;
+    __atomic_store_n(&session.queue_head, NULL, __ATOMIC_RELAXED);
+    session.queue_tail = NULL;
+    for (struct thread *t = session.threads; t && snaps; t = t->next) {
         if (!t->live || !t->buf)
             continue;
         if (nsnap == cap)
@@ -688,15 +690,15 @@ static void writer_round(int force)
         snaps[nsnap].upto = (uint32_t)(pos - b->recs);
         nsnap++;
     }
-    pthread_spin_unlock(&S.q);
-    pthread_mutex_unlock(&S.mu);
+    pthread_spin_unlock(&session.q);
+    pthread_mutex_unlock(&session.mu);
 
     size_t nq = 0;
     for (struct buffer *b = q; b; b = b->next)
         nq++;
     /* Compress only while the writer keeps up: a quarter of a ring
      * queued at most. */
-    S.z_now = S.zstd_level && nq * 4 <= S.max_buffers;
+    session.z_now = session.zstd_level && nq * 4 <= session.max_buffers;
     for (struct pending *p = pend; p; p = p->next) {
         if (p->compress)
             write_events_chunk(p->type, p->payload, p->len);
@@ -709,17 +711,17 @@ static void writer_round(int force)
     while (q) {
         struct buffer *n = q->next;
         write_records(q, q->n);
-        pthread_mutex_lock(&S.mu);
+        pthread_mutex_lock(&session.mu);
         buffer_put(q);
-        pthread_cond_broadcast(&S.room);
-        pthread_mutex_unlock(&S.mu);
+        pthread_cond_broadcast(&session.room);
+        pthread_mutex_unlock(&session.mu);
         q = n;
     }
     for (size_t i = 0; i < nsnap; i++)
         write_records(snaps[i].b, snaps[i].upto);
     free(snaps);
 
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&session.mu);
     round_done(round);
 }
 
@@ -733,7 +735,7 @@ unsigned evp_rec_writer_poll_ms_(void)
 
 double evp_rec_hz_(void)
 {
-    return S.hz;
+    return session.hz;
 }
 
 static void *writer_main(void *arg)
@@ -747,40 +749,41 @@ static void *writer_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    pthread_mutex_lock(&S.mu);
-    unsigned poll_ms =
-        S.cfg.flush_ms > 40 ? S.cfg.flush_ms / 4 : S.cfg.flush_ms;
-    uint64_t last_queued = __atomic_load_n(&S.queued, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&session.mu);
+    unsigned poll_ms = session.cfg.flush_ms > 40 ? session.cfg.flush_ms / 4
+                                                 : session.cfg.flush_ms;
+    uint64_t last_queued = __atomic_load_n(&session.queued, __ATOMIC_RELAXED);
     __atomic_store_n(&writer_poll_ms, 0, __ATOMIC_RELAXED);
-    while (!S.writer_stop) {
-        if (!__atomic_load_n(&S.queue_head, __ATOMIC_RELAXED) &&
-            S.flush_want <= S.rounds_done) {
+    while (!session.writer_stop) {
+        if (!__atomic_load_n(&session.queue_head, __ATOMIC_RELAXED) &&
+            session.flush_want <= session.rounds_done) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             uint64_t ns =
                 (uint64_t)until.tv_nsec + (uint64_t)poll_ms * 1000000u;
             until.tv_sec += (time_t)(ns / 1000000000u);
             until.tv_nsec = (long)(ns % 1000000000u);
-            pthread_cond_timedwait(&S.wake, &S.mu, &until);
-            if (S.writer_stop)
+            pthread_cond_timedwait(&session.wake, &session.mu, &until);
+            if (session.writer_stop)
                 break;
         }
         /* What the threads queued since the last round began: the
          * sleep and the round.  Counted over the round alone, a thread
          * that waited on a full ring queued nothing then, and the pace
          * slowed down just when the ring was too small for it. */
-        uint64_t queued = __atomic_load_n(&S.queued, __ATOMIC_RELAXED);
+        uint64_t queued = __atomic_load_n(&session.queued, __ATOMIC_RELAXED);
         uint64_t got = queued - last_queued;
         last_queued = queued;
         writer_round(0);
         progress(0);
         /* Poll often enough that a quarter of the ring is what fills
          * between two rounds, every flush_ms at the least. */
-        if (got * 4 >= S.max_buffers && poll_ms > 5)
+        if (got * 4 >= session.max_buffers && poll_ms > 5)
             poll_ms /= 2;
-        else if (got * 16 < S.max_buffers && poll_ms < S.cfg.flush_ms)
-            poll_ms =
-                poll_ms * 2 < S.cfg.flush_ms ? poll_ms * 2 : S.cfg.flush_ms;
+        else if (got * 16 < session.max_buffers &&
+                 poll_ms < session.cfg.flush_ms)
+            poll_ms = poll_ms * 2 < session.cfg.flush_ms ? poll_ms * 2
+                                                         : session.cfg.flush_ms;
         /* Sampling: the rings are drained every 50 ms at least, every
          * 10 ms while one fills by a quarter between two rounds. */
         unsigned ring_ms = evp_rec_sample_poll_ms_();
@@ -791,27 +794,27 @@ static void *writer_main(void *arg)
     /* evalprof's own cost beside the program (recorder.writer_cpu_ns) */
     struct timespec cpu;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
-        S.writer_cpu_ns +=
+        session.writer_cpu_ns +=
             (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
     return NULL;
 }
 
-/* Caller holds S.mu. */
+/* Caller holds session.mu. */
 static int writer_start(void)
 {
-    if (S.writer_running)
+    if (session.writer_running)
         return 0;
-    S.writer_stop = 0;
+    session.writer_stop = 0;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&S.writer, NULL, writer_main, NULL);
+    int rc = pthread_create(&session.writer, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         return -rc;
-    pthread_setname_np(S.writer, "evalprof-writer");
-    S.writer_running = 1;
+    pthread_setname_np(session.writer, "evalprof-writer");
+    session.writer_running = 1;
     return 0;
 }
 
@@ -832,17 +835,17 @@ static int writer_paused;
 int evp_rec_writer_pause(void)
 {
     evp_rec_sample_ticker_pause_(); /* the wall clock's sampler thread too */
-    pthread_mutex_lock(&S.mu);
-    if (!S.writer_running) {
-        pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&session.mu);
+    if (!session.writer_running) {
+        pthread_mutex_unlock(&session.mu);
         return 0;
     }
-    S.writer_stop = 1;
-    S.writer_running = 0;
+    session.writer_stop = 1;
+    session.writer_running = 0;
     writer_paused = 1;
-    pthread_cond_broadcast(&S.wake);
-    pthread_t w = S.writer;
-    pthread_mutex_unlock(&S.mu);
+    pthread_cond_broadcast(&session.wake);
+    pthread_t w = session.writer;
+    pthread_mutex_unlock(&session.mu);
     pthread_join(w, NULL);
     char task[64];
     snprintf(task, sizeof task, "/proc/self/task/%ld", (long)writer_tid);
@@ -856,11 +859,11 @@ int evp_rec_writer_pause(void)
 int evp_rec_writer_resume(void)
 {
     int rc = 0;
-    pthread_mutex_lock(&S.mu);
-    if (writer_paused && S.state == OPEN)
+    pthread_mutex_lock(&session.mu);
+    if (writer_paused && session.state == OPEN)
         rc = writer_start();
     writer_paused = 0;
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
     int trc = evp_rec_sample_ticker_resume_();
     return rc ? rc : trc;
 }
@@ -882,14 +885,14 @@ static void thread_exit_cb(void *p)
     struct thread *t = p;
     if (evp_rec_tls_ == &t->hot)
         evp_rec_thread_detach();
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&session.mu);
     t->exited = 1;
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
 }
 
 static void once_init(void);
 
-/* Attach the calling thread (caller holds S.mu; state is OPEN), with a
+/* Attach the calling thread (caller holds session.mu; state is OPEN), with a
  * buffer unless STREAM_ONLY (a sampled thread: its first event takes
  * one, in the same stream). */
 static int attach_thread(const char *name, int stream_only)
@@ -904,34 +907,34 @@ static int attach_thread(const char *name, int stream_only)
         t = NULL;
     }
     if (!t) {
-        for (t = S.threads; t; t = t->next)
+        for (t = session.threads; t; t = t->next)
             if (t->exited && !t->nbuffers)
                 break;
         if (!t) {
             t = calloc(1, sizeof *t);
             if (!t)
                 return -ENOMEM;
-            t->next = S.threads;
-            S.threads = t;
+            t->next = session.threads;
+            session.threads = t;
         }
         t->exited = 0;
         pthread_setspecific(thread_key, t);
     }
-    if (t->live && t->gen == S.gen && (t->buf || stream_only))
+    if (t->live && t->gen == session.gen && (t->buf || stream_only))
         return 0;
     struct buffer *b = stream_only ? NULL : buffer_get(t);
     if (!b && !stream_only)
         return -ENOMEM;
     t->buf = b;
-    if (t->live && t->gen == S.gen) {
+    if (t->live && t->gen == session.gen) {
         /* Same session, buffer lost to an allocation failure: same stream. */
         __atomic_store_n(&t->hot.end, b->recs + b->cap, __ATOMIC_RELAXED);
         __atomic_store_n(&t->hot.pos, b->recs, __ATOMIC_RELEASE);
         return 0;
     }
-    t->gen = S.gen;
+    t->gen = session.gen;
     t->live = 1;
-    t->stream = S.next_stream++;
+    t->stream = session.next_stream++;
     t->seq = 0;
     t->dropped = 0;
     t->events = 0;
@@ -960,10 +963,10 @@ static int attach_locked(const char *name)
 int evp_rec_stream_attach_(const char *name, uint32_t *stream)
 {
     pthread_once(&once, once_init);
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&session.mu);
     struct thread *t = (struct thread *)evp_rec_tls_;
-    int known = t && t->live && t->gen == S.gen;
-    int rc = S.state == OPEN ? attach_thread(name, 1) : -ENOTCONN;
+    int known = t && t->live && t->gen == session.gen;
+    int rc = session.state == OPEN ? attach_thread(name, 1) : -ENOTCONN;
     if (rc == 0) {
         t = (struct thread *)evp_rec_tls_;
         *stream = t->stream;
@@ -971,15 +974,15 @@ int evp_rec_stream_attach_(const char *name, uint32_t *stream)
         if (p) /* renamed: a later THREAD chunk wins */
             pending_push(p);
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
     return rc;
 }
 
 int evp_rec_thread_attach(const char *name)
 {
     pthread_once(&once, once_init);
-    pthread_mutex_lock(&S.mu);
-    int rc = S.state == OPEN ? attach_locked(name) : -ENOTCONN;
+    pthread_mutex_lock(&session.mu);
+    int rc = session.state == OPEN ? attach_locked(name) : -ENOTCONN;
     if (rc == 0 && name) {
         /* Renaming an attached thread: a later THREAD chunk wins. */
         struct thread *t = (struct thread *)evp_rec_tls_;
@@ -987,11 +990,11 @@ int evp_rec_thread_attach(const char *name)
         if (p)
             pending_push(p);
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
     return rc;
 }
 
-/* Queue the thread's current buffer (caller holds S.mu). */
+/* Queue the thread's current buffer (caller holds session.mu). */
 static void detach_locked(struct thread *t)
 {
     struct buffer *b = t->buf;
@@ -1007,10 +1010,10 @@ static void detach_locked(struct thread *t)
     __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
     if (b->discard) {
         t->drop_pending += b->n;
-        pthread_cond_signal(&S.wake);
-    } else if (S.state == OPEN || S.state == CLOSING) {
+        pthread_cond_signal(&session.wake);
+    } else if (session.state == OPEN || session.state == CLOSING) {
         queue_push(b);
-        pthread_cond_signal(&S.wake);
+        pthread_cond_signal(&session.wake);
     } else {
         buffer_put(b);
     }
@@ -1021,10 +1024,10 @@ void evp_rec_thread_detach(void)
     struct thread *t = (struct thread *)evp_rec_tls_;
     if (!t)
         return;
-    pthread_mutex_lock(&S.mu);
-    if (t->gen == S.gen)
+    pthread_mutex_lock(&session.mu);
+    if (t->gen == session.gen)
         detach_locked(t);
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
 }
 
 /*
@@ -1045,11 +1048,12 @@ static int handover_fast(struct thread *t)
     if (!b || b->discard)
         return 0;
     int ok = 0;
-    pthread_spin_lock(&S.q);
-    struct buffer *nb = S.free_list;
-    if (S.q_open && t->live && t->gen == S.gen && t->buf == b &&
-        t->nbuffers < S.max_buffers && nb && nb->cap == S.cfg.buffer_events) {
-        S.free_list = nb->next;
+    pthread_spin_lock(&session.q);
+    struct buffer *nb = session.free_list;
+    if (session.q_open && t->live && t->gen == session.gen && t->buf == b &&
+        t->nbuffers < session.max_buffers && nb &&
+        nb->cap == session.cfg.buffer_events) {
+        session.free_list = nb->next;
         nb->n = nb->written = 0;
         nb->owner = t;
         nb->next = NULL;
@@ -1061,7 +1065,7 @@ static int handover_fast(struct thread *t)
         __atomic_store_n(&t->hot.pos, nb->recs, __ATOMIC_RELEASE);
         ok = 1;
     }
-    pthread_spin_unlock(&S.q);
+    pthread_spin_unlock(&session.q);
     return ok;
 }
 
@@ -1075,15 +1079,15 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
         handoff = 1;
         goto store;
     }
-    pthread_mutex_lock(&S.mu);
-    if (S.state != OPEN) {
-        pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&session.mu);
+    if (session.state != OPEN) {
+        pthread_mutex_unlock(&session.mu);
         return;
     }
-    if (!t || t->gen != S.gen || !t->buf) {
+    if (!t || t->gen != session.gen || !t->buf) {
         if (attach_locked(NULL) < 0) {
-            S.dropped++;
-            pthread_mutex_unlock(&S.mu);
+            session.dropped++;
+            pthread_mutex_unlock(&session.mu);
             return;
         }
         t = (struct thread *)evp_rec_tls_;
@@ -1106,31 +1110,33 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
         __atomic_store_n(&t->hot.end, NULL, __ATOMIC_RELAXED);
         __atomic_store_n(&t->hot.pos, NULL, __ATOMIC_RELAXED);
         struct buffer *nb = NULL;
-        if (S.drop && t->nbuffers >= S.max_buffers && S.state == OPEN) {
+        if (session.drop && t->nbuffers >= session.max_buffers &&
+            session.state == OPEN) {
             /* Bounded memory without waiting: record into the overflow
              * buffer, whose records are dropped whole, until the writer
              * gives one back. */
-            if (t->overflow && t->overflow->cap != S.cfg.buffer_events) {
+            if (t->overflow && t->overflow->cap != session.cfg.buffer_events) {
                 free(t->overflow->recs);
                 free(t->overflow);
                 t->overflow = NULL;
             }
-            if (!t->overflow && (t->overflow = buffer_new(S.cfg.buffer_events)))
+            if (!t->overflow &&
+                (t->overflow = buffer_new(session.cfg.buffer_events)))
                 t->overflow->discard = 1;
             nb = t->overflow;
-            pthread_cond_signal(&S.wake);
+            pthread_cond_signal(&session.wake);
         } else {
             /* Bounded memory: wait for the writer rather than grow. */
-            if (t->nbuffers >= S.max_buffers)
-                pthread_cond_signal(&S.wake);
-            while (t->nbuffers >= S.max_buffers && S.state == OPEN &&
-                   S.writer_running)
-                pthread_cond_wait(&S.room, &S.mu);
-            nb = S.state == OPEN ? buffer_get(t) : NULL;
+            if (t->nbuffers >= session.max_buffers)
+                pthread_cond_signal(&session.wake);
+            while (t->nbuffers >= session.max_buffers &&
+                   session.state == OPEN && session.writer_running)
+                pthread_cond_wait(&session.room, &session.mu);
+            nb = session.state == OPEN ? buffer_get(t) : NULL;
         }
         if (!nb) {
-            S.dropped++;
-            pthread_mutex_unlock(&S.mu);
+            session.dropped++;
+            pthread_mutex_unlock(&session.mu);
             return;
         }
         if (nb->discard)
@@ -1140,7 +1146,7 @@ void evp_rec_slow_(unsigned kind, unsigned aux, uint32_t arg)
         __atomic_store_n(&t->hot.pos, nb->recs, __ATOMIC_RELEASE);
         handoff = !nb->discard;
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
 
 store:
     if (handoff && evp_rec_wants(EVP_EV_RECORDER)) {
@@ -1163,10 +1169,10 @@ store:
 
 /* ---- metadata ----------------------------------------------------------- */
 
-/* Remember KEY=VALUE for a forked child (caller holds S.mu). */
+/* Remember KEY=VALUE for a forked child (caller holds session.mu). */
 static int meta_remember(const char *key, const char *value)
 {
-    return evp_kv_set(&S.meta, key, value);
+    return evp_kv_set(&session.meta, key, value);
 }
 
 int evp_rec_meta_locked_(const char *key, const char *value)
@@ -1185,11 +1191,11 @@ int evp_rec_meta(const char *key, const char *value)
 {
     if (!key || !value || !*key)
         return -EINVAL;
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&session.mu);
     int rc = -ENOTCONN;
-    if (S.state == OPEN || S.state == OPENING)
+    if (session.state == OPEN || session.state == OPENING)
         rc = evp_rec_meta_locked_(key, value);
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
     return rc;
 }
 
@@ -1272,22 +1278,22 @@ int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
     for (size_t i = 0; i < n; i++)
         k += evp_opcode_entry_put(buf + k, ops[i].opcode, ops[i].base,
                                   ops[i].name ? ops[i].name : "");
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&session.mu);
     int rc = -ENOTCONN;
-    if (S.state == OPEN || S.state == OPENING) {
+    if (session.state == OPEN || session.state == OPENING) {
         struct pending *p = pending_new(EVP_CHUNK_OPCODES, k);
         rc = -ENOMEM;
         if (p) {
             memcpy(p->payload, buf, k);
             pending_push(p);
-            free(S.opcodes);
-            S.opcodes = buf;
-            S.opcodes_len = k;
+            free(session.opcodes);
+            session.opcodes = buf;
+            session.opcodes_len = k;
             buf = NULL;
             rc = 0;
         }
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
     free(buf);
     return rc;
 }
@@ -1295,12 +1301,12 @@ int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
 uint32_t evp_rec_func_locked_(const char *qualname, const char *file,
                               uint32_t firstline)
 {
-    if (S.state == CLOSED)
+    if (session.state == CLOSED)
         return 0;
-    if (evp_grow((void **)&S.funcs, &S.funcs_cap, S.nfuncs + 1, sizeof *S.funcs,
-                 256) < 0)
+    if (evp_grow((void **)&session.funcs, &session.funcs_cap,
+                 session.nfuncs + 1, sizeof *session.funcs, 256) < 0)
         return 0;
-    struct func *f = &S.funcs[S.nfuncs];
+    struct func *f = &session.funcs[session.nfuncs];
     f->name = strdup(qualname ? qualname : "?");
     f->file = strdup(file ? file : "");
     f->line = firstline;
@@ -1309,18 +1315,18 @@ uint32_t evp_rec_func_locked_(const char *qualname, const char *file,
         free(f->file);
         return 0;
     }
-    S.nfuncs++;
-    return (uint32_t)S.nfuncs;
+    session.nfuncs++;
+    return (uint32_t)session.nfuncs;
 }
 
 uint32_t evp_rec_func(const char *qualname, const char *file,
                       uint32_t firstline)
 {
     uint32_t id = 0;
-    pthread_mutex_lock(&S.mu);
-    if (S.state == OPEN || S.state == OPENING)
+    pthread_mutex_lock(&session.mu);
+    if (session.state == OPEN || session.state == OPENING)
         id = evp_rec_func_locked_(qualname, file, firstline);
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
     return id;
 }
 
@@ -1363,7 +1369,7 @@ static void add_auto_meta(uint64_t start_ticks, uint64_t start_ns,
 {
     char v[PATH_MAX + 1];
     char *cmd = read_cmdline();
-    meta_remember("producer", S.cfg.producer);
+    meta_remember("producer", session.cfg.producer);
     meta_remember("argv", cmd ? cmd : "");
     free(cmd);
     ssize_t n = readlink("/proc/self/exe", v, sizeof v - 1);
@@ -1373,19 +1379,19 @@ static void add_auto_meta(uint64_t start_ticks, uint64_t start_ns,
     meta_remember("pid", v);
     remember_start(start_ticks, start_ns, wall_ns);
     meta_remember("clock", evp_rec_use_tsc_ ? "tsc" : "monotonic");
-    snprintf(v, sizeof v, "%.1f", S.hz);
+    snprintf(v, sizeof v, "%.1f", session.hz);
     meta_remember("clock.hz", v);
-    snprintf(v, sizeof v, "%.3f", S.event_cost_ticks);
+    snprintf(v, sizeof v, "%.3f", session.event_cost_ticks);
     meta_remember("event_cost.ticks", v);
-    snprintf(v, sizeof v, "%.3f", S.event_cost_ticks * 1e9 / S.hz);
+    snprintf(v, sizeof v, "%.3f", session.event_cost_ticks * 1e9 / session.hz);
     meta_remember("event_cost.ns", v);
-    snprintf(v, sizeof v, "0x%llx", (unsigned long long)S.cfg.can_emit);
+    snprintf(v, sizeof v, "0x%llx", (unsigned long long)session.cfg.can_emit);
     meta_remember("kinds.can_emit", v);
-    snprintf(v, sizeof v, "0x%llx", (unsigned long long)S.cfg.enabled);
+    snprintf(v, sizeof v, "0x%llx", (unsigned long long)session.cfg.enabled);
     meta_remember("kinds.enabled", v);
-    snprintf(v, sizeof v, "%u", S.cfg.buffer_events);
+    snprintf(v, sizeof v, "%u", session.cfg.buffer_events);
     meta_remember("recorder.buffer_events", v);
-    if (S.drop)
+    if (session.drop)
         meta_remember("recorder.on_overflow", "drop");
 }
 
@@ -1426,20 +1432,20 @@ static double measure_event_cost(void)
 
 static void atexit_close(void)
 {
-    if (S.state == OPEN && !(S.cfg.flags & EVP_REC_NO_ATEXIT))
+    if (session.state == OPEN && !(session.cfg.flags & EVP_REC_NO_ATEXIT))
         evp_rec_close();
 }
 
 static void fork_prepare(void)
 {
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&session.mu);
     evp_rec_sample_fork_prepare_();
 }
 
 static void fork_parent(void)
 {
     evp_rec_sample_fork_parent_();
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
 }
 
 static int start_file(const char *path, int deferred);
@@ -1454,25 +1460,26 @@ static void fork_child(void)
     /* fork_prepare's lock, taken by this thread: released, not
      * initialised again (which POSIX leaves undefined for a locked
      * mutex, and ThreadSanitizer takes for a mutex still held) */
-    pthread_mutex_unlock(&S.mu);
-    pthread_cond_init(&S.wake, NULL);
-    pthread_cond_init(&S.room, NULL);
-    pthread_cond_init(&S.flushed, NULL);
-    pthread_spin_init(&S.q, PTHREAD_PROCESS_PRIVATE);
-    S.q_open = 0;
-    S.writer_running = 0;
-    if (S.state != OPEN) {
-        S.state = CLOSED;
+    pthread_mutex_unlock(&session.mu);
+    pthread_cond_init(&session.wake, NULL);
+    pthread_cond_init(&session.room, NULL);
+    pthread_cond_init(&session.flushed, NULL);
+    pthread_spin_init(&session.q, PTHREAD_PROCESS_PRIVATE);
+    session.q_open = 0;
+    session.writer_running = 0;
+    if (session.state != OPEN) {
+        session.state = CLOSED;
         return;
     }
     struct evp_rec_thread *self = evp_rec_tls_;
     __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
-    close(S.fd);
-    S.fd = -1;
-    pending_free_all(S.pend_head);
-    S.pend_head = S.pend_tail = NULL;
-    S.queue_head = S.queue_tail = NULL; /* the parent writes those */
-    for (struct thread *t = S.threads; t; t = t->next) {
+    close(session.fd);
+    session.fd = -1;
+    pending_free_all(session.pend_head);
+    session.pend_head = session.pend_tail = NULL;
+    session.queue_head = session.queue_tail =
+        NULL; /* the parent writes those */
+    for (struct thread *t = session.threads; t; t = t->next) {
         t->buf = NULL; /* buffers of the parent's threads: leaked, once */
         t->nbuffers = 0;
         t->drop_pending = 0; /* the parent's trace counts those */
@@ -1480,15 +1487,15 @@ static void fork_child(void)
         t->hot.pos = t->hot.end = NULL;
         t->exited = &t->hot != self;
     }
-    S.state = CLOSED;
-    S.gen++;
-    if (!(S.cfg.flags & EVP_REC_FOLLOW_FORK))
+    session.state = CLOSED;
+    session.gen++;
+    if (!(session.cfg.flags & EVP_REC_FOLLOW_FORK))
         return;
 
     /* PATH.<pid>, from the path the session was opened with. */
-    const char *orig = S.path;
-    if (evp_kv_get(&S.meta, "recorder.path"))
-        orig = evp_kv_get(&S.meta, "recorder.path");
+    const char *orig = session.path;
+    if (evp_kv_get(&session.meta, "recorder.path"))
+        orig = evp_kv_get(&session.meta, "recorder.path");
     size_t len = strlen(orig) + 24;
     char *child_path = malloc(len);
     if (!child_path)
@@ -1502,7 +1509,7 @@ static void fork_child(void)
     uint64_t ticks, ns;
     evp_clock_pair(evp_rec_use_tsc_, &ticks, &ns);
     remember_start(ticks, ns, evp_clock_wall_ns());
-    S.start_ns = progress_last = ns; /* (the pair's CLOCK_MONOTONIC) */
+    session.start_ns = progress_last = ns; /* (the pair's CLOCK_MONOTONIC) */
     /* Created by the first write, so that a child which only execs (a
      * subprocess) leaves no empty trace behind. */
     int rc = start_file(child_path, 1);
@@ -1511,9 +1518,9 @@ static void fork_child(void)
         return;
     /* The forking thread goes on recording in its own new stream. */
     if (self) {
-        pthread_mutex_lock(&S.mu);
+        pthread_mutex_lock(&session.mu);
         attach_locked(NULL);
-        pthread_mutex_unlock(&S.mu);
+        pthread_mutex_unlock(&session.mu);
     }
     if (evp_rec_sample_fork_resume_() < 0)
         meta_remember("sample.fork", "the sampler could not start again");
@@ -1521,7 +1528,7 @@ static void fork_child(void)
 
 static void once_init(void)
 {
-    pthread_spin_init(&S.q, PTHREAD_PROCESS_PRIVATE);
+    pthread_spin_init(&session.q, PTHREAD_PROCESS_PRIVATE);
     pthread_key_create(&thread_key, thread_exit_cb);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     atexit(atexit_close);
@@ -1536,22 +1543,22 @@ static int file_begin(void)
     uint8_t fh[EVP_FILE_HEADER_SIZE];
     evp_file_header(fh);
     struct iovec iov = {fh, sizeof fh};
-    int rc = write_all(S.fd, &iov, 1);
+    int rc = write_all(session.fd, &iov, 1);
     if (rc < 0)
         return rc;
-    S.bytes += sizeof fh;
-    struct pending *m = meta_chunk(S.meta.kv, S.meta.n);
+    session.bytes += sizeof fh;
+    struct pending *m = meta_chunk(session.meta.kv, session.meta.n);
     if (!m)
         return -ENOMEM;
     rc = write_chunk(m->type, m->payload, m->len);
     free(m);
     if (rc < 0)
         return rc;
-    if (S.opcodes &&
-        (rc = write_chunk(EVP_CHUNK_OPCODES, S.opcodes, S.opcodes_len)) < 0)
+    if (session.opcodes && (rc = write_chunk(EVP_CHUNK_OPCODES, session.opcodes,
+                                             session.opcodes_len)) < 0)
         return rc;
-    if (S.funcs_queued) {
-        struct pending *f = funcs_chunk(0, S.funcs_queued);
+    if (session.funcs_queued) {
+        struct pending *f = funcs_chunk(0, session.funcs_queued);
         if (!f)
             return -ENOMEM;
         rc = write_chunk(f->type, f->payload, f->len);
@@ -1621,7 +1628,8 @@ static char *absolute(const char *path)
     return a;
 }
 
-/* Make PATH the session's file name (S.path, S.abspath): 0 or -ENOMEM. */
+/* Make PATH the session's file name (session.path, session.abspath): 0 or
+ * -ENOMEM. */
 static int set_path(const char *path)
 {
     char *p = strdup(path), *a = absolute(path);
@@ -1630,16 +1638,16 @@ static int set_path(const char *path)
         free(a);
         return -ENOMEM;
     }
-    free(S.path);
-    free(S.abspath);
-    S.path = p;
-    S.abspath = a;
+    free(session.path);
+    free(session.abspath);
+    session.path = p;
+    session.abspath = a;
     return 0;
 }
 
 /*
  * Open the session's file: PATH, or PATH.<pid> when another live process
- * is writing PATH (said in one line).  Sets S.path; returns the
+ * is writing PATH (said in one line).  Sets session.path; returns the
  * descriptor or a negative errno.
  */
 static int claim(const char *path)
@@ -1662,7 +1670,7 @@ static int claim(const char *path)
         close(fd);
         fd = -ENOMEM;
     }
-    if (fd >= 0 && !(S.cfg.flags & EVP_REC_QUIET))
+    if (fd >= 0 && !(session.cfg.flags & EVP_REC_QUIET))
         fprintf(stderr,
                 "evalprof: %s is being written by another process: this "
                 "one writes %s\n",
@@ -1671,18 +1679,18 @@ static int claim(const char *path)
     return fd == -EWOULDBLOCK ? -EBUSY : fd;
 }
 
-/* Create S.path and write its beginning (writer thread, first write). */
+/* Create session.path and write its beginning (writer thread, first write). */
 static int open_deferred(void)
 {
-    int fd = open_locked(S.path);
+    int fd = open_locked(session.path);
     if (fd < 0)
         return fd;
-    S.fd = fd;
-    S.deferred = 0;
+    session.fd = fd;
+    session.deferred = 0;
     int rc = file_begin();
     if (rc < 0) {
         close(fd);
-        S.fd = -1;
+        session.fd = -1;
     }
     return rc;
 }
@@ -1697,50 +1705,52 @@ static int start_file(const char *path, int deferred)
 {
     if (deferred && set_path(path) < 0)
         return -ENOMEM;
-    S.fd = -1;
-    S.deferred = deferred;
-    S.error = S.end_error = 0;
-    S.events = S.dropped = S.bytes = S.chunks = S.backwards = 0;
-    S.writer_cpu_ns = 0;
-    S.next_stream = 0;
+    session.fd = -1;
+    session.deferred = deferred;
+    session.error = session.end_error = 0;
+    session.events = session.dropped = session.bytes = session.chunks =
+        session.backwards = 0;
+    session.writer_cpu_ns = 0;
+    session.next_stream = 0;
     char pidv[24];
     snprintf(pidv, sizeof pidv, "%ld", (long)getpid());
     meta_remember("pid", pidv);
-    S.funcs_queued = S.nfuncs; /* written by file_begin */
+    session.funcs_queued = session.nfuncs; /* written by file_begin */
 
     int rc = 0;
     if (!deferred) {
         int fd = claim(path);
         if (fd < 0)
             return fd;
-        S.fd = fd;
+        session.fd = fd;
         if ((rc = file_begin()) < 0)
             goto fail;
     }
-    size_t need = evp_events_bound(S.cfg.buffer_events);
-    if (evp_grow((void **)&S.encode_buf, &S.encode_cap, need, 1, need) < 0) {
+    size_t need = evp_events_bound(session.cfg.buffer_events);
+    if (evp_grow((void **)&session.encode_buf, &session.encode_cap, need, 1,
+                 need) < 0) {
         rc = -ENOMEM;
         goto fail;
     }
-    pthread_mutex_lock(&S.mu);
+    pthread_mutex_lock(&session.mu);
     rc = writer_start();
     if (rc == 0) {
-        S.state = OPEN;
-        pthread_spin_lock(&S.q);
-        S.q_open = 1;
-        pthread_spin_unlock(&S.q);
-        __atomic_store_n(&evp_rec_mask_, S.cfg.enabled, __ATOMIC_RELAXED);
+        session.state = OPEN;
+        pthread_spin_lock(&session.q);
+        session.q_open = 1;
+        pthread_spin_unlock(&session.q);
+        __atomic_store_n(&evp_rec_mask_, session.cfg.enabled, __ATOMIC_RELAXED);
     }
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_unlock(&session.mu);
     if (rc < 0)
         goto fail;
     return 0;
 fail:
-    if (S.fd >= 0)
-        close(S.fd);
-    S.fd = -1;
-    S.deferred = 0;
-    S.error = 0;
+    if (session.fd >= 0)
+        close(session.fd);
+    session.fd = -1;
+    session.deferred = 0;
+    session.error = 0;
     return rc;
 }
 
@@ -1775,39 +1785,42 @@ static double env_number(const char *name, double def, int sizes)
 static void read_env_limits(void)
 {
     double n = env_number("EVALPROF_BUFFERS", DEFAULT_BUFFERS, 0);
-    S.max_buffers = n < 2 ? 2 : n > MAX_BUFFERS ? MAX_BUFFERS : (uint32_t)n;
+    session.max_buffers = n < 2             ? 2
+                          : n > MAX_BUFFERS ? MAX_BUFFERS
+                                            : (uint32_t)n;
     if (getenv("EVALPROF_BUFFER_SIZE")) {
         /* Bytes of records per buffer; 16 bytes a record. */
         double b = env_number("EVALPROF_BUFFER_SIZE", 0, 1) /
                    (double)sizeof(struct evp_rec_record);
         if (b > 0)
-            S.cfg.buffer_events = b < 16           ? 16
-                                  : b > (1u << 24) ? 1u << 24
-                                                   : (uint32_t)b;
+            session.cfg.buffer_events = b < 16           ? 16
+                                        : b > (1u << 24) ? 1u << 24
+                                                         : (uint32_t)b;
     }
     const char *o = getenv("EVALPROF_ON_OVERFLOW");
-    S.drop = o && strcmp(o, "drop") == 0;
-    if (o && *o && !S.drop && strcmp(o, "wait") != 0)
+    session.drop = o && strcmp(o, "drop") == 0;
+    if (o && *o && !session.drop && strcmp(o, "wait") != 0)
         warn("EVALPROF_ON_OVERFLOW=%s: not wait or drop; waiting", o);
-    S.max_bytes = (uint64_t)env_number("EVALPROF_MAX_SIZE", 0, 1);
-    S.duration_ns = (uint64_t)(env_number("EVALPROF_DURATION", 0, 0) * 1e9);
-    S.zstd_level = (int)env_number("EVALPROF_ZSTD", 0, 0);
-    if (S.zstd_level > 19)
-        S.zstd_level = 19;
-    if (S.zstd_level && zstd_load() < 0) {
+    session.max_bytes = (uint64_t)env_number("EVALPROF_MAX_SIZE", 0, 1);
+    session.duration_ns =
+        (uint64_t)(env_number("EVALPROF_DURATION", 0, 0) * 1e9);
+    session.zstd_level = (int)env_number("EVALPROF_ZSTD", 0, 0);
+    if (session.zstd_level > 19)
+        session.zstd_level = 19;
+    if (session.zstd_level && zstd_load() < 0) {
         warn("EVALPROF_ZSTD: libzstd.so.1 cannot be loaded; chunks are "
              "written uncompressed");
-        S.zstd_level = 0;
+        session.zstd_level = 0;
     }
-    S.writer_delay_ms =
+    session.writer_delay_ms =
         (unsigned)env_number("EVALPROF_TEST_WRITER_DELAY_MS", 0, 0);
-    S.stopped = NULL;
-    S.start_ns = mono_ns();
+    session.stopped = NULL;
+    session.start_ns = mono_ns();
     const char *pg = getenv("EVALPROF_PROGRESS");
     const char *q = getenv("EVALPROF_QUIET");
     progress_on = pg && strcmp(pg, "1") == 0 && isatty(2) &&
                   !(q && *q && strcmp(q, "0") != 0);
-    progress_last = S.start_ns;
+    progress_last = session.start_ns;
 }
 
 int evp_rec_open(const struct evp_rec_config *cfg)
@@ -1815,31 +1828,31 @@ int evp_rec_open(const struct evp_rec_config *cfg)
     if (!cfg || !cfg->path || !cfg->producer || !*cfg->path)
         return -EINVAL;
     pthread_once(&once, once_init);
-    pthread_mutex_lock(&S.mu);
-    if (S.state != CLOSED) {
-        pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&session.mu);
+    if (session.state != CLOSED) {
+        pthread_mutex_unlock(&session.mu);
         return -EBUSY;
     }
-    S.state = OPENING;
-    pthread_mutex_unlock(&S.mu);
+    session.state = OPENING;
+    pthread_mutex_unlock(&session.mu);
 
     uint64_t wall = evp_clock_wall_ns();
-    S.cfg = *cfg;
-    S.cfg.path = NULL;
-    S.cfg.producer = NULL;
+    session.cfg = *cfg;
+    session.cfg.path = NULL;
+    session.cfg.producer = NULL;
     read_env_limits();
-    if (!S.cfg.buffer_events)
-        S.cfg.buffer_events = DEFAULT_BUFFER_EVENTS;
-    if (S.cfg.buffer_events < 16)
-        S.cfg.buffer_events = 16;
-    if (!S.cfg.flush_ms)
-        S.cfg.flush_ms = DEFAULT_FLUSH_MS;
-    if (!S.cfg.can_emit)
-        S.cfg.can_emit = EVP_KINDS_ALL;
-    S.cfg.can_emit |= EVP_KIND_BIT(EVP_EV_RECORDER);
-    if (!S.cfg.enabled)
-        S.cfg.enabled = S.cfg.can_emit;
-    S.cfg.enabled &= S.cfg.can_emit;
+    if (!session.cfg.buffer_events)
+        session.cfg.buffer_events = DEFAULT_BUFFER_EVENTS;
+    if (session.cfg.buffer_events < 16)
+        session.cfg.buffer_events = 16;
+    if (!session.cfg.flush_ms)
+        session.cfg.flush_ms = DEFAULT_FLUSH_MS;
+    if (!session.cfg.can_emit)
+        session.cfg.can_emit = EVP_KINDS_ALL;
+    session.cfg.can_emit |= EVP_KIND_BIT(EVP_EV_RECORDER);
+    if (!session.cfg.enabled)
+        session.cfg.enabled = session.cfg.can_emit;
+    session.cfg.enabled &= session.cfg.can_emit;
 
     const char *clk = getenv("EVALPROF_CLOCK");
     int mono = (cfg->flags & EVP_REC_CLOCK_MONO) ||
@@ -1850,72 +1863,74 @@ int evp_rec_open(const struct evp_rec_config *cfg)
     /* A short first estimate: the reader calibrates from the clock pairs
      * of every chunk and the end record, and needs this one only for
      * traces shorter than 5 ms.  Every traced process pays it at start. */
-    S.hz = evp_clock_calibrate(evp_rec_use_tsc_, 250);
-    S.event_cost_ticks = measure_event_cost();
+    session.hz = evp_clock_calibrate(evp_rec_use_tsc_, 250);
+    session.event_cost_ticks = measure_event_cost();
 
-    evp_kv_free(&S.meta);
-    for (size_t i = 0; i < S.nfuncs; i++) {
-        free(S.funcs[i].name);
-        free(S.funcs[i].file);
+    evp_kv_free(&session.meta);
+    for (size_t i = 0; i < session.nfuncs; i++) {
+        free(session.funcs[i].name);
+        free(session.funcs[i].file);
     }
-    S.nfuncs = 0;
-    S.funcs_queued = 0;
-    free(S.opcodes);
-    S.opcodes = NULL;
-    S.opcodes_len = 0;
+    session.nfuncs = 0;
+    session.funcs_queued = 0;
+    free(session.opcodes);
+    session.opcodes = NULL;
+    session.opcodes_len = 0;
     meta_remember("recorder.path", cfg->path);
-    S.cfg.producer = cfg->producer;
+    session.cfg.producer = cfg->producer;
     add_auto_meta(t0, n0, wall);
-    S.cfg.producer = NULL;
+    session.cfg.producer = NULL;
 
     int rc = start_file(cfg->path, 0);
     if (rc < 0) {
-        pthread_mutex_lock(&S.mu);
-        S.state = CLOSED;
-        pthread_mutex_unlock(&S.mu);
+        pthread_mutex_lock(&session.mu);
+        session.state = CLOSED;
+        pthread_mutex_unlock(&session.mu);
     }
     return rc;
 }
 
 int evp_rec_is_open(void)
 {
-    return __atomic_load_n(&S.state, __ATOMIC_RELAXED) == OPEN;
+    return __atomic_load_n(&session.state, __ATOMIC_RELAXED) == OPEN;
 }
 
 int evp_rec_threads(void)
 {
-    pthread_mutex_lock(&S.mu);
-    int n = S.writer_running ? 1 : 0;
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&session.mu);
+    int n = session.writer_running ? 1 : 0;
+    pthread_mutex_unlock(&session.mu);
     return n + evp_rec_sample_ticker_running_();
 }
 
 void evp_rec_set_enabled(uint64_t kinds)
 {
-    pthread_mutex_lock(&S.mu);
-    S.cfg.enabled = (kinds ? kinds : S.cfg.can_emit) & S.cfg.can_emit;
-    if (S.state == OPEN && !S.stopped)
-        __atomic_store_n(&evp_rec_mask_, S.cfg.enabled, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&session.mu);
+    session.cfg.enabled =
+        (kinds ? kinds : session.cfg.can_emit) & session.cfg.can_emit;
+    if (session.state == OPEN && !session.stopped)
+        __atomic_store_n(&evp_rec_mask_, session.cfg.enabled, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&session.mu);
 }
 
 int evp_rec_flush(void)
 {
-    pthread_mutex_lock(&S.mu);
-    if (S.state != OPEN) {
-        pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&session.mu);
+    if (session.state != OPEN) {
+        pthread_mutex_unlock(&session.mu);
         return -ENOTCONN;
     }
     /* A round that begins after this point sees every record stored
      * before it, this thread's among them: wait for one to end. */
-    uint64_t want = S.rounds_begun + 1;
-    if (S.flush_want < want)
-        S.flush_want = want;
-    pthread_cond_signal(&S.wake);
-    while (S.rounds_done < want && S.state == OPEN && S.writer_running)
-        pthread_cond_wait(&S.flushed, &S.mu);
-    int rc = S.error;
-    pthread_mutex_unlock(&S.mu);
+    uint64_t want = session.rounds_begun + 1;
+    if (session.flush_want < want)
+        session.flush_want = want;
+    pthread_cond_signal(&session.wake);
+    while (session.rounds_done < want && session.state == OPEN &&
+           session.writer_running)
+        pthread_cond_wait(&session.flushed, &session.mu);
+    int rc = session.error;
+    pthread_mutex_unlock(&session.mu);
     return rc;
 }
 
@@ -1927,26 +1942,26 @@ static void write_end(void)
     evp_put_u64(buf, ticks);
     evp_put_u64(buf + 8, ns);
     evp_put_u64(buf + 16, evp_clock_wall_ns());
-    evp_put_u64(buf + 24, S.events);
-    evp_put_u64(buf + 32, S.dropped);
-    evp_put_u64(buf + 40, S.backwards);
+    evp_put_u64(buf + 24, session.events);
+    evp_put_u64(buf + 32, session.dropped);
+    evp_put_u64(buf + 40, session.backwards);
     size_t k = 48, n = 0;
-    for (struct thread *t = S.threads; t; t = t->next)
-        n += t->gen == S.gen && t->events + t->dropped_total > 0;
+    for (struct thread *t = session.threads; t; t = t->next)
+        n += t->gen == session.gen && t->events + t->dropped_total > 0;
     if (n > 64)
         n = 64; /* the per-stream list is informative; totals are above */
     k += evp_varint_put(buf + k, n);
-    for (struct thread *t = S.threads; t && n; t = t->next) {
-        if (t->gen != S.gen || t->events + t->dropped_total == 0)
+    for (struct thread *t = session.threads; t && n; t = t->next) {
+        if (t->gen != session.gen || t->events + t->dropped_total == 0)
             continue;
         k += evp_varint_put(buf + k, t->stream);
         k += evp_varint_put(buf + k, t->events);
         k += evp_varint_put(buf + k, t->dropped_total);
         n--;
     }
-    if (!S.error) {
+    if (!session.error) {
         if (write_chunk(EVP_CHUNK_END, buf, k) < 0)
-            S.end_error = S.error;
+            session.end_error = session.error;
         return;
     }
     /* Recording stopped at a write error, maybe half-way through a chunk:
@@ -1956,20 +1971,20 @@ static void write_end(void)
      * dropped.  Not past a file-size limit: the signal could kill the
      * program. */
     struct rlimit rl;
-    int rc = S.fd < 0 ? S.error : 0;
+    int rc = session.fd < 0 ? session.error : 0;
     if (rc == 0 && getrlimit(RLIMIT_FSIZE, &rl) == 0 &&
         rl.rlim_cur != RLIM_INFINITY &&
-        S.bytes + EVP_CHUNK_HEADER_SIZE + k > (uint64_t)rl.rlim_cur)
+        session.bytes + EVP_CHUNK_HEADER_SIZE + k > (uint64_t)rl.rlim_cur)
         rc = -EFBIG;
-    if (rc == 0 && lseek(S.fd, (off_t)S.bytes, SEEK_SET) < 0)
+    if (rc == 0 && lseek(session.fd, (off_t)session.bytes, SEEK_SET) < 0)
         rc = -errno;
     if (rc == 0) {
-        if (ftruncate(S.fd, (off_t)S.bytes) != 0 && errno != EINVAL)
+        if (ftruncate(session.fd, (off_t)session.bytes) != 0 && errno != EINVAL)
             rc = -errno; /* EINVAL: /dev/null */
         else
             rc = put_chunk(EVP_CHUNK_END, buf, k);
     }
-    S.end_error = rc;
+    session.end_error = rc;
 }
 
 /* Does the session's path still name the file written?  Not when it
@@ -1977,40 +1992,42 @@ static void write_end(void)
 static int path_holds_trace(void)
 {
     struct stat a, b;
-    if (S.fd < 0 || !S.abspath || fstat(S.fd, &a) != 0 || !S_ISREG(a.st_mode))
+    if (session.fd < 0 || !session.abspath || fstat(session.fd, &a) != 0 ||
+        !S_ISREG(a.st_mode))
         return 1;
-    return stat(S.abspath, &b) == 0 && a.st_dev == b.st_dev &&
+    return stat(session.abspath, &b) == 0 && a.st_dev == b.st_dev &&
            a.st_ino == b.st_ino;
 }
 
 /* One line on what the closed session lost, if anything. */
 static void report_losses(int gone)
 {
-    if (S.cfg.flags & EVP_REC_QUIET)
+    if (session.cfg.flags & EVP_REC_QUIET)
         return;
     if (gone)
         fprintf(stderr,
                 "evalprof: %s: the trace file was removed or replaced "
                 "while recording: the %llu events written to it are lost\n",
-                S.path, (unsigned long long)S.events);
-    else if (S.end_error && S.dropped)
+                session.path, (unsigned long long)session.events);
+    else if (session.end_error && session.dropped)
         fprintf(stderr,
                 "evalprof: %s: %llu events could not be written, nor the "
                 "end record that counts them (%s)\n",
-                S.path, (unsigned long long)S.dropped, strerror(-S.end_error));
-    else if (S.end_error)
+                session.path, (unsigned long long)session.dropped,
+                strerror(-session.end_error));
+    else if (session.end_error)
         fprintf(stderr,
                 "evalprof: %s: the end record could not be written (%s): "
                 "the trace ends without it\n",
-                S.path, strerror(-S.end_error));
-    else if (S.dropped && S.drop && !S.error)
+                session.path, strerror(-session.end_error));
+    else if (session.dropped && session.drop && !session.error)
         fprintf(stderr,
                 "evalprof: %s: %llu events dropped, in whole buffers, while "
                 "the writer could not keep up (--on-overflow=drop)\n",
-                S.path, (unsigned long long)S.dropped);
-    else if (S.dropped)
+                session.path, (unsigned long long)session.dropped);
+    else if (session.dropped)
         fprintf(stderr, "evalprof: %s: %llu events could not be written\n",
-                S.path, (unsigned long long)S.dropped);
+                session.path, (unsigned long long)session.dropped);
 }
 
 int evp_rec_close(void)
@@ -2018,69 +2035,71 @@ int evp_rec_close(void)
     /* No more samples: the last round drains every ring. */
     if (evp_rec_is_open())
         evp_rec_sampler_stop();
-    pthread_mutex_lock(&S.mu);
-    if (S.state != OPEN) {
-        pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&session.mu);
+    if (session.state != OPEN) {
+        pthread_mutex_unlock(&session.mu);
         return -ENOTCONN;
     }
     __atomic_store_n(&evp_rec_mask_, 0, __ATOMIC_RELAXED);
-    S.state = CLOSING;
-    pthread_spin_lock(&S.q);
-    S.q_open = 0;
-    pthread_spin_unlock(&S.q);
+    session.state = CLOSING;
+    pthread_spin_lock(&session.q);
+    session.q_open = 0;
+    pthread_spin_unlock(&session.q);
     /* Queue every live buffer; the writer's last round writes them. */
-    for (struct thread *t = S.threads; t; t = t->next)
-        if (t->live && t->gen == S.gen)
+    for (struct thread *t = session.threads; t; t = t->next)
+        if (t->live && t->gen == session.gen)
             detach_locked(t);
-    S.writer_stop = 1;
-    pthread_cond_broadcast(&S.wake);
-    pthread_cond_broadcast(&S.room);
-    pthread_cond_broadcast(&S.flushed);
-    int running = S.writer_running;
-    pthread_mutex_unlock(&S.mu);
+    session.writer_stop = 1;
+    pthread_cond_broadcast(&session.wake);
+    pthread_cond_broadcast(&session.room);
+    pthread_cond_broadcast(&session.flushed);
+    int running = session.writer_running;
+    pthread_mutex_unlock(&session.mu);
     if (running)
-        pthread_join(S.writer, NULL);
+        pthread_join(session.writer, NULL);
 
-    pthread_mutex_lock(&S.mu);
-    S.writer_running = 0;
-    if (running || S.writer_cpu_ns) {
+    pthread_mutex_lock(&session.mu);
+    session.writer_running = 0;
+    if (running || session.writer_cpu_ns) {
         /* (the last round, below, is the closing thread's) */
         char v[32];
-        snprintf(v, sizeof v, "%llu", (unsigned long long)S.writer_cpu_ns);
+        snprintf(v, sizeof v, "%llu",
+                 (unsigned long long)session.writer_cpu_ns);
         evp_rec_meta_locked_("recorder.writer_cpu_ns", v);
     }
     writer_round(1); /* whatever the writer had not taken yet */
     progress(1);
     write_end();
     int gone = !path_holds_trace();
-    if (S.fd >= 0 && close(S.fd) < 0 && !S.error)
-        S.error = -errno;
-    if (gone && !S.error)
-        S.error = -ENOENT;
-    S.fd = -1;
-    S.deferred = 0;
+    if (session.fd >= 0 && close(session.fd) < 0 && !session.error)
+        session.error = -errno;
+    if (gone && !session.error)
+        session.error = -ENOENT;
+    session.fd = -1;
+    session.deferred = 0;
     report_losses(gone);
-    S.state = CLOSED;
-    S.gen++;
-    int rc = S.error;
-    pthread_mutex_unlock(&S.mu);
+    session.state = CLOSED;
+    session.gen++;
+    int rc = session.error;
+    pthread_mutex_unlock(&session.mu);
     return rc;
 }
 
 const char *evp_rec_path(void)
 {
-    return S.path;
+    return session.path;
 }
 
 void evp_rec_get_stats(struct evp_rec_stats *st)
 {
-    pthread_mutex_lock(&S.mu);
-    st->events = S.events;
-    st->dropped = S.dropped;
-    st->bytes = S.bytes;
-    st->chunks = S.chunks;
-    st->event_cost_ns = S.hz > 0 ? S.event_cost_ticks * 1e9 / S.hz : 0;
-    st->error = S.error;
-    st->end_error = S.end_error;
-    pthread_mutex_unlock(&S.mu);
+    pthread_mutex_lock(&session.mu);
+    st->events = session.events;
+    st->dropped = session.dropped;
+    st->bytes = session.bytes;
+    st->chunks = session.chunks;
+    st->event_cost_ns =
+        session.hz > 0 ? session.event_cost_ticks * 1e9 / session.hz : 0;
+    st->error = session.error;
+    st->end_error = session.end_error;
+    pthread_mutex_unlock(&session.mu);
 }

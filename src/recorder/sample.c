@@ -75,9 +75,9 @@
  * futex on the thread's GIL (evp_rec_sample_thread_gil) or SYSCALL.  The ring
  * stays single producer: the sampler thread writes one only while no signal to
  * its thread is in flight (sent == done; the handler sets done when finished),
- * under G.mu, and a per-ring flag (producer) turns any overlap that a stray
- * signal could make into a dropped sample.  It is paused around a fork, as the
- * writer is (CPython 3.12+ counts threads).
+ * under sampler.mu, and a per-ring flag (producer) turns any overlap that a
+ * stray signal could make into a dropped sample.  It is paused around a fork,
+ * as the writer is (CPython 3.12+ counts threads).
  *
  * The CPU clock's sampler thread (EVALPROF_SAMPLE_TIMER=thread, and a
  * producer with on_peek).  No timer and no signal: the same thread of the
@@ -86,7 +86,7 @@
  * running is sampled by the producer's on_peek on the sampler thread,
  * which reads that thread's frames from outside it and stores into its
  * ring (enter() finds the ring through peek_tls there): the ring's one
- * producer is then the sampler thread, under G.mu.  A producer that
+ * producer is then the sampler thread, under sampler.mu.  A producer that
  * cannot read the thread safely now has it signalled instead (tick_peek).
  *
  * The handler calls the producer's on_sample, which walks the thread's
@@ -221,9 +221,9 @@ struct ring {
 
 /*
  * A ring's pages are faulted in ahead of the samples, by the thread that
- * starts it (the first POPULATE_START bytes, before it takes G.mu) and by
+ * starts it (the first POPULATE_START bytes, before it takes sampler.mu) and by
  * the writer (up to POPULATE_AHEAD past the head of a ring in use, each
- * round: 16 pages at most under G.mu, which the wall clock's sampler
+ * round: 16 pages at most under sampler.mu, which the wall clock's sampler
  * thread takes at every tick; a ring never used keeps 16 KiB), never in
  * a handler: here a
  * first touch of a page costs the thread 30-250 us of CPU time (the VM's
@@ -398,7 +398,7 @@ struct sthread {
     uint64_t owed;          /* periods not sampled yet (atomic) */
     uint64_t sent, done;    /* signals sent (ticker), handled (atomic) */
     uint64_t cpu_at_sample; /* CPU ns at the handler's last sample */
-    uint64_t signals;       /* signals handled in under G.long_ticks, */
+    uint64_t signals;       /* signals handled in under sampler.long_ticks, */
     uint64_t short_ticks;   /* their time, */
     uint64_t long_signals;  /* and those that took longer (atomic) */
     /* (ticker) periods sampled on its behalf past its CPU budget since
@@ -524,7 +524,7 @@ static struct {
     uint8_t *out; /* a chunk being encoded */
     size_t out_cap;
     uint32_t path[EVP_SAMPLE_DEPTH_LIMIT];
-} G = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} sampler = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
@@ -542,7 +542,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int perf_open(int signo, uint64_t period_ns, int trap, void *cookie)
 {
     struct perf_event_attr a;
-    int quiet = G.nop == 2 && cookie; /* a thread's, sending nothing */
+    int quiet = sampler.nop == 2 && cookie; /* a thread's, sending nothing */
     for (int user_only = 0; user_only < 2; user_only++) {
         memset(&a, 0, sizeof a);
         a.type = PERF_TYPE_SOFTWARE;
@@ -679,7 +679,7 @@ static uint64_t peek_periods(const struct sthread *st)
 {
     uint64_t cpu = st->has_cpu_id ? clock_ns(st->cpu_id) : UINT64_MAX;
     return cpu != UINT64_MAX && cpu > st->cpu_base
-               ? (cpu - st->cpu_base) / G.period_ns
+               ? (cpu - st->cpu_base) / sampler.period_ns
                : 0;
 }
 
@@ -689,7 +689,7 @@ static uint64_t peek_periods(const struct sthread *st)
  * counted unsampled: every period is in a weight or there. */
 static void clock_stop(struct sthread *st)
 {
-    if (G.use_peek && st->ring.buf) {
+    if (sampler.use_peek && st->ring.buf) {
         uint64_t periods = peek_periods(st);
         uint64_t owed = __atomic_exchange_n(&st->owed, 0, __ATOMIC_ACQ_REL);
         if (periods > st->periods_told) {
@@ -733,7 +733,7 @@ static inline struct sthread *enter(void)
     if (__atomic_load_n(&st->owner, __ATOMIC_RELAXED) != (void *)&sample_tls)
         return NULL;
     __atomic_add_fetch(&st->busy, 1, __ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&G.stopping, __ATOMIC_SEQ_CST) &&
+    if (!__atomic_load_n(&sampler.stopping, __ATOMIC_SEQ_CST) &&
         __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE &&
         __atomic_load_n(&st->owner, __ATOMIC_RELAXED) == (void *)&sample_tls)
         return st;
@@ -748,7 +748,7 @@ static inline void leave(struct sthread *st)
 
 /* On the sampler thread, inside on_peek: the ring of the thread it
  * samples (which the sampler thread alone writes: that thread has no
- * timer, and its struct stays active while G.mu is held). */
+ * timer, and its struct stays active while sampler.mu is held). */
 static __attribute__((noinline)) struct sthread *enter_peek(void)
 {
     struct sthread *st = peek_tls;
@@ -770,7 +770,7 @@ static uint32_t perf_weight(struct sthread *st)
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
         uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
         uint64_t periods =
-            ns > st->cpu_base ? (ns - st->cpu_base) / G.period_ns : 0;
+            ns > st->cpu_base ? (ns - st->cpu_base) / sampler.period_ns : 0;
         if (periods > st->periods_told + 1) {
             uint64_t w = periods - st->periods_told;
             weight = w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
@@ -778,7 +778,7 @@ static uint32_t perf_weight(struct sthread *st)
     }
     st->periods_told += weight;
     __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
-    if (!G.use_trap)
+    if (!sampler.use_trap)
         ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
     return weight;
 }
@@ -831,7 +831,7 @@ static void take(struct sthread *st, void *uc, uint32_t weight)
     if (EVP_UNDER_TSAN)
         unblock_faults();
     uint64_t puts = st->ring.puts;
-    G.cfg.on_sample(uc, weight);
+    sampler.cfg.on_sample(uc, weight);
     if (st->ring.puts == puts)
         bump(&st->ring.unsampled, weight);
     else if (weight > 1)
@@ -840,7 +840,7 @@ static void take(struct sthread *st, void *uc, uint32_t weight)
 
 /* A signal handled since T0 (evp_rec_now's ticks), its time counted for
  * perf_throttle, and for the trace (sample.signals, sample.handler_ns)
- * unless it took over G.long_ticks (HANDLER_LONG_NS): evalprof's handler
+ * unless it took over sampler.long_ticks (HANDLER_LONG_NS): evalprof's handler
  * takes a few microseconds, and one that took 100 µs of real time or more
  * had its thread descheduled inside it (the clock runs on).  Those are
  * counted apart (sample.handler_long): here, on a loaded machine, 1 in
@@ -851,7 +851,7 @@ static void count_signal(struct sthread *st, uint64_t t0)
     uint64_t d = evp_rec_now() - t0;
     __atomic_store_n(&st->handler_ticks, st->handler_ticks + d,
                      __ATOMIC_RELAXED);
-    if (d < G.long_ticks) {
+    if (d < sampler.long_ticks) {
         __atomic_store_n(&st->short_ticks, st->short_ticks + d,
                          __ATOMIC_RELAXED);
         __atomic_store_n(&st->signals, st->signals + 1, __ATOMIC_RELAXED);
@@ -866,12 +866,12 @@ static void count_signal(struct sthread *st, uint64_t t0)
  * lost). */
 static void take_perf(struct sthread *st, void *uc)
 {
-    if (G.nop) {
+    if (sampler.nop) {
         /* EVALPROF_TEST_SAMPLE_NOP: counted (so that perf_throttle sees
          * the signal arrive), the event re-armed where it must be,
          * nothing else */
         __atomic_store_n(&st->handled, st->handled + 1, __ATOMIC_RELAXED);
-        if (!G.use_trap)
+        if (!sampler.use_trap)
             ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
         return;
     }
@@ -894,7 +894,7 @@ static void evp_sample_on_signal(int sig, siginfo_t *si, void *uc)
     int perf = st && si && st->perf_fd >= 0 && si->si_fd == st->perf_fd &&
                (si->si_code == POLL_IN || si->si_code == POLL_HUP);
     int tick = st && si && si->si_code == SI_QUEUE &&
-               si->si_value.sival_ptr == st && si->si_pid == G.pid;
+               si->si_value.sival_ptr == st && si->si_pid == sampler.pid;
     if (perf && (st = enter()) != NULL) {
         take_perf(st, uc);
         leave(st);
@@ -943,35 +943,36 @@ static uintptr_t perf_data(const siginfo_t *si)
 /* SIGTRAP: this thread's perf event (TRAP_PERF, its struct as the data)
  * is a sample; another perf trap (a stopped sampler's, late) is dropped;
  * any other trap goes where it went before. */
-/* The published disposition of G.old_trap (async-signal-safe): read the
+/* The published disposition of sampler.old_trap (async-signal-safe): read the
  * slot, and again if the writer published another meanwhile. */
 static void *trap_old(int *siginfo)
 {
     unsigned gen;
     void *fn;
     do {
-        gen = __atomic_load_n(&G.old_trap_gen, __ATOMIC_ACQUIRE);
+        gen = __atomic_load_n(&sampler.old_trap_gen, __ATOMIC_ACQUIRE);
         /* (acquire: the second look at gen comes after these) */
-        fn = __atomic_load_n(&G.old_trap[gen & 1].fn, __ATOMIC_ACQUIRE);
-        *siginfo =
-            __atomic_load_n(&G.old_trap[gen & 1].siginfo, __ATOMIC_ACQUIRE);
-    } while (__atomic_load_n(&G.old_trap_gen, __ATOMIC_RELAXED) != gen);
+        fn = __atomic_load_n(&sampler.old_trap[gen & 1].fn, __ATOMIC_ACQUIRE);
+        *siginfo = __atomic_load_n(&sampler.old_trap[gen & 1].siginfo,
+                                   __ATOMIC_ACQUIRE);
+    } while (__atomic_load_n(&sampler.old_trap_gen, __ATOMIC_RELAXED) != gen);
     return fn;
 }
 
 /* Publish SA as the disposition evp_sample_on_trap passes other traps
- * to (G.mu held: one writer). */
+ * to (sampler.mu held: one writer). */
 static void trap_old_set(const struct sigaction *sa)
 {
-    unsigned gen = G.old_trap_gen + 1;
+    unsigned gen = sampler.old_trap_gen + 1;
     int siginfo = (sa->sa_flags & SA_SIGINFO) != 0;
     void *fn = siginfo ? (void *)sa->sa_sigaction : (void *)sa->sa_handler;
     /* (release: a reader that reads one of these stores sees the
      * publication before them too, so its second look at the generation
      * finds it moved and it reads again) */
-    __atomic_store_n(&G.old_trap[gen & 1].fn, fn, __ATOMIC_RELEASE);
-    __atomic_store_n(&G.old_trap[gen & 1].siginfo, siginfo, __ATOMIC_RELEASE);
-    __atomic_store_n(&G.old_trap_gen, gen, __ATOMIC_RELEASE);
+    __atomic_store_n(&sampler.old_trap[gen & 1].fn, fn, __ATOMIC_RELEASE);
+    __atomic_store_n(&sampler.old_trap[gen & 1].siginfo, siginfo,
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&sampler.old_trap_gen, gen, __ATOMIC_RELEASE);
 }
 
 static void evp_sample_on_trap(int sig, siginfo_t *si, void *uc)
@@ -1016,30 +1017,30 @@ static int trap_set(struct sigaction *old)
 }
 
 /* SIGTRAP's handler again, if the program replaced it while sampling
- * (the writer, every round; G.mu held): the program's disposition is
+ * (the writer, every round; sampler.mu held): the program's disposition is
  * then the one its own traps go to, and the perf traps of the round
  * before went to it. */
 static void trap_guard(void)
 {
     struct sigaction cur;
-    if (!G.running || !G.use_trap || sigaction(SIGTRAP, NULL, &cur) != 0 ||
-        is_on_trap(&cur))
+    if (!sampler.running || !sampler.use_trap ||
+        sigaction(SIGTRAP, NULL, &cur) != 0 || is_on_trap(&cur))
         return;
     trap_old_set(&cur);
     if (trap_set(NULL) == 0)
-        G.trap_retaken++;
+        sampler.trap_retaken++;
 }
 
-/* Make evp_sample_on_trap SIGTRAP's handler, once (G.mu held). */
+/* Make evp_sample_on_trap SIGTRAP's handler, once (sampler.mu held). */
 static int trap_install(void)
 {
-    if (G.trap_installed)
+    if (sampler.trap_installed)
         return 0;
     struct sigaction old;
     int rc = trap_set(&old);
     if (rc == 0)
         trap_old_set(&old);
-    G.trap_installed = rc == 0;
+    sampler.trap_installed = rc == 0;
     return rc;
 }
 
@@ -1134,8 +1135,9 @@ int evp_rec_sample_put(uint64_t ts, uint32_t state, uint32_t unit1,
     struct sthread *st = enter();
     if (!st)
         return -ENOTCONN;
-    if (depth > G.cfg.max_depth) {
-        depth = G.cfg.max_depth; /* keys are leaf first: the root is cut */
+    if (depth > sampler.cfg.max_depth) {
+        depth =
+            sampler.cfg.max_depth; /* keys are leaf first: the root is cut */
         state |= EVP_SAMPLE_TRUNCATED;
     }
     if (!keys)
@@ -1298,30 +1300,31 @@ static void thread_exit_cb(void *p)
 
 static void key_init(void)
 {
-    pthread_key_create(&G.exit_key, thread_exit_cb);
+    pthread_key_create(&sampler.exit_key, thread_exit_cb);
 }
 
 /* A first expiry somewhere in the first period, different per thread. */
 static uint64_t first_expiry_ns(int tid)
 {
     uint64_t h = evp_itab_hash_u64((uint64_t)tid ^ evp_clock_mono_ns());
-    uint64_t ns = h % G.period_ns;
+    uint64_t ns = h % sampler.period_ns;
     return ns ? ns : 1;
 }
 
-/* Caller holds G.mu.  Frees what the writer side held for ST. */
+/* Caller holds sampler.mu.  Frees what the writer side held for ST. */
 static void thread_release(struct sthread *st)
 {
     struct ring *r = &st->ring;
-    G.samples += r->samples;
-    G.dropped += r->dropped;
-    G.missed += r->missed;
-    G.unsampled += r->unsampled;
-    G.funcs_lost += r->funcs_lost;
-    G.signals += __atomic_load_n(&st->signals, __ATOMIC_RELAXED);
-    G.short_ticks += __atomic_load_n(&st->short_ticks, __ATOMIC_RELAXED);
-    G.long_signals += __atomic_load_n(&st->long_signals, __ATOMIC_RELAXED);
-    G.nop_signals += __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
+    sampler.samples += r->samples;
+    sampler.dropped += r->dropped;
+    sampler.missed += r->missed;
+    sampler.unsampled += r->unsampled;
+    sampler.funcs_lost += r->funcs_lost;
+    sampler.signals += __atomic_load_n(&st->signals, __ATOMIC_RELAXED);
+    sampler.short_ticks += __atomic_load_n(&st->short_ticks, __ATOMIC_RELAXED);
+    sampler.long_signals +=
+        __atomic_load_n(&st->long_signals, __ATOMIC_RELAXED);
+    sampler.nop_signals += __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
     if (r->buf)
         munmap(r->buf, r->size);
     memset(r, 0, sizeof *r);
@@ -1359,19 +1362,19 @@ static __attribute__((noinline)) void guard_warm(void)
 int evp_rec_sample_thread_start(const char *name)
 {
     pthread_once(&key_once, key_init);
-    pthread_mutex_lock(&G.mu);
+    pthread_mutex_lock(&sampler.mu);
     struct sthread *st = sample_tls;
-    int rc = G.running ? 0 : -ENOTCONN;
+    int rc = sampler.running ? 0 : -ENOTCONN;
     if (rc == 0 && st && st->owner == (void *)&sample_tls &&
-        st->state == ST_ACTIVE && st->gen == G.gen)
+        st->state == ST_ACTIVE && st->gen == sampler.gen)
         rc = 1; /* started already */
-    uint64_t bytes = G.ring_bytes;
-    pthread_mutex_unlock(&G.mu);
+    uint64_t bytes = sampler.ring_bytes;
+    pthread_mutex_unlock(&sampler.mu);
     if (rc)
         return rc > 0 ? 0 : rc;
     guard_warm();
 
-    /* The stream first: the session lock comes before G.mu. */
+    /* The stream first: the session lock comes before sampler.mu. */
     uint32_t stream;
     if ((rc = evp_rec_stream_attach_(name, &stream)) != 0)
         return rc < 0 ? rc : -EINVAL;
@@ -1382,19 +1385,19 @@ int evp_rec_sample_thread_start(const char *name)
     struct ring early = {.buf = buf, .size = bytes};
     ring_populate(&early, POPULATE_START);
 
-    pthread_mutex_lock(&G.mu);
-    if (!G.running || G.ring_bytes != bytes) {
-        pthread_mutex_unlock(&G.mu);
+    pthread_mutex_lock(&sampler.mu);
+    if (!sampler.running || sampler.ring_bytes != bytes) {
+        pthread_mutex_unlock(&sampler.mu);
         munmap(buf, bytes);
         return -ENOTCONN;
     }
-    struct sthread **pp = &G.threads;
+    struct sthread **pp = &sampler.threads;
     while (*pp && __atomic_load_n(&(*pp)->state, __ATOMIC_ACQUIRE) != ST_FREE)
         pp = &(*pp)->next;
     if ((st = *pp) != NULL) {
         *pp = st->next;
     } else if (!(st = calloc(1, sizeof *st))) {
-        pthread_mutex_unlock(&G.mu);
+        pthread_mutex_unlock(&sampler.mu);
         munmap(buf, bytes);
         return -ENOMEM;
     }
@@ -1402,7 +1405,7 @@ int evp_rec_sample_thread_start(const char *name)
      * order in which the rings of one stream (a thread that stopped and
      * started again) are written. */
     st->next = NULL;
-    for (pp = &G.threads; *pp; pp = &(*pp)->next)
+    for (pp = &sampler.threads; *pp; pp = &(*pp)->next)
         ;
     *pp = st;
     memset(&st->ring, 0, sizeof st->ring);
@@ -1414,22 +1417,22 @@ int evp_rec_sample_thread_start(const char *name)
     st->dropped_told = st->unbatched = 0;
     st->nkeys = st->nbatch = 0;
     evp_itab_clear(&st->key_index);
-    st->gen = G.gen;
+    st->gen = sampler.gen;
     __atomic_store_n(&st->owner, (void *)&sample_tls, __ATOMIC_RELAXED);
 
     st->perf_fd = -1;
     st->periods_told = 0;
     st->handled = 0;
     st->handler_ticks = st->signals = st->short_ticks = st->long_signals = 0;
-    st->event_ns = G.period_ns;
+    st->event_ns = sampler.period_ns;
     st->sys_fd = -1;
     st->has_cpu_id = pthread_getcpuclockid(pthread_self(), &st->cpu_id) == 0;
-    if (G.use_ticker) {
-        if (st->last_cap < G.cfg.max_depth) {
-            uint32_t *k = realloc(st->last_keys, 4u * G.cfg.max_depth);
+    if (sampler.use_ticker) {
+        if (st->last_cap < sampler.cfg.max_depth) {
+            uint32_t *k = realloc(st->last_keys, 4u * sampler.cfg.max_depth);
             if (k) {
                 st->last_keys = k;
-                st->last_cap = G.cfg.max_depth;
+                st->last_cap = sampler.cfg.max_depth;
             }
         }
         st->last_ok = 0;
@@ -1438,27 +1441,28 @@ int evp_rec_sample_thread_start(const char *name)
         st->sys_fd = open(sys, O_RDONLY | O_CLOEXEC);
         __atomic_store_n(&st->gil_lo, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&st->gil_size, 0, __ATOMIC_RELAXED);
-        st->ticks_seen = G.ticks;
+        st->ticks_seen = sampler.ticks;
         st->owed = 0;
         st->sent = st->done = 0;
         st->cpu_at_sample = 0;
         st->producer = 0;
         __atomic_store_n(&st->peek_cookie, NULL, __ATOMIC_RELAXED);
-        uint64_t cpu = G.use_peek ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+        uint64_t cpu = sampler.use_peek ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
         st->cpu_base = cpu != UINT64_MAX ? cpu : 0;
         /* the sampler thread signals it, or samples it (on_peek) */
-    } else if (G.use_perf) {
-        if ((st->perf_fd = perf_open(G.signo, G.period_ns, G.use_trap, st)) < 0)
+    } else if (sampler.use_perf) {
+        if ((st->perf_fd = perf_open(sampler.signo, sampler.period_ns,
+                                     sampler.use_trap, st)) < 0)
             rc = -EPERM;
     } else {
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);
         sev.sigev_notify = SIGEV_THREAD_ID;
-        sev.sigev_signo = G.signo;
+        sev.sigev_signo = sampler.signo;
         sev.sigev_value.sival_ptr = st;
         sev._sigev_un._tid = st->tid;
         clockid_t clock =
-            G.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+            sampler.cfg.cpu_clock ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
         if (timer_create(clock, &sev, &st->timer) != 0)
             rc = -errno;
         else
@@ -1470,15 +1474,15 @@ int evp_rec_sample_thread_start(const char *name)
             close(st->sys_fd);
         st->sys_fd = -1;
         __atomic_store_n(&st->owner, NULL, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&G.mu);
+        pthread_mutex_unlock(&sampler.mu);
         munmap(buf, bytes);
         return rc;
     }
     __atomic_store_n(&st->state, ST_ACTIVE, __ATOMIC_RELEASE);
     __atomic_store_n(&sample_tls, st, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    pthread_setspecific(G.exit_key, st);
-    if (G.use_perf) {
+    pthread_setspecific(sampler.exit_key, st);
+    if (sampler.use_perf) {
         struct timespec now;
         st->cpu_base =
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0
@@ -1488,23 +1492,23 @@ int evp_rec_sample_thread_start(const char *name)
         st->watch_handled = 0;
         st->watch_ticks = 0;
         ioctl(st->perf_fd, PERF_EVENT_IOC_RESET, 0);
-        if (G.use_trap || G.nop == 2)
+        if (sampler.use_trap || sampler.nop == 2)
             ioctl(st->perf_fd, PERF_EVENT_IOC_ENABLE, 0);
         else
             ioctl(st->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
-        G.threads_started++;
-        pthread_mutex_unlock(&G.mu);
+        sampler.threads_started++;
+        pthread_mutex_unlock(&sampler.mu);
         return 0;
     }
-    if (G.use_ticker) {
-        G.threads_started++;
-        pthread_mutex_unlock(&G.mu);
+    if (sampler.use_ticker) {
+        sampler.threads_started++;
+        pthread_mutex_unlock(&sampler.mu);
         return 0;
     }
     uint64_t first = first_expiry_ns(st->tid);
     struct itimerspec its = {
-        .it_interval = {(time_t)(G.period_ns / 1000000000u),
-                        (long)(G.period_ns % 1000000000u)},
+        .it_interval = {(time_t)(sampler.period_ns / 1000000000u),
+                        (long)(sampler.period_ns % 1000000000u)},
         .it_value = {(time_t)(first / 1000000000u),
                      (long)(first % 1000000000u)},
     };
@@ -1514,11 +1518,11 @@ int evp_rec_sample_thread_start(const char *name)
         timer_delete(st->timer);
         st->has_timer = 0;
         __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&G.mu);
+        pthread_mutex_unlock(&sampler.mu);
         return rc;
     }
-    G.threads_started++;
-    pthread_mutex_unlock(&G.mu);
+    sampler.threads_started++;
+    pthread_mutex_unlock(&sampler.mu);
     return 0;
 }
 
@@ -1530,15 +1534,15 @@ void evp_rec_sample_thread_stop(void)
     /* From here on this thread's handler leaves the ring alone. */
     __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (pthread_getspecific(G.exit_key) == st)
-        pthread_setspecific(G.exit_key, NULL);
-    pthread_mutex_lock(&G.mu);
+    if (pthread_getspecific(sampler.exit_key) == st)
+        pthread_setspecific(sampler.exit_key, NULL);
+    pthread_mutex_lock(&sampler.mu);
     if (st->owner == (void *)&sample_tls &&
         __atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE) {
         clock_stop(st);
         __atomic_store_n(&st->state, ST_STOPPED, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&G.mu);
+    pthread_mutex_unlock(&sampler.mu);
 }
 
 int evp_rec_sample_thread_peek(void *cookie)
@@ -1666,12 +1670,12 @@ static uint32_t blocked_state(uint32_t last, int keep)
 
 static int send_tick(struct sthread *st);
 
-/* One tick for ST (G.mu held): owe it the periods since its last tick,
+/* One tick for ST (sampler.mu held): owe it the periods since its last tick,
  * then sample it on its behalf or signal it. */
 static void tick_thread(struct sthread *st)
 {
-    uint64_t n = G.ticks - st->ticks_seen;
-    st->ticks_seen = G.ticks;
+    uint64_t n = sampler.ticks - st->ticks_seen;
+    st->ticks_seen = sampler.ticks;
     if (!n || !st->ring.buf)
         return;
     __atomic_add_fetch(&st->owed, n, __ATOMIC_ACQ_REL);
@@ -1688,8 +1692,8 @@ static void tick_thread(struct sthread *st)
         thread_blocked(st, &nr, &arg) && st->has_cpu_id) {
         uint64_t cpu = clock_ns(st->cpu_id);
         uint64_t at = __atomic_load_n(&st->cpu_at_sample, __ATOMIC_RELAXED);
-        uint32_t call = G.cfg.tells_blocked ? call_flag(st, nr, arg) : 0;
-        int fresh = cpu != UINT64_MAX && cpu - at <= G.budget_ns;
+        uint32_t call = sampler.cfg.tells_blocked ? call_flag(st, nr, arg) : 0;
+        int fresh = cpu != UINT64_MAX && cpu - at <= sampler.budget_ns;
         if (st->stale_at != at) {
             st->stale_at = at;
             st->stale_periods = 0;
@@ -1705,7 +1709,7 @@ static void tick_thread(struct sthread *st)
          * itself measured. */
         int behalf =
             fresh || (cpu != UINT64_MAX && !(call & EVP_SAMPLE_GIL_WAIT) &&
-                      st->stale_periods * G.period_ns < STALE_MAX_NS);
+                      st->stale_periods * sampler.period_ns < STALE_MAX_NS);
         if (behalf &&
             !__atomic_exchange_n(&st->producer, 1, __ATOMIC_ACQUIRE)) {
             if (st->last_ok) {
@@ -1733,20 +1737,21 @@ static void tick_thread(struct sthread *st)
 }
 
 /* Signal thread ST (no signal of the sampler thread's in flight to it,
- * G.mu held): its handler takes the periods owed.  0: not sent (the
+ * sampler.mu held): its handler takes the periods owed.  0: not sent (the
  * thread is gone). */
 static int send_tick(struct sthread *st)
 {
     uint64_t sent = st->sent;
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    si.si_signo = G.signo;
+    si.si_signo = sampler.signo;
     si.si_code = SI_QUEUE;
-    si.si_pid = G.pid;
+    si.si_pid = sampler.pid;
     si.si_uid = getuid();
     si.si_value.sival_ptr = st;
     __atomic_store_n(&st->sent, sent + 1, __ATOMIC_RELEASE);
-    if (syscall(SYS_rt_tgsigqueueinfo, G.pid, st->tid, G.signo, &si) == 0)
+    if (syscall(SYS_rt_tgsigqueueinfo, sampler.pid, st->tid, sampler.signo,
+                &si) == 0)
         return 1;
     __atomic_store_n(&st->sent, sent, __ATOMIC_RELEASE); /* gone */
     return 0;
@@ -1809,13 +1814,13 @@ static void tick_peek(struct sthread *st)
     uint64_t puts = st->ring.puts;
     int rc = 0;
     if (cookie) {
-        G.peeks++;
+        sampler.peeks++;
         __atomic_store_n(&peek_tls, st, __ATOMIC_RELAXED);
-        rc = G.cfg.on_peek(cookie, weight);
+        rc = sampler.cfg.on_peek(cookie, weight);
         __atomic_store_n(&peek_tls, NULL, __ATOMIC_RELAXED);
     }
     if (rc == 1 && st->ring.puts == puts) {
-        G.peek_signals++;
+        sampler.peek_signals++;
         __atomic_add_fetch(&st->owed, w, __ATOMIC_ACQ_REL);
         if (!send_tick(st))
             bump(&st->ring.unsampled,
@@ -1833,67 +1838,68 @@ static void *ticker_main(void *arg)
     (void)arg;
     /* A fault of on_peek's walk reaches the fault guard */
     unblock_faults();
-    __atomic_store_n(&G.ticker_tid, evp_rec_gettid_(), __ATOMIC_RELAXED);
-    pthread_mutex_lock(&G.mu);
-    uint64_t ticks = G.ticks, t0 = evp_clock_mono_ns() - ticks * G.period_ns;
-    pthread_mutex_unlock(&G.mu);
-    while (!__atomic_load_n(&G.ticker_stop, __ATOMIC_ACQUIRE)) {
-        uint64_t next = t0 + (ticks + 1) * G.period_ns;
+    __atomic_store_n(&sampler.ticker_tid, evp_rec_gettid_(), __ATOMIC_RELAXED);
+    pthread_mutex_lock(&sampler.mu);
+    uint64_t ticks = sampler.ticks,
+             t0 = evp_clock_mono_ns() - ticks * sampler.period_ns;
+    pthread_mutex_unlock(&sampler.mu);
+    while (!__atomic_load_n(&sampler.ticker_stop, __ATOMIC_ACQUIRE)) {
+        uint64_t next = t0 + (ticks + 1) * sampler.period_ns;
         struct timespec ts = {(time_t)(next / 1000000000u),
                               (long)(next % 1000000000u)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
                EINTR)
             ;
-        if (__atomic_load_n(&G.ticker_stop, __ATOMIC_ACQUIRE))
+        if (__atomic_load_n(&sampler.ticker_stop, __ATOMIC_ACQUIRE))
             break;
-        uint64_t due = (evp_clock_mono_ns() - t0) / G.period_ns;
+        uint64_t due = (evp_clock_mono_ns() - t0) / sampler.period_ns;
         ticks = due > ticks ? due : ticks + 1;
-        pthread_mutex_lock(&G.mu);
-        G.ticks = ticks;
-        for (struct sthread *st = G.threads; st; st = st->next)
+        pthread_mutex_lock(&sampler.mu);
+        sampler.ticks = ticks;
+        for (struct sthread *st = sampler.threads; st; st = st->next)
             if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_ACTIVE &&
-                st->gen == G.gen) {
-                if (G.nop == 3)
+                st->gen == sampler.gen) {
+                if (sampler.nop == 3)
                     ticker_peek(st);
-                else if (G.use_peek)
+                else if (sampler.use_peek)
                     tick_peek(st);
                 else
                     tick_thread(st);
             }
-        pthread_mutex_unlock(&G.mu);
+        pthread_mutex_unlock(&sampler.mu);
     }
     return NULL;
 }
 
-/* Start the sampler thread (G.mu held), every signal blocked in it. */
+/* Start the sampler thread (sampler.mu held), every signal blocked in it. */
 static int ticker_start(void)
 {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    __atomic_store_n(&G.ticker_stop, 0, __ATOMIC_RELEASE);
-    int rc = pthread_create(&G.ticker, NULL, ticker_main, NULL);
+    __atomic_store_n(&sampler.ticker_stop, 0, __ATOMIC_RELEASE);
+    int rc = pthread_create(&sampler.ticker, NULL, ticker_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    G.has_ticker = rc == 0;
+    sampler.has_ticker = rc == 0;
     return -rc;
 }
 
 void evp_rec_sample_ticker_pause_(void)
 {
-    pthread_mutex_lock(&G.mu);
-    if (!G.has_ticker) {
-        pthread_mutex_unlock(&G.mu);
+    pthread_mutex_lock(&sampler.mu);
+    if (!sampler.has_ticker) {
+        pthread_mutex_unlock(&sampler.mu);
         return;
     }
-    pthread_t th = G.ticker;
-    G.has_ticker = 0;
-    G.ticker_paused = 1;
-    __atomic_store_n(&G.ticker_stop, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&G.mu);
+    pthread_t th = sampler.ticker;
+    sampler.has_ticker = 0;
+    sampler.ticker_paused = 1;
+    __atomic_store_n(&sampler.ticker_stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&sampler.mu);
     pthread_join(th, NULL);
     char task[64];
     snprintf(task, sizeof task, "/proc/self/task/%d",
-             __atomic_load_n(&G.ticker_tid, __ATOMIC_RELAXED));
+             __atomic_load_n(&sampler.ticker_tid, __ATOMIC_RELAXED));
     for (int i = 0; i < 2000 && access(task, F_OK) == 0; i++) {
         struct timespec pause = {0, 10000};
         nanosleep(&pause, NULL);
@@ -1902,21 +1908,21 @@ void evp_rec_sample_ticker_pause_(void)
 
 int evp_rec_sample_ticker_running_(void)
 {
-    pthread_mutex_lock(&G.mu);
-    int on = G.has_ticker;
-    pthread_mutex_unlock(&G.mu);
+    pthread_mutex_lock(&sampler.mu);
+    int on = sampler.has_ticker;
+    pthread_mutex_unlock(&sampler.mu);
     return on;
 }
 
 int evp_rec_sample_ticker_resume_(void)
 {
     int rc = 0;
-    pthread_mutex_lock(&G.mu);
-    if (G.ticker_paused && G.running && !G.has_ticker &&
-        !__atomic_load_n(&G.stopping, __ATOMIC_RELAXED))
+    pthread_mutex_lock(&sampler.mu);
+    if (sampler.ticker_paused && sampler.running && !sampler.has_ticker &&
+        !__atomic_load_n(&sampler.stopping, __ATOMIC_RELAXED))
         rc = ticker_start();
-    G.ticker_paused = 0;
-    pthread_mutex_unlock(&G.mu);
+    sampler.ticker_paused = 0;
+    pthread_mutex_unlock(&sampler.mu);
     return rc;
 }
 
@@ -1959,95 +1965,102 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
         return -ENOTCONN;
     pthread_once(&key_once, key_init);
 
-    pthread_mutex_lock(&G.mu);
-    if (G.running) {
-        pthread_mutex_unlock(&G.mu);
+    pthread_mutex_lock(&sampler.mu);
+    if (sampler.running) {
+        pthread_mutex_unlock(&sampler.mu);
         return -EBUSY;
     }
-    G.cfg = c;
-    G.signo = c.signo;
-    G.period_ns = 1000000000u / c.rate_hz;
+    sampler.cfg = c;
+    sampler.signo = c.signo;
+    sampler.period_ns = 1000000000u / c.rate_hz;
     const char *nop = getenv("EVALPROF_TEST_SAMPLE_NOP");
-    G.nop = 0;
+    sampler.nop = 0;
     if (nop && nop[0] >= '1' && nop[0] <= '3' && nop[1] == '\0')
-        G.nop = nop[0] - '0';
+        sampler.nop = nop[0] - '0';
     const char *timer = getenv("EVALPROF_SAMPLE_TIMER");
-    G.use_peek = c.cpu_clock && c.on_peek && G.nop != 3 && timer &&
-                 strcmp(timer, "thread") == 0;
-    G.use_perf = c.cpu_clock && G.nop != 3 && !G.use_peek &&
-                 perf_usable(c.signo, G.period_ns, timer);
-    G.use_trap = G.use_perf && trap_usable(G.period_ns, timer);
-    if (G.use_trap && trap_install() != 0)
-        G.use_trap = 0;
-    G.use_ticker =
-        G.nop == 3 || G.use_peek || (!c.cpu_clock && wall_ticker_wanted());
-    G.budget_ns =
-        G.period_ns / 10 > BUDGET_MIN_NS ? G.period_ns / 10 : BUDGET_MIN_NS;
-    G.pid = getpid();
-    G.ticks = 0;
-    G.ring_bytes = bytes;
-    G.started_ns = evp_clock_mono_ns();
-    G.round_ns = 0;
+    sampler.use_peek = c.cpu_clock && c.on_peek && sampler.nop != 3 && timer &&
+                       strcmp(timer, "thread") == 0;
+    sampler.use_perf = c.cpu_clock && sampler.nop != 3 && !sampler.use_peek &&
+                       perf_usable(c.signo, sampler.period_ns, timer);
+    sampler.use_trap =
+        sampler.use_perf && trap_usable(sampler.period_ns, timer);
+    if (sampler.use_trap && trap_install() != 0)
+        sampler.use_trap = 0;
+    sampler.use_ticker = sampler.nop == 3 || sampler.use_peek ||
+                         (!c.cpu_clock && wall_ticker_wanted());
+    sampler.budget_ns = sampler.period_ns / 10 > BUDGET_MIN_NS
+                            ? sampler.period_ns / 10
+                            : BUDGET_MIN_NS;
+    sampler.pid = getpid();
+    sampler.ticks = 0;
+    sampler.ring_bytes = bytes;
+    sampler.started_ns = evp_clock_mono_ns();
+    sampler.round_ns = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = evp_sample_on_signal;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, c.signo); /* handlers of a thread never nest */
-    if (sigaction(c.signo, &sa, &G.old) != 0) {
+    if (sigaction(c.signo, &sa, &sampler.old) != 0) {
         int rc = -errno;
-        pthread_mutex_unlock(&G.mu);
+        pthread_mutex_unlock(&sampler.mu);
         return rc;
     }
-    if (!G.used) /* the session's first sampler: its own figures */
-        G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
-            G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
-                G.unsampled = G.signals = G.short_ticks = G.long_signals =
-                    G.nop_signals = G.peeks = G.sampler_cpu_ns =
-                        G.peek_signals = 0;
-    G.long_ticks = (uint64_t)(evp_rec_hz_() * HANDLER_LONG_NS / 1e9);
-    G.gen++;
-    __atomic_store_n(&G.stopping, 0, __ATOMIC_SEQ_CST);
-    G.ticker_paused = 0;
-    if (G.use_ticker) {
+    if (!sampler.used) /* the session's first sampler: its own figures */
+        sampler.samples = sampler.dropped = sampler.missed =
+            sampler.funcs_lost = sampler.threads_started =
+                sampler.trap_retaken = sampler.stacks = sampler.throttled =
+                    sampler.throttled_max_ns = sampler.unsampled =
+                        sampler.signals = sampler.short_ticks =
+                            sampler.long_signals = sampler.nop_signals =
+                                sampler.peeks = sampler.sampler_cpu_ns =
+                                    sampler.peek_signals = 0;
+    sampler.long_ticks = (uint64_t)(evp_rec_hz_() * HANDLER_LONG_NS / 1e9);
+    sampler.gen++;
+    __atomic_store_n(&sampler.stopping, 0, __ATOMIC_SEQ_CST);
+    sampler.ticker_paused = 0;
+    if (sampler.use_ticker) {
         int rc = ticker_start();
         if (rc != 0) {
-            sigaction(c.signo, &G.old, NULL);
-            pthread_mutex_unlock(&G.mu);
+            sigaction(c.signo, &sampler.old, NULL);
+            pthread_mutex_unlock(&sampler.mu);
             return rc;
         }
     }
-    G.running = 1;
-    G.used = 1;
-    __atomic_store_n(&G.poll_ms, POLL_MS, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&G.mu);
+    sampler.running = 1;
+    sampler.used = 1;
+    __atomic_store_n(&sampler.poll_ms, POLL_MS, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&sampler.mu);
 
     char v[64];
     evp_rec_meta("sample.clock", c.cpu_clock ? "cpu" : "wall");
     snprintf(v, sizeof v, "%u", c.rate_hz);
     evp_rec_meta("sample.rate_hz", v);
-    snprintf(v, sizeof v, "%llu", (unsigned long long)G.period_ns);
+    snprintf(v, sizeof v, "%llu", (unsigned long long)sampler.period_ns);
     evp_rec_meta("sample.period_ns", v);
-    signal_name(G.use_trap ? SIGTRAP : c.signo, v, sizeof v);
-    evp_rec_meta("sample.signal", G.use_peek ? "none" : v);
+    signal_name(sampler.use_trap ? SIGTRAP : c.signo, v, sizeof v);
+    evp_rec_meta("sample.signal", sampler.use_peek ? "none" : v);
     evp_rec_meta(
         "sample.sampler",
-        G.use_trap     ? "perf_event_open task-clock, sigtrap (SIGTRAP "
-                         "to the thread as task work)"
-        : G.use_perf   ? "perf_event_open task-clock, F_SETSIG to the "
-                         "thread"
-        : G.nop == 3   ? "sampler thread: each thread's CPU clock "
-                         "read, nothing sent (EVALPROF_TEST_SAMPLE_NOP)"
-        : G.use_peek   ? "sampler thread: each running thread's frames read "
-                         "from outside it, every period of its CPU time, no "
-                         "signal (EVALPROF_SAMPLE_TIMER=thread)"
-        : G.use_ticker ? "sampler thread: rt_tgsigqueueinfo to a thread "
-                         "running, or past its CPU budget and waiting for "
-                         "its GIL or blocked 50 ms, else a sample on its "
-                         "behalf (/proc/self/task/TID/syscall)"
-                       : "timer_create SIGEV_THREAD_ID");
-    if (G.use_ticker && !G.use_peek && G.nop != 3) {
-        snprintf(v, sizeof v, "%llu", (unsigned long long)G.budget_ns);
+        sampler.use_trap   ? "perf_event_open task-clock, sigtrap (SIGTRAP "
+                             "to the thread as task work)"
+        : sampler.use_perf ? "perf_event_open task-clock, F_SETSIG to the "
+                             "thread"
+        : sampler.nop == 3 ? "sampler thread: each thread's CPU clock "
+                             "read, nothing sent (EVALPROF_TEST_SAMPLE_NOP)"
+        : sampler.use_peek
+            ? "sampler thread: each running thread's frames read "
+              "from outside it, every period of its CPU time, no "
+              "signal (EVALPROF_SAMPLE_TIMER=thread)"
+        : sampler.use_ticker
+            ? "sampler thread: rt_tgsigqueueinfo to a thread "
+              "running, or past its CPU budget and waiting for "
+              "its GIL or blocked 50 ms, else a sample on its "
+              "behalf (/proc/self/task/TID/syscall)"
+            : "timer_create SIGEV_THREAD_ID");
+    if (sampler.use_ticker && !sampler.use_peek && sampler.nop != 3) {
+        snprintf(v, sizeof v, "%llu", (unsigned long long)sampler.budget_ns);
         evp_rec_meta("sample.cpu_budget_ns", v);
     }
 #if defined(__x86_64__) && defined(__linux__)
@@ -2063,35 +2076,35 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
 
 void evp_rec_sampler_stop(void)
 {
-    pthread_mutex_lock(&G.mu);
-    if (!G.running) {
-        pthread_mutex_unlock(&G.mu);
+    pthread_mutex_lock(&sampler.mu);
+    if (!sampler.running) {
+        pthread_mutex_unlock(&sampler.mu);
         return;
     }
-    __atomic_store_n(&G.stopping, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&sampler.stopping, 1, __ATOMIC_SEQ_CST);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (G.has_ticker) {
-        /* No tick after this: it takes G.mu for each. */
-        pthread_t th = G.ticker;
+    if (sampler.has_ticker) {
+        /* No tick after this: it takes sampler.mu for each. */
+        pthread_t th = sampler.ticker;
         clockid_t cpu;
-        if (G.use_peek && pthread_getcpuclockid(th, &cpu) == 0) {
+        if (sampler.use_peek && pthread_getcpuclockid(th, &cpu) == 0) {
             uint64_t ns = clock_ns(cpu);
             if (ns != UINT64_MAX)
-                G.sampler_cpu_ns += ns;
+                sampler.sampler_cpu_ns += ns;
         }
-        G.has_ticker = 0;
-        __atomic_store_n(&G.ticker_stop, 1, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&G.mu);
+        sampler.has_ticker = 0;
+        __atomic_store_n(&sampler.ticker_stop, 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&sampler.mu);
         pthread_join(th, NULL);
-        pthread_mutex_lock(&G.mu);
+        pthread_mutex_lock(&sampler.mu);
     }
-    for (struct sthread *st = G.threads; st; st = st->next) {
+    for (struct sthread *st = sampler.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_ACTIVE)
             continue;
         clock_stop(st);
     }
     /* Handlers already past the flag finish their sample. */
-    for (struct sthread *st = G.threads; st; st = st->next) {
+    for (struct sthread *st = sampler.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_ACTIVE)
             continue;
         while (__atomic_load_n(&st->busy, __ATOMIC_ACQUIRE))
@@ -2103,29 +2116,29 @@ void evp_rec_sampler_stop(void)
     struct sigaction ign;
     memset(&ign, 0, sizeof ign);
     ign.sa_handler = SIG_IGN;
-    sigaction(G.signo, &ign, NULL);
-    sigaction(G.signo, &G.old, NULL);
-    G.running = 0;
-    __atomic_store_n(&G.poll_ms, 0, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&G.mu);
+    sigaction(sampler.signo, &ign, NULL);
+    sigaction(sampler.signo, &sampler.old, NULL);
+    sampler.running = 0;
+    __atomic_store_n(&sampler.poll_ms, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&sampler.mu);
 }
 
 void evp_rec_sample_get_stats(struct evp_rec_sample_stats *s)
 {
-    pthread_mutex_lock(&G.mu);
-    s->samples = G.samples;
-    s->dropped = G.dropped;
-    s->missed = G.missed;
-    s->threads = G.threads_started;
-    s->stacks = G.stacks;
-    for (struct sthread *st = G.threads; st; st = st->next) {
+    pthread_mutex_lock(&sampler.mu);
+    s->samples = sampler.samples;
+    s->dropped = sampler.dropped;
+    s->missed = sampler.missed;
+    s->threads = sampler.threads_started;
+    s->stacks = sampler.stacks;
+    for (struct sthread *st = sampler.threads; st; st = st->next) {
         if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) == ST_FREE)
             continue;
         s->samples += __atomic_load_n(&st->ring.samples, __ATOMIC_RELAXED);
         s->dropped += __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED);
         s->missed += __atomic_load_n(&st->ring.missed, __ATOMIC_RELAXED);
     }
-    pthread_mutex_unlock(&G.mu);
+    pthread_mutex_unlock(&sampler.mu);
 }
 
 /* ---- the writer's half --------------------------------------------------- */
@@ -2139,7 +2152,7 @@ struct func_key {
 static int same_func(const void *ctx, uint32_t i)
 {
     const struct func_key *k = ctx;
-    const struct gfunc *f = &G.funcs[i];
+    const struct gfunc *f = &sampler.funcs[i];
     return f->line == k->line && f->namelen == k->namelen &&
            f->filelen == k->filelen &&
            memcmp(f->name, k->name, k->namelen) == 0 &&
@@ -2164,13 +2177,13 @@ static struct gfunc *func_get(const struct func_key *k)
                  evp_itab_hash_bytes(k->file, k->filelen) ^
                  evp_itab_hash_u64(k->line);
     h = h ? h : 1;
-    uint32_t i = evp_itab_find(&G.func_index, h, same_func, k);
+    uint32_t i = evp_itab_find(&sampler.func_index, h, same_func, k);
     if (i != EVP_ITAB_NONE)
-        return &G.funcs[i];
-    if (evp_grow((void **)&G.funcs, &G.funcs_cap, G.nfuncs + 1, sizeof *G.funcs,
-                 64) < 0)
+        return &sampler.funcs[i];
+    if (evp_grow((void **)&sampler.funcs, &sampler.funcs_cap,
+                 sampler.nfuncs + 1, sizeof *sampler.funcs, 64) < 0)
         return NULL;
-    struct gfunc *f = &G.funcs[G.nfuncs];
+    struct gfunc *f = &sampler.funcs[sampler.nfuncs];
     memset(f, 0, sizeof *f);
     f->name = copy_str(k->name, k->namelen);
     f->file = copy_str(k->file, k->filelen);
@@ -2179,24 +2192,25 @@ static struct gfunc *func_get(const struct func_key *k)
     f->line = k->line;
     if (f->name && f->file)
         f->id = evp_rec_func_locked_(f->name, f->file, f->line);
-    if (!f->id || evp_itab_put(&G.func_index, h, (uint32_t)G.nfuncs) < 0) {
+    if (!f->id ||
+        evp_itab_put(&sampler.func_index, h, (uint32_t)sampler.nfuncs) < 0) {
         free(f->name);
         free(f->file);
         return NULL;
     }
-    G.nfuncs++;
+    sampler.nfuncs++;
     return f;
 }
 
 /* The placeholder of a key whose function record was lost. */
 static uint32_t unknown_func(void)
 {
-    if (!G.unknown) {
+    if (!sampler.unknown) {
         struct func_key k = {"<unknown>", "", 9, 0, 0};
         struct gfunc *f = func_get(&k);
-        G.unknown = f ? f->id : 0;
+        sampler.unknown = f ? f->id : 0;
     }
-    return G.unknown;
+    return sampler.unknown;
 }
 
 struct key_probe {
@@ -2237,7 +2251,8 @@ static void key_set(struct sthread *st, uint32_t key, uint32_t func)
 static int same_node(const void *ctx, uint32_t i)
 {
     const struct node *n = ctx;
-    return G.nodes[i].parent == n->parent && G.nodes[i].func == n->func;
+    return sampler.nodes[i].parent == n->parent &&
+           sampler.nodes[i].func == n->func;
 }
 
 /* The node of FUNC called from PARENT (0: the outermost), added when new;
@@ -2246,15 +2261,15 @@ static uint32_t node_get(uint32_t parent, uint32_t func)
 {
     struct node n = {parent, func};
     uint64_t h = evp_itab_hash_u64((uint64_t)parent << 32 | func);
-    uint32_t i = evp_itab_find(&G.node_index, h, same_node, &n);
+    uint32_t i = evp_itab_find(&sampler.node_index, h, same_node, &n);
     if (i != EVP_ITAB_NONE)
         return i + 1;
-    if (evp_grow((void **)&G.nodes, &G.nodes_cap, G.nnodes + 1, sizeof *G.nodes,
-                 1024) < 0 ||
-        evp_itab_put(&G.node_index, h, (uint32_t)G.nnodes) < 0)
+    if (evp_grow((void **)&sampler.nodes, &sampler.nodes_cap,
+                 sampler.nnodes + 1, sizeof *sampler.nodes, 1024) < 0 ||
+        evp_itab_put(&sampler.node_index, h, (uint32_t)sampler.nnodes) < 0)
         return 0;
-    G.nodes[G.nnodes++] = n;
-    return (uint32_t)G.nnodes;
+    sampler.nodes[sampler.nnodes++] = n;
+    return (uint32_t)sampler.nnodes;
 }
 
 static void lines_range(void *ctx, long unit, long line)
@@ -2355,18 +2370,19 @@ static void drain(struct sthread *st)
             pos = head; /* cannot happen: the ring is ours alone */
             break;
         }
-        if (evp_grow((void **)&G.scratch, &G.scratch_cap, len, 1, 4096) < 0) {
+        if (evp_grow((void **)&sampler.scratch, &sampler.scratch_cap, len, 1,
+                     4096) < 0) {
             pos += len;
             continue;
         }
-        ring_copy_out(r, pos, G.scratch, len);
+        ring_copy_out(r, pos, sampler.scratch, len);
         unsigned type = h[1] & 0xffff, extra = h[1] >> 16;
         if (type == REC_SAMPLE)
-            on_sample_record(st, G.scratch, len, extra);
+            on_sample_record(st, sampler.scratch, len, extra);
         else if (type == REC_FUNC)
-            on_func_record(st, G.scratch, len, extra);
+            on_func_record(st, sampler.scratch, len, extra);
         else if (type == REC_LOST)
-            on_lost_record(st, G.scratch, len, extra);
+            on_lost_record(st, sampler.scratch, len, extra);
         pos += len;
     }
     __atomic_store_n(&r->tail, pos, __ATOMIC_RELEASE);
@@ -2375,19 +2391,20 @@ static void drain(struct sthread *st)
 /* The nodes made since the last STACKS chunk, as one. */
 static void queue_stacks(void)
 {
-    size_t n = G.nnodes - G.nodes_written;
+    size_t n = sampler.nnodes - sampler.nodes_written;
     if (!n)
         return;
     size_t bound = EVP_VARINT_MAX + n * 3 * EVP_VARINT_MAX;
-    if (evp_grow((void **)&G.out, &G.out_cap, bound, 1, bound) < 0)
+    if (evp_grow((void **)&sampler.out, &sampler.out_cap, bound, 1, bound) < 0)
         return;
-    size_t k = evp_varint_put(G.out, n);
-    for (size_t i = G.nodes_written; i < G.nnodes; i++)
-        k += evp_stack_entry_put(G.out + k, (uint32_t)i + 1, G.nodes[i].parent,
-                                 G.nodes[i].func);
-    if (evp_rec_chunk_queue_locked_(EVP_CHUNK_STACKS, G.out, k, 1) == 0) {
-        G.stacks += n;
-        G.nodes_written = G.nnodes;
+    size_t k = evp_varint_put(sampler.out, n);
+    for (size_t i = sampler.nodes_written; i < sampler.nnodes; i++)
+        k +=
+            evp_stack_entry_put(sampler.out + k, (uint32_t)i + 1,
+                                sampler.nodes[i].parent, sampler.nodes[i].func);
+    if (evp_rec_chunk_queue_locked_(EVP_CHUNK_STACKS, sampler.out, k, 1) == 0) {
+        sampler.stacks += n;
+        sampler.nodes_written = sampler.nnodes;
     }
 }
 
@@ -2400,32 +2417,36 @@ static void queue_samples(struct sthread *st)
     size_t done = 0;
     if (st->nbatch == 0 && dropped == st->dropped_told)
         return;
-    size_t had = G.seq_cap;
-    if (evp_grow((void **)&G.seq_of, &G.seq_cap, (size_t)st->stream + 1,
-                 sizeof *G.seq_of, 64) < 0) {
+    size_t had = sampler.seq_cap;
+    if (evp_grow((void **)&sampler.seq_of, &sampler.seq_cap,
+                 (size_t)st->stream + 1, sizeof *sampler.seq_of, 64) < 0) {
         st->unbatched += st->nbatch;
         st->nbatch = 0;
         return;
     }
-    memset(G.seq_of + had, 0, (G.seq_cap - had) * sizeof *G.seq_of);
+    memset(sampler.seq_of + had, 0,
+           (sampler.seq_cap - had) * sizeof *sampler.seq_of);
     while (done < st->nbatch || dropped != st->dropped_told) {
         size_t n = st->nbatch - done;
         if (n > CHUNK_SAMPLES)
             n = CHUNK_SAMPLES;
         size_t bound = evp_samples_bound(n);
-        if (evp_grow((void **)&G.out, &G.out_cap, bound, 1, bound) < 0)
+        if (evp_grow((void **)&sampler.out, &sampler.out_cap, bound, 1, bound) <
+            0)
             break;
         struct evp_events_prefix pf = {0};
         uint64_t lost = dropped - st->dropped_told;
         pf.stream = st->stream;
-        pf.seq = G.seq_of[st->stream];
+        pf.seq = sampler.seq_of[st->stream];
         pf.dropped = lost > UINT32_MAX ? UINT32_MAX : (uint32_t)lost;
         evp_clock_pair(evp_rec_use_tsc_, &pf.sync_ticks, &pf.sync_ns);
         pf.base_ticks = pf.sync_ticks;
-        size_t len = evp_samples_encode(G.out, &pf, st->batch + done, n, NULL);
-        if (evp_rec_chunk_queue_locked_(EVP_CHUNK_SAMPLES, G.out, len, 1) < 0)
+        size_t len =
+            evp_samples_encode(sampler.out, &pf, st->batch + done, n, NULL);
+        if (evp_rec_chunk_queue_locked_(EVP_CHUNK_SAMPLES, sampler.out, len,
+                                        1) < 0)
             break;
-        G.seq_of[st->stream]++;
+        sampler.seq_of[st->stream]++;
         st->dropped_told += pf.dropped;
         done += n;
     }
@@ -2435,17 +2456,17 @@ static void queue_samples(struct sthread *st)
 /* Forget the session's functions and stacks (a new file starts anew). */
 static void forget_tables(void)
 {
-    for (size_t i = 0; i < G.nfuncs; i++) {
-        free(G.funcs[i].name);
-        free(G.funcs[i].file);
+    for (size_t i = 0; i < sampler.nfuncs; i++) {
+        free(sampler.funcs[i].name);
+        free(sampler.funcs[i].file);
     }
-    G.nfuncs = 0;
-    evp_itab_clear(&G.func_index);
-    G.unknown = 0;
-    G.nnodes = G.nodes_written = 0;
-    evp_itab_clear(&G.node_index);
-    if (G.seq_of)
-        memset(G.seq_of, 0, G.seq_cap * sizeof *G.seq_of);
+    sampler.nfuncs = 0;
+    evp_itab_clear(&sampler.func_index);
+    sampler.unknown = 0;
+    sampler.nnodes = sampler.nodes_written = 0;
+    evp_itab_clear(&sampler.node_index);
+    if (sampler.seq_of)
+        memset(sampler.seq_of, 0, sampler.seq_cap * sizeof *sampler.seq_of);
 }
 
 /* Is signal SIG blocked in thread TID (/proc/self/task/TID/status
@@ -2463,7 +2484,7 @@ static int thread_blocks(int tid, int sig)
 
 /*
  * The CPU clock's guard against a rate the machine cannot take (the
- * writer, every round; G.mu held).  Each signal costs the thread CPU
+ * writer, every round; sampler.mu held).  Each signal costs the thread CPU
  * time, which its own clock counts: once a signal's delivery and handler
  * cost more than a period, the next period has passed when the handler
  * returns, and the thread runs little but its samples (on this kind of
@@ -2525,16 +2546,16 @@ static int perf_throttle(struct sthread *st)
      * (a thread whose handlers run back to back is in one most of the
      * time): no handler in flight before nor after the look */
     unsigned busy = __atomic_load_n(&st->busy, __ATOMIC_ACQUIRE);
-    if (thread_blocks(st->tid, G.use_trap ? SIGTRAP : G.signo) &&
+    if (thread_blocks(st->tid, sampler.use_trap ? SIGTRAP : sampler.signo) &&
         (busy | __atomic_load_n(&st->busy, __ATOMIC_ACQUIRE)) == 0)
         return 1;
     uint64_t p = st->event_ns * 2;
     if (ioctl(st->perf_fd, PERF_EVENT_IOC_PERIOD, &p) != 0)
         return 1;
     st->event_ns = p;
-    G.throttled++;
-    if (p > G.throttled_max_ns)
-        G.throttled_max_ns = p;
+    sampler.throttled++;
+    if (p > sampler.throttled_max_ns)
+        sampler.throttled_max_ns = p;
     return 1;
 }
 
@@ -2553,11 +2574,11 @@ static int perf_throttle(struct sthread *st)
  */
 static unsigned poll_pace(int fast, int busy, uint64_t grew_max)
 {
-    uint64_t now = evp_clock_mono_ns(), last = G.round_ns;
-    G.round_ns = now;
+    uint64_t now = evp_clock_mono_ns(), last = sampler.round_ns;
+    sampler.round_ns = now;
     if (fast)
         return POLL_FAST_MS;
-    if (busy || now - G.started_ns < 1000000000u)
+    if (busy || now - sampler.started_ns < 1000000000u)
         return POLL_MS;
     if (!grew_max)
         return POLL_IDLE_MS;
@@ -2573,19 +2594,19 @@ static unsigned poll_pace(int fast, int busy, uint64_t grew_max)
 
 void evp_rec_sample_collect_(int final)
 {
-    pthread_mutex_lock(&G.mu);
-    if (!G.used) {
-        pthread_mutex_unlock(&G.mu);
+    pthread_mutex_lock(&sampler.mu);
+    if (!sampler.used) {
+        pthread_mutex_unlock(&sampler.mu);
         return;
     }
     int fast = 0, busy = 0;
     uint64_t grew_max = 0;
     trap_guard();
-    for (struct sthread *st = G.threads; st; st = st->next) {
+    for (struct sthread *st = sampler.threads; st; st = st->next) {
         int state = __atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
         if (state == ST_FREE)
             continue;
-        if (G.running && state == ST_ACTIVE && st->perf_fd >= 0 &&
+        if (sampler.running && state == ST_ACTIVE && st->perf_fd >= 0 &&
             st->has_cpu_id) {
             busy |= perf_throttle(st);
             busy |= st->event_ns < THROTTLE_FROM_NS;
@@ -2601,13 +2622,13 @@ void evp_rec_sample_collect_(int final)
             ring_populate(r, head + POPULATE_AHEAD);
         drain(st);
     }
-    if (G.running)
-        __atomic_store_n(&G.poll_ms, poll_pace(fast, busy, grew_max),
+    if (sampler.running)
+        __atomic_store_n(&sampler.poll_ms, poll_pace(fast, busy, grew_max),
                          __ATOMIC_RELAXED);
     /* Functions, then the stacks that name them, then the samples. */
     evp_rec_funcs_queue_locked_();
     queue_stacks();
-    for (struct sthread *st = G.threads; st; st = st->next) {
+    for (struct sthread *st = sampler.threads; st; st = st->next) {
         int state = __atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
         if (state == ST_FREE)
             continue;
@@ -2616,11 +2637,11 @@ void evp_rec_sample_collect_(int final)
             thread_release(st);
     }
     if (final) {
-        uint64_t missed = G.missed, lost = G.funcs_lost;
-        uint64_t unsampled = G.unsampled;
-        uint64_t signals = G.signals, ticks = G.short_ticks;
-        uint64_t slow = G.long_signals;
-        for (struct sthread *st = G.threads; st; st = st->next) {
+        uint64_t missed = sampler.missed, lost = sampler.funcs_lost;
+        uint64_t unsampled = sampler.unsampled;
+        uint64_t signals = sampler.signals, ticks = sampler.short_ticks;
+        uint64_t slow = sampler.long_signals;
+        for (struct sthread *st = sampler.threads; st; st = st->next) {
             if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE) {
                 missed += st->ring.missed;
                 unsampled += st->ring.unsampled;
@@ -2651,48 +2672,53 @@ void evp_rec_sample_collect_(int final)
             snprintf(v, sizeof v, "%llu", (unsigned long long)lost);
             evp_rec_meta_locked_("sample.funcs_lost", v);
         }
-        if (G.nop) {
-            uint64_t handled = G.nop_signals;
-            for (struct sthread *st = G.threads; st; st = st->next)
+        if (sampler.nop) {
+            uint64_t handled = sampler.nop_signals;
+            for (struct sthread *st = sampler.threads; st; st = st->next)
                 if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE)
                     handled += __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
             snprintf(v, sizeof v, "%llu", (unsigned long long)handled);
             evp_rec_meta_locked_("sample.nop_signals", v);
-            evp_rec_meta_locked_("sample.nop", G.nop == 3   ? "sampler thread"
-                                               : G.nop == 2 ? "interrupts"
-                                                            : "signals");
+            evp_rec_meta_locked_("sample.nop", sampler.nop == 3
+                                                   ? "sampler thread"
+                                               : sampler.nop == 2 ? "interrupts"
+                                                                  : "signals");
         }
-        if (G.use_peek) {
-            snprintf(v, sizeof v, "%llu", (unsigned long long)G.peeks);
+        if (sampler.use_peek) {
+            snprintf(v, sizeof v, "%llu", (unsigned long long)sampler.peeks);
             evp_rec_meta_locked_("sample.peeks", v);
-            snprintf(v, sizeof v, "%llu", (unsigned long long)G.sampler_cpu_ns);
+            snprintf(v, sizeof v, "%llu",
+                     (unsigned long long)sampler.sampler_cpu_ns);
             evp_rec_meta_locked_("sample.sampler_cpu_ns", v);
-            if (G.peek_signals) {
+            if (sampler.peek_signals) {
                 snprintf(v, sizeof v, "%llu",
-                         (unsigned long long)G.peek_signals);
+                         (unsigned long long)sampler.peek_signals);
                 evp_rec_meta_locked_("sample.peek_signals", v);
             }
         }
-        if (G.trap_retaken) {
-            snprintf(v, sizeof v, "%llu", (unsigned long long)G.trap_retaken);
+        if (sampler.trap_retaken) {
+            snprintf(v, sizeof v, "%llu",
+                     (unsigned long long)sampler.trap_retaken);
             evp_rec_meta_locked_("sample.sigtrap_retaken", v);
         }
-        if (G.throttled) {
-            snprintf(v, sizeof v, "%llu", (unsigned long long)G.throttled);
+        if (sampler.throttled) {
+            snprintf(v, sizeof v, "%llu",
+                     (unsigned long long)sampler.throttled);
             evp_rec_meta_locked_("sample.throttled", v);
             snprintf(v, sizeof v, "%llu",
-                     (unsigned long long)G.throttled_max_ns);
+                     (unsigned long long)sampler.throttled_max_ns);
             evp_rec_meta_locked_("sample.throttled_max_ns", v);
         }
         forget_tables();
-        G.used = G.running; /* a sampler left running samples no more */
+        sampler.used =
+            sampler.running; /* a sampler left running samples no more */
     }
-    pthread_mutex_unlock(&G.mu);
+    pthread_mutex_unlock(&sampler.mu);
 }
 
 unsigned evp_rec_sample_poll_ms_(void)
 {
-    return __atomic_load_n(&G.poll_ms, __ATOMIC_RELAXED);
+    return __atomic_load_n(&sampler.poll_ms, __ATOMIC_RELAXED);
 }
 
 /* What a following child starts again (fork_child_ keeps it). */
@@ -2700,74 +2726,77 @@ static struct {
     int sampler; /* the parent's sampler ran */
     int thread;  /* and sampled the forking thread */
     struct evp_rec_sample_config cfg;
-} F;
+} after_fork;
 
 void evp_rec_sample_fork_prepare_(void)
 {
-    pthread_mutex_lock(&G.mu);
+    pthread_mutex_lock(&sampler.mu);
 }
 
 void evp_rec_sample_fork_parent_(void)
 {
-    pthread_mutex_unlock(&G.mu);
+    pthread_mutex_unlock(&sampler.mu);
 }
 
 void evp_rec_sample_fork_child_(void)
 {
     struct sthread *me = __atomic_load_n(&sample_tls, __ATOMIC_RELAXED);
-    F.sampler = G.running && !__atomic_load_n(&G.stopping, __ATOMIC_RELAXED);
-    F.thread = F.sampler && me && me->owner == (void *)&sample_tls &&
-               __atomic_load_n(&me->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
-               me->gen == G.gen;
-    F.cfg = G.cfg;
+    after_fork.sampler = sampler.running &&
+                         !__atomic_load_n(&sampler.stopping, __ATOMIC_RELAXED);
+    after_fork.thread =
+        after_fork.sampler && me && me->owner == (void *)&sample_tls &&
+        __atomic_load_n(&me->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
+        me->gen == sampler.gen;
+    after_fork.cfg = sampler.cfg;
     /* fork_prepare's lock, taken by this thread: released, not
      * initialised again (another thread may have held it) */
-    pthread_mutex_unlock(&G.mu);
+    pthread_mutex_unlock(&sampler.mu);
     __atomic_store_n(&sample_tls, NULL, __ATOMIC_RELAXED);
-    if (G.running)
-        sigaction(G.signo, &G.old, NULL);
+    if (sampler.running)
+        sigaction(sampler.signo, &sampler.old, NULL);
     /* The parent's perf events: their descriptors, not the events, are
      * the child's (they signal the parent's threads). */
-    for (struct sthread *st = G.threads; st; st = st->next)
+    for (struct sthread *st = sampler.threads; st; st = st->next)
         if (__atomic_load_n(&st->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
             st->perf_fd >= 0)
             close(st->perf_fd);
-    for (struct sthread *st = G.threads; st; st = st->next)
+    for (struct sthread *st = sampler.threads; st; st = st->next)
         if (__atomic_load_n(&st->state, __ATOMIC_RELAXED) == ST_ACTIVE &&
             st->sys_fd >= 0)
             close(st->sys_fd);
-    G.has_ticker = G.ticker_paused = 0; /* (not the child's) */
-    G.running = 0;
-    G.used = 0;
-    G.poll_ms = 0;
+    sampler.has_ticker = sampler.ticker_paused = 0; /* (not the child's) */
+    sampler.running = 0;
+    sampler.used = 0;
+    sampler.poll_ms = 0;
     /* The parent's rings, threads and tables stay where they are. */
-    G.threads = NULL;
-    G.funcs = NULL;
-    G.nfuncs = G.funcs_cap = 0;
-    G.func_index = (struct evp_itab)EVP_ITAB_INIT;
-    G.unknown = 0;
-    G.nodes = NULL;
-    G.nnodes = G.nodes_cap = G.nodes_written = 0;
-    G.node_index = (struct evp_itab)EVP_ITAB_INIT;
-    G.seq_of = NULL;
-    G.seq_cap = 0;
-    G.scratch = G.out = NULL;
-    G.scratch_cap = G.out_cap = 0;
-    G.samples = G.dropped = G.missed = G.funcs_lost = G.threads_started =
-        G.trap_retaken = G.stacks = G.throttled = G.throttled_max_ns =
-            G.unsampled = G.signals = G.short_ticks = G.long_signals =
-                G.nop_signals = 0;
+    sampler.threads = NULL;
+    sampler.funcs = NULL;
+    sampler.nfuncs = sampler.funcs_cap = 0;
+    sampler.func_index = (struct evp_itab)EVP_ITAB_INIT;
+    sampler.unknown = 0;
+    sampler.nodes = NULL;
+    sampler.nnodes = sampler.nodes_cap = sampler.nodes_written = 0;
+    sampler.node_index = (struct evp_itab)EVP_ITAB_INIT;
+    sampler.seq_of = NULL;
+    sampler.seq_cap = 0;
+    sampler.scratch = sampler.out = NULL;
+    sampler.scratch_cap = sampler.out_cap = 0;
+    sampler.samples = sampler.dropped = sampler.missed = sampler.funcs_lost =
+        sampler.threads_started = sampler.trap_retaken = sampler.stacks =
+            sampler.throttled = sampler.throttled_max_ns = sampler.unsampled =
+                sampler.signals = sampler.short_ticks = sampler.long_signals =
+                    sampler.nop_signals = 0;
 }
 
 int evp_rec_sample_fork_resume_(void)
 {
-    if (!F.sampler)
+    if (!after_fork.sampler)
         return 0;
-    F.sampler = 0;
-    if (F.cfg.on_fork_child)
-        F.cfg.on_fork_child();
-    int rc = evp_rec_sampler_start(&F.cfg);
-    if (rc == 0 && F.thread)
+    after_fork.sampler = 0;
+    if (after_fork.cfg.on_fork_child)
+        after_fork.cfg.on_fork_child();
+    int rc = evp_rec_sampler_start(&after_fork.cfg);
+    if (rc == 0 && after_fork.thread)
         rc = evp_rec_sample_thread_start(NULL);
     return rc;
 }
