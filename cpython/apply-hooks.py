@@ -42,7 +42,7 @@ MARK = "/* evalprof-hook */"
 
 # The recorder's sources (src/recorder/NAME.c), and its private headers.
 RECORDER = ("clock", "recorder", "sample", "linetable")
-RECORDER_HEADERS = ("clock", "linetable", "session")
+RECORDER_HEADERS = ("clock", "linetable", "sampler", "session")
 
 
 def util_used():

@@ -18,6 +18,13 @@ header "evalprof/NAME": the interpreter's tree has them in
 Python/evalprof/).  Each src/<layer>/meson.build may name
 only the libraries and dependencies of the layers below it.
 
+Inside the directories of ONE_WAY, calls between files run one way:
+file A calling a function that file B defines (or naming it, as a table
+of callbacks does) and B calling one of A's, directly or around a longer
+circle, is a violation.  Two halves of a layer that meet meet at one
+interface (src/recorder: the session drives the sampler through the
+chunk-source table of session.h; the sampler calls the session).
+
 Prints one line per violation and exits 1 when there is any; prints a
 one-line summary and exits 0 otherwise.
 """
@@ -33,6 +40,8 @@ PUBLIC = {"kinds.def": "format", "events.h": "format", "record.h": "format",
 # Producers outside src/: what they stand on.
 OUTSIDE = {"python/_tracer": "recorder", "cpython/hooks": "recorder",
            "examples": "recorder", "bench": "recorder"}
+# Directories whose files' calls must run one way (see above).
+ONE_WAY = ("src/recorder",)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 MESON_NAME = re.compile(r"\bevp_([a-z]+?)(?:_dep|_sources)?\b")
 
@@ -105,6 +114,71 @@ def check_meson(path, layer, problems, rel):
                                 % (rel, n, layer, m.group(0)[4:], used))
 
 
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"", re.S)
+# a function definition's start: a line that begins with its type and
+# name (not static, not a declaration: the parameter list is followed by
+# a body)
+DEFINITION = re.compile(r"^(?!static\b|typedef\b|extern\b|#)"
+                        r"[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*\(", re.M)
+
+
+def defined_functions(code):
+    """The names of the functions CODE (comments stripped) defines with
+    external linkage."""
+    names = set()
+    for m in DEFINITION.finditer(code):
+        depth, i = 1, m.end()
+        while i < len(code) and depth:
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            i += 1
+        rest = code[i:i + 200].lstrip()
+        if rest.startswith("{") or rest.startswith("__attribute__"):
+            names.add(m.group(1))
+    return names
+
+
+def check_one_way(root, d, problems):
+    """Calls between the .c files of directory D (under ROOT) must not
+    form a circle."""
+    full = os.path.join(root, d)
+    if not os.path.isdir(full):
+        return
+    code = {}
+    for name in sorted(os.listdir(full)):
+        if name.endswith(".c"):
+            with open(os.path.join(full, name), encoding="utf-8",
+                      errors="replace") as f:
+                code[name] = COMMENT.sub(" ", f.read())
+    owner = {}
+    for name, text in code.items():
+        for fn in defined_functions(text):
+            owner.setdefault(fn, name)
+    uses = {name: {} for name in code}
+    for name, text in code.items():
+        for fn, home in owner.items():
+            if home != name and re.search(r"\b%s\b" % re.escape(fn), text):
+                uses[name].setdefault(home, fn)
+    # a circle: a path from a file back to itself
+    reported = set()
+    for start in sorted(uses):
+        stack = [(start, [start])]
+        while stack:
+            node, path = stack.pop()
+            for nxt in sorted(uses[node]):
+                if nxt == start:
+                    circle = path + [start]
+                    key = frozenset(circle)
+                    if key in reported:
+                        continue
+                    reported.add(key)
+                    steps = ", ".join("%s calls %s's %s" % (a, b, uses[a][b])
+                                      for a, b in zip(circle, circle[1:]))
+                    problems.append("%s: calls go round in a circle: %s"
+                                    % (d, steps))
+                elif nxt not in path:
+                    stack.append((nxt, path + [nxt]))
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
                            os.path.join(os.path.dirname(__file__), ".."))
@@ -139,13 +213,16 @@ def main():
     for n in extra:
         problems.append("src/%s: a directory that is not a layer (add it to "
                         "tools/check-layers.py and docs/HACKING.md)" % n)
+    for d in ONE_WAY:
+        check_one_way(root, d, problems)
     for p in problems:
         print("layers: " + p)
     if problems:
         print("layers: %d violation(s)" % len(problems))
         return 1
     print("layers: %d files checked, util <- format <- recorder, trace <- "
-          "views <- perf <- cli holds" % files)
+          "views <- perf <- cli holds; calls run one way in %s"
+          % (files, ", ".join(ONE_WAY)))
     return 0
 
 

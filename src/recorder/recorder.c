@@ -23,6 +23,10 @@
  * the chunk the error cut short is cut off, so that the dropped counts
  * reach the reader whatever failed first.
  *
+ * Chunk sources (session.h) write chunks of their own in each writer
+ * round, beside the buffers: the sampler (sample.c) is one.  The session
+ * calls a source only through the table the source registered.
+ *
  * Thread structs are never freed: a thread's TLS pointer may outlive a
  * session.  A struct whose thread has exited is reused by a new thread,
  * and a struct from an earlier session is re-attached on its next event.
@@ -175,6 +179,64 @@ static struct {
 
 static pthread_key_t thread_key;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* ---- chunk sources (session.h) ---------------------------------------- */
+
+/* The sources registered, in order; the count is published (release)
+ * after the entry it counts, so a reader without session.mu (a fork
+ * handler, evp_rec_writer_pause) sees whole entries only. */
+#define MAX_SOURCES 4
+static const struct evp_rec_source *sources[MAX_SOURCES];
+static int sources_n;
+
+static int nsources(void)
+{
+    return __atomic_load_n(&sources_n, __ATOMIC_ACQUIRE);
+}
+
+int evp_rec_source_add(const struct evp_rec_source *src)
+{
+    int rc = 0;
+    pthread_mutex_lock(&session.mu);
+    int n = sources_n, known = 0;
+    for (int i = 0; i < n; i++)
+        known |= sources[i] == src;
+    if (!known && n == MAX_SOURCES) {
+        rc = -ENOSPC;
+    } else if (!known) {
+        sources[n] = src;
+        __atomic_store_n(&sources_n, n + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&session.mu);
+    return rc;
+}
+
+/* The round a source's collect() is given: valid while it runs, inside
+ * writer_round (session.mu held). */
+struct evp_rec_round {
+    int final;
+};
+
+/* Every source's part of a writer round (caller holds session.mu). */
+static void collect_sources(int final)
+{
+    struct evp_rec_round round = {final};
+    for (int i = 0, n = nsources(); i < n; i++)
+        if (sources[i]->collect)
+            sources[i]->collect(&round, final);
+}
+
+/* The shortest wait any source asks of the writer, 0 when none asks. */
+static unsigned sources_poll_ms(void)
+{
+    unsigned ms = 0;
+    for (int i = 0, n = nsources(); i < n; i++) {
+        unsigned m = sources[i]->poll_ms ? sources[i]->poll_ms() : 0;
+        if (m && (!ms || m < ms))
+            ms = m;
+    }
+    return ms;
+}
 
 /* One line on stderr, "evalprof: " and the message (unless quiet). */
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -394,7 +456,9 @@ static struct pending *funcs_chunk(size_t first, size_t last)
     return p;
 }
 
-void evp_rec_funcs_queue_locked_(void)
+/* Queue a FUNCS chunk of the functions registered since the last one
+ * (caller holds session.mu). */
+static void funcs_queue_locked(void)
 {
     if (session.nfuncs > session.funcs_queued) {
         struct pending *f = funcs_chunk(session.funcs_queued, session.nfuncs);
@@ -405,8 +469,10 @@ void evp_rec_funcs_queue_locked_(void)
     }
 }
 
-int evp_rec_chunk_queue_locked_(unsigned type, const uint8_t *payload,
-                                size_t len, int compress)
+/* Queue a chunk (PAYLOAD copied) for this round (caller holds
+ * session.mu). */
+static int chunk_queue_locked(unsigned type, const uint8_t *payload, size_t len,
+                              int compress)
 {
     struct pending *p = pending_new(type, len);
     if (!p)
@@ -658,9 +724,9 @@ static void writer_round(int force)
         }
     }
     /* The rings' samples, their new functions and stacks, as chunks. */
-    evp_rec_sample_collect_(force);
+    collect_sources(force);
     /* Before any events that may name them. */
-    evp_rec_funcs_queue_locked_();
+    funcs_queue_locked();
     struct pending *pend = session.pend_head;
     session.pend_head = session.pend_tail = NULL;
     size_t nsnap = 0, cap = 0;
@@ -786,7 +852,7 @@ static void *writer_main(void *arg)
                                                          : session.cfg.flush_ms;
         /* Sampling: the rings are drained every 50 ms at least, every
          * 10 ms while one fills by a quarter between two rounds. */
-        unsigned ring_ms = evp_rec_sample_poll_ms_();
+        unsigned ring_ms = sources_poll_ms();
         if (ring_ms && poll_ms > ring_ms)
             poll_ms = ring_ms;
         __atomic_store_n(&writer_poll_ms, poll_ms, __ATOMIC_RELAXED);
@@ -834,7 +900,10 @@ static int writer_paused;
 
 int evp_rec_writer_pause(void)
 {
-    evp_rec_sample_ticker_pause_(); /* the wall clock's sampler thread too */
+    /* the sources' threads too (the wall clock's sampler thread) */
+    for (int i = 0, n = nsources(); i < n; i++)
+        if (sources[i]->pause)
+            sources[i]->pause();
     pthread_mutex_lock(&session.mu);
     if (!session.writer_running) {
         pthread_mutex_unlock(&session.mu);
@@ -864,7 +933,11 @@ int evp_rec_writer_resume(void)
         rc = writer_start();
     writer_paused = 0;
     pthread_mutex_unlock(&session.mu);
-    int trc = evp_rec_sample_ticker_resume_();
+    int trc = 0;
+    for (int i = 0, n = nsources(); i < n; i++) {
+        int r = sources[i]->resume ? sources[i]->resume() : 0;
+        trc = trc ? trc : r;
+    }
     return rc ? rc : trc;
 }
 
@@ -1175,7 +1248,8 @@ static int meta_remember(const char *key, const char *value)
     return evp_kv_set(&session.meta, key, value);
 }
 
-int evp_rec_meta_locked_(const char *key, const char *value)
+/* evp_rec_meta, caller holding session.mu. */
+static int meta_locked(const char *key, const char *value)
 {
     int rc = meta_remember(key, value);
     char *kv[2] = {(char *)key, (char *)value};
@@ -1194,7 +1268,7 @@ int evp_rec_meta(const char *key, const char *value)
     pthread_mutex_lock(&session.mu);
     int rc = -ENOTCONN;
     if (session.state == OPEN || session.state == OPENING)
-        rc = evp_rec_meta_locked_(key, value);
+        rc = meta_locked(key, value);
     pthread_mutex_unlock(&session.mu);
     return rc;
 }
@@ -1247,7 +1321,7 @@ static void lines_end(struct evp_rec_lines *l, uint32_t func, int locked)
         char key[32];
         snprintf(key, sizeof key, "lines.%u", (unsigned)func);
         if (locked)
-            evp_rec_meta_locked_(key, l->buf);
+            meta_locked(key, l->buf);
         else
             evp_rec_meta(key, l->buf);
     }
@@ -1258,11 +1332,6 @@ static void lines_end(struct evp_rec_lines *l, uint32_t func, int locked)
 void evp_rec_lines_end(struct evp_rec_lines *l, uint32_t func)
 {
     lines_end(l, func, 0);
-}
-
-void evp_rec_lines_end_locked_(struct evp_rec_lines *l, uint32_t func)
-{
-    lines_end(l, func, 1);
 }
 
 int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
@@ -1298,8 +1367,9 @@ int evp_rec_opcodes(const struct evp_opcode_desc *ops, size_t n)
     return rc;
 }
 
-uint32_t evp_rec_func_locked_(const char *qualname, const char *file,
-                              uint32_t firstline)
+/* evp_rec_func, caller holding session.mu (any state but CLOSED). */
+static uint32_t func_locked(const char *qualname, const char *file,
+                            uint32_t firstline)
 {
     if (session.state == CLOSED)
         return 0;
@@ -1325,9 +1395,53 @@ uint32_t evp_rec_func(const char *qualname, const char *file,
     uint32_t id = 0;
     pthread_mutex_lock(&session.mu);
     if (session.state == OPEN || session.state == OPENING)
-        id = evp_rec_func_locked_(qualname, file, firstline);
+        id = func_locked(qualname, file, firstline);
     pthread_mutex_unlock(&session.mu);
     return id;
+}
+
+/* ---- inside a source's collect() (session.h) ---------------------------- */
+
+uint32_t evp_rec_round_func(struct evp_rec_round *round, const char *qualname,
+                            const char *file, uint32_t line)
+{
+    (void)round;
+    return func_locked(qualname, file, line);
+}
+
+int evp_rec_round_meta(struct evp_rec_round *round, const char *key,
+                       const char *value)
+{
+    (void)round;
+    return meta_locked(key, value);
+}
+
+int evp_rec_round_meta_u64(struct evp_rec_round *round, const char *key,
+                           uint64_t v)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    return evp_rec_round_meta(round, key, text);
+}
+
+void evp_rec_round_lines(struct evp_rec_round *round, struct evp_rec_lines *l,
+                         uint32_t func)
+{
+    (void)round;
+    lines_end(l, func, 1);
+}
+
+void evp_rec_round_funcs(struct evp_rec_round *round)
+{
+    (void)round;
+    funcs_queue_locked();
+}
+
+int evp_rec_round_chunk(struct evp_rec_round *round, unsigned type,
+                        const uint8_t *payload, size_t len, int compress)
+{
+    (void)round;
+    return chunk_queue_locked(type, payload, len, compress);
 }
 
 /* ---- sessions ----------------------------------------------------------- */
@@ -1439,12 +1553,16 @@ static void atexit_close(void)
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&session.mu);
-    evp_rec_sample_fork_prepare_();
+    for (int i = 0, n = nsources(); i < n; i++)
+        if (sources[i]->fork_prepare)
+            sources[i]->fork_prepare();
 }
 
 static void fork_parent(void)
 {
-    evp_rec_sample_fork_parent_();
+    for (int i = nsources(); i-- > 0;)
+        if (sources[i]->fork_parent)
+            sources[i]->fork_parent();
     pthread_mutex_unlock(&session.mu);
 }
 
@@ -1456,7 +1574,9 @@ static int start_file(const char *path, int deferred);
  */
 static void fork_child(void)
 {
-    evp_rec_sample_fork_child_();
+    for (int i = 0, n = nsources(); i < n; i++)
+        if (sources[i]->fork_child)
+            sources[i]->fork_child();
     /* fork_prepare's lock, taken by this thread: released, not
      * initialised again (which POSIX leaves undefined for a locked
      * mutex, and ThreadSanitizer takes for a mutex still held) */
@@ -1522,8 +1642,9 @@ static void fork_child(void)
         attach_locked(NULL);
         pthread_mutex_unlock(&session.mu);
     }
-    if (evp_rec_sample_fork_resume_() < 0)
-        meta_remember("sample.fork", "the sampler could not start again");
+    for (int i = 0, n = nsources(); i < n; i++)
+        if (sources[i]->fork_follow && sources[i]->fork_follow() < 0)
+            meta_remember("sample.fork", "the sampler could not start again");
 }
 
 static void once_init(void)
@@ -1900,7 +2021,10 @@ int evp_rec_threads(void)
     pthread_mutex_lock(&session.mu);
     int n = session.writer_running ? 1 : 0;
     pthread_mutex_unlock(&session.mu);
-    return n + evp_rec_sample_ticker_running_();
+    for (int i = 0, k = nsources(); i < k; i++)
+        if (sources[i]->threads)
+            n += sources[i]->threads();
+    return n;
 }
 
 void evp_rec_set_enabled(uint64_t kinds)
@@ -2034,7 +2158,9 @@ int evp_rec_close(void)
 {
     /* No more samples: the last round drains every ring. */
     if (evp_rec_is_open())
-        evp_rec_sampler_stop();
+        for (int i = 0, n = nsources(); i < n; i++)
+            if (sources[i]->stop)
+                sources[i]->stop();
     pthread_mutex_lock(&session.mu);
     if (session.state != OPEN) {
         pthread_mutex_unlock(&session.mu);
@@ -2065,7 +2191,7 @@ int evp_rec_close(void)
         char v[32];
         snprintf(v, sizeof v, "%llu",
                  (unsigned long long)session.writer_cpu_ns);
-        evp_rec_meta_locked_("recorder.writer_cpu_ns", v);
+        meta_locked("recorder.writer_cpu_ns", v);
     }
     writer_round(1); /* whatever the writer had not taken yet */
     progress(1);

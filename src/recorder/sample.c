@@ -2,7 +2,10 @@
  * The sampled mode of the recorder (recorder.h "sampling", docs/FORMAT.md
  * "Samples"): per-thread timers, the signal handler, per-thread rings,
  * and the writer's half that turns the rings into STACKS and SAMPLES
- * chunks.
+ * chunks.  The session (recorder.c) knows the sampler as one of its chunk
+ * sources (session.h: sampler_source, at the end of this file), which
+ * it drives at every writer round, at close and around fork(); the
+ * sampler calls the session, never the other way round.
  *
  * Timers.  Each sampled thread arms a timer of its own, timer_create()
  * with SIGEV_THREAD_ID, on its CPU-time clock (CLOCK_THREAD_CPUTIME_ID:
@@ -172,6 +175,7 @@
 #include "itab.h"
 #include "linetable.h"
 #include "sanitizer.h"
+#include "sampler.h"
 #include "session.h"
 
 #define DEFAULT_RING_KB 2048u
@@ -1884,7 +1888,10 @@ static int ticker_start(void)
     return -rc;
 }
 
-void evp_rec_sample_ticker_pause_(void)
+/* The sampler thread stopped before a fork the program makes (it is
+ * waited for until the kernel no longer counts it), and started again
+ * after it (the source's pause and resume). */
+static void ticker_pause(void)
 {
     pthread_mutex_lock(&sampler.mu);
     if (!sampler.has_ticker) {
@@ -1906,7 +1913,8 @@ void evp_rec_sample_ticker_pause_(void)
     }
 }
 
-int evp_rec_sample_ticker_running_(void)
+/* 1 while the sampler thread runs (the source's threads). */
+static int ticker_running(void)
 {
     pthread_mutex_lock(&sampler.mu);
     int on = sampler.has_ticker;
@@ -1914,7 +1922,7 @@ int evp_rec_sample_ticker_running_(void)
     return on;
 }
 
-int evp_rec_sample_ticker_resume_(void)
+static int ticker_resume(void)
 {
     int rc = 0;
     pthread_mutex_lock(&sampler.mu);
@@ -1937,6 +1945,8 @@ static void signal_name(int signo, char *buf, size_t len)
     else
         snprintf(buf, len, "%d", signo);
 }
+
+static const struct evp_rec_source sampler_source;
 
 int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
 {
@@ -1964,6 +1974,9 @@ int evp_rec_sampler_start(const struct evp_rec_sample_config *cfg)
     if (!evp_rec_is_open())
         return -ENOTCONN;
     pthread_once(&key_once, key_init);
+    int src = evp_rec_source_add(&sampler_source);
+    if (src < 0)
+        return src;
 
     pthread_mutex_lock(&sampler.mu);
     if (sampler.running) {
@@ -2171,7 +2184,8 @@ static char *copy_str(const char *s, size_t n)
 
 /* The global function of (name, file, line), registered when new; NULL
  * when out of memory. */
-static struct gfunc *func_get(const struct func_key *k)
+static struct gfunc *func_get(struct evp_rec_round *round,
+                              const struct func_key *k)
 {
     uint64_t h = evp_itab_hash_bytes(k->name, k->namelen) * 31 ^
                  evp_itab_hash_bytes(k->file, k->filelen) ^
@@ -2191,7 +2205,7 @@ static struct gfunc *func_get(const struct func_key *k)
     f->filelen = k->filelen;
     f->line = k->line;
     if (f->name && f->file)
-        f->id = evp_rec_func_locked_(f->name, f->file, f->line);
+        f->id = evp_rec_round_func(round, f->name, f->file, f->line);
     if (!f->id ||
         evp_itab_put(&sampler.func_index, h, (uint32_t)sampler.nfuncs) < 0) {
         free(f->name);
@@ -2203,11 +2217,11 @@ static struct gfunc *func_get(const struct func_key *k)
 }
 
 /* The placeholder of a key whose function record was lost. */
-static uint32_t unknown_func(void)
+static uint32_t unknown_func(struct evp_rec_round *round)
 {
     if (!sampler.unknown) {
         struct func_key k = {"<unknown>", "", 9, 0, 0};
-        struct gfunc *f = func_get(&k);
+        struct gfunc *f = func_get(round, &k);
         sampler.unknown = f ? f->id : 0;
     }
     return sampler.unknown;
@@ -2277,8 +2291,8 @@ static void lines_range(void *ctx, long unit, long line)
     evp_rec_lines_add(ctx, unit, line);
 }
 
-static void on_func_record(struct sthread *st, const uint8_t *b, uint32_t len,
-                           unsigned lt_format)
+static void on_func_record(struct evp_rec_round *round, struct sthread *st,
+                           const uint8_t *b, uint32_t len, unsigned lt_format)
 {
     uint32_t f[5];
     if (len < HDR + FUNC_FIXED)
@@ -2289,7 +2303,7 @@ static void on_func_record(struct sthread *st, const uint8_t *b, uint32_t len,
         return;
     const char *name = (const char *)b + HDR + FUNC_FIXED;
     struct func_key k = {name, name + f[2], f[2], f[3], f[1]};
-    struct gfunc *g = func_get(&k);
+    struct gfunc *g = func_get(round, &k);
     key_set(st, f[0], g ? g->id : 0);
     if (!g || g->has_lines || lt_format != EVP_LT_CPYTHON311 || !f[4])
         return;
@@ -2298,7 +2312,7 @@ static void on_func_record(struct sthread *st, const uint8_t *b, uint32_t len,
     g->has_lines = 1;
     if (evp_rec_lt311_decode(table, f[4], (long)g->line, lines_range, &l) ==
         0) {
-        evp_rec_lines_end_locked_(&l, g->id);
+        evp_rec_round_lines(round, &l, g->id);
     } else { /* a malformed table gives no lines */
         free(l.buf);
     }
@@ -2321,8 +2335,8 @@ static void on_lost_record(struct sthread *st, const uint8_t *b, uint32_t len,
     }
 }
 
-static void on_sample_record(struct sthread *st, const uint8_t *b, uint32_t len,
-                             unsigned depth)
+static void on_sample_record(struct evp_rec_round *round, struct sthread *st,
+                             const uint8_t *b, uint32_t len, unsigned depth)
 {
     struct {
         uint64_t ts;
@@ -2338,7 +2352,7 @@ static void on_sample_record(struct sthread *st, const uint8_t *b, uint32_t len,
         uint32_t key;
         memcpy(&key, keys + 4u * i, 4);
         struct keyent *e = key_find(st, key);
-        uint32_t func = e && e->func ? e->func : unknown_func();
+        uint32_t func = e && e->func ? e->func : unknown_func(round);
         uint32_t n = func ? node_get(node, func) : 0;
         if (!n)
             break; /* out of memory: the stack ends here */
@@ -2355,7 +2369,7 @@ static void on_sample_record(struct sthread *st, const uint8_t *b, uint32_t len,
 }
 
 /* Read every record ST's ring holds, in order. */
-static void drain(struct sthread *st)
+static void drain(struct evp_rec_round *round, struct sthread *st)
 {
     struct ring *r = &st->ring;
     if (!r->buf)
@@ -2378,9 +2392,9 @@ static void drain(struct sthread *st)
         ring_copy_out(r, pos, sampler.scratch, len);
         unsigned type = h[1] & 0xffff, extra = h[1] >> 16;
         if (type == REC_SAMPLE)
-            on_sample_record(st, sampler.scratch, len, extra);
+            on_sample_record(round, st, sampler.scratch, len, extra);
         else if (type == REC_FUNC)
-            on_func_record(st, sampler.scratch, len, extra);
+            on_func_record(round, st, sampler.scratch, len, extra);
         else if (type == REC_LOST)
             on_lost_record(st, sampler.scratch, len, extra);
         pos += len;
@@ -2389,7 +2403,7 @@ static void drain(struct sthread *st)
 }
 
 /* The nodes made since the last STACKS chunk, as one. */
-static void queue_stacks(void)
+static void queue_stacks(struct evp_rec_round *round)
 {
     size_t n = sampler.nnodes - sampler.nodes_written;
     if (!n)
@@ -2402,7 +2416,7 @@ static void queue_stacks(void)
         k +=
             evp_stack_entry_put(sampler.out + k, (uint32_t)i + 1,
                                 sampler.nodes[i].parent, sampler.nodes[i].func);
-    if (evp_rec_chunk_queue_locked_(EVP_CHUNK_STACKS, sampler.out, k, 1) == 0) {
+    if (evp_rec_round_chunk(round, EVP_CHUNK_STACKS, sampler.out, k, 1) == 0) {
         sampler.stacks += n;
         sampler.nodes_written = sampler.nnodes;
     }
@@ -2410,7 +2424,7 @@ static void queue_stacks(void)
 
 /* ST's batch, and the count of samples its ring dropped, as SAMPLES
  * chunks of its stream. */
-static void queue_samples(struct sthread *st)
+static void queue_samples(struct evp_rec_round *round, struct sthread *st)
 {
     uint64_t dropped =
         __atomic_load_n(&st->ring.dropped, __ATOMIC_RELAXED) + st->unbatched;
@@ -2443,8 +2457,8 @@ static void queue_samples(struct sthread *st)
         pf.base_ticks = pf.sync_ticks;
         size_t len =
             evp_samples_encode(sampler.out, &pf, st->batch + done, n, NULL);
-        if (evp_rec_chunk_queue_locked_(EVP_CHUNK_SAMPLES, sampler.out, len,
-                                        1) < 0)
+        if (evp_rec_round_chunk(round, EVP_CHUNK_SAMPLES, sampler.out, len, 1) <
+            0)
             break;
         sampler.seq_of[st->stream]++;
         st->dropped_told += pf.dropped;
@@ -2592,7 +2606,15 @@ static unsigned poll_pace(int fast, int busy, uint64_t grew_max)
                                : (unsigned)fit;
 }
 
-void evp_rec_sample_collect_(int final)
+/*
+ * The writer round's sampling part (the session's collect; its lock
+ * held): drain every ring, register new functions and their line tables,
+ * queue the STACKS chunk of new nodes and each thread's SAMPLES chunk,
+ * free the rings of stopped threads.  FINAL (the close's last round):
+ * also record the closing figures (sample.missed ...) and forget the
+ * session's functions and stacks.
+ */
+static void collect(struct evp_rec_round *round, int final)
 {
     pthread_mutex_lock(&sampler.mu);
     if (!sampler.used) {
@@ -2620,19 +2642,19 @@ void evp_rec_sample_collect_(int final)
         r->seen = head;
         if (state == ST_ACTIVE && head > 0)
             ring_populate(r, head + POPULATE_AHEAD);
-        drain(st);
+        drain(round, st);
     }
     if (sampler.running)
         __atomic_store_n(&sampler.poll_ms, poll_pace(fast, busy, grew_max),
                          __ATOMIC_RELAXED);
     /* Functions, then the stacks that name them, then the samples. */
-    evp_rec_funcs_queue_locked_();
-    queue_stacks();
+    evp_rec_round_funcs(round);
+    queue_stacks(round);
     for (struct sthread *st = sampler.threads; st; st = st->next) {
         int state = __atomic_load_n(&st->state, __ATOMIC_ACQUIRE);
         if (state == ST_FREE)
             continue;
-        queue_samples(st);
+        queue_samples(round, st);
         if (state == ST_STOPPED)
             thread_release(st);
     }
@@ -2651,63 +2673,46 @@ void evp_rec_sample_collect_(int final)
                 slow += __atomic_load_n(&st->long_signals, __ATOMIC_RELAXED);
             }
         }
-        char v[32];
-        snprintf(v, sizeof v, "%llu", (unsigned long long)missed);
-        evp_rec_meta_locked_("sample.missed", v);
+        evp_rec_round_meta_u64(round, "sample.missed", missed);
         /* evalprof's own part of the sampling, as the handlers timed it
          * (the kernel's delivery of each signal is not in it) */
         double hz = evp_rec_hz_();
-        snprintf(v, sizeof v, "%llu", (unsigned long long)signals);
-        evp_rec_meta_locked_("sample.signals", v);
-        snprintf(v, sizeof v, "%llu",
-                 (unsigned long long)(hz > 0 ? (double)ticks * 1e9 / hz : 0));
-        evp_rec_meta_locked_("sample.handler_ns", v);
-        snprintf(v, sizeof v, "%llu", (unsigned long long)slow);
-        evp_rec_meta_locked_("sample.handler_long", v);
-        if (unsampled) {
-            snprintf(v, sizeof v, "%llu", (unsigned long long)unsampled);
-            evp_rec_meta_locked_("sample.unsampled", v);
-        }
-        if (lost) {
-            snprintf(v, sizeof v, "%llu", (unsigned long long)lost);
-            evp_rec_meta_locked_("sample.funcs_lost", v);
-        }
+        evp_rec_round_meta_u64(round, "sample.signals", signals);
+        evp_rec_round_meta_u64(
+            round, "sample.handler_ns",
+            (uint64_t)(hz > 0 ? (double)ticks * 1e9 / hz : 0));
+        evp_rec_round_meta_u64(round, "sample.handler_long", slow);
+        if (unsampled)
+            evp_rec_round_meta_u64(round, "sample.unsampled", unsampled);
+        if (lost)
+            evp_rec_round_meta_u64(round, "sample.funcs_lost", lost);
         if (sampler.nop) {
             uint64_t handled = sampler.nop_signals;
             for (struct sthread *st = sampler.threads; st; st = st->next)
                 if (__atomic_load_n(&st->state, __ATOMIC_ACQUIRE) != ST_FREE)
                     handled += __atomic_load_n(&st->handled, __ATOMIC_RELAXED);
-            snprintf(v, sizeof v, "%llu", (unsigned long long)handled);
-            evp_rec_meta_locked_("sample.nop_signals", v);
-            evp_rec_meta_locked_("sample.nop", sampler.nop == 3
-                                                   ? "sampler thread"
-                                               : sampler.nop == 2 ? "interrupts"
-                                                                  : "signals");
+            evp_rec_round_meta_u64(round, "sample.nop_signals", handled);
+            evp_rec_round_meta(round, "sample.nop",
+                               sampler.nop == 3   ? "sampler thread"
+                               : sampler.nop == 2 ? "interrupts"
+                                                  : "signals");
         }
         if (sampler.use_peek) {
-            snprintf(v, sizeof v, "%llu", (unsigned long long)sampler.peeks);
-            evp_rec_meta_locked_("sample.peeks", v);
-            snprintf(v, sizeof v, "%llu",
-                     (unsigned long long)sampler.sampler_cpu_ns);
-            evp_rec_meta_locked_("sample.sampler_cpu_ns", v);
-            if (sampler.peek_signals) {
-                snprintf(v, sizeof v, "%llu",
-                         (unsigned long long)sampler.peek_signals);
-                evp_rec_meta_locked_("sample.peek_signals", v);
-            }
+            evp_rec_round_meta_u64(round, "sample.peeks", sampler.peeks);
+            evp_rec_round_meta_u64(round, "sample.sampler_cpu_ns",
+                                   sampler.sampler_cpu_ns);
+            if (sampler.peek_signals)
+                evp_rec_round_meta_u64(round, "sample.peek_signals",
+                                       sampler.peek_signals);
         }
-        if (sampler.trap_retaken) {
-            snprintf(v, sizeof v, "%llu",
-                     (unsigned long long)sampler.trap_retaken);
-            evp_rec_meta_locked_("sample.sigtrap_retaken", v);
-        }
+        if (sampler.trap_retaken)
+            evp_rec_round_meta_u64(round, "sample.sigtrap_retaken",
+                                   sampler.trap_retaken);
         if (sampler.throttled) {
-            snprintf(v, sizeof v, "%llu",
-                     (unsigned long long)sampler.throttled);
-            evp_rec_meta_locked_("sample.throttled", v);
-            snprintf(v, sizeof v, "%llu",
-                     (unsigned long long)sampler.throttled_max_ns);
-            evp_rec_meta_locked_("sample.throttled_max_ns", v);
+            evp_rec_round_meta_u64(round, "sample.throttled",
+                                   sampler.throttled);
+            evp_rec_round_meta_u64(round, "sample.throttled_max_ns",
+                                   sampler.throttled_max_ns);
         }
         forget_tables();
         sampler.used =
@@ -2721,24 +2726,29 @@ unsigned evp_rec_sample_poll_ms_(void)
     return __atomic_load_n(&sampler.poll_ms, __ATOMIC_RELAXED);
 }
 
-/* What a following child starts again (fork_child_ keeps it). */
+/* What a following child starts again (fork_child keeps it). */
 static struct {
     int sampler; /* the parent's sampler ran */
     int thread;  /* and sampled the forking thread */
     struct evp_rec_sample_config cfg;
 } after_fork;
 
-void evp_rec_sample_fork_prepare_(void)
+/* Around fork(): the sampler's lock is held across it (after the
+ * session's), so that the child finds the sampler's state whole; the
+ * parent releases it, and the child in fork_child. */
+static void fork_prepare(void)
 {
     pthread_mutex_lock(&sampler.mu);
 }
 
-void evp_rec_sample_fork_parent_(void)
+static void fork_parent(void)
 {
     pthread_mutex_unlock(&sampler.mu);
 }
 
-void evp_rec_sample_fork_child_(void)
+/* In a forked child, first of all: no sampling, the parent's rings and
+ * tables forgotten. */
+static void fork_child(void)
 {
     struct sthread *me = __atomic_load_n(&sample_tls, __ATOMIC_RELAXED);
     after_fork.sampler = sampler.running &&
@@ -2788,7 +2798,9 @@ void evp_rec_sample_fork_child_(void)
                     sampler.nop_signals = 0;
 }
 
-int evp_rec_sample_fork_resume_(void)
+/* In a child that follows the fork, once its trace is started: the
+ * parent's sampler again, and the forking thread sampled if it was. */
+static int fork_follow(void)
 {
     if (!after_fork.sampler)
         return 0;
@@ -2800,3 +2812,17 @@ int evp_rec_sample_fork_resume_(void)
         rc = evp_rec_sample_thread_start(NULL);
     return rc;
 }
+
+/* The sampler as the session sees it: one of its chunk sources. */
+static const struct evp_rec_source sampler_source = {
+    .collect = collect,
+    .poll_ms = evp_rec_sample_poll_ms_,
+    .stop = evp_rec_sampler_stop,
+    .threads = ticker_running,
+    .pause = ticker_pause,
+    .resume = ticker_resume,
+    .fork_prepare = fork_prepare,
+    .fork_parent = fork_parent,
+    .fork_child = fork_child,
+    .fork_follow = fork_follow,
+};

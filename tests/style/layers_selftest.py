@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The layer check must catch what it is for: a copy of src/ and include/
 with a lower layer including a higher one, a "../" include, a lower
-layer's meson.build linking a higher library and a stray directory must
-each be reported, and the clean copy must pass.
+layer's meson.build linking a higher library, a stray directory and the
+session calling the sampler by name (a circle of calls inside
+src/recorder) must each be reported, and the clean copy must pass.
 
     layers_selftest.py ROOT
 """
@@ -44,6 +45,8 @@ with tempfile.TemporaryDirectory() as tmp:
            "\nx = evp_views_dep\n")
     append(os.path.join(tmp, "python/_tracer/module.c"),
            '\n#include "evalprof/replay.h"\n')
+    append(os.path.join(tmp, "src/recorder/recorder.c"),
+           "\nstatic void stop_all(void)\n{\n    evp_rec_sampler_stop();\n}\n")
     os.mkdir(os.path.join(tmp, "src/misc"))
     rc, out = run(tmp)
     want = ['src/trace/replay.c', 'layer trace includes "views.h" of layer views',
@@ -52,7 +55,9 @@ with tempfile.TemporaryDirectory() as tmp:
             'layer recorder includes "internal.h" of layer trace',
             'src/format/meson.build', 'names evp_views_dep of layer views',
             'layer recorder includes "evalprof/replay.h"',
-            'src/misc: a directory that is not a layer']
+            'src/misc: a directory that is not a layer',
+            "src/recorder: calls go round in a circle: recorder.c calls "
+            "sample.c's evp_rec_sampler_stop"]
     missing = [w for w in want if w not in out]
     if rc != 1 or missing:
         sys.exit("violations not reported (rc %d): %s\n%s" % (rc, missing, out))

@@ -41,6 +41,7 @@
 #include "evalprof/trace.h"
 #include "linetable.h"
 #include "sanitizer.h"
+#include "sampler.h"
 #include "session.h"
 
 /* ---- the location-table decoder ---------------------------------------- */
