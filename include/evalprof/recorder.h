@@ -209,13 +209,10 @@ void evp_rec_set_enabled(uint64_t kinds);
  * stores a sample on the thread's behalf, with the stack the thread's
  * handler last stored (sample.sampler; src/recorder/sample.c).
  */
-/* The default rate: one signal costs this kind of machine (a VM) 25-75
- * µs, timer interrupt and delivery, whoever handles it (an empty
- * handler's perf task-clock signal at 1 kHz: 33-41 µs, 3.3-4.2%;
- * bench/signal), so 4 kHz cost the demo 1.2-1.3x and 1 kHz about
- * 1.03-1.05x (bench/modeb "sampled"; the instrumented interpreters:
- * bench/cpython/sampled.py); a 10 s run still gives 10,000 samples a
- * thread, a share's 95% interval within a point (500 Hz: 1.4 points). */
+/* The default rate: a few percent of overhead, each signal's delivery
+ * being the cost (bench/modeb "sampled", bench/cpython/sampled.py
+ * measure it), while a 10 s run still gives 10,000 samples a thread, a
+ * share's 95% interval within a point (bench/recorder-measurements.md). */
 #define EVP_SAMPLE_RATE_DEFAULT 1000u
 #define EVP_SAMPLE_RATE_MAX 100000u
 #define EVP_SAMPLE_MAX_DEPTH 512u    /* the default max_depth */
@@ -341,13 +338,12 @@ int evp_rec_fault_guard_install(void);
 int evp_rec_fault_guard_ours(void);
 int evp_rec_fault_guard_remove(void);
 /*
- * The jump itself: GCC's __builtin_setjmp and __builtin_longjmp, which
- * save and restore a few registers inline and import nothing from the C
- * library (sigsetjmp and siglongjmp, two more .plt entries, moved the
- * instrumented interpreter's whole .text by 32 bytes, its eval loop's
- * copies with it, and 3.13's sampled copy ran 4 points slower there:
- * the README, "Sampled mode").  Neither saves the signal mask, which the
- * interrupted handler's return restores.  Under ASan and TSan, whose
+ * The jump itself: GCC's __builtin_setjmp and __builtin_longjmp, which save
+ * and restore a few registers inline and import nothing from the C library:
+ * sigsetjmp and siglongjmp would add .plt entries to the instrumented
+ * interpreter and move its eval loop's code
+ * (bench/recorder-measurements.md).  Neither saves the signal mask, which
+ * the interrupted handler's return restores.  Under ASan and TSan, whose
  * runtimes must see a jump over frames (their shadow stacks), the C
  * library's.
  */

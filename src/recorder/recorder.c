@@ -1293,8 +1293,8 @@ static char *put_long(char *p, long v)
 }
 
 /* One ",unit:line" a function's line table adds: written by hand, not
- * by snprintf, which cost a sampled run's writer ten times as much for
- * each function its samples name first. */
+ * by snprintf, whose cost the writer would pay for each function its
+ * samples name first (bench/recorder-measurements.md). */
 void evp_rec_lines_add(struct evp_rec_lines *l, long unit, long line)
 {
     if (line == l->last || l->cap == (size_t)-1)

@@ -22,39 +22,37 @@
  * total goes to the trace as sample.missed.  The signal is blocked while
  * its handler runs (sa_mask), so handlers of one thread never nest.
  *
- * What the clocks give.  The wall clock's timer is a high-resolution one:
- * it fires at the rate asked for.  A CPU-time POSIX timer is checked by
- * the kernel at its scheduler tick (CONFIG_HZ: 250 Hz on Debian's
- * kernels), so a thread would get at most HZ samples a second of its CPU
- * time whatever the rate, each weighing the periods since the last (at
- * 20 kHz and HZ 250, about 80), and when threads contend for the CPUs the
- * kernel's overruns miss some periods (a bare timer_create program with 8
- * threads on 2 CPUs counted 233 to 299 ms of 300).  So the CPU clock is
- * a perf task-clock event of each thread where the kernel allows one
- * (perf_open below: an hrtimer on the thread's CPU time, at the rate
- * asked for; each signal re-arms it, and its weight is the thread's CPU
- * time, CLOCK_THREAD_CPUTIME_ID, in periods less those sampled before, so
- * a blocked signal's periods are still counted), and the POSIX CPU-time timer
+ * What the clocks give.  The wall clock's timer is a high-resolution one: it
+ * fires at the rate asked for.  A CPU-time POSIX timer is checked by the
+ * kernel at its scheduler tick (CONFIG_HZ: 250 Hz on Debian's kernels), so a
+ * thread would get at most HZ samples a second of its CPU time whatever the
+ * rate, each weighing the periods since the last (at 20 kHz and HZ 250,
+ * about 80), and when threads contend for the CPUs the kernel's overruns
+ * miss periods (bench/recorder-measurements.md).  So the CPU clock is a perf
+ * task-clock event of each thread where the kernel allows one (perf_open
+ * below: an hrtimer on the thread's CPU time, at the rate asked for; each
+ * signal re-arms it, and its weight is the thread's CPU time,
+ * CLOCK_THREAD_CPUTIME_ID, in periods less those sampled before, so a
+ * blocked signal's periods are still counted), and the POSIX CPU-time timer
  * only where perf events are refused (sample.sampler says which).
  *
- * How the perf event signals.  Where the kernel takes attr.sigtrap
- * (Linux 5.13+) and no debugger traces the process, the event sends the
- * thread SIGTRAP itself (si_code TRAP_PERF, si_perf_data the thread's
- * struct), queued as task work that runs on the thread's way back to user
- * mode from the timer interrupt: no inter-processor interrupt, no
- * re-arming ioctl in the handler, the interrupted registers still the
- * user code's.  On this kind of VM that is about half of what a signal
- * through F_SETSIG costs (bench/signal/signal_cost).  The event keeps
- * counting while a signal waits (SIGTRAP is a standard signal: one
- * pending at most), the weight is the CPU time in periods as above.  The
- * SIGTRAP handler, once installed, stays: a trap that is not this
- * sampler's (a breakpoint, raise(SIGTRAP)) goes to the disposition it
- * found, SIG_DFL's included (reset and raised again), and a perf trap
- * that comes late, after the sampler stopped, is dropped.  Under a
- * debugger or Valgrind, in a ThreadSanitizer build (trap_usable says
- * why), or with EVALPROF_SAMPLE_TIMER=rt, the event signals through
- * F_SETSIG with the real-time signal and each handler re-arms it for one
- * more overflow (PERF_EVENT_IOC_REFRESH).
+ * How the perf event signals.  Where the kernel takes attr.sigtrap (Linux
+ * 5.13+) and no debugger traces the process, the event sends the thread
+ * SIGTRAP itself (si_code TRAP_PERF, si_perf_data the thread's struct),
+ * queued as task work that runs on the thread's way back to user mode from
+ * the timer interrupt: no inter-processor interrupt, no re-arming ioctl in
+ * the handler, the interrupted registers still the user code's: cheaper than
+ * a signal through F_SETSIG (bench/signal/signal_cost measures both).  The
+ * event keeps counting while a signal waits (SIGTRAP is a standard signal:
+ * one pending at most), the weight is the CPU time in periods as above.  The
+ * SIGTRAP handler, once installed, stays: a trap that is not this sampler's
+ * (a breakpoint, raise(SIGTRAP)) goes to the disposition it found, SIG_DFL's
+ * included (reset and raised again), and a perf trap that comes late, after
+ * the sampler stopped, is dropped.  Under a debugger or Valgrind, in a
+ * ThreadSanitizer build (trap_usable says why), or with
+ * EVALPROF_SAMPLE_TIMER=rt, the event signals through F_SETSIG with the
+ * real-time signal and each handler re-arms it for one more overflow
+ * (PERF_EVENT_IOC_REFRESH).
  *
  * The wall clock's sampler thread.  A timer's signal interrupts a
  * blocked call, and CPython takes the GIL back to check for signals
@@ -225,17 +223,16 @@ struct ring {
 
 /*
  * A ring's pages are faulted in ahead of the samples, by the thread that
- * starts it (the first POPULATE_START bytes, before it takes sampler.mu) and by
- * the writer (up to POPULATE_AHEAD past the head of a ring in use, each
+ * starts it (the first POPULATE_START bytes, before it takes sampler.mu) and
+ * by the writer (up to POPULATE_AHEAD past the head of a ring in use, each
  * round: 16 pages at most under sampler.mu, which the wall clock's sampler
- * thread takes at every tick; a ring never used keeps 16 KiB), never in
- * a handler: here a
- * first touch of a page costs the thread 30-250 us of CPU time (the VM's
- * host backs the page then), one in a hundred handlers took such a
- * fault, and those were 15-25 times a handler's usual few microseconds.
- * MADV_POPULATE_WRITE (Linux 5.14) faults them in as a write would,
- * without a write: the producer may store there meanwhile.  Where the
- * kernel has it not, the producer takes the faults, as before.
+ * thread takes at every tick; a ring never used keeps 16 KiB), never in a
+ * handler: a first touch of a page there would be charged to the sampled
+ * thread, at many times a handler's usual cost
+ * (bench/recorder-measurements.md).  MADV_POPULATE_WRITE (Linux 5.14) faults
+ * them in as a write would, without a write: the producer may store there
+ * meanwhile.  Where the kernel has it not, the producer takes the faults, as
+ * before.
  */
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -646,11 +643,9 @@ static int is_on_trap(const struct sigaction *sa)
  * the handler at once, wherever the thread is, its own runtime included,
  * for each trap; an asynchronous signal it defers to the thread's next
  * safe point, where the expiries that came meanwhile are one.  A checked
- * handler walking a deep stack costs more than a period at 20 kHz (a
- * 262-frame sample some 90 us of the 50): with SIGTRAP the thread then
- * runs little but its handler (the stress program made 4 functions' worth
- * of progress in 90 s, 846,850 samples).  So a TSan build of the recorder
- * signals through F_SETSIG. */
+ * handler walking a deep stack can cost more than a period at high
+ * rates: with SIGTRAP the thread would then run little but its handler.
+ * So a TSan build of the recorder signals through F_SETSIG. */
 
 /* Can the perf event send SIGTRAP itself?  Not under a debugger,
  * Valgrind or ThreadSanitizer (each takes SIGTRAP for the fault of an
@@ -847,8 +842,8 @@ static void take(struct sthread *st, void *uc, uint32_t weight)
  * unless it took over sampler.long_ticks (HANDLER_LONG_NS): evalprof's handler
  * takes a few microseconds, and one that took 100 µs of real time or more
  * had its thread descheduled inside it (the clock runs on).  Those are
- * counted apart (sample.handler_long): here, on a loaded machine, 1 in
- * 60 signals, and their time was nine tenths of the sum. */
+ * counted apart (sample.handler_long), so that the few whose thread
+ * was descheduled do not swamp sample.handler_ns. */
 #define HANDLER_LONG_NS 100000.0
 static void count_signal(struct sthread *st, uint64_t t0)
 {
@@ -1342,16 +1337,14 @@ static void thread_release(struct sthread *st)
 /*
  * ThreadSanitizer's sigsetjmp records each jump buffer in a vector of the
  * thread's, which it allocates at the thread's first sigsetjmp from its
- * internal allocator, under a spin lock that allocator takes elsewhere
- * too (a thread's start and end, for two).  Made first by a walk, in the
- * sampling signal's handler, that allocation waited forever when the
- * signal had interrupted its own thread inside that allocator: the TSan
- * stress test hung 2 runs in about 150, each with a thread's handler in
- * its first sigsetjmp spinning on the lock and no other thread holding
- * it.  A thread starting to be sampled makes one sigsetjmp here, before
- * its timer can interrupt it, so that the vector (room for 16 buffers;
- * TSan drops stale ones at each sigsetjmp) exists before any handler
- * runs.  Elsewhere this does nothing.
+ * internal allocator, under a spin lock that allocator takes elsewhere too
+ * (a thread's start and end, for two).  Made first by a walk, in the
+ * sampling signal's handler, that allocation waits forever when the signal
+ * interrupted its own thread inside that allocator: the handler spins on a
+ * lock that no other thread holds.  A thread starting to be sampled makes
+ * one sigsetjmp here, before its timer can interrupt it, so that the vector
+ * (room for 16 buffers; TSan drops stale ones at each sigsetjmp) exists
+ * before any handler runs.  Elsewhere this does nothing.
  */
 static __attribute__((noinline)) void guard_warm(void)
 {
@@ -1572,19 +1565,17 @@ int evp_rec_sample_thread_gil(const void *lock, size_t size)
  */
 
 /*
- * System calls that wait for nothing the program asked for.  /proc names
- * the call of a thread that is not running (a runnable one reads
- * "running"), and a thread in one of these is not running only while
- * the kernel waits for memory on its behalf: a page fault as it copies
- * the result out (ASan's stack pages, a page this VM's host backs only
- * then).  It is not blocked in the program's sense, and it holds its
- * GIL if it held it before, so it is signalled, not sampled on its
- * behalf as blocked without the GIL and without its instruction: a
- * spinning thread of sample_threads, calling clock_gettime for its CPU
- * time (no vDSO for the CPU clocks, as for Python's process_time() and
- * thread_time()), got 29 such samples in 2,784 in an ASan build.  (A
- * thread stopped by a debugger in one is signalled once; the periods
- * go on to be owed to that signal.)
+ * System calls that wait for nothing the program asked for.  /proc names the
+ * call of a thread that is not running (a runnable one reads "running"), and
+ * a thread in one of these is not running only while the kernel waits for
+ * memory on its behalf: a page fault as it copies the result out (ASan's
+ * stack pages, a page first touched).  It is not blocked in the program's
+ * sense, and it holds its GIL if it held it before, so it is signalled, not
+ * sampled on its behalf as blocked without the GIL and without its
+ * instruction (clock_gettime of a CPU clock, which has no vDSO, as for
+ * Python's process_time() and thread_time(), is such a call).  (A thread
+ * stopped by a debugger in one is signalled once; the periods go on to be
+ * owed to that signal.)
  */
 static int never_sleeps(long nr)
 {
@@ -1707,10 +1698,9 @@ static void tick_thread(struct sthread *st)
          * in another call only once it stayed there STALE_MAX_NS: a
          * signal makes CPython take the GIL back in the middle of the
          * call (its check for signals after EINTR), a wait the program
-         * does not have untraced.  Sampled at every budget overrun, a
-         * thread sleeping 20 ms at a time beside one holding the GIL
-         * read 2-8 points more "waiting for the GIL" than the program
-         * itself measured. */
+         * does not have untraced, which would show as more "waiting for
+         * the GIL" than the program has (bench/recorder-measurements.md).
+         */
         int behalf =
             fresh || (cpu != UINT64_MAX && !(call & EVP_SAMPLE_GIL_WAIT) &&
                       st->stale_periods * sampler.period_ns < STALE_MAX_NS);
@@ -2501,20 +2491,18 @@ static int thread_blocks(int tid, int sig)
  * writer, every round; sampler.mu held).  Each signal costs the thread CPU
  * time, which its own clock counts: once a signal's delivery and handler
  * cost more than a period, the next period has passed when the handler
- * returns, and the thread runs little but its samples (on this kind of
- * VM, where a timer interrupt alone costs some 12 us, a 0.14 s program
- * sampled at 60 kHz took 16.9 s, and at 100 kHz no handler ran in 60 s).
+ * returns, and the thread runs little but its samples
+ * (bench/recorder-measurements.md, "A rate the machine cannot take").
  * The writer looks at each thread's CPU time since its last look (5 ms
  * and 50 periods of it at least, so that a period more or less is not a
  * fifth).  When fewer than four in five of its periods had a signal
- * handled (a thread that keeps up has 97-99% at 40 kHz here), the thread
+ * handled (a thread that keeps up has nearly all), the thread
  * does not block the signal (a thread that blocks it is sampled when it
  * unblocks, the sample weighing the periods held back), and the
  * signals' cost can be why:
  *
  *   - the period is under THROTTLE_FROM_NS (there the kernel's part of a
- *     signal, which no handler sees, may cost a fifth of it: 50 us, some
- *     four times what one costs here), or
+ *     signal, which no handler sees, can be a large share of it), or
  *   - the handlers themselves took a quarter of the thread's CPU time
  *     since the last look (their time, st->handler_ticks, is measured);
  *
@@ -2581,8 +2569,7 @@ static int perf_throttle(struct sthread *st)
  * THROTTLE_FROM_NS nor did its signals fall short of its periods at the
  * last look (perf_throttle wants its looks), and a ring not yet faulted
  * in whole fills by no more than half of POPULATE_AHEAD a round.  Each
- * round costs the writer some 100-150 us of CPU on this kind of VM (its
- * wake-up, a write), 0.25% of a run at 50 ms; at 200 ms a killed
+ * round costs the writer a wake-up and a write; at 200 ms a killed
  * program loses at most what exact mode's 200 ms rounds lose, and a
  * SIGTRAP handler of the program's is in front of evalprof's that long.
  */
