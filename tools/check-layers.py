@@ -21,9 +21,10 @@ only the libraries and dependencies of the layers below it.
 Inside the directories of ONE_WAY, calls between files run one way:
 file A calling a function that file B defines (or naming it, as a table
 of callbacks does) and B calling one of A's, directly or around a longer
-circle, is a violation.  Two halves of a layer that meet meet at one
-interface (src/recorder: the session drives the sampler through the
-chunk-source table of session.h; the sampler calls the session).
+circle, is a violation.  Two halves of a layer meet at one interface
+(src/recorder: the session drives the sampler through the chunk-source
+table of session.h; the sampler calls the session), and a directory's
+files stand in an order (src/trace: internal.h lists it).
 
 Prints one line per violation and exits 1 when there is any; prints a
 one-line summary and exits 0 otherwise.
@@ -41,7 +42,7 @@ PUBLIC = {"kinds.def": "format", "events.h": "format", "record.h": "format",
 OUTSIDE = {"python/_tracer": "recorder", "cpython/hooks": "recorder",
            "examples": "recorder", "bench": "recorder"}
 # Directories whose files' calls must run one way (see above).
-ONE_WAY = ("src/recorder",)
+ONE_WAY = ("src/recorder", "src/trace")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 MESON_NAME = re.compile(r"\bevp_([a-z]+?)(?:_dep|_sources)?\b")
 
