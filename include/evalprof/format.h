@@ -299,8 +299,11 @@ long evp_events_decode(struct evp_events_cursor *c, struct evp_rec_record *out,
 #define EVP_SAMPLE_NO_FRAME (1u << 18)  /* no Python frame at all */
 #define EVP_SAMPLE_GIL_WAIT (1u << 19)  /* no GIL: blocked taking it */
 #define EVP_SAMPLE_SYSCALL (1u << 20)   /* blocked in another system call */
-#define EVP_SAMPLE_NO_PC (1u << 21) /* no program counter: 14, 15 not told */
-#define EVP_SAMPLE_KNOWN_FLAGS 0x3fc000u
+#define EVP_SAMPLE_NO_PC (1u << 21)  /* no program counter: 14, 15 not told */
+#define EVP_SAMPLE_IN_JIT (1u << 22) /* in JIT-compiled code (with 23) */
+#define EVP_SAMPLE_TIER2                                                       \
+    (1u << 23) /* running a trace of the tier-2 optimizer */
+#define EVP_SAMPLE_KNOWN_FLAGS 0xffc000u
 
 static inline uint32_t evp_sample_state(unsigned opcode1, unsigned phase1,
                                         uint32_t flags)

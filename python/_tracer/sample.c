@@ -11,6 +11,12 @@
  * the GIL, and then blocked taking it or in another system call, stack
  * truncated, no Python frame).
  *
+ * The walk reads the thread state, the frames and the code objects
+ * through the interpreter's layout (layout.h: on 3.13+ the offsets the
+ * interpreter publishes for tools), the same code on every version.  A
+ * sample in JIT-compiled code (3.14+, PYTHON_JIT=1) is marked so, and its
+ * instruction is the frame's last _SET_IP's (docs/FORMAT.md, bits 22-23).
+ *
  * on_sample() is async-signal-safe: no Python API, no allocation, no
  * lock, no system call.  It finds its thread's state through an
  * initial-exec TLS pointer set when the thread registered, never through
@@ -69,9 +75,11 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <ucontext.h>
+#include <unwind.h>
 #include <unistd.h>
 
 #include "tracer.h"
+#include "layout.h"
 
 #include "evalprof/format.h"
 
@@ -80,6 +88,9 @@
 extern int _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func,
                               PyObject *arg);
 #endif
+
+/* A field of the interpreter's memory at OFF bytes into P (layout.h). */
+#define AT(p, off, T) (*(T const *)((const char *)(p) + (off)))
 
 /* gilstate.c */
 int evp_sample_gil_held(PyThreadState *ts);
@@ -243,8 +254,9 @@ code_hash(PyCodeObject *co)
 static struct code_slot *
 code_slot(struct sample_thread *st, PyCodeObject *co)
 {
-    PyObject *qn = co->co_qualname, *fn = co->co_filename;
-    int fl = co->co_firstlineno;
+    PyObject *qn = AT(co, evp_L.code_qualname, PyObject *);
+    PyObject *fn = AT(co, evp_L.code_filename, PyObject *);
+    int fl = AT(co, evp_L.code_firstlineno, int);
     uint32_t h = code_hash(co);
     struct code_slot *s = NULL;
     for (uint32_t i = 0; i < PROBES; i++) {
@@ -276,7 +288,7 @@ code_slot(struct sample_thread *st, PyCodeObject *co)
     s->ignore = evp_S.ignore_len > 0 && flen >= evp_S.ignore_len &&
                 memcmp(file, evp_S.ignore_prefix, evp_S.ignore_len) == 0;
     if (!s->ignore) {
-        PyObject *lt = co->co_linetable;
+        PyObject *lt = AT(co, evp_L.code_linetable, PyObject *);
         const uint8_t *ltb = NULL;
         size_t ltlen = 0;
         if (lt != NULL && Py_IS_TYPE(lt, &PyBytes_Type)) {
@@ -295,34 +307,14 @@ code_slot(struct sample_thread *st, PyCodeObject *co)
 /* ---- the handler ---------------------------------------------------------
  */
 
-static inline struct _PyInterpreterFrame *
-current_frame(PyThreadState *ts)
+static inline const void *
+current_frame(const void *ts)
 {
-#if EVP_PY313
-    return ts->current_frame;
-#else
-    return ts->cframe != NULL ? ts->cframe->current_frame : NULL;
-#endif
-}
-
-/* The frame's instruction: the one executing (or about to). */
-static inline _Py_CODEUNIT *
-frame_instr(struct _PyInterpreterFrame *f)
-{
-#if EVP_PY313
-    return f->instr_ptr;
-#else
-    return f->prev_instr;
-#endif
-}
-
-/* A frame not yet started (before its first RESUME: its arguments are
- * being copied in), as _PyFrame_IsIncomplete tells; CO is its code. */
-static inline int
-frame_incomplete(struct _PyInterpreterFrame *f, PyCodeObject *co)
-{
-    return f->owner != FRAME_OWNED_BY_GENERATOR &&
-           frame_instr(f) < _PyCode_CODE(co) + co->_co_firsttraceable;
+    if (evp_L.ts_cframe != SIZE_MAX) {
+        const void *cf = AT(ts, evp_L.ts_cframe, void *);
+        return cf != NULL ? AT(cf, evp_L.cframe_current_frame, void *) : NULL;
+    }
+    return AT(ts, evp_L.ts_current_frame, void *);
 }
 
 static inline uintptr_t
@@ -341,28 +333,65 @@ context_pc(void *ucontext)
 }
 
 /*
+ * The unit starting the instruction whose code units hold unit U, of the N
+ * units at CODE: U itself unless the version lets an instruction pointer
+ * rest on an inline cache entry (layout.h, ip_in_caches).  Then, if no
+ * unit of the few before U is an instruction with that many cache entries
+ * (the usual case), U starts an instruction; else the code is decoded
+ * from its start to U.  -1 when the decoding does not meet U (code
+ * instrumented by sys.monitoring, whose opcodes are not the table's).
+ */
+static ptrdiff_t
+instruction_at(const uint8_t *code, ptrdiff_t n, ptrdiff_t u)
+{
+    if (!evp_L.ip_in_caches)
+        return u;
+    int maybe = 0;
+    for (ptrdiff_t k = 1; k <= 16 && k <= u && !maybe; k++)
+        maybe = evp_L.caches[evp_L.deopt[code[2 * (u - k)]]] >= k;
+    if (!maybe)
+        return u;
+    for (ptrdiff_t i = 0; i < n;) {
+        ptrdiff_t next = i + 1 + evp_L.caches[evp_L.deopt[code[2 * i]]];
+        if (u < next)
+            return i;
+        i = next;
+    }
+    return -1;
+}
+
+/*
  * Walk the thread's frames into ST->keys: returns the depth, or -1 when
  * the sample is to be dropped (a function the recorder could not take,
  * or evalprof's own code running).  *FLAGS, *OP1, *UNIT1 get the flags
- * it found and the leaf's opcode + 1 and code unit + 1.
+ * it found and the leaf's opcode + 1 and code unit + 1.  Every read goes
+ * through the interpreter's layout (evp_L), the same code on 3.11-3.15.
  */
 static int
 walk(struct sample_thread *st, int c_call_possible, uint32_t *flags,
      unsigned *op1, uint32_t *unit1)
 {
     unsigned depth = 0;
-    struct _PyInterpreterFrame *f = current_frame(st->ts);
+    const void *f = current_frame(st->ts);
     /* the bound guards against a damaged chain, never met otherwise */
     for (unsigned walked = 0; f != NULL && walked < (1u << 22);
-         f = f->previous, walked++) {
-#if !EVP_PY311
-        if (f->owner == FRAME_OWNED_BY_CSTACK)
+         f = AT(f, evp_L.frame_previous, void *), walked++) {
+        int owner = AT(f, evp_L.frame_owner, char);
+        if (owner >= evp_L.owner_not_python)
             continue;
-#endif
-        PyCodeObject *co = evp_frame_code(f);
-        if (co == NULL || !Py_IS_TYPE((PyObject *)co, &PyCode_Type))
+        PyCodeObject *co =
+            (PyCodeObject *)(AT(f, evp_L.frame_executable, uintptr_t) &
+                             evp_L.executable_mask);
+        if (co == NULL ||
+            AT(co, evp_L.ob_type, const void *) != evp_L.code_type)
             break;
-        if (frame_incomplete(f, co))
+        const uint8_t *code = (const uint8_t *)co + evp_L.code_adaptive;
+        const uint8_t *ip = AT(f, evp_L.frame_instr_ptr, const uint8_t *);
+        ptrdiff_t unit = (ip - code) / 2;
+        /* a frame not yet started (before its first RESUME, its
+         * arguments being copied in), as _PyFrame_IsIncomplete tells */
+        if (owner != evp_L.owner_generator &&
+            (ip < code || unit < AT(co, evp_L.code_firsttraceable, int)))
             continue;
         if (depth == st->max_depth) {
             *flags |= EVP_SAMPLE_TRUNCATED;
@@ -376,16 +405,12 @@ walk(struct sample_thread *st, int c_call_possible, uint32_t *flags,
                 return -1; /* evalprof itself is running, not the program */
             continue;
         }
-        if (depth == 0) {
-            _Py_CODEUNIT *ip = frame_instr(f);
-            ptrdiff_t unit = ip - _PyCode_CODE(co);
-            if (unit >= 0 && unit < Py_SIZE(co)) {
+        if (depth == 0 && ip >= code) {
+            ptrdiff_t n = AT(co, evp_L.code_size, Py_ssize_t);
+            unit = unit < n ? instruction_at(code, n, unit) : -1;
+            if (unit >= 0) {
+                unsigned op = code[2 * unit];
                 *unit1 = (uint32_t)unit + 1;
-#if EVP_PY311
-                unsigned op = _Py_OPCODE(*ip);
-#else
-                unsigned op = ip->op.code;
-#endif
                 *op1 = op + 1;
                 if (c_call_possible && call_op[op])
                     *flags |= EVP_SAMPLE_C_CALL;
@@ -424,8 +449,16 @@ on_sample(void *ucontext, uint32_t weight)
         return;
     }
     evp_rec_fault_guard_arm(&jb);
+    if (pc != 0 && !in_eval) {
+        int jit = evp_layout_jit(st->ts, pc);
+        if (jit == 2)
+            st->flags |= EVP_SAMPLE_IN_JIT | EVP_SAMPLE_TIER2;
+        else if (jit == 1)
+            st->flags |= EVP_SAMPLE_TIER2;
+    }
     int depth =
-        walk(st, pc != 0 && !in_eval, &st->flags, &st->op1, &st->unit1);
+        walk(st, pc != 0 && !in_eval && !(st->flags & EVP_SAMPLE_IN_JIT),
+             &st->flags, &st->op1, &st->unit1);
     evp_rec_fault_guard_arm(NULL);
     if (depth < 0)
         return;
@@ -505,6 +538,102 @@ out:
     munmap((void *)m, size);
 }
 
+/* ---- the eval function in a stripped interpreter ----------------------- */
+
+struct hdr_search {
+    uintptr_t pc;          /* an address in the object searched */
+    uintptr_t start, next; /* out: its function's start, the next one's */
+};
+
+/* Read a signed 32-bit value of the .eh_frame_hdr table. */
+static inline int32_t
+sdata4(const uint8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/*
+ * dl_iterate_phdr callback: in the object holding S->pc, the function
+ * containing it according to the unwind table's sorted index
+ * (.eh_frame_hdr: entries of DW_EH_PE_datarel | DW_EH_PE_sdata4, as GCC
+ * and the linkers write it): its start and the start of the next.
+ */
+static int
+hdr_search_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct hdr_search *s = arg;
+    const ElfW(Phdr) *eh = NULL;
+    int holds = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && s->pc >= lo && s->pc - lo < ph->p_memsz)
+            holds = 1;
+        if (ph->p_type == PT_GNU_EH_FRAME)
+            eh = ph;
+    }
+    if (!holds)
+        return 0;
+    if (eh == NULL)
+        return 1;
+    const uint8_t *h = (const uint8_t *)(info->dlpi_addr + eh->p_vaddr);
+    /* version 1; eh_frame_ptr sdata4 pcrel; fde_count udata4; table
+     * datarel sdata4 */
+    if (h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
+        return 1;
+    uint32_t count;
+    memcpy(&count, h + 8, sizeof count);
+    const uint8_t *t = h + 12;
+    uintptr_t base = (uintptr_t)h;
+    uint32_t lo = 0, hi = count;
+    while (hi - lo > 1) { /* the last entry starting at or below pc */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (base + (intptr_t)sdata4(t + 8 * (size_t)mid) <= s->pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (count == 0 || base + (intptr_t)sdata4(t) > s->pc)
+        return 1;
+    s->start = base + (intptr_t)sdata4(t + 8 * (size_t)lo);
+    s->next = lo + 1 < count
+                  ? base + (intptr_t)sdata4(t + 8 * (size_t)(lo + 1))
+                  : s->start;
+    return 1;
+}
+
+/* Functions this large on the calling stack are the evaluation loop's
+ * (its body, or a part the compiler split off): no other function of
+ * CPython comes near. */
+#define EVAL_LOOP_MIN_BYTES (48u * 1024)
+
+struct unwind_walk {
+    uintptr_t lo, hi; /* the object holding the eval function */
+    int frames;
+};
+
+static _Unwind_Reason_Code
+unwind_cb(struct _Unwind_Context *ctx, void *arg)
+{
+    struct unwind_walk *w = arg;
+    if (++w->frames > 64)
+        return _URC_END_OF_STACK;
+    uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+    if (ip == 0)
+        return _URC_END_OF_STACK;
+    struct hdr_search s = {.pc = ip - 1};
+    dl_iterate_phdr(hdr_search_cb, &s);
+    if (s.next > s.start && s.next - s.start >= EVAL_LOOP_MIN_BYTES) {
+        for (int i = 0; i < n_eval_range; i++)
+            if (eval_range[i].lo <= s.start && s.start < eval_range[i].hi)
+                return _URC_NO_REASON; /* known already */
+        add_range(s.start, s.next);
+    }
+    return _URC_NO_REASON;
+}
+
 static void
 find_eval_function(void)
 {
@@ -522,6 +651,11 @@ find_eval_function(void)
     if (path == NULL || *path == '\0' || strchr(path, '/') == NULL)
         path = "/proc/self/exe"; /* the executable itself */
     add_split_parts(path, (uintptr_t)info.dli_fbase);
+    /* A stripped interpreter names no split-off part: the loop that runs
+     * the call to start() is on this very stack, the largest function
+     * there, and the unwind table gives its extent. */
+    struct unwind_walk w = {0};
+    _Unwind_Backtrace(unwind_cb, &w);
 }
 
 /* ---- threads -------------------------------------------------------------
@@ -705,6 +839,11 @@ int
 evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
                  int all_threads)
 {
+    char why[200];
+    if (evp_layout_init(why, sizeof why) < 0) {
+        PyErr_Format(PyExc_RuntimeError, "evalprof: cannot sample: %s", why);
+        return -1;
+    }
     find_eval_function();
     session_depth = max_depth ? max_depth : EVP_SAMPLE_MAX_DEPTH;
     struct evp_rec_sample_config cfg = {
@@ -732,6 +871,10 @@ evp_sample_start(unsigned rate_hz, int cpu_clock, unsigned max_depth,
     char n[32];
     snprintf(n, sizeof n, "%d", n_eval_range);
     evp_rec_meta("sample.eval_ranges", n);
+    evp_rec_meta("sample.layout", evp_L.published
+                                      ? "_PyRuntime.debug_offsets"
+                                      : "headers of the version built for");
+    evp_rec_meta("sample.jit", evp_layout_jit_how());
     __atomic_store_n(&evp_sample_session, ++session_counter, __ATOMIC_RELAXED);
     PyThreadState *ts = PyThreadState_Get();
     char name[256];

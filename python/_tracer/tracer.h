@@ -19,7 +19,9 @@
  *               runs it, without evalprof's frames under it;
  *   sample.c    the sampled mode: no hook, a timer signal per thread whose
  *               handler reads the thread's frames (gilstate.c: whether a
- *               thread holds the GIL, from the interpreter's internals).
+ *               thread holds the GIL, from the interpreter's internals;
+ *               layout.c: the offsets it reads the frames through, every
+ *               version test of the sampler).
  *
  * Everything here runs with the GIL held (free-threaded builds are
  * refused), so the shared state needs no locks of its own; the recorder

@@ -1792,6 +1792,35 @@ class Sampled(Case):
         self.assertIn("none", t.get("tracer.hooks", ""))
         self.check_hot(trace, script)
 
+    def test_call_loop_top_opcodes_as_exact(self):
+        """A sample never names an inline cache entry.  On 3.11 and 3.12
+        the caller's instruction pointer rests on its call's last cache
+        entry while the callee's frame is set up and again while it is
+        cleared on return; the sample names the call.  On a loop of
+        Python calls the call instruction is then, as in the exact mode,
+        the top opcode family, on every interpreter."""
+        script = prog("call_loop.py")
+        _, strace = self.sampled([script, "8000000"],
+                                 opts=["--rate", "2000"])
+        ops = table(self.summary(strace), "ops:")
+        self.assertTrue(ops, "no ops table")
+        self.assertFalse([op for op in ops if op == "CACHE"], ops)
+        fam = table(self.summary(strace, "--group-specialized"), "ops:")
+        _, xtrace = self.traced([script, "400000"], out="x.evp")
+        exact = {}
+        text = self.run_evalprof("summary", "--ns", "--group-specialized",
+                                 xtrace)
+        for m in re.finditer(r"(?m)^ ([A-Z_]+)\s+([\d,]+)\s+([\d,]+) ns$",
+                             text.split("ops (", 1)[1]):
+            exact[m.group(1)] = (int(m.group(2).replace(",", "")) *
+                                 int(m.group(3).replace(",", "")))
+        top_x = sorted(exact, key=exact.get, reverse=True)[:3]
+        self.assertIn("CALL", top_x, exact)
+        top_s = sorted(fam, key=fam.get, reverse=True)
+        self.assertIn("CALL", top_s[:2], fam)
+        # within sampling error of the top family, never a fraction of it
+        self.assertGreater(fam["CALL"], 0.7 * fam[top_s[0]], fam)
+
     def test_cpu_clock_default(self):
         script = prog("sample_hot.py")
         p, trace = self.sampled([script, "40"])
