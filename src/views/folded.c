@@ -302,20 +302,23 @@ static int fold_samples(void *ctx, const struct evp_sample *smp, size_t ns)
         } else if (!f->max_depth || d <= f->max_depth) {
             int ph = evp_sample_phase(s->state),
                 op = evp_sample_opcode(s->state);
+            /* in JIT code the frame's instruction pointer may lag: the
+             * sample is its function's, at no line or opcode */
+            int current = !(s->state & EVP_SAMPLE_IN_JIT);
             if (f->o->phases)
                 at = node_of(f, at,
                              ph >= 0 ? K_PHASE | (uint32_t)ph
                                      : K_SCAT | (uint32_t)evp_sample_cat(
                                                     s->state, s->stack));
             uint32_t line =
-                n && f->lines && at != UINT32_MAX
+                n && f->lines && at != UINT32_MAX && current
                     ? evp_lines_line(f->lines, s->func[n - 1], s->unit)
                     : 0;
             if (line) {
                 uint32_t key = line_key(f, s->func[n - 1], line);
                 at = key == UINT32_MAX ? key : node_of(f, at, key);
             }
-            if (op >= 0 && f->o->ops && at != UINT32_MAX)
+            if (op >= 0 && current && f->o->ops && at != UINT32_MAX)
                 at = node_of(f, at, K_OP | (uint32_t)op);
         }
         if (at == UINT32_MAX)

@@ -51,13 +51,27 @@ int evp_sample_cat(uint32_t state, uint32_t stack)
     if (state & EVP_SAMPLE_NO_PC)
         return (state & EVP_SAMPLE_NO_FRAME) || !stack ? EVP_SCAT_NO_FRAME
                                                        : EVP_SCAT_NO_PC;
+    if (state & EVP_SAMPLE_IN_JIT)
+        return EVP_SCAT_JIT;
     if (state & EVP_SAMPLE_C_CALL)
         return EVP_SCAT_C_CALL;
     if (state & EVP_SAMPLE_IN_EVAL)
         return EVP_SCAT_EVAL;
+    if (state & EVP_SAMPLE_TIER2)
+        return EVP_SCAT_JIT_CALLED;
     if ((state & EVP_SAMPLE_NO_FRAME) || !stack)
         return EVP_SCAT_NO_FRAME;
     return EVP_SCAT_OTHER;
+}
+
+int evp_sample_jit_told(struct evp_trace *const *t, size_t runs)
+{
+    for (size_t i = 0; i < runs; i++) {
+        const char *how = evp_trace_meta(t[i], "sample.jit");
+        if (how && strncmp(how, "none", 4) != 0)
+            return 1;
+    }
+    return 0;
 }
 
 const char *evp_sample_cat_name(int cat)
@@ -70,15 +84,18 @@ const char *evp_sample_cat_name(int cat)
         "no GIL, not blocked",
         "runtime other (frame)",
         "no Python frame",
-        "GIL held: eval loop, C call or runtime (not told: sampler thread)"};
+        "GIL held: eval loop, C call or runtime (not told: sampler thread)",
+        "in JIT-compiled code",
+        "runtime, called from JIT code"};
     return cat >= 0 && cat < EVP_SCAT__COUNT ? names[cat] : "?";
 }
 
 const char *evp_sample_cat_leaf(int cat)
 {
     static const char *const leaves[EVP_SCAT__COUNT] = {
-        "[eval loop]", "[C call]",        "[GIL wait]",      "[syscall]",
-        "[no GIL]",    "[runtime other]", "[runtime other]", "[GIL held]"};
+        "[eval loop]", "[C call]",          "[GIL wait]",      "[syscall]",
+        "[no GIL]",    "[runtime other]",   "[runtime other]", "[GIL held]",
+        "[JIT code]",  "[runtime from JIT]"};
     return cat >= 0 && cat < EVP_SCAT__COUNT ? leaves[cat] : "[?]";
 }
 
@@ -132,6 +149,7 @@ struct agg {
     uint32_t *seen;           /* by function id: the last sample counted */
     uint32_t stamp;
     uint64_t op[EVP_SAMPLE_OP_MASK + 1]; /* by opcode; [MASK]: none */
+    uint64_t op_jit; /* in JIT code: the instruction pointer may lag */
     uint64_t cat[EVP_SCAT__COUNT];
     uint64_t phase[33]; /* by kind + 1; [0]: none */
     uint64_t total, samples;
@@ -154,7 +172,10 @@ static void agg_sample(struct agg *a, const struct evp_sample *s)
     if (op >= 0 && a->group)
         op =
             (int)evp_trace_opbase(a->t, (unsigned)op) & (int)EVP_SAMPLE_OP_MASK;
-    a->op[op >= 0 ? (unsigned)op : EVP_SAMPLE_OP_MASK] += w;
+    if (s->state & EVP_SAMPLE_IN_JIT)
+        a->op_jit += w;
+    else
+        a->op[op >= 0 ? (unsigned)op : EVP_SAMPLE_OP_MASK] += w;
     size_t n = (size_t)s->depth;
     int unknown = (s->flags & EVP_SMPF_CUT) != 0;
     if (++a->stamp == 0) {
@@ -316,6 +337,17 @@ static int keyed_ops(struct krows *k, struct evp_trace *const *t,
             d->w[2 * i] = d->w[2 * i + 1] = a[i].op[op];
             d->order = (uint64_t)i << 32 | op;
         }
+    for (size_t i = 0; i < k->runs; i++) {
+        if (!a[i].op_jit)
+            continue;
+        struct krow *d = krow_add(k, EVP_SAMPLE_JIT_OP_NAME);
+        if (!d)
+            return -ENOMEM;
+        d->cols = evp_esc_term_cell(d->name, sizeof d->name,
+                                    EVP_SAMPLE_JIT_OP_NAME, 70);
+        d->w[2 * i] = d->w[2 * i + 1] = a[i].op_jit;
+        d->order = (uint64_t)i << 32 | (EVP_SAMPLE_OP_MASK + 1);
+    }
     krows_merge(k);
     return 0;
 }
@@ -1049,12 +1081,22 @@ static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
     int blocked = 1;
     for (size_t i = 0; i < runs; i++)
         blocked &= evp_trace_info(t[i])->sample_blocked;
-    for (int c = 0; c < EVP_SCAT__COUNT; c++) {
+    /* the JIT's rows beside the eval loop's */
+    static const int where_order[EVP_SCAT__COUNT] = {
+        EVP_SCAT_EVAL,   EVP_SCAT_JIT,      EVP_SCAT_JIT_CALLED,
+        EVP_SCAT_C_CALL, EVP_SCAT_GIL_WAIT, EVP_SCAT_SYSCALL,
+        EVP_SCAT_NO_GIL, EVP_SCAT_OTHER,    EVP_SCAT_NO_FRAME,
+        EVP_SCAT_NO_PC};
+    for (int ci = 0; ci < EVP_SCAT__COUNT; ci++) {
+        int c = where_order[ci];
         uint64_t any = 0;
         for (size_t i = 0; i < runs; i++)
             any |= a[i].cat[c];
         if (c == EVP_SCAT_NO_PC && !any)
             continue; /* only the sampler thread's samples have no PC */
+        if ((c == EVP_SCAT_JIT || c == EVP_SCAT_JIT_CALLED) && !any &&
+            !evp_sample_jit_told(t, runs))
+            continue; /* an interpreter without a JIT */
         if (!blocked && (c == EVP_SCAT_GIL_WAIT || c == EVP_SCAT_SYSCALL)) {
             for (size_t i = 0; i < runs; i++) {
                 a[i].cat[EVP_SCAT_NO_GIL] += a[i].cat[c];
@@ -1068,7 +1110,7 @@ static int summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
             blocked || c != EVP_SCAT_NO_GIL ? evp_sample_cat_name(c) : "no GIL",
             70);
         srow_agg(r, t, runs, a, offsetof(struct agg, cat[c]), scratch);
-        r->order = (uint32_t)c;
+        r->order = (uint32_t)ci;
     }
     share_table(out, "where (state of the sampled thread)", rows, n, total,
                 trials, 0, o->ns, runs);

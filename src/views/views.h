@@ -506,10 +506,19 @@ enum evp_sample_cat {
     EVP_SCAT_NO_GIL,
     EVP_SCAT_OTHER,
     EVP_SCAT_NO_FRAME,
-    EVP_SCAT_NO_PC, /* GIL held, where in machine code not read */
+    EVP_SCAT_NO_PC,      /* GIL held, where in machine code not read */
+    EVP_SCAT_JIT,        /* in JIT-compiled code */
+    EVP_SCAT_JIT_CALLED, /* runtime code a JIT-compiled trace called */
     EVP_SCAT__COUNT
 };
 int evp_sample_cat(uint32_t state, uint32_t stack);
+/* The row of the samples in JIT-compiled code in the tables of opcodes
+ * and lines: the frame's instruction pointer is the last _SET_IP's, which
+ * may lag, so they name no opcode or line (docs/FORMAT.md, bit 22). */
+#define EVP_SAMPLE_JIT_OP_NAME "(JIT code: instruction not current)"
+/* 1 when a producer of one of the RUNS traces could tell JIT-compiled code
+ * (its sample.jit says how): the JIT rows are shown, at 0% too. */
+int evp_sample_jit_told(struct evp_trace *const *t, size_t runs);
 const char *evp_sample_cat_name(int cat); /* the summary's row */
 const char *evp_sample_cat_leaf(int cat); /* a stack leaf, "[C call]" */
 

@@ -828,7 +828,7 @@ static void test_samples_cut_every_byte(void **state)
 {
     (void)state;
     for (int z = 0; z < 2; z++) {
-        struct sampgen_opts so = {'a', z, 48, 0, 0, NULL, 0};
+        struct sampgen_opts so = {'a', z, 48, 0, 0, NULL, 0, 0};
         uint8_t *d;
         struct dmg_map m;
         long size = sampled_bytes(&so, &d, &m);

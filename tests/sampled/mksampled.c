@@ -1,13 +1,14 @@
 /*
  * mksampled: write the known-shares sampled trace of sampgen.h.
  *
- *   mksampled [-b] [-c] [-e] [-w] [-r DIR] [-z] [-n SAMPLES_PER_CHUNK] FILE
+ *   mksampled [-b] [-c] [-e] [-j] [-w] [-r DIR] [-z] [-n SAMPLES_PER_CHUNK]
+ * FILE
  *
  * -b writes variant B (hot 40 %, cold 50 %), -c adds exact opcode counts
  * (sampgen.h), -e records that the sampler found no eval function
- * (sample.eval_ranges 0), -w samples 4000 Hz of wall-clock time, -r DIR puts
- * the functions' file under DIR (the script's recorded root), -z compresses the
- * chunks.
+ * (sample.eval_ranges 0), -j makes it a run with the JIT (sampgen.h), -w
+ * samples 4000 Hz of wall-clock time, -r DIR puts the functions' file under DIR
+ * (the script's recorded root), -z compresses the chunks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,9 +20,9 @@
 
 int main(int argc, char **argv)
 {
-    struct sampgen_opts o = {'a', 0, 0, 0, 0, NULL, 0};
+    struct sampgen_opts o = {'a', 0, 0, 0, 0, NULL, 0, 0};
     int c;
-    while ((c = getopt(argc, argv, "bcewr:zn:")) != -1) {
+    while ((c = getopt(argc, argv, "bcejwr:zn:")) != -1) {
         switch (c) {
         case 'b':
             o.variant = 'b';
@@ -31,6 +32,9 @@ int main(int argc, char **argv)
             break;
         case 'e':
             o.no_eval = 1;
+            break;
+        case 'j':
+            o.jit = 1;
             break;
         case 'w':
             o.wall = 1;
@@ -45,15 +49,15 @@ int main(int argc, char **argv)
             o.per_chunk = strtoul(optarg, NULL, 10);
             break;
         default:
-            fprintf(stderr, "usage: mksampled [-b] [-c] [-e] [-w] [-r DIR] "
-                            "[-z] [-n N] FILE\n");
+            fprintf(stderr,
+                    "usage: mksampled [-b] [-c] [-e] [-j] [-w] [-r DIR] "
+                    "[-z] [-n N] FILE\n");
             return 2;
         }
     }
     if (optind + 1 != argc) {
-        fprintf(
-            stderr,
-            "usage: mksampled [-b] [-c] [-e] [-w] [-r DIR] [-z] [-n N] FILE\n");
+        fprintf(stderr, "usage: mksampled [-b] [-c] [-e] [-j] [-w] [-r DIR] "
+                        "[-z] [-n N] FILE\n");
         return 2;
     }
     if (sampgen_write(argv[optind], &o) < 0) {

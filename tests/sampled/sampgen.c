@@ -105,7 +105,7 @@ static size_t meta_put(uint8_t *p, const char *k, const char *v)
 /* A stream's samples: every category's periods as samples of weight 1,
  * but one of 5 and one of 2, shuffled with a fixed seed, then timed. */
 static size_t stream_samples(uint32_t stream, int variant, uint64_t period,
-                             struct evp_sample_rec *out)
+                             int jit, struct evp_sample_rec *out)
 {
     size_t n = 0;
     for (size_t c = 0; c < NCATS; c++) {
@@ -113,6 +113,11 @@ static size_t stream_samples(uint32_t stream, int variant, uint64_t period,
         unsigned left = k->periods[variant];
         if (k->stream != stream)
             continue;
+        uint32_t flags = k->flags;
+        if (jit && k->stack == N_HOT && k->opcode == OP_BINARY_OP_ADD_INT)
+            flags = EVP_SAMPLE_IN_JIT | EVP_SAMPLE_TIER2;
+        else if (jit && k->stack == N_HOT && k->opcode == OP_BINARY_OP)
+            flags = EVP_SAMPLE_TIER2;
         while (left) {
             unsigned w = left >= 7 && left == k->periods[variant]       ? 5
                          : left >= 2 && left == k->periods[variant] - 5 ? 2
@@ -120,7 +125,7 @@ static size_t stream_samples(uint32_t stream, int variant, uint64_t period,
             out[n++] = (struct evp_sample_rec){
                 0, k->stack,
                 evp_sample_state(k->opcode ? k->opcode + 1 : 0,
-                                 k->phase ? k->phase + 1 : 0, k->flags),
+                                 k->phase ? k->phase + 1 : 0, flags),
                 k->unit, w};
             left -= w;
         }
@@ -143,7 +148,7 @@ static size_t stream_samples(uint32_t stream, int variant, uint64_t period,
 
 int sampgen_write(const char *path, const struct sampgen_opts *opts)
 {
-    static const struct sampgen_opts defaults = {'a', 0, 0, 0, 0, NULL, 0};
+    static const struct sampgen_opts defaults = {'a', 0, 0, 0, 0, NULL, 0, 0};
     if (!opts)
         opts = &defaults;
     int variant = opts->variant == 'b';
@@ -180,6 +185,9 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
     k += meta_put(buf + k, "sample.max_depth", "128");
     if (opts->no_eval)
         k += meta_put(buf + k, "sample.eval_ranges", "0");
+    if (opts->jit)
+        k += meta_put(buf + k, "sample.jit",
+                      "current_executor and _PyJIT_AddressInJitCode");
     k += meta_put(buf + k, "sample.missed", "3");
     k += meta_put(buf + k, "lines.3", "0:10,2:11,6:12,10:13");
     k += meta_put(buf + k, "lines.4", "0:20,2:21,8:22");
@@ -237,7 +245,7 @@ int sampgen_write(const char *path, const struct sampgen_opts *opts)
         return -1;
     }
     for (uint32_t stream = 1; stream <= 2; stream++) {
-        size_t n = stream_samples(stream, variant, period, s);
+        size_t n = stream_samples(stream, variant, period, opts->jit, s);
         uint32_t seq = 0;
         for (size_t i = 0; i < n; i += per) {
             size_t m = n - i < per ? n - i : per;

@@ -47,6 +47,10 @@ struct sampgen_opts {
                          "gen.py", no root */
     int no_eval;      /* sample.eval_ranges 0: the eval function was not
                          found (its samples keep their flags) */
+    int jit;          /* a run with the JIT (sample.jit): hot's 200
+                         BINARY_OP_ADD_INT periods in JIT-compiled code
+                         (bits 22-23), its 100 BINARY_OP ones in runtime
+                         code a JIT trace called (bit 23) */
 };
 
 /* Write the trace to PATH.  Returns 0 or -1 (errno set). */
