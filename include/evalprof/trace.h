@@ -185,9 +185,10 @@ const struct evp_stack_node *evp_trace_stack(const struct evp_trace *t,
 #define EVP_RECORDS_SAMPLES 0x2u
 
 /* The records T holds: EVP_RECORDS_EVENTS when it has events,
- * EVP_RECORDS_SAMPLES when it has samples (docs/FORMAT.md "Samples"; a
- * trace recorded in sampled mode holds samples and no events).  0: an
- * empty trace. */
+ * EVP_RECORDS_SAMPLES when it was recorded in sampled mode (info.sampled:
+ * it has samples, or says it sampled; docs/FORMAT.md "Samples").  A
+ * sampled recording holds samples and no events; 0: an empty trace of
+ * events. */
 unsigned evp_trace_records(const struct evp_trace *t);
 
 /* ---- writers ---------------------------------------------------------- */

@@ -81,8 +81,7 @@ int cmd_diff(int argc, char **argv)
                       evp_sampled_only(a) ? argv[optind] : argv[optind + 1],
                       evp_sampled_only(a) ? argv[optind + 1] : argv[optind]);
     } else if (b) {
-        rc = sampled ? evp_view_diff_sampled(a, b, f, &o)
-                     : evp_view_diff(a, b, f, &o);
+        rc = evp_view_diff(a, b, f, &o);
         if (rc < 0 && rc != -EIO) {
             evp_cli_error("diff: out of memory");
             rc = EVP_CLI_REPORTED;

@@ -55,9 +55,7 @@ static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
             goto done;
         }
     }
-    rc = !sampled   ? evp_view_summary_runs(t, n, f, o)
-         : o->lines ? evp_view_lines_runs(t, n, f, o->stream, o->ns)
-                    : evp_view_summary_sampled_runs(t, n, f, o);
+    rc = evp_view_summary_runs(t, n, f, o);
 done:
     for (size_t i = 0; i < opened; i++)
         evp_trace_close(t[i]);

@@ -249,7 +249,7 @@ const struct evp_stack_node *evp_trace_stack(const struct evp_trace *t,
 unsigned evp_trace_records(const struct evp_trace *t)
 {
     return (t->info.events ? EVP_RECORDS_EVENTS : 0u) |
-           (t->info.samples ? EVP_RECORDS_SAMPLES : 0u);
+           (t->info.sampled ? EVP_RECORDS_SAMPLES : 0u);
 }
 
 /* Trace-clock ns of the latest stream's last sample (0: none). */

@@ -7,6 +7,11 @@
  * so the phases and instructions that moved the most come first; functions
  * are matched by qualified name and module-relative file, since ids and
  * interpreter prefixes differ between runs.
+ *
+ * Two sampled traces are compared by their shares: per opcode and
+ * function (self, and with --funcs inclusive) each run's share of its
+ * timer periods, the change in percentage points and whether it is
+ * significant at 95% (a two-proportion z-test, sampled.c).
  */
 #define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
@@ -355,9 +360,160 @@ static int print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
     return 0;
 }
 
+/* ---- two sampled traces -----------------------------------------------------
+ */
+
+/* ---- diff of two sampled traces ----------------------------------------- */
+
+struct sdsort {
+    enum evp_sort sort;
+    const uint64_t *total; /* each run's periods */
+    int incl;
+};
+
+static double share_of(uint64_t k, uint64_t n)
+{
+    return n ? (double)k / (double)n : 0;
+}
+
+static int cmp_sdrow(const void *x, const void *y, void *arg)
+{
+    const struct evp_match_row *a = x, *b = y;
+    const struct sdsort *s = arg;
+    if (s->sort == EVP_SORT_NAME) {
+        int c = strcmp(a->name, b->name);
+        if (c)
+            return c;
+    } else {
+        const uint64_t *wa = a->w + s->incl, *wb = b->w + s->incl;
+        double da = fabs(share_of(wa[2], s->total[1]) -
+                         share_of(wa[0], s->total[0])),
+               db = fabs(share_of(wb[2], s->total[1]) -
+                         share_of(wb[0], s->total[0]));
+        if (da != db)
+            return da < db ? 1 : -1;
+    }
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+static void sdiff_table(FILE *out, const char *title, struct evp_match *k,
+                        const uint64_t total[2], const double trials[2],
+                        int incl, enum evp_sort sort)
+{
+    struct sdsort ds = {sort, total, incl};
+    struct evp_match_row *r = k->r;
+    size_t n = k->n;
+    if (n)
+        qsort_r(r, n, sizeof *r, cmp_sdrow, &ds);
+    int w = 26;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].cols + 1 > w)
+            w = r[i].cols + 1;
+    fprintf(out, "%s:\n\n", title);
+    fprintf(out, " %-*s %10s %10s %12s %7s\n", w, "name", "base share",
+            "new share", "change", "z");
+    int widths[] = {w + 1, 10, 10, 12, 7};
+    evp_fmt_rule(out, widths, 5);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k0 = r[i].w[incl], k1 = r[i].w[2 + incl];
+        double p0 = share_of(k0, total[0]), p1 = share_of(k1, total[1]), z;
+        int sig = evp_two_prop_z(p0, trials[0], p1, trials[1], &z);
+        char a[16], b[16], c[24];
+        snprintf(a, sizeof a, "%.1f%%", 100 * p0);
+        snprintf(b, sizeof b, "%.1f%%", 100 * p1);
+        snprintf(c, sizeof c, "%+.1f pp %s", 100 * (p1 - p0), sig ? "*" : " ");
+        fprintf(out, " %s%*s %10s %10s %12s %+7.1f\n", r[i].name, w - r[i].cols,
+                "", a, b, c, z);
+    }
+    evp_fmt_rule(out, widths, 5);
+    fputc('\n', out);
+}
+
+/* A run's lines in diff's header; TRIALS its samples' effective count
+ * (evp_sample_trials), given where it is below the periods, and marked
+ * sparse where under half of them (summary's sparse: line says why). */
+static void sdiff_run(FILE *out, const char *label, const struct evp_trace *t,
+                      const struct evp_sample_stats *a, double trials)
+{
+    const struct evp_trace_info *in = evp_trace_info(t);
+    char c1[32], c2[32], c3[32], p[48];
+    uint64_t period = (uint64_t)(in->sample_period_ns + 0.5);
+    int pu = evp_fmt_col_unit(EVP_UNIT_AUTO, period);
+    fprintf(out, "%-11s%s\n", label, in->path);
+    fprintf(out, "  python:   %s\n", in->executable);
+    fprintf(out, "  argv:     %s\n", in->argv);
+    fprintf(out,
+            "  sampled:  %s samples, %s timer periods of %s %s (%s "
+            "clock)",
+            evp_num_group(c1, sizeof c1, a->samples),
+            evp_num_group(c2, sizeof c2, a->total),
+            evp_fmt_us(p, sizeof p, period, pu), evp_fmt_unit(pu),
+            *in->sample_clock ? in->sample_clock : "unknown");
+    if (trials < (double)a->total - 0.5)
+        fprintf(out, ", effective count %s%s",
+                evp_num_group(c3, sizeof c3, (uint64_t)(trials + 0.5)),
+                evp_sample_sparse(a->total, trials)
+                    ? " (sparse: under half the periods; `evalprof "
+                      "summary` says why)"
+                    : "");
+    fputc('\n', out);
+}
+
+/* `diff` of two sampled traces: per opcode and function (self, and with
+ * o->funcs inclusive) each run's share, the change in points and whether
+ * it is significant at 95% (evp_two_prop_z). */
+static int diff_sampled(struct evp_trace *base, struct evp_trace *new_,
+                        FILE *out, const struct evp_diff_opts *o)
+{
+    struct evp_trace *t[2] = {base, new_};
+    struct evp_sample_stats a[2];
+    struct evp_match k = {.runs = 2};
+    int rc = evp_stats_samples(base, &a[0], -1, 0);
+    if (rc < 0)
+        return rc;
+    if ((rc = evp_stats_samples(new_, &a[1], -1, 0)) < 0) {
+        evp_stats_samples_free(&a[0]);
+        return rc;
+    }
+    uint64_t total[2] = {a[0].total, a[1].total};
+    double trials[2] = {evp_sample_trials(a[0].total, a[0].w2),
+                        evp_sample_trials(a[1].total, a[1].w2)};
+    fprintf(out,
+            "reading from %s\nreading from %s\n(showing results in "
+            "'diff' format, of two sampled traces)\n\n",
+            evp_trace_info(base)->path, evp_trace_info(new_)->path);
+    sdiff_run(out, "base:", base, &a[0], trials[0]);
+    sdiff_run(out, "new:", new_, &a[1], trials[1]);
+    fprintf(out, "estimate:  shares of each run's timer periods; change in "
+                 "percentage points (pp); * marks a change significant at 95%% "
+                 "(two-proportion z-test over each run's samples' effective "
+                 "count, which is its periods while every sample stands for "
+                 "one, |z| > 1.96), which covers the sampling error only, not "
+                 "the samplers' bias\n\n");
+    if (!(rc = evp_match_sample_ops(&k, t, a)))
+        sdiff_table(out, "ops", &k, total, trials, 0, o->sort);
+    evp_match_free(&k);
+    if (!rc && !(rc = evp_match_sample_funcs(&k, t, a, o->wide_names))) {
+        sdiff_table(out, "functions (self: the leaf frame)", &k, total, trials,
+                    0, o->sort);
+        if (o->funcs)
+            sdiff_table(out, "functions (inclusive: anywhere on the stack)", &k,
+                        total, trials, 1, o->sort);
+    }
+    evp_match_free(&k);
+    evp_stats_samples_free(&a[0]);
+    evp_stats_samples_free(&a[1]);
+    return rc;
+}
+
+/* ---- the view --------------------------------------------------------------
+ */
+
 int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
                   const struct evp_diff_opts *o)
 {
+    if (evp_sampled_only(base) && evp_sampled_only(new_))
+        return diff_sampled(base, new_, out, o);
     struct evp_trace *t[2] = {base, new_};
     struct evp_stats s[2];
     struct drow *rows = NULL;

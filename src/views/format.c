@@ -96,6 +96,74 @@ void evp_fmt_dashes(FILE *out, int n)
         putc('-', out);
 }
 
+void evp_fmt_rule(FILE *out, const int *w, size_t n)
+{
+    for (int i = 0; i < w[0]; i++)
+        putc('-', out);
+    for (size_t i = 1; i < n; i++)
+        evp_fmt_dashes(out, w[i]);
+    putc('\n', out);
+}
+
+/* ---- the states of a sampled thread -------------------------------------- */
+
+int evp_sample_cat(uint32_t state, uint32_t stack)
+{
+    if (state & EVP_SAMPLE_NO_GIL)
+        return state & EVP_SAMPLE_GIL_WAIT  ? EVP_SCAT_GIL_WAIT
+               : state & EVP_SAMPLE_SYSCALL ? EVP_SCAT_SYSCALL
+                                            : EVP_SCAT_NO_GIL;
+    if (state & EVP_SAMPLE_NO_PC)
+        return (state & EVP_SAMPLE_NO_FRAME) || !stack ? EVP_SCAT_NO_FRAME
+                                                       : EVP_SCAT_NO_PC;
+    if (state & EVP_SAMPLE_IN_JIT)
+        return EVP_SCAT_JIT;
+    if (state & EVP_SAMPLE_C_CALL)
+        return EVP_SCAT_C_CALL;
+    if (state & EVP_SAMPLE_IN_EVAL)
+        return EVP_SCAT_EVAL;
+    if (state & EVP_SAMPLE_TIER2)
+        return EVP_SCAT_JIT_CALLED;
+    if ((state & EVP_SAMPLE_NO_FRAME) || !stack)
+        return EVP_SCAT_NO_FRAME;
+    return EVP_SCAT_OTHER;
+}
+
+int evp_sample_jit_told(struct evp_trace *const *t, size_t runs)
+{
+    for (size_t i = 0; i < runs; i++) {
+        const char *how = evp_trace_meta(t[i], "sample.jit");
+        if (how && strncmp(how, "none", 4) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+const char *evp_sample_cat_name(int cat)
+{
+    static const char *const names[EVP_SCAT__COUNT] = {
+        "in the eval loop",
+        "C call (GIL held)",
+        "waiting for the GIL",
+        "no GIL, in a system call",
+        "no GIL, not blocked",
+        "runtime other (frame)",
+        "no Python frame",
+        "GIL held: eval loop, C call or runtime (not told: sampler thread)",
+        "in JIT-compiled code",
+        "runtime, called from JIT code"};
+    return cat >= 0 && cat < EVP_SCAT__COUNT ? names[cat] : "?";
+}
+
+const char *evp_sample_cat_leaf(int cat)
+{
+    static const char *const leaves[EVP_SCAT__COUNT] = {
+        "[eval loop]", "[C call]",          "[GIL wait]",      "[syscall]",
+        "[no GIL]",    "[runtime other]",   "[runtime other]", "[GIL held]",
+        "[JIT code]",  "[runtime from JIT]"};
+    return cat >= 0 && cat < EVP_SCAT__COUNT ? leaves[cat] : "[?]";
+}
+
 size_t evp_view_leaf_name(const struct evp_trace *t, uint32_t key, char *buf,
                           size_t len)
 {

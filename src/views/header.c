@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats.h"
 #include "views.h"
 
 /* VALUE may come from the trace (executable, argv): escaped as names are
@@ -355,4 +356,32 @@ size_t evp_view_kind_costs(const struct evp_trace *t, char *buf, size_t len)
     if (n > 0 && n < len)
         n += (size_t)snprintf(buf + n, len - n, ", measured per event");
     return n < len ? n : len - 1;
+}
+
+void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
+                          const char *what, int unit)
+{
+    char a[48], b[48], c[48];
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "reading from %s\n", evp_trace_info(t[i])->path);
+    const struct evp_trace_info *in = evp_trace_info(t[0]);
+    fprintf(out, "(showing results in 'summary' format, %zu %s)\n\n", n, what);
+    fputs("python:    ", out);
+    evp_view_python(out, in);
+    putc('\n', out);
+    uint64_t *el = calloc(2 * n, sizeof *el), med, min, max;
+    if (!el)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_trace_info *ti = evp_trace_info(t[i]);
+        uint64_t end = evp_trace_end_ns(t[i]);
+        el[i] = end > ti->start_ns ? end - ti->start_ns : 0;
+    }
+    evp_runs_reduce(el, n, el + n, &med, &min, &max);
+    free(el);
+    fprintf(out, "elapsed:   %s %s [%s - %s]\n",
+            evp_fmt_us(a, sizeof a, med, unit), evp_fmt_unit(unit),
+            evp_fmt_us(b, sizeof b, min, unit),
+            evp_fmt_us(c, sizeof c, max, unit));
+    evp_view_overhead_runs(out, t, n);
 }

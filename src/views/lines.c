@@ -4,8 +4,13 @@
  * code unit, evp_event.unit) and, per function, its line table in the
  * metadata ("lines.ID": "unit:line,..." for each range's first unit,
  * docs/FORMAT.md).  This file maps units to lines and prints
- * `summary --lines`, the hottest lines with the ops that ran on them.
+ * `summary --lines`, the hottest lines with the ops that ran on them: of
+ * a trace of events by their ops' time, of a sampled trace by the timer
+ * periods of the samples whose leaf frame was on them (a share of all
+ * the periods with its interval, as in every sampled view), and of
+ * several sampled runs with their periods pooled.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +19,7 @@
 
 #include "itab.h"
 #include "num.h"
+#include "stats.h"
 #include "views.h"
 
 struct lmap {
@@ -386,10 +392,16 @@ static void lacc_free(struct lacc *a)
     evp_lines_close(a->lines);
 }
 
-int evp_lines_sampled_each(struct evp_trace *t, long stream,
-                           int (*fn)(void *ctx, uint32_t func, uint32_t line,
-                                     unsigned op, uint64_t periods),
-                           void *ctx, uint64_t *periods, double *w2)
+/* Each (function, line, opcode) that the samples of sampled trace T
+ * (stream index STREAM, -1 all) had as their leaf, with the timer
+ * periods they stand for, to FN (stopping at its nonzero return, which
+ * is returned); *PERIODS and *W2 gain all those samples' periods, on a
+ * line or not, and their weights squared (evp_sample_trials).  A trace
+ * without line tables is refused in one line, -EINVAL. */
+static int lines_sampled_each(struct evp_trace *t, long stream,
+                              int (*fn)(void *ctx, uint32_t func, uint32_t line,
+                                        unsigned op, uint64_t periods),
+                              void *ctx, uint64_t *periods, double *w2)
 {
     if (!lines_recorded(t))
         return lines_refused(t);
@@ -435,5 +447,206 @@ int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
     }
     free(rows);
     lacc_free(&a);
+    return rc;
+}
+
+/* ---- summary --lines of several sampled runs ----------------------------- */
+
+/* ---- summary --lines of several runs ------------------------------------ */
+
+/* One run's (function, line, opcode) rows into K, keyed by the function
+ * as several runs match it, the line and the opcode's name. */
+struct lines_run {
+    struct evp_match *k;
+    struct evp_trace *t;
+    struct evp_stats_roots roots;
+    size_t run;
+};
+
+static int lines_entry(void *ctx, uint32_t func, uint32_t line, unsigned op,
+                       uint64_t periods)
+{
+    struct lines_run *c = ctx;
+    char key[1300], fk[1100], nm[128];
+    evp_stats_func_rel_key(c->t, &c->roots, func, fk, sizeof fk);
+    evp_view_op_name(c->t, op, nm, sizeof nm);
+    snprintf(key, sizeof key, "%s\x1f%010" PRIu32 "\x1f%s", fk, line, nm);
+    struct evp_match_row *d = evp_match_add(c->k, key);
+    if (!d)
+        return -ENOMEM;
+    d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
+    d->line = line;
+    d->w[2 * c->run] = d->w[2 * c->run + 1] = periods;
+    d->order = (uint64_t)c->run << 32 | func;
+    return 0;
+}
+
+/* Rows K[first .. first + nops) are one line's opcodes; C its periods
+ * summed and its est. times across the runs. */
+struct lgroup {
+    size_t first, nops;
+    struct evp_sample_est c;
+};
+
+/* Whether matched rows A and B are of one line (their keys equal up to
+ * the opcode's name). */
+static int same_line(const struct evp_match_row *a,
+                     const struct evp_match_row *b)
+{
+    const char *ea = strrchr(a->key, '\x1f'), *eb = strrchr(b->key, '\x1f');
+    return ea - a->key == eb - b->key &&
+           memcmp(a->key, b->key, (size_t)(ea - a->key)) == 0;
+}
+
+static int cmp_lgroup(const void *x, const void *y)
+{
+    const struct lgroup *a = x, *b = y;
+    if (a->c.w != b->c.w)
+        return a->c.w < b->c.w ? 1 : -1;
+    if (a->c.est != b->c.est)
+        return a->c.est < b->c.est ? 1 : -1;
+    return (a->first > b->first) - (a->first < b->first);
+}
+
+static uint64_t krow_sum(const struct evp_match *k,
+                         const struct evp_match_row *r)
+{
+    uint64_t s = 0;
+    for (size_t i = 0; i < k->runs; i++)
+        s += r->w[2 * i];
+    return s;
+}
+
+static int cmp_krow_sum(const void *x, const void *y, void *arg)
+{
+    const struct evp_match_row *a = x, *b = y;
+    uint64_t sa = krow_sum(arg, a), sb = krow_sum(arg, b);
+    if (sa != sb)
+        return sa < sb ? 1 : -1;
+    return strcmp(a->key, b->key);
+}
+
+static void lines_runs_table(FILE *out, struct evp_trace *const *t,
+                             struct evp_match *k, struct lgroup *g, size_t ng,
+                             uint64_t all, uint64_t on_line, double trials,
+                             int unit)
+{
+    uint64_t lo = UINT64_MAX;
+    int rw = 11;
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        evp_fmt_col_see(&lo, g[i].c.est);
+        evp_fmt_col_see(&lo, g[i].c.min);
+    }
+    unit = evp_fmt_col_unit(unit, lo);
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        char v[112];
+        int len = (int)evp_sample_range_cell(v, sizeof v, &g[i].c, unit);
+        if (len > rw)
+            rw = len;
+    }
+    char head[32];
+    snprintf(head, sizeof head, "time (%s)", evp_fmt_unit(unit));
+    char c1[32], c2[32];
+    fprintf(out,
+            "lines (hottest first, by the timer periods of the samples "
+            "whose leaf frame was on them, summed over the runs; share: of "
+            "all the runs' %s periods, pooled, as in every view (%s of them "
+            "on a line); time: estimated per run, median [min - max]):\n\n",
+            evp_num_group(c1, sizeof c1, all),
+            evp_num_group(c2, sizeof c2, on_line));
+    /* (the µs heading is a byte wider than it shows) */
+    fprintf(out, " %-40s %-28s %12s %7s %12s %*s %-*s  %s\n", "file:line",
+            "function", "periods", "share", "95% CI",
+            unit == EVP_UNIT_US ? 13 : 12, head, rw, "[min - max]", "top ops");
+    for (size_t i = 0; i < ng && i < EVP_LINES_SHOWN; i++) {
+        struct evp_match_row *r = &k->r[g[i].first];
+        qsort_r(r, g[i].nops, sizeof *r, cmp_krow_sum, k);
+        /* named as the first run that has the line names it */
+        const struct evp_match_row *nr = r;
+        for (size_t j = 1; j < g[i].nops; j++)
+            if (r[j].order < nr->order)
+                nr = &r[j];
+        const struct evp_trace *tr = t[nr->order >> 32];
+        uint32_t func = (uint32_t)nr->order;
+        const struct evp_func *f = evp_trace_func(tr, func);
+        char where[512], c[32], top[256], sh[16], ci[32], tm[48], rg[112];
+        evp_lines_where(where, sizeof where, tr, func, nr->line);
+        size_t tl = 0;
+        top[0] = 0;
+        for (size_t j = 0; j < g[i].nops && j < 3; j++) {
+            tl += (size_t)snprintf(
+                top + tl, sizeof top - tl, "%s%s %.0f%%", j ? ", " : "",
+                r[j].name,
+                g[i].c.w ? 100.0 * (double)krow_sum(k, &r[j]) / (double)g[i].c.w
+                         : 0.0);
+            if (tl >= sizeof top)
+                break;
+        }
+        evp_share_cells(g[i].c.w, all, trials, sh, sizeof sh, ci, sizeof ci);
+        evp_sample_range_cell(rg, sizeof rg, &g[i].c, unit);
+        fprintf(out, " %-40s %-28.28s %12s %7s %12s %12s %-*s  %s\n", where,
+                f ? f->name : "?", evp_num_group(c, sizeof c, g[i].c.w), sh, ci,
+                evp_fmt_us(tm, sizeof tm, g[i].c.est, unit), rw, rg, top);
+    }
+    if (ng > EVP_LINES_SHOWN)
+        fprintf(out, " ... %zu more lines\n", ng - EVP_LINES_SHOWN);
+    fprintf(out, " total: %zu lines\n", ng);
+}
+
+int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
+                        long stream, int unit)
+{
+    struct evp_match k = {.runs = runs};
+    struct lgroup *g = NULL;
+    uint64_t *scratch = calloc(3 * runs, sizeof *scratch);
+    int rc = scratch ? 0 : -ENOMEM;
+    /* the lines' periods count as the samples' effective count does
+     * against all their periods */
+    uint64_t all = 0;
+    double w2 = 0;
+    for (size_t i = 0; i < runs && !rc; i++) {
+        struct lines_run c = {.k = &k, .t = t[i], .run = i};
+        evp_stats_roots_load(t[i], &c.roots);
+        rc = lines_sampled_each(t[i], stream, lines_entry, &c, &all, &w2);
+    }
+    if (!rc) {
+        evp_match_merge(&k);
+        if (k.n && !(g = calloc(k.n, sizeof *g)))
+            rc = -ENOMEM;
+    }
+    if (rc) {
+        if (rc == -ENOMEM)
+            fprintf(stderr, "evalprof: out of memory\n");
+        goto done;
+    }
+    size_t ng = 0;
+    uint64_t grand = 0, *w = scratch + 2 * runs;
+    for (size_t i = 0; i < k.n; i++) {
+        if (!i || !same_line(&k.r[i - 1], &k.r[i]))
+            g[ng++] = (struct lgroup){i, 0, {0, 0, 0, 0}};
+        g[ng - 1].nops++;
+    }
+    for (size_t j = 0; j < ng; j++) {
+        memset(w, 0, runs * sizeof *w);
+        for (size_t o = g[j].first; o < g[j].first + g[j].nops; o++)
+            for (size_t i = 0; i < runs; i++)
+                w[i] += k.r[o].w[2 * i];
+        evp_sample_est(&g[j].c, t, runs, w, 1, scratch);
+        grand += g[j].c.w;
+    }
+    if (ng)
+        qsort(g, ng, sizeof *g, cmp_lgroup);
+    evp_view_runs_header(out, t, runs,
+                         "sampled runs: periods summed, shares pooled, "
+                         "est. times per run as median [min - max]",
+                         unit);
+    double trials = evp_sample_trials(all, w2);
+    evp_sample_pooled_lines(out, t, runs, all, trials, "", 0);
+    fputc('\n', out);
+    lines_runs_table(out, t, &k, g, ng, all, grand, trials, unit);
+done:
+    free(g);
+    free(scratch);
+    evp_match_free(&k);
     return rc;
 }

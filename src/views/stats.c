@@ -1,15 +1,21 @@
 /*
- * Aggregate figures of a trace, computed by one replay: per event kind and
- * per opcode the count, the total elapsed time and the order of first
- * appearance; per function the replay engine's calls, inclusive and self
- * times; the distinct function names entered.  The summary and diff views
- * print them.
+ * Aggregate figures of a trace, computed by one replay.  Of a trace of
+ * events: per event kind and per opcode the count, the total elapsed
+ * time and the order of first appearance; per function the replay
+ * engine's calls, inclusive and self times; the distinct function names
+ * entered.  Of a sampled trace: the timer periods per state, phase,
+ * opcode and function (self: the leaf frame; inclusive: anywhere on the
+ * stack, once a stack however often the function recurs).  The summary,
+ * diff and report views print them; rows of several runs are matched
+ * here too.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "itab.h"
 #include "stats.h"
 #include "views.h"
 
@@ -73,6 +79,24 @@ int evp_stats_compute(struct evp_trace *t, struct evp_stats *a, int compensate,
     else
         evp_stats_roots_load(t, &a->roots);
     return rc < 0 ? rc : 0;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
+}
+
+void evp_runs_reduce(const uint64_t *v, size_t n, uint64_t *scratch,
+                     uint64_t *med, uint64_t *min, uint64_t *max)
+{
+    memcpy(scratch, v, n * sizeof *scratch);
+    qsort(scratch, n, sizeof *scratch, cmp_u64);
+    *min = scratch[0];
+    *max = scratch[n - 1];
+    *med = n % 2
+               ? scratch[n / 2]
+               : scratch[n / 2 - 1] + (scratch[n / 2] - scratch[n / 2 - 1]) / 2;
 }
 
 static int cmp_name(const void *x, const void *y)
@@ -306,5 +330,212 @@ int evp_stats_match_ops(struct evp_trace *t[2], const struct evp_stats s[2],
         }
     *rows = m;
     *nrows = n;
+    return 0;
+}
+
+/* ---- a sampled trace's figures ------------------------------------------ */
+
+static void agg_sample(struct evp_sample_stats *a, const struct evp_sample *s)
+{
+    uint64_t w = s->weight;
+    a->total += w;
+    a->samples++;
+    a->w2 += (double)w * (double)w;
+    a->cat[evp_sample_cat(s->state, s->stack)] += w;
+    if (s->state & EVP_SAMPLE_NO_PC)
+        a->nopc += w;
+    int ph = evp_sample_phase(s->state);
+    a->phase[ph >= 0 && ph < 32 ? ph + 1 : 0] += w;
+    int op = evp_sample_opcode(s->state);
+    if (op >= 0 && a->group)
+        op =
+            (int)evp_trace_opbase(a->t, (unsigned)op) & (int)EVP_SAMPLE_OP_MASK;
+    if (s->state & EVP_SAMPLE_IN_JIT)
+        a->op_jit += w;
+    else
+        a->op[op >= 0 ? (unsigned)op : EVP_SAMPLE_OP_MASK] += w;
+    size_t n = (size_t)s->depth;
+    int unknown = (s->flags & EVP_SMPF_CUT) != 0;
+    if (++a->stamp == 0) {
+        memset(a->seen, 0, ((size_t)a->unknown + 1) * sizeof *a->seen);
+        a->stamp = 1;
+    }
+    if (unknown && !n)
+        a->self[a->unknown] += w;
+    else if (n)
+        a->self[s->func[n - 1] <= a->nfuncs ? s->func[n - 1] : a->unknown] += w;
+    if (unknown) {
+        a->incl[a->unknown] += w;
+        a->seen[a->unknown] = a->stamp;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint32_t f = s->func[i] <= a->nfuncs ? s->func[i] : a->unknown;
+        if (a->seen[f] != a->stamp) {
+            a->seen[f] = a->stamp;
+            a->incl[f] += w;
+        }
+    }
+}
+
+static int agg_samples(void *ctx, const struct evp_sample *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        agg_sample(ctx, &s[i]);
+    return 0;
+}
+
+void evp_stats_samples_free(struct evp_sample_stats *a)
+{
+    free(a->self);
+    free(a->incl);
+    free(a->seen);
+}
+
+int evp_stats_samples(struct evp_trace *t, struct evp_sample_stats *a,
+                      long stream, int group)
+{
+    memset(a, 0, sizeof *a);
+    a->t = t;
+    a->group = group;
+    a->nfuncs = evp_trace_nfuncs(t);
+    a->unknown = a->nfuncs + 1;
+    size_t n = (size_t)a->unknown + 1;
+    a->self = calloc(n, sizeof *a->self);
+    a->incl = calloc(n, sizeof *a->incl);
+    a->seen = calloc(n, sizeof *a->seen);
+    if (!a->self || !a->incl || !a->seen) {
+        evp_stats_samples_free(a);
+        return -ENOMEM;
+    }
+    static const struct evp_replay_ops ops = {.samples = agg_samples};
+    struct evp_replay_opts ro = {.stream = stream};
+    int rc = evp_replay(t, &ro, &ops, a);
+    if (rc < 0)
+        evp_stats_samples_free(a);
+    return rc;
+}
+
+/* ---- rows of several runs, matched by key ------------------------------- */
+
+void evp_match_free(struct evp_match *k)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        free(k->r[i].key);
+        free(k->r[i].w);
+    }
+    free(k->r);
+    k->r = NULL;
+    k->n = k->cap = 0;
+}
+
+struct evp_match_row *evp_match_add(struct evp_match *k, const char *key)
+{
+    if (evp_grow((void **)&k->r, &k->cap, k->n + 1, sizeof *k->r, 64))
+        return NULL;
+    struct evp_match_row *d = &k->r[k->n];
+    memset(d, 0, sizeof *d);
+    d->key = strdup(key);
+    d->w = calloc(2 * k->runs, sizeof *d->w);
+    if (!d->key || !d->w) {
+        free(d->key);
+        free(d->w);
+        return NULL;
+    }
+    k->n++;
+    return d;
+}
+
+static int cmp_key(const void *x, const void *y)
+{
+    const struct evp_match_row *a = x, *b = y;
+    int c = strcmp(a->key, b->key);
+    return c ? c : (a->order > b->order) - (a->order < b->order);
+}
+
+void evp_match_merge(struct evp_match *k)
+{
+    if (!k->n)
+        return; /* (k->r may be NULL) */
+    qsort(k->r, k->n, sizeof *k->r, cmp_key);
+    size_t m = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        struct evp_match_row *r = &k->r[i];
+        if (m && strcmp(k->r[m - 1].key, r->key) == 0) {
+            for (size_t j = 0; j < 2 * k->runs; j++)
+                k->r[m - 1].w[j] += r->w[j];
+            free(r->key);
+            free(r->w);
+            continue;
+        }
+        k->r[m++] = *r;
+    }
+    k->n = m;
+}
+
+int evp_match_sample_ops(struct evp_match *k, struct evp_trace *const *t,
+                         const struct evp_sample_stats *a)
+{
+    for (size_t i = 0; i < k->runs; i++)
+        for (unsigned op = 0; op <= EVP_SAMPLE_OP_MASK; op++) {
+            if (!a[i].op[op])
+                continue;
+            char nm[128];
+            if (op == EVP_SAMPLE_OP_MASK)
+                snprintf(nm, sizeof nm, "(no opcode)");
+            else
+                evp_view_op_name(t[i], op, nm, sizeof nm);
+            struct evp_match_row *d = evp_match_add(k, nm);
+            if (!d)
+                return -ENOMEM;
+            d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
+            d->w[2 * i] = d->w[2 * i + 1] = a[i].op[op];
+            d->order = (uint64_t)i << 32 | op;
+        }
+    for (size_t i = 0; i < k->runs; i++) {
+        if (!a[i].op_jit)
+            continue;
+        struct evp_match_row *d = evp_match_add(k, EVP_SAMPLE_JIT_OP_NAME);
+        if (!d)
+            return -ENOMEM;
+        d->cols = evp_esc_term_cell(d->name, sizeof d->name,
+                                    EVP_SAMPLE_JIT_OP_NAME, 70);
+        d->w[2 * i] = d->w[2 * i + 1] = a[i].op_jit;
+        d->order = (uint64_t)i << 32 | (EVP_SAMPLE_OP_MASK + 1);
+    }
+    evp_match_merge(k);
+    return 0;
+}
+
+int evp_match_sample_funcs(struct evp_match *k, struct evp_trace *const *t,
+                           const struct evp_sample_stats *a, int wide)
+{
+    for (size_t i = 0; i < k->runs; i++) {
+        struct evp_stats_roots roots;
+        evp_stats_roots_load(t[i], &roots);
+        for (uint32_t id = 1; id <= a[i].unknown; id++) {
+            if (!a[i].self[id] && !a[i].incl[id])
+                continue;
+            char key[1100], nm[1024];
+            if (id == a[i].unknown)
+                snprintf(nm, sizeof nm, "%s", EVP_STACK_UNKNOWN_NAME);
+            else
+                evp_view_func_key(t[i], id, nm, sizeof nm);
+            if (k->runs == 1)
+                snprintf(key, sizeof key, "%010" PRIu32, id);
+            else if (id == a[i].unknown)
+                snprintf(key, sizeof key, "%s", EVP_STACK_UNKNOWN_NAME);
+            else
+                evp_stats_func_rel_key(t[i], &roots, id, key, sizeof key);
+            struct evp_match_row *d = evp_match_add(k, key);
+            if (!d)
+                return -ENOMEM;
+            d->cols =
+                evp_view_func_cell(d->name, sizeof d->name, nm, wide ? 0 : 70);
+            d->w[2 * i] = a[i].self[id];
+            d->w[2 * i + 1] = a[i].incl[id];
+            d->order = (uint64_t)i << 32 | id;
+        }
+    }
+    evp_match_merge(k);
     return 0;
 }

@@ -1,7 +1,12 @@
 /*
- * Aggregate figures of a trace (stats.c): counts and elapsed totals per
- * event kind and per opcode, per-function times, functions entered.
- * Computed by one replay; printed by the summary and diff views.
+ * Aggregate figures of a trace (stats.c): of a trace of events, counts
+ * and elapsed totals per event kind and per opcode, per-function times,
+ * functions entered; of a sampled trace, the timer periods per state,
+ * phase, opcode and function.  Each computed by one replay; printed by
+ * the summary, diff and report views.  Rows of several runs matched by
+ * name, and the median and range of a figure across runs.  Then the
+ * statistics of samples the sampled tables share (sampled.c), and the
+ * sampled summary the summary of runs prints too (summary.c).
  */
 #ifndef EVP_VIEWS_STATS_H
 #define EVP_VIEWS_STATS_H
@@ -9,8 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdio.h>
+
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
+#include "views.h"
 
 #define EVP_STATS_KEYS 65536 /* kinds and opcodes are 16-bit */
 
@@ -95,5 +103,120 @@ struct evp_op_match {
 
 int evp_stats_match_ops(struct evp_trace *t[2], const struct evp_stats s[2],
                         struct evp_op_match **rows, size_t *nrows);
+
+/* The median (the lower middle's and upper middle's mean, rounded down,
+ * of an even number), minimum and maximum of the N values V (N > 0);
+ * SCRATCH has N slots. */
+void evp_runs_reduce(const uint64_t *v, size_t n, uint64_t *scratch,
+                     uint64_t *med, uint64_t *min, uint64_t *max);
+
+/* ---- a sampled trace's figures ---------------------------------------- */
+
+/* What the samples of one trace add up to, in timer periods: by state
+ * (enum evp_sample_cat), phase (kind + 1; [0] none), opcode ([MASK]:
+ * none; folded into the base instruction with GROUP) and function (SELF:
+ * the leaf frame, INCL: anywhere on the stack, once a stack; index
+ * UNKNOWN, past the last function id, is "<unknown stack>"; samples in
+ * JIT code name no opcode: OP_JIT). */
+struct evp_sample_stats {
+    struct evp_trace *t;
+    int group;                /* specialized opcodes folded into their base */
+    uint32_t nfuncs, unknown; /* UNKNOWN: the "<unknown stack>" row */
+    uint64_t *self, *incl;    /* by function id, UNKNOWN last */
+    uint32_t *seen;           /* by function id: the last sample counted */
+    uint32_t stamp;
+    uint64_t op[EVP_SAMPLE_OP_MASK + 1]; /* by opcode; [MASK]: none */
+    uint64_t op_jit; /* in JIT code: the instruction pointer may lag */
+    uint64_t cat[EVP_SCAT__COUNT];
+    uint64_t phase[33]; /* by kind + 1; [0]: none */
+    uint64_t total, samples;
+    uint64_t nopc; /* the weight of the samples with no program counter */
+    double w2;     /* the weights squared, summed (evp_sample_trials) */
+};
+
+/* Replay T's samples (stream index STREAM, -1 all) into A.  0 or a
+ * negative errno; A is freed on failure. */
+int evp_stats_samples(struct evp_trace *t, struct evp_sample_stats *a,
+                      long stream, int group);
+void evp_stats_samples_free(struct evp_sample_stats *a);
+
+/* ---- rows of several runs, matched by key ----------------------------- */
+
+/* A function or opcode of one run or several, matched by KEY, with its
+ * weights in each run: self (or the opcode's) and inclusive.  A summary
+ * of one trace keys functions by id, so that none merge; several runs
+ * (and diff) match them as summary of exact runs and diff --funcs do. */
+struct evp_match_row {
+    char *key;
+    char name[288];
+    int cols;
+    uint64_t *w;    /* run i: self w[2 * i], inclusive w[2 * i + 1] */
+    uint64_t order; /* the first run's index << 32 | its function id */
+    uint32_t line;  /* summary --lines: the row's line */
+};
+
+struct evp_match {
+    struct evp_match_row *r;
+    size_t n, cap, runs;
+};
+
+/* A new row keyed KEY, its weights zero; NULL when out of memory. */
+struct evp_match_row *evp_match_add(struct evp_match *k, const char *key);
+/* Merge rows of equal keys: weights summed, the first row's name and
+ * order kept; sorted by key. */
+void evp_match_merge(struct evp_match *k);
+void evp_match_free(struct evp_match *k);
+/* The sampled opcodes of K->runs runs (A[i] of T[i]), matched by name
+ * (numbers change between versions).  0 or -ENOMEM. */
+int evp_match_sample_ops(struct evp_match *k, struct evp_trace *const *t,
+                         const struct evp_sample_stats *a);
+/* The functions seen on the stacks of K->runs runs: of one, by id; of
+ * several, by name and file relative to each run's recorded roots, no
+ * line (evp_stats_func_rel_key, as diff --funcs matches them); names cut
+ * to 70 columns unless WIDE.  0 or -ENOMEM. */
+int evp_match_sample_funcs(struct evp_match *k, struct evp_trace *const *t,
+                           const struct evp_sample_stats *a, int wide);
+
+/* ---- statistics of samples (sampled.c) -------------------------------- */
+
+/* A row's periods summed over the runs, and the estimated time, one
+ * run's or the median and range of the runs' (evp_sample_est). */
+struct evp_sample_est {
+    uint64_t w, est, min, max;
+};
+
+/* *E from the weights W[0], W[STRIDE], ... of the RUNS runs T; SCRATCH
+ * has 2 * RUNS slots. */
+void evp_sample_est(struct evp_sample_est *e, struct evp_trace *const *t,
+                    size_t runs, const uint64_t *w, size_t stride,
+                    uint64_t *scratch);
+/* "[650.0 - 750.0]": the range of E's estimates in unit U; its length. */
+size_t evp_sample_range_cell(char *buf, size_t len,
+                             const struct evp_sample_est *e, int u);
+/* "CPU time", "wall clock", ...: what IN's timer counted. */
+const char *evp_sample_clock_name(const struct evp_trace_info *in);
+/* Whether the RUNS runs T were sampled at one period of one clock. */
+int evp_sample_one_rate(struct evp_trace *const *t, size_t runs);
+/* ", over the samples' effective count, N: ..." when TOTAL periods count
+ * as fewer TRIALS (evp_sample_trials), else "" (BUF or a constant). */
+const char *evp_sample_trials_words(char *buf, size_t len, uint64_t total,
+                                    double trials);
+/* Whether TOTAL periods whose samples count as TRIALS are sparse: the
+ * count under half the periods (summary's sparse: line, diff's mark). */
+int evp_sample_sparse(uint64_t total, double trials);
+/* Of several runs, the estimate: line (the shares pooled over the runs'
+ * TOTAL periods, WHAT, of SAMPLES samples when known; the intervals over
+ * TRIALS) and a note: when the runs were sampled at different rates or
+ * clocks. */
+void evp_sample_pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
+                             uint64_t total, double trials, const char *what,
+                             uint64_t samples);
+
+/* ---- the sampled summary (summary.c) ---------------------------------- */
+
+/* `summary` of the RUNS sampled traces T (one, or several runs pooled),
+ * o->lines aside.  0 or a negative errno. */
+int evp_summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
+                        const struct evp_summary_opts *o);
 
 #endif

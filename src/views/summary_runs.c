@@ -7,8 +7,11 @@
  * reduced to the median and the range [min-max] across them (a run without
  * the row counts as 0).  Functions are matched across runs as diff matches
  * them (evp_stats_func_rel_key).  Rows sort by summed count, or with
- * --sort total/elapsed by median time, or by name.
+ * --sort total/elapsed by median time, or by name.  Sampled runs are
+ * summarised by the sampled summary (summary.c) and lines (lines.c),
+ * their periods pooled.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,12 +28,6 @@ struct rrow {
     uint64_t first;
 };
 
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return (a > b) - (a < b);
-}
-
 static int cmp_key(const void *x, const void *y)
 {
     const struct rrow *a = x, *b = y;
@@ -38,11 +35,11 @@ static int cmp_key(const void *x, const void *y)
     return c ? c : (a->first > b->first) - (a->first < b->first);
 }
 
-static enum evp_sort sort_by;
-
-static int cmp_show(const void *x, const void *y)
+/* For qsort_r: ARG points to the enum evp_sort. */
+static int cmp_show(const void *x, const void *y, void *arg)
 {
     const struct rrow *a = x, *b = y;
+    enum evp_sort sort_by = *(const enum evp_sort *)arg;
     if (sort_by == EVP_SORT_NAME) {
         int c = strcmp(a->name, b->name);
         if (c)
@@ -54,18 +51,6 @@ static int cmp_show(const void *x, const void *y)
             return va < vb ? 1 : -1;
     }
     return (a->first > b->first) - (a->first < b->first);
-}
-
-void evp_runs_reduce(const uint64_t *v, size_t n, uint64_t *scratch,
-                     uint64_t *med, uint64_t *min, uint64_t *max)
-{
-    memcpy(scratch, v, n * sizeof *scratch);
-    qsort(scratch, n, sizeof *scratch, cmp_u64);
-    *min = scratch[0];
-    *max = scratch[n - 1];
-    *med = n % 2
-               ? scratch[n / 2]
-               : scratch[n / 2 - 1] + (scratch[n / 2] - scratch[n / 2 - 1]) / 2;
 }
 
 /* Median and range of row R's times over N runs; SCRATCH has N slots. */
@@ -85,8 +70,8 @@ static void print_table(FILE *out, const char *title, const char *what,
     for (size_t i = 0; i < nrows; i++)
         reduce(&rows[i], nruns, scratch);
     free(scratch);
-    sort_by = o->sort;
-    qsort(rows, nrows, sizeof *rows, cmp_show);
+    enum evp_sort sort_by = o->sort;
+    qsort_r(rows, nrows, sizeof *rows, cmp_show, &sort_by);
     /* one unit for the median and its range, from the smallest minimum */
     uint64_t lo = UINT64_MAX;
     for (size_t i = 0; i < nrows; i++)
@@ -208,37 +193,12 @@ static int table(FILE *out, struct evp_trace **t, struct evp_stats *s,
     return rc;
 }
 
-void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
-                          const char *what, int unit)
-{
-    char a[48], b[48], c[48];
-    for (size_t i = 0; i < n; i++)
-        fprintf(out, "reading from %s\n", evp_trace_info(t[i])->path);
-    const struct evp_trace_info *in = evp_trace_info(t[0]);
-    fprintf(out, "(showing results in 'summary' format, %zu %s)\n\n", n, what);
-    fputs("python:    ", out);
-    evp_view_python(out, in);
-    putc('\n', out);
-    uint64_t *el = calloc(2 * n, sizeof *el), med, min, max;
-    if (!el)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        const struct evp_trace_info *ti = evp_trace_info(t[i]);
-        uint64_t end = evp_trace_end_ns(t[i]);
-        el[i] = end > ti->start_ns ? end - ti->start_ns : 0;
-    }
-    evp_runs_reduce(el, n, el + n, &med, &min, &max);
-    free(el);
-    fprintf(out, "elapsed:   %s %s [%s - %s]\n",
-            evp_fmt_us(a, sizeof a, med, unit), evp_fmt_unit(unit),
-            evp_fmt_us(b, sizeof b, min, unit),
-            evp_fmt_us(c, sizeof c, max, unit));
-    evp_view_overhead_runs(out, t, n);
-}
-
 int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,
                           const struct evp_summary_opts *o)
 {
+    if (evp_sampled_only(t[0]))
+        return o->lines ? evp_view_lines_runs(t, n, out, o->stream, o->ns)
+                        : evp_summary_sampled(t, n, out, o);
     struct evp_stats *s = calloc(n, sizeof *s);
     size_t done = 0;
     int rc = s ? 0 : -ENOMEM;

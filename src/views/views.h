@@ -139,21 +139,18 @@ uint32_t evp_lines_line(struct evp_lines *l, uint32_t func, uint32_t at);
  * start to "...", 32 characters), as summary --lines shows it. */
 void evp_lines_where(char *buf, size_t len, const struct evp_trace *t,
                      uint32_t func, uint32_t line);
-/* Each (function, line, opcode) that the samples of sampled trace T
- * (stream index STREAM, -1 all) had as their leaf, with the timer
- * periods they stand for, to FN (stopping at its nonzero return, which
- * is returned); *PERIODS and *W2 gain all those samples' periods, on a
- * line or not, and their weights squared (evp_sample_trials).  A trace
- * without line tables is refused in one line, -EINVAL. */
-int evp_lines_sampled_each(struct evp_trace *t, long stream,
-                           int (*fn)(void *ctx, uint32_t func, uint32_t line,
-                                     unsigned op, uint64_t periods),
-                           void *ctx, uint64_t *periods, double *w2);
 /* summary --lines: the hottest lines, with the ops that ran on them
  * (the first EVP_LINES_SHOWN, then how many more). */
 #define EVP_LINES_SHOWN 25
 int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
                          long stream, int ns);
+/* `summary --lines` of N sampled runs T (stream index STREAM, -1 all):
+ * the hottest lines, matched by function (evp_stats_func_rel_key) and
+ * line, with their periods summed, pooled share and 95% interval, and
+ * estimated time per run as median [min - max].  0 or a negative errno
+ * (said on stderr). */
+int evp_view_lines_runs(struct evp_trace **t, size_t n, FILE *out, long stream,
+                        int unit);
 
 /* ---- summary ------------------------------------------------------- */
 enum evp_sort {
@@ -178,22 +175,16 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
                      const struct evp_summary_opts *o);
 
 /* Several runs of one program (summary_runs.c): counts summed, times as
- * the median and [min - max] across the N traces of T. */
+ * the median and [min - max] across the N traces of T.  Sampled runs
+ * (all of them: a command refuses a mix) are laid out as one's: per
+ * state, phase, opcode and function (matched by evp_stats_func_rel_key)
+ * the periods summed, the pooled share of all runs' periods with its 95%
+ * Wilson interval, and the estimated time per run as median and [min -
+ * max]; exact counts summed over the runs that recorded them.  Runs
+ * sampled at different rates or clocks are pooled by periods, and a note
+ * says so; with o->lines, evp_view_lines_runs. */
 int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,
                           const struct evp_summary_opts *o);
-
-/* The median (the lower middle's and upper middle's mean, rounded down,
- * of an even number), minimum and maximum of the N values V (N > 0);
- * SCRATCH has N slots. */
-void evp_runs_reduce(const uint64_t *v, size_t n, uint64_t *scratch,
-                     uint64_t *med, uint64_t *min, uint64_t *max);
-
-/* The head of a summary of the N runs T: a "reading from" line each, the
- * mode line "(showing results in 'summary' format, N WHAT)", the
- * first run's interpreter and the runs' elapsed times as median [min -
- * max] in UNIT (enum evp_unit). */
-void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
-                          const char *what, int unit);
 
 /* ---- diff (diff.c) ------------------------------------------------ */
 struct evp_diff_opts {
@@ -204,6 +195,8 @@ struct evp_diff_opts {
     int wide_names; /* function names never cut (--wide) */
 };
 
+/* Two traces of events, or two sampled traces (their shares compared: a
+ * command refuses a mix). */
 int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
                   const struct evp_diff_opts *o);
 
@@ -232,6 +225,12 @@ int evp_view_info(struct evp_trace *t, FILE *out);
  * the tree, "" and 11 for the summary; the elapsed time in ns if IN_NS. */
 void evp_view_header(FILE *out, const struct evp_trace *t, const char *prefix,
                      int width, int compensate, int in_ns);
+/* The head of a summary of the N runs T: a "reading from" line each, the
+ * mode line "(showing results in 'summary' format, N WHAT)", the
+ * first run's interpreter and the runs' elapsed times as median [min -
+ * max] in UNIT (enum evp_unit). */
+void evp_view_runs_header(FILE *out, struct evp_trace *const *t, size_t n,
+                          const char *what, int unit);
 /* Of several sampled runs, the overhead: line with what sampling cost
  * evalprof's handlers and writer, summed over the runs (nothing when a
  * run's recorder did not measure it). */
@@ -455,6 +454,9 @@ char *evp_fmt_us(char *buf, size_t len, uint64_t ns, int unit);
 const char *evp_fmt_unit(int unit);
 /* A table's column rule: a blank, then N dashes. */
 void evp_fmt_dashes(FILE *out, int n);
+/* The rule under a heading of N columns W[0..N): the name column's W[0]
+ * dashes, then each column's after a blank (evp_fmt_dashes), a newline. */
+void evp_fmt_rule(FILE *out, const int *w, size_t n);
 /* a mean in µs, as evp_fmt_us */
 char *evp_fmt_us_double(char *buf, size_t len, double us, int unit);
 /* epoch ns as "2021-03-31 20:27:25.663947 UTC" */
@@ -484,20 +486,24 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
 int evp_view_callgrind(struct evp_trace *t, FILE *out,
                        const struct evp_profile_opts *o);
 
-/* ---- sampled traces (sampled.c) ---------------------------------------
+/* ---- sampled traces ---------------------------------------------------
  *
- * A trace with samples and no events is shown from its samples: shares
- * of the timer periods with 95% confidence intervals (Wilson score) and
- * estimated times, weight x sample.period_ns.
+ * A trace recorded in sampled mode (samples, no events) is shown from its
+ * samples by every view: shares of the timer periods with 95% confidence
+ * intervals (Wilson score) and estimated times, weight x
+ * sample.period_ns (the statistics: sampled.c).
  */
 
-/* T holds samples and no events: the views read its samples. */
-int evp_sampled_only(const struct evp_trace *t);
+/* T is shown from its samples: it holds samples and no events. */
+static inline int evp_sampled_only(const struct evp_trace *t)
+{
+    return evp_trace_records(t) == EVP_RECORDS_SAMPLES;
+}
 
 /* What a sampled thread was doing, one category a sample: without the
  * GIL (blocked taking it, blocked in another system call, else running
  * or not known), in a C call, in the eval loop, on no Python frame, else
- * in the runtime with a frame. */
+ * in the runtime with a frame (format.c). */
 enum evp_sample_cat {
     EVP_SCAT_EVAL,
     EVP_SCAT_C_CALL,
@@ -543,33 +549,5 @@ void evp_share_cells(uint64_t k, uint64_t n, double trials, char *sh,
 /* Two-proportion z-test of share P1 over N1 trials against P2 over N2:
  * *Z, and whether the difference is significant at 95% (|z| > 1.96). */
 int evp_two_prop_z(double p1, double n1, double p2, double n2, double *z);
-
-/* `diff` of two sampled traces: per opcode and function (self, and with
- * o->funcs inclusive) each run's share, the change in points and whether
- * it is significant at 95% (evp_two_prop_z).  0 or a negative errno. */
-int evp_view_diff_sampled(struct evp_trace *base, struct evp_trace *new_,
-                          FILE *out, const struct evp_diff_opts *o);
-
-/* `summary` of a sampled trace (o->lines: evp_view_lines_table). */
-int evp_view_summary_sampled(struct evp_trace *t, FILE *out,
-                             const struct evp_summary_opts *o);
-
-/* `summary` of N sampled runs T, laid out as one's: per state, phase,
- * opcode and function (matched by evp_stats_func_rel_key) the periods
- * summed, the pooled share of all runs' periods with its 95% Wilson
- * interval, and the estimated time per run as median and [min - max];
- * exact counts summed over the runs that recorded them.  Runs sampled
- * at different rates or clocks are pooled by periods, and a note says
- * so.  0 or a negative errno. */
-int evp_view_summary_sampled_runs(struct evp_trace **t, size_t n, FILE *out,
-                                  const struct evp_summary_opts *o);
-
-/* `summary --lines` of N sampled runs T (stream index STREAM, -1 all):
- * the hottest lines, matched by function (evp_stats_func_rel_key) and
- * line, with their periods summed, pooled share and 95% interval, and
- * estimated time per run as median [min - max].  0 or a negative errno
- * (said on stderr). */
-int evp_view_lines_runs(struct evp_trace **t, size_t n, FILE *out, long stream,
-                        int unit);
 
 #endif

@@ -756,7 +756,7 @@ static int sampled_views(struct evp_trace *t)
     struct evp_chrome_opts co = {.ops = 1, .phases = 1};
     bad += evp_view_speedscope(t, out, &co) < 0;
     struct evp_diff_opts d = {.funcs = 1};
-    bad += evp_view_diff_sampled(t, t, out, &d) < 0;
+    bad += evp_view_diff(t, t, out, &d) < 0;
     if (evp_trace_meta(t, "lines.3"))
         bad += evp_view_lines_table(t, out, 0, -1, EVP_UNIT_AUTO) < 0;
     fclose(out);

@@ -302,8 +302,7 @@ void fuzz_views(struct evp_trace *t, unsigned pick)
                                      .phases = (int)(pick >> 14 & 1)};
         FUZZ_CHECK(evp_view_speedscope(t, out, &co) == 0, "speedscope view");
         struct evp_diff_opts dop = {.funcs = 1};
-        FUZZ_CHECK(evp_view_diff_sampled(t, t, out, &dop) == 0,
-                   "sampled diff view");
+        FUZZ_CHECK(evp_view_diff(t, t, out, &dop) == 0, "sampled diff view");
     }
     FUZZ_CHECK(fclose(out) == 0, "closing the sink");
 
