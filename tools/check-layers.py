@@ -42,7 +42,7 @@ PUBLIC = {"kinds.def": "format", "events.h": "format", "record.h": "format",
 OUTSIDE = {"python/_tracer": "recorder", "cpython/hooks": "recorder",
            "examples": "recorder", "bench": "recorder"}
 # Directories whose files' calls must run one way (see above).
-ONE_WAY = ("src/recorder", "src/trace")
+ONE_WAY = ("src/recorder", "src/trace", "src/views")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 MESON_NAME = re.compile(r"\bevp_([a-z]+?)(?:_dep|_sources)?\b")
 
