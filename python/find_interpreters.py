@@ -61,6 +61,8 @@ print(json.dumps({
     "has_header": os.path.exists(os.path.join(inc, "Python.h")),
     "internal": os.path.exists(os.path.join(inc, "internal", "pycore_frame.h")),
     "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+    "debug": bool(sysconfig.get_config_var("Py_DEBUG")) or
+             hasattr(sys, "gettotalrefcount"),
     "executable": os.path.realpath(sys.executable),
     "extra_include": extra,
 }))
@@ -170,6 +172,9 @@ def main(argv):
         elif info["gil_disabled"]:
             lines.append(("skip", real, "Python %s is a free-threaded build "
                           "(not supported)" % vs))
+        elif info.get("debug"):
+            lines.append(("skip", real, "Python %s is a debug build "
+                          "(--with-pydebug; not supported)" % vs))
         elif not info["has_header"] or not info["internal"]:
             lines.append(("skip", real, "Python %s has no development headers "
                           "in %s (Debian: apt-get install python%d.%d-dev)"

@@ -85,34 +85,15 @@ stack_nearly_full(void)
 static inline PyObject *
 eval_inner(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
 {
-    PyObject *r;
-    if (EVP_UNLIKELY(stack_nearly_full())) {
+    if (!EVP_INTERPRETER_WATCHES_C_STACK &&
+        EVP_UNLIKELY(stack_nearly_full())) {
         /* Make the interpreter's own check fail: it raises RecursionError
          * and unwinds the frame cleanly. */
-#if EVP_PY311
-        int rem = ts->recursion_remaining, lim = ts->recursion_limit;
-        ts->recursion_limit = Py_GetRecursionLimit();
-        ts->recursion_remaining = 0;
-        r = evp_S.inner(ts, f, throwflag);
-        ts->recursion_remaining = rem;
-        ts->recursion_limit = lim;
-#else
-        int rem = ts->c_recursion_remaining;
-        ts->c_recursion_remaining = 0;
-        r = evp_S.inner(ts, f, throwflag);
-        ts->c_recursion_remaining = rem;
-#endif
-        return r;
+        return evp_eval_exhausted(evp_S.inner, ts, f, throwflag);
     }
-#if EVP_PY311
-    /* 3.11 counts every Python frame once, inlined or not. */
-    r = evp_S.inner(ts, f, throwflag);
-#else
-    ts->c_recursion_remaining += EVAL_C_UNITS;
-    r = evp_S.inner(ts, f, throwflag);
-    ts->c_recursion_remaining -= EVAL_C_UNITS;
-#endif
-    return r;
+    /* 3.11 counts every Python frame once, inlined or not; 3.12 and 3.13
+     * get their units back; 3.14+ count none. */
+    return evp_eval_units_back(evp_S.inner, ts, f, throwflag, EVAL_C_UNITS);
 }
 
 static PyObject *
@@ -142,7 +123,7 @@ evp_eval_frame(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
     }
     if (EVP_UNLIKELY(!evp_tls.named))
         evp_thread_name_retry();
-#if EVP_PY311
+#if !EVP_HAVE_MONITORING
     if (EVP_UNLIKELY(ts->c_profilefunc == NULL ||
                      (evp_S.ops && ts->c_tracefunc == NULL)))
         evp_legacy_thread(ts);

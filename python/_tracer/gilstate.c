@@ -10,7 +10,9 @@
  *   3.11  _PyRuntime.gilstate.tstate_current: the thread state holding
  *         the GIL (NULL while it is released);
  *   3.12  the interpreter's GIL: locked, and its last holder is TS;
- *   3.13  TS's own state: _Py_THREAD_ATTACHED while it holds the GIL.
+ *   3.13+ TS's own state: _Py_THREAD_ATTACHED while it holds the GIL.
+ *
+ * (The reads themselves are version.h's EVP_GIL_HELD and EVP_GIL_LOCK.)
  *
  * And where the GIL lies, for a thread without it: one blocked in a futex
  * wait on a word of the GIL (its mutex, its condition variables) is
@@ -18,7 +20,7 @@
  * each interpreter that has its own, which interp->ceval.gil points to.
  */
 #define Py_BUILD_CORE 1
-#include <Python.h>
+#include "version.h"
 #include "internal/pycore_pystate.h"
 #include "internal/pycore_interp.h"
 
@@ -28,27 +30,12 @@ const void *evp_sample_gil_lock(PyThreadState *ts, size_t *size);
 int
 evp_sample_gil_held(PyThreadState *ts)
 {
-#if PY_VERSION_HEX < 0x030c0000
-    return (PyThreadState *)_Py_atomic_load_relaxed(
-               &_PyRuntime.gilstate.tstate_current) == ts;
-#elif PY_VERSION_HEX < 0x030d0000
-    struct _gil_runtime_state *g = ts->interp->ceval.gil;
-    return g != NULL && _Py_atomic_load_relaxed(&g->locked) > 0 &&
-           (PyThreadState *)_Py_atomic_load_relaxed(&g->last_holder) == ts;
-#else
-    return __atomic_load_n(&ts->state, __ATOMIC_RELAXED) ==
-           _Py_THREAD_ATTACHED;
-#endif
+    return EVP_GIL_HELD(ts);
 }
 
 const void *
 evp_sample_gil_lock(PyThreadState *ts, size_t *size)
 {
     *size = sizeof(struct _gil_runtime_state);
-#if PY_VERSION_HEX < 0x030c0000
-    (void)ts;
-    return &_PyRuntime.ceval.gil;
-#else
-    return ts->interp->ceval.gil;
-#endif
+    return EVP_GIL_LOCK(ts);
 }

@@ -1,7 +1,8 @@
 /*
  * evalprof._tracer: the running interpreter's memory layout (layout.h).
  *
- * The one place where the sampler's knowledge of a CPython version lives:
+ * Where the sampler's knowledge of a CPython version lives (which version
+ * has which of these is version.h's, the extension's per-version adapter):
  *
  *   3.13+  the offsets the interpreter publishes (_PyRuntime.debug_offsets,
  *          struct _Py_DebugOffsets of the version's own headers), accepted
@@ -27,8 +28,8 @@
 #include <string.h>
 
 #define Py_BUILD_CORE 1
-#include <Python.h>
-#if PY_VERSION_HEX < 0x030d0000
+#include "version.h"
+#if !EVP_HAVE_DEBUG_OFFSETS
 #define NEED_OPCODE_TABLES
 #include "internal/pycore_opcode.h"
 #undef NEED_OPCODE_TABLES
@@ -36,7 +37,7 @@
 #else
 #include "internal/pycore_runtime.h"
 #endif
-#if PY_VERSION_HEX >= 0x030e0000 && PY_VERSION_HEX < 0x030f0000
+#if EVP_JIT_EXECUTOR_LISTS
 #include "internal/pycore_interp.h"
 #include "internal/pycore_optimizer.h"
 #endif
@@ -46,13 +47,13 @@
 
 struct evp_layout evp_L;
 
-#if PY_VERSION_HEX >= 0x030f0000
+#if EVP_JIT_ADDRESS_QUERY
 /* 3.15: the interpreter's own test (exported; reads memory only). */
 static int (*address_in_jit)(PyInterpreterState *, uintptr_t);
 #endif
 static const char *jit_how = "none: this interpreter has no JIT";
 
-#if PY_VERSION_HEX >= 0x030d0000
+#if EVP_HAVE_DEBUG_OFFSETS
 static int
 from_debug_offsets(char *why, size_t n)
 {
@@ -64,13 +65,13 @@ from_debug_offsets(char *why, size_t n)
         return -1;
     }
     /* the struct's layout is the minor version's: its own headers' */
-    if ((d->version >> 16) != (PY_VERSION_HEX >> 16)) {
+    if ((d->version >> 16) != (EVP_BUILT_FOR_HEX >> 16)) {
         snprintf(why, n,
                  "the interpreter's debug offsets are those of version "
                  "%#llx, not of CPython %d.%d as evalprof._tracer was built "
                  "for",
-                 (unsigned long long)d->version, PY_MAJOR_VERSION,
-                 PY_MINOR_VERSION);
+                 (unsigned long long)d->version, EVP_BUILT_FOR_HEX >> 24,
+                 (EVP_BUILT_FOR_HEX >> 16) & 0xff);
         return -1;
     }
     if (d->free_threaded) {
@@ -101,11 +102,11 @@ evp_layout_init(char *why, size_t n)
 {
     memset(&evp_L, 0, sizeof evp_L);
     evp_L.ts_current_executor = SIZE_MAX;
-#if PY_VERSION_HEX >= 0x030d0000
+#if EVP_HAVE_DEBUG_OFFSETS
     if (from_debug_offsets(why, n) < 0)
         return -1;
 #else
-    evp_L.version = PY_VERSION_HEX;
+    evp_L.version = EVP_BUILT_FOR_HEX;
     evp_L.ts_current_frame = SIZE_MAX;
     evp_L.ts_cframe = offsetof(PyThreadState, cframe);
     evp_L.cframe_current_frame = offsetof(_PyCFrame, current_frame);
@@ -141,22 +142,22 @@ evp_layout_init(char *why, size_t n)
     evp_L.code_size = offsetof(PyVarObject, ob_size);
     evp_L.code_type = &PyCode_Type;
     /* - the tier-2 executor a thread runs. */
-#if PY_VERSION_HEX >= 0x030e0000
+#if EVP_HAVE_TIER2
     evp_L.ts_current_executor = offsetof(PyThreadState, current_executor);
 #endif
-#if PY_VERSION_HEX >= 0x030f0000
+#if EVP_JIT_ADDRESS_QUERY
     address_in_jit = (int (*)(PyInterpreterState *, uintptr_t))dlsym(
         RTLD_DEFAULT, "_PyJIT_AddressInJitCode");
     jit_how = address_in_jit != NULL
                   ? "current_executor and _PyJIT_AddressInJitCode"
                   : "none: the interpreter was built without the JIT";
-#elif PY_VERSION_HEX >= 0x030e0000
+#elif EVP_JIT_EXECUTOR_LISTS
     jit_how = "current_executor and the executor lists";
 #endif
     return 0;
 }
 
-#if PY_VERSION_HEX >= 0x030e0000 && PY_VERSION_HEX < 0x030f0000
+#if EVP_JIT_EXECUTOR_LISTS
 /* 3.14: does an executor of the list from HEAD hold PC? */
 static int
 in_executor_list(const _PyExecutorObject *e, uintptr_t pc)
@@ -181,12 +182,12 @@ evp_layout_jit(const void *ts, uintptr_t pc)
         *(const void *const *)((const char *)ts + evp_L.ts_current_executor);
     if (ex == NULL)
         return 0;
-#if PY_VERSION_HEX >= 0x030f0000
+#if EVP_JIT_ADDRESS_QUERY
     PyInterpreterState *interp =
         *(PyInterpreterState *const *)((const char *)ts + evp_L.ts_interp);
     if (address_in_jit != NULL && pc != 0 && address_in_jit(interp, pc))
         return 2;
-#elif PY_VERSION_HEX >= 0x030e0000
+#elif EVP_JIT_EXECUTOR_LISTS
     const PyInterpreterState *interp =
         *(PyInterpreterState *const *)((const char *)ts + evp_L.ts_interp);
     if (pc != 0 && (in_executor_list(interp->executor_list_head, pc) ||

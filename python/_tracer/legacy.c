@@ -36,7 +36,7 @@
  */
 #include "tracer.h"
 
-#if EVP_PY311
+#if !EVP_HAVE_MONITORING
 
 /* Events in evalprof's own frames are left out. */
 static inline int
@@ -256,4 +256,4 @@ evp_legacy_remove(void)
     }
 }
 
-#endif /* EVP_PY311 */
+#endif /* !EVP_HAVE_MONITORING */

@@ -122,7 +122,7 @@ evp_thread_setup(PyThreadState *ts)
     tl->named = 0;
     tl->name_tries = 0;
     attach_named(tl);
-#if EVP_PY311
+#if !EVP_HAVE_MONITORING
     evp_legacy_thread(ts ? ts : PyThreadState_Get());
 #else
     (void)ts;
@@ -216,7 +216,7 @@ static void
 remove_hooks(void)
 {
     evp_evalhook_remove();
-#if EVP_PY311
+#if !EVP_HAVE_MONITORING
     evp_legacy_remove();
 #else
     evp_monitor_remove();
@@ -287,7 +287,7 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
         goto fail_open;
     evp_rec_meta("mode", "B");
     evp_rec_meta("tracer.built_for", PY_VERSION);
-#if EVP_PY311
+#if !EVP_HAVE_MONITORING
     const char *hooks =
         ops ? "PEP 523 frame hook; PyEval_SetTrace (PyTrace_OPCODE, "
               "PyTrace_EXCEPTION); PyEval_SetProfile (C calls)"
@@ -336,7 +336,7 @@ tracer_start(PyObject *self, PyObject *args, PyObject *kw)
     attach_named(tl);
     evp_rec_event(EVP_EV_INIT, 0);
 
-#if EVP_PY311
+#if !EVP_HAVE_MONITORING
     if (evp_legacy_install() < 0)
         goto fail_hooks;
 #else

@@ -29,7 +29,7 @@
  */
 #include "tracer.h"
 
-#if !EVP_PY311
+#if EVP_HAVE_MONITORING
 
 /*
  * The callbacks are objects of a small type whose vectorcall slot is the
@@ -376,4 +376,4 @@ evp_monitor_remove(void)
     PyErr_Restore(et, ev, tb);
 }
 
-#endif /* !EVP_PY311 */
+#endif /* EVP_HAVE_MONITORING */

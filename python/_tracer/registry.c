@@ -41,11 +41,7 @@ evp_registry_init(void)
 {
     if (evp_S.extra_index >= 0)
         return 0;
-#if EVP_PY311
-    Py_ssize_t i = _PyEval_RequestCodeExtraIndex(free_code);
-#else
-    Py_ssize_t i = PyUnstable_Eval_RequestCodeExtraIndex(free_code);
-#endif
+    Py_ssize_t i = evp_code_extra_index(free_code);
     if (i < 0) {
         PyErr_SetString(PyExc_RuntimeError,
                         "evalprof: no free co_extra slot in this interpreter");
@@ -72,11 +68,7 @@ struct evp_code *
 evp_code_get_slow(PyCodeObject *co)
 {
     void *p = NULL;
-#if EVP_PY311
-    if (_PyCode_GetExtra((PyObject *)co, evp_S.extra_index, &p) < 0) {
-#else
-    if (PyUnstable_Code_GetExtra((PyObject *)co, evp_S.extra_index, &p) < 0) {
-#endif
+    if (evp_code_extra_get(co, evp_S.extra_index, &p) < 0) {
         PyErr_Clear();
         return NULL;
     }
@@ -85,12 +77,7 @@ evp_code_get_slow(PyCodeObject *co)
         c = calloc(1, sizeof *c);
         if (c == NULL)
             return NULL;
-#if EVP_PY311
-        int rc = _PyCode_SetExtra((PyObject *)co, evp_S.extra_index, c);
-#else
-        int rc =
-            PyUnstable_Code_SetExtra((PyObject *)co, evp_S.extra_index, c);
-#endif
+        int rc = evp_code_extra_set(co, evp_S.extra_index, c);
         if (rc < 0) {
             PyErr_Clear();
             free(c);

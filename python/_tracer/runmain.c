@@ -29,52 +29,22 @@
 
 struct set_aside {
     struct _PyInterpreterFrame *frame;
-#if EVP_PY311
-    int remaining;
-#else
-    int py_remaining, c_remaining;
-#endif
+    struct evp_recursion recursion;
 };
 
 static void
 set_aside(PyThreadState *ts, struct set_aside *s)
 {
-#if EVP_PY313
-    s->frame = ts->current_frame;
-    ts->current_frame = NULL;
-#else
-    s->frame = ts->cframe->current_frame;
-    ts->cframe->current_frame = NULL;
-#endif
-#if EVP_PY311
-    s->remaining = ts->recursion_remaining;
-    ts->recursion_remaining = ts->recursion_limit;
-#else
-    s->py_remaining = ts->py_recursion_remaining;
-    s->c_remaining = ts->c_recursion_remaining;
-    ts->py_recursion_remaining = ts->py_recursion_limit;
-#if EVP_PY313
-    ts->c_recursion_remaining = Py_C_RECURSION_LIMIT;
-#else
-    ts->c_recursion_remaining = C_RECURSION_LIMIT;
-#endif
-#endif
+    s->frame = evp_ts_frame(ts);
+    evp_ts_set_frame(ts, NULL);
+    evp_recursion_reset(ts, &s->recursion);
 }
 
 static void
 put_back(PyThreadState *ts, const struct set_aside *s)
 {
-#if EVP_PY313
-    ts->current_frame = s->frame;
-#else
-    ts->cframe->current_frame = s->frame;
-#endif
-#if EVP_PY311
-    ts->recursion_remaining = s->remaining;
-#else
-    ts->py_recursion_remaining = s->py_remaining;
-    ts->c_recursion_remaining = s->c_remaining;
-#endif
+    evp_ts_set_frame(ts, s->frame);
+    evp_recursion_restore(ts, &s->recursion);
 }
 
 /* The end of Py_RunMain after an uncaught exception, printed already. */

@@ -83,12 +83,6 @@
 
 #include "evalprof/format.h"
 
-#if EVP_PY313
-/* Exported by libpython, declared in the internal headers only. */
-extern int _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func,
-                              PyObject *arg);
-#endif
-
 /* A field of the interpreter's memory at OFF bytes into P (layout.h). */
 #define AT(p, off, T) (*(T const *)((const char *)(p) + (off)))
 

@@ -1,7 +1,7 @@
 /*
  * evalprof._tracer: shared state of the stock-interpreter producer (mode B).
  *
- * The extension traces an unmodified CPython 3.11, 3.12 or 3.13 through the
+ * The extension traces an unmodified CPython 3.11 to 3.15 through the
  * hooks the interpreter offers, and writes what it sees through the
  * recorder library (include/evalprof/recorder.h):
  *
@@ -20,43 +20,26 @@
  *   sample.c    the sampled mode: no hook, a timer signal per thread whose
  *               handler reads the thread's frames (gilstate.c: whether a
  *               thread holds the GIL, from the interpreter's internals;
- *               layout.c: the offsets it reads the frames through, every
- *               version test of the sampler).
+ *               layout.c: the offsets it reads the frames through).
  *
  * Everything here runs with the GIL held (free-threaded builds are
  * refused), so the shared state needs no locks of its own; the recorder
  * takes its own lock where it needs one.
  *
- * Version differences live in the small inline helpers below, so that the
- * hook and the callbacks read the same on every version.  The module is
+ * Version differences live in the per-version adapter, version.h (the
+ * only file here that tests the interpreter's version), so that the hook
+ * and the callbacks read the same on every version.  The module is
  * built with hidden visibility: only PyInit__tracer is exported, so these
  * evp_ names (and the recorder linked in) never meet another copy.
  */
 #ifndef EVP_TRACER_H
 #define EVP_TRACER_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <opcode.h> /* EXTENDED_ARG, RETURN_GENERATOR */
-
-#if PY_VERSION_HEX < 0x030b0000 || PY_VERSION_HEX >= 0x030e0000
-#error "evalprof._tracer supports CPython 3.11, 3.12 and 3.13"
-#endif
-#ifdef Py_GIL_DISABLED
-#error "evalprof._tracer needs a build with the GIL (not free-threaded)"
-#endif
-
-/* The interpreter's frame layout: internal headers, read only. */
-#define Py_BUILD_CORE 1
-#include "internal/pycore_frame.h"
-#undef Py_BUILD_CORE
+#include "version.h" /* Python.h, the frame internals, the version helpers */
 
 #include <stdint.h>
 
 #include "evalprof/recorder.h"
-
-#define EVP_PY311 (PY_VERSION_HEX < 0x030c0000)
-#define EVP_PY313 (PY_VERSION_HEX >= 0x030d0000)
 
 /* ---- session state ------------------------------------------------------ */
 
@@ -158,11 +141,7 @@ static inline struct evp_code *
 evp_code_get(PyCodeObject *co)
 {
     void *p = NULL;
-#if EVP_PY311
-    _PyCode_GetExtra((PyObject *)co, evp_S.extra_index, &p);
-#else
-    PyUnstable_Code_GetExtra((PyObject *)co, evp_S.extra_index, &p);
-#endif
+    evp_code_extra_get(co, evp_S.extra_index, &p);
     struct evp_code *c = p;
     if (EVP_LIKELY(c != NULL && c->session == evp_S.id))
         return c;
@@ -215,7 +194,7 @@ extern int evp_precise_exceptions;
 int evp_evalhook_install(void);
 void evp_evalhook_remove(void);
 
-#if EVP_PY311
+#if !EVP_HAVE_MONITORING
 /* 3.11: trace and profile functions (legacy.c). */
 int evp_legacy_install(void);
 void evp_legacy_remove(void);
@@ -251,58 +230,5 @@ int evp_sample_thread(const char *name);
 /* The calling thread's threading.Thread name into BUF; 1 if found
  * (module.c). */
 int evp_python_thread_name(char *buf, size_t n);
-
-/* ---- frames, across versions -------------------------------------------- */
-
-static inline PyCodeObject *
-evp_frame_code(struct _PyInterpreterFrame *f)
-{
-#if EVP_PY313
-    return (PyCodeObject *)f->f_executable;
-#else
-    return f->f_code;
-#endif
-}
-
-static inline int
-evp_frame_is_gen(struct _PyInterpreterFrame *f)
-{
-    return f->owner == FRAME_OWNED_BY_GENERATOR;
-}
-
-/*
- * A generator frame about to be evaluated for the first time: its
- * resumption point is just after RETURN_GENERATOR (which copied the frame
- * into the generator), not after a YIELD_VALUE.
- */
-static inline int
-evp_gen_first_start(struct _PyInterpreterFrame *f)
-{
-#if EVP_PY313
-    return f->instr_ptr[-1].op.code == RETURN_GENERATOR;
-#elif EVP_PY311
-    return _Py_OPCODE(*f->prev_instr) == RETURN_GENERATOR;
-#else
-    return f->prev_instr->op.code == RETURN_GENERATOR;
-#endif
-}
-
-static inline PyGenObject *
-evp_frame_gen(struct _PyInterpreterFrame *f)
-{
-    return (PyGenObject *)((char *)f - offsetof(PyGenObject, gi_iframe));
-}
-
-/* The generator suspended (yield, await) rather than finished. */
-static inline int
-evp_gen_suspended(PyGenObject *g)
-{
-#if EVP_PY313
-    return g->gi_frame_state == FRAME_SUSPENDED ||
-           g->gi_frame_state == FRAME_SUSPENDED_YIELD_FROM;
-#else
-    return g->gi_frame_state == FRAME_SUSPENDED;
-#endif
-}
 
 #endif /* EVP_TRACER_H */

@@ -43,13 +43,18 @@ def _unsupported_reason():
     gil = getattr(sys, "_is_gil_enabled", None)
     if gil is not None and not gil():
         return "Python %s runs without the GIL (free-threaded build)" % version
+    if hasattr(sys, "gettotalrefcount"):
+        return "Python %s is a debug build (--with-pydebug)" % version
     return None
 
 
 _reason = _unsupported_reason()
 if _reason is not None:
-    _message = ("evalprof: %s (%s); evalprof traces CPython 3.11, 3.12 and "
-                "3.13" % (_reason, sys.executable))
+    _message = ("evalprof: %s (%s); evalprof traces release builds of "
+                "CPython %s with the GIL" % (
+                    _reason, sys.executable,
+                    ", ".join("%d.%d" % v for v in SUPPORTED[:-1])
+                    + " and %d.%d" % SUPPORTED[-1]))
     running_m = sys.argv[:1] == ["-m"] or (
         sys.version_info[0] < 3 and sys.argv[:1] == ["-c"])
     if running_m:
