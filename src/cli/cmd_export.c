@@ -1,6 +1,9 @@
 /*
  * `evalprof export`: write a trace in another format.  Each format is one
- * entry of the table below, a thin wrapper around a writer or a view.
+ * entry of the table below, a thin wrapper around a writer or a view,
+ * which declares the records it reads (events, samples) and the options
+ * it takes for a trace of each kind: the command checks a trace and the
+ * options given against the entry before anything is written.
  *
  *   text    the discussion's text format (plus evalprof's comment lines)
  *   evp     the binary format, optionally zstd-compressed
@@ -37,6 +40,16 @@ struct export_opts {
     struct evp_cli_filter filter; /* chrome, speedscope */
 };
 
+/* The options a format takes, as its entry of the table declares them. */
+#define X_OPS 0x01u    /* --ops */
+#define X_PHASES 0x02u /* --phases */
+#define X_LINES 0x04u  /* --lines */
+#define X_RAW 0x08u    /* --no-compensate */
+#define X_DEPTH 0x10u  /* --max-depth */
+#define X_WINDOW 0x20u /* --from, --to, --func */
+#define X_THREAD 0x40u /* --thread */
+#define X_ZSTD 0x80u   /* --zstd */
+
 /* A trace writer (text, evp) into O's output, whole or not at all. */
 static int export_trace(struct evp_trace *t, const struct export_opts *o,
                         int zstd)
@@ -63,11 +76,6 @@ static int export_text(struct evp_trace *t, const struct export_opts *o)
 
 static int export_evp(struct evp_trace *t, const struct export_opts *o)
 {
-    if (strcmp(o->out, "-") == 0 && isatty(1)) {
-        evp_cli_error("export: refusing to write a binary trace to a "
-                      "terminal (use -o FILE)");
-        return 2;
-    }
     return export_trace(t, o, o->zstd);
 }
 
@@ -103,13 +111,6 @@ static int export_timeline(struct evp_trace *t, const struct export_opts *o,
     if (evp_cli_filter_resolve(cmd, t, &fo, &fo.f.stream) < 0)
         return 2;
     int filtered = evp_filter_active(&fo.f);
-    if (filtered && evp_sampled_only(t) &&
-        (fo.f.from_ns || fo.f.to_ns || fo.f.func || fo.f.max_depth)) {
-        evp_cli_error("%s: --from, --to, --func and --max-depth apply to "
-                      "traces of events; a sampled trace takes --thread only",
-                      cmd);
-        return 2;
-    }
     if (filtered)
         co.filter = &fo.f;
     /* bytes an event on average, measured on the demo's trace (one in
@@ -135,24 +136,11 @@ static int export_speedscope(struct evp_trace *t, const struct export_opts *o)
     return export_timeline(t, o, "speedscope", evp_view_speedscope);
 }
 
-/* The profile exports: MASK the options each takes (1 --ops, 2 --phases);
- * the binary ones refuse a terminal. */
+/* The profile exports (pprof, pstats, callgrind). */
 static int export_profile(struct evp_trace *t, const struct export_opts *o,
-                          const char *name, int mask, int binary,
                           int (*view)(struct evp_trace *, FILE *,
                                       const struct evp_profile_opts *))
 {
-    if ((o->ops && !(mask & 1)) || (o->phases && !(mask & 2))) {
-        evp_cli_error("export: %s has no meaning for %s",
-                      o->ops && !(mask & 1) ? "--ops" : "--phases", name);
-        return 2;
-    }
-    if (binary && strcmp(o->out, "-") == 0 && isatty(1)) {
-        evp_cli_error("export: refusing to write a binary %s profile to a "
-                      "terminal (use -o FILE)",
-                      name);
-        return 2;
-    }
     struct evp_profile_opts po = {.ops = o->ops,
                                   .phases = o->phases,
                                   .compensate = !evp_trace_info(t)->text,
@@ -166,32 +154,142 @@ static int export_profile(struct evp_trace *t, const struct export_opts *o,
 
 static int export_pprof(struct evp_trace *t, const struct export_opts *o)
 {
-    return export_profile(t, o, "pprof", 3, 1, evp_view_pprof);
+    return export_profile(t, o, evp_view_pprof);
 }
 
 static int export_pstats(struct evp_trace *t, const struct export_opts *o)
 {
-    return export_profile(t, o, "pstats", 0, 1, evp_view_pstats);
+    return export_profile(t, o, evp_view_pstats);
 }
 
 static int export_callgrind(struct evp_trace *t, const struct export_opts *o)
 {
-    return export_profile(t, o, "callgrind", 1, 0, evp_view_callgrind);
+    return export_profile(t, o, evp_view_callgrind);
 }
 
-static const struct {
+#define R_EVENTS EVP_RECORDS_EVENTS
+#define R_BOTH (EVP_RECORDS_EVENTS | EVP_RECORDS_SAMPLES)
+#define TIMELINE (X_OPS | X_PHASES | X_DEPTH | X_WINDOW | X_THREAD)
+
+/* Each format: what it writes ("a binary trace" refuses a terminal), the
+ * records it reads, and the options it takes of a trace of events and
+ * of a sampled trace. */
+static const struct format {
     const char *name;
     int (*fn)(struct evp_trace *t, const struct export_opts *o);
+    const char *binary; /* "a binary trace": refused on a terminal */
+    unsigned reads;     /* EVP_RECORDS_* */
+    unsigned events;    /* X_*: the options for a trace of events */
+    unsigned samples;   /* X_*: for a sampled trace */
 } formats[] = {
-    {"text", export_text},
-    {"evp", export_evp},
-    {"folded", export_folded},
-    {"chrome", export_chrome},
-    {"speedscope", export_speedscope},
-    {"pprof", export_pprof},
-    {"pstats", export_pstats},
-    {"callgrind", export_callgrind},
+    {"text", export_text, NULL, R_EVENTS, 0, 0},
+    {"evp", export_evp, "a binary trace", R_BOTH, X_ZSTD, X_ZSTD},
+    {"folded", export_folded, NULL, R_BOTH,
+     X_OPS | X_PHASES | X_LINES | X_RAW | X_DEPTH,
+     X_OPS | X_PHASES | X_LINES | X_RAW | X_DEPTH},
+    {"chrome", export_chrome, NULL, R_EVENTS, TIMELINE, 0},
+    {"speedscope", export_speedscope, NULL, R_BOTH, TIMELINE,
+     X_OPS | X_PHASES | X_THREAD},
+    {"pprof", export_pprof, "a binary pprof profile", R_EVENTS,
+     X_OPS | X_PHASES | X_DEPTH, 0},
+    {"pstats", export_pstats, "a binary pstats profile", R_EVENTS, 0, 0},
+    {"callgrind", export_callgrind, NULL, R_EVENTS, X_OPS, 0},
 };
+
+#define NFORMATS (sizeof formats / sizeof formats[0])
+
+/* "folded", "chrome and speedscope": the formats that take option X of
+ * a trace of events, into BUF. */
+static const char *takers(unsigned x, char *buf, size_t len)
+{
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < NFORMATS; i++)
+        n += (formats[i].events & x) != 0;
+    buf[0] = '\0';
+    for (size_t i = 0, l = 0; i < NFORMATS; i++) {
+        if (!(formats[i].events & x))
+            continue;
+        k++;
+        l += (size_t)snprintf(buf + l, len - l, "%s%s",
+                              k == 1   ? ""
+                              : k == n ? " and "
+                                       : ", ",
+                              formats[i].name);
+        if (l >= len)
+            break;
+    }
+    return buf;
+}
+
+/* The options O gives, as X_* (WINDOW: --from/--to/--func given;
+ * THREAD: --thread). */
+static unsigned given(const struct export_opts *o, int window, int thread)
+{
+    return (o->ops ? X_OPS : 0u) | (o->phases ? X_PHASES : 0u) |
+           (o->lines ? X_LINES : 0u) | (o->raw ? X_RAW : 0u) |
+           (o->depth_given ? X_DEPTH : 0u) | (window ? X_WINDOW : 0u) |
+           (thread ? X_THREAD : 0u) | (o->zstd ? X_ZSTD : 0u);
+}
+
+/* Refuse, in one line, an option F does not take of a trace of events
+ * (before the trace is read): 0, or 2. */
+static int check_options(const struct format *f, unsigned x)
+{
+    char list[128];
+    unsigned bad = x & ~f->events;
+    if (bad & X_RAW) {
+        evp_cli_error("export: --no-compensate is for %s, not %s",
+                      takers(X_RAW, list, sizeof list), f->name);
+        return 2;
+    }
+    if (bad & (X_WINDOW | X_THREAD)) {
+        evp_cli_error("export: --from, --to, --func and --thread are for %s, "
+                      "not %s",
+                      takers(X_WINDOW, list, sizeof list), f->name);
+        return 2;
+    }
+    static const struct {
+        unsigned x;
+        const char *opt;
+    } opts[] = {{X_OPS, "--ops"},
+                {X_PHASES, "--phases"},
+                {X_LINES, "--lines"},
+                {X_DEPTH, "--max-depth"},
+                {X_ZSTD, "--zstd"}};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        if (bad & opts[i].x) {
+            evp_cli_error("export: %s has no meaning for %s", opts[i].opt,
+                          f->name);
+            return 2;
+        }
+    return 0;
+}
+
+/* Refuse, in one line, what F cannot write of trace T (read from IN):
+ * the records T holds, the options given for a sampled trace.  0, or the
+ * exit status. */
+static int check_trace(const struct format *f, struct evp_trace *t, unsigned x)
+{
+    unsigned has = evp_trace_records(t);
+    if (has && !(has & f->reads)) {
+        evp_cli_error("export --format %s: %s is a sampled trace: it has "
+                      "samples and no events to show %s (use summary, "
+                      "flamegraph, export --format folded or export "
+                      "--format speedscope)",
+                      f->name, evp_trace_info(t)->path,
+                      strcmp(f->name, "chrome") == 0 ? "as a timeline"
+                                                     : "in this format");
+        return 1;
+    }
+    if (has == EVP_RECORDS_SAMPLES && (x & ~f->samples)) {
+        evp_cli_error("export --format %s: --from, --to, --func and "
+                      "--max-depth apply to traces of events; a sampled "
+                      "trace takes --thread only",
+                      f->name);
+        return 2;
+    }
+    return 0;
+}
 
 int evp_cli_parse_zstd(const char *arg)
 {
@@ -225,13 +323,16 @@ int cmd_export(int argc, char **argv)
                             .max_depth = EVP_FOLDED_DEFAULT_DEPTH,
                             .filter = EVP_CLI_FILTER_INIT};
     const char *fmt = NULL, *python = NULL;
-    int c, k, filters = 0;
+    int c, k, window = 0, thread = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
         if ((k = evp_cli_filter_option(c, optarg, &o.filter)) != 0) {
             if (k < 0)
                 return 2;
-            filters = 1;
+            if (c == EVP_CLI_OPT_THREAD)
+                thread = 1;
+            else
+                window = 1;
             continue;
         }
         switch (c) {
@@ -274,7 +375,7 @@ int cmd_export(int argc, char **argv)
     }
     if (evp_cli_operands("export", argc - optind, 1, "one TRACE") < 0)
         return 2;
-    size_t i, n = sizeof formats / sizeof formats[0];
+    size_t i, n = NFORMATS;
     char names[256] = "";
     for (i = 0; i < n; i++) {
         size_t len = strlen(names);
@@ -292,15 +393,14 @@ int cmd_export(int argc, char **argv)
         evp_cli_error("export: unknown format '%s' (%s)", fmt, names);
         return 2;
     }
-    if (o.raw && formats[i].fn != export_folded) {
-        evp_cli_error("export: --no-compensate is for folded, not %s", fmt);
+    const struct format *f = &formats[i];
+    unsigned x = given(&o, window, thread);
+    if (check_options(f, x))
         return 2;
-    }
-    if (filters && formats[i].fn != export_chrome &&
-        formats[i].fn != export_speedscope) {
-        evp_cli_error("export: --from, --to, --func and --thread are for "
-                      "chrome and speedscope, not %s",
-                      fmt);
+    if (f->binary && strcmp(o.out, "-") == 0 && isatty(1)) {
+        evp_cli_error("export: refusing to write %s to a terminal (use -o "
+                      "FILE)",
+                      f->binary);
         return 2;
     }
     const char *in = argv[optind];
@@ -309,18 +409,9 @@ int cmd_export(int argc, char **argv)
     struct evp_trace *t = evp_cli_open_trace(in, python);
     if (!t)
         return 1;
-    /* a sampled trace's samples go to the stack views; the others are
-     * views of events (or would write a trace without its samples) */
-    if (formats[i].fn != export_folded && formats[i].fn != export_speedscope &&
-        strcmp(fmt, "evp") != 0) {
-        char cmd[48];
-        snprintf(cmd, sizeof cmd, "export --format %s", fmt);
-        if (evp_cli_refuse_sampled(cmd, t)) {
-            evp_trace_close(t);
-            return 1;
-        }
-    }
-    int rc = formats[i].fn(t, &o);
+    int rc = check_trace(f, t, x);
+    if (!rc)
+        rc = f->fn(t, &o);
     evp_trace_close(t);
     return evp_cli_finish(rc);
 }

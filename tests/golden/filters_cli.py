@@ -11,7 +11,9 @@
             line on stderr saying its size and the filters that narrow it
             (tree, chrome, speedscope); none with a filter or under it;
   options   a --to not after --from and an unknown --thread: one line,
-            exit 2.
+            exit 2; so is an option export's format does not take (its
+            table's declaration), before the trace is read, and nothing
+            is written.
 
 Prints one line per failed check and exits 1 when any fails.
 """
@@ -122,6 +124,27 @@ def main():
                   and p.stdout == b"",
                   "%s %s: exit %d, %r" % (" ".join(cmd), " ".join(args),
                                           p.returncode, err))
+    # options a format does not declare: one line naming them, exit 2
+    out = os.path.join(tmp, "refused")
+    for fmt, args, what in (
+            ("pstats", ["--ops"], "--ops has no meaning for pstats"),
+            ("callgrind", ["--phases"], "--phases has no meaning for callgrind"),
+            ("pprof", ["--lines"], "--lines has no meaning for pprof"),
+            ("text", ["--zstd"], "--zstd has no meaning for text"),
+            ("pstats", ["--max-depth", "3"],
+             "--max-depth has no meaning for pstats"),
+            ("chrome", ["--no-compensate"],
+             "--no-compensate is for folded, not chrome"),
+            ("pprof", ["--thread", "1"], "--func and --thread are for chrome "
+             "and speedscope, not pprof")):
+        p = subprocess.run([evalprof, "export", "--format", fmt, "-o", out] +
+                           args + ["no-such-trace"], capture_output=True,
+                           env=base)
+        err = p.stderr.decode()
+        check(p.returncode == 2 and err.count("\n") == 1 and what in err and
+              not os.path.exists(out),
+              "export --format %s %s: exit %d, %r" % (fmt, " ".join(args),
+                                                      p.returncode, err))
     subprocess.run(["rm", "-rf", tmp])
     if not failures:
         print("all filter, pager and size-warning checks passed")

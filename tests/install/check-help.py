@@ -57,7 +57,7 @@ def export_formats():
     """The names in cmd_export.c's formats table, in its order."""
     table = re.search(r"\} formats\[\] = \{(.*?)\n\};",
                       read("src/cli/cmd_export.c"), re.S).group(1)
-    return re.findall(r'\{"([\w-]+)", export_\w+\}', table)
+    return re.findall(r'\{"([\w-]+)", export_\w+[,}]', table)
 
 
 def run(*args):
