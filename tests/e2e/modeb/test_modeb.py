@@ -1821,6 +1821,59 @@ class Sampled(Case):
         # within sampling error of the top family, never a fraction of it
         self.assertGreater(fam["CALL"], 0.7 * fam[top_s[0]], fam)
 
+    def jit_available(self):
+        p = subprocess.run([PY, "-c", "import sys; print(hasattr(sys, '_jit')"
+                            " and sys._jit.is_available())"],
+                           capture_output=True, text=True, env=env())
+        return p.stdout.strip() == "True"
+
+    def test_jit(self):
+        """PYTHON_JIT=1 (3.14+ built with the JIT): samples in JIT-compiled
+        code are a row of their own, with the runtime the JIT's traces
+        call beside them; they count for their function, for no line or
+        opcode (the frame's instruction pointer there is the last
+        _SET_IP's: the program measures from the loop's trace how far it
+        lags).  Without PYTHON_JIT the rows read 0%."""
+        if not self.jit_available():
+            self.skipTest("CPython %d.%d here has no JIT"
+                          % sys.version_info[:2] if PY == sys.executable
+                          else "%s has no JIT" % PY)
+        script = prog("jit_loop.py")
+        p, trace = self.sampled([script, "40", "--lag"],
+                                opts=["--rate", "2000"],
+                                extra_env={"PYTHON_JIT": "1"})
+        m = re.search(r"lag: (\d+) instructions in the trace, (\d+) with a "
+                      r"current pointer, max (\d+) behind", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        # the measurement the views' rule rests on: in JIT code most of
+        # the trace's instructions run with a pointer that lags
+        self.assertLess(int(m.group(2)), int(m.group(1)), p.stdout)
+        print("\n  %s (PYTHON_JIT=1): %s" % (PY, p.stdout.strip()))
+        self.assertNotIn("none", self.meta(trace).get("sample.jit", "none"))
+        text = self.summary(trace)
+        where = table(text, "where")
+        self.assertGreater(where["in JIT-compiled code"], 20.0, where)
+        self.assertIn("runtime, called from JIT code", where)
+        ops = table(text, "ops:")
+        self.assertAlmostEqual(ops["(JIT code: instruction not current)"],
+                               where["in JIT-compiled code"], delta=0.15)
+        funcs = func_shares(self.summary(trace, "--funcs"))
+        self.assertGreater(funcs["hot"], 85.0, funcs)
+        # the lines hold the samples with a current pointer only
+        lines = self.summary(trace, "--lines")
+        m = re.search(r"\(([\d,]+) of them on a line\)", lines)
+        self.assertIsNotNone(m, lines)
+        periods = sum(self.streams(trace)["MainThread"][2:3])
+        on_lines = int(m.group(1).replace(",", ""))
+        self.assertLess(on_lines, periods * (100 - where[
+            "in JIT-compiled code"] + 2) / 100, lines)
+        _, plain = self.sampled([script, "40"], out="nojit.evp",
+                                extra_env={"PYTHON_JIT": "0"})
+        where = table(self.summary(plain), "where")
+        self.assertEqual(where["in JIT-compiled code"], 0.0, where)
+        self.assertEqual(where["runtime, called from JIT code"], 0.0, where)
+        self.assertGreater(where["in the eval loop"], 20.0, where)
+
     def test_cpu_clock_default(self):
         script = prog("sample_hot.py")
         p, trace = self.sampled([script, "40"])
