@@ -16,6 +16,11 @@ of any profiler:
               the same rounds (below), and each tool's figure the same
               difference of its time in the marker opcode and the
               operand loads
+  lines       bench/fidelity/lines.py: four loops each written on one
+              line, each timed untraced as it runs; the truth is each
+              line's share of the round, a sampling tool's figure its
+              samples whose leaf is on that line (stock interpreters;
+              the exact mode is not run here)
   phases      bench/fidelity/phases.py: a loop raising and catching an
               exception and its variant that does not raise, a loop calling
               bytes.count on 16 KiB and the same call on b'', and a loop of
@@ -53,7 +58,13 @@ truth: in points of share (|share - true share| x 100) and in percent of
 absolute time (|time - true time| / true time), the largest over the
 rows and their mean:
 
-  evalprof sampled     record --sample at the default rate
+  evalprof sampled     record --sample at the default rate (1 kHz)
+  evalprof sampled 10k the same at 10 kHz (3.15, beside its peer)
+  prof.samp 1k, 10k    (3.15) python -m profiling.sampling run -r 1khz
+                       (10khz) -a --opcodes --binary, the interpreter's own
+                       sampling profiler, its file read back as folded
+                       stacks by bench/fidelity/peer.py: functions, lines
+                       and opcodes from the same samples
   evalprof thread      (instrumented interpreters) the same with the
                        sampler thread (EVALPROF_SAMPLE_TIMER=thread),
                        which interrupts no thread
@@ -83,7 +94,7 @@ workload's length, default 4; the targets are stated for runs of at
 least 10 s), BENCH_PYTHONS (version tags to restrict to; with it, an
 instrumented interpreter runs only when named "instrumented" or
 "instrumented-3.13", "instrumented-3.11"), BENCH_WORKLOADS
-(functions,opcodes,phases: the workloads to run, default all).
+(functions,lines,opcodes,phases: the workloads to run, default all).
 Nothing fails on the figures: the targets are printed beside them.
 """
 import json
@@ -333,12 +344,55 @@ def thread_cmd(exe, trace, script, args, modea):
     return cmd, dict(extra, EVALPROF_SAMPLE_TIMER="thread")
 
 
-def evalprof_ways(modea):
-    """(kind, command maker) of each evalprof way run on a workload."""
+def sampled_10k_cmd(exe, trace, script, args, modea):
+    cmd, extra = sampled_cmd(exe, trace, script, args, modea)
+    return cmd[:3] + ["--rate", "10000"] + cmd[3:], extra
+
+
+def evalprof_ways(modea, peer=False):
+    """(kind, command maker) of each evalprof way run on a workload; with
+    PEER (an interpreter that ships profiling.sampling), evalprof sampled
+    at 10 kHz as well, to stand beside it at both rates."""
     ways = [("evalprof sampled", sampled_cmd)]
+    if peer and not modea:
+        ways.append(("evalprof sampled 10k", sampled_10k_cmd))
     if modea:
         ways.append(("evalprof thread", thread_cmd))
     return ways + [("evalprof exact", exact_cmd)]
+
+
+PEER_RATES = (("1k", 1000000), ("10k", 100000))  # (rate, period in ns)
+
+
+def has_peer(exe, env, modea):
+    """EXE ships its own sampling profiler (3.15's profiling.sampling),
+    run beside evalprof's sampled mode (stock interpreters only)."""
+    return not modea and sh([exe, "-c", "import profiling.sampling"],
+                            env=env, check=False).returncode == 0
+
+
+def peer_runs(exe, env, tmp, script, args):
+    """(kind, folded rows) of profiling.sampling at 1 and 10 kHz on
+    SCRIPT ARGS: every thread, each sample's line and opcode, read back
+    by bench/fidelity/peer.py into evalprof's folded form."""
+    out = os.path.join(tmp, "peer.bin")
+    for rate, period in PEER_RATES:
+        kind = "prof.samp " + rate
+        p = sh([exe, "-m", "profiling.sampling", "run", "-r", rate + "hz",
+                "-a", "--opcodes", "--binary", "-o", out, script] + args,
+               env=env, check=False)
+        if p.returncode != 0 or not os.path.exists(out):
+            yield kind, "did not run: " + p.stderr.strip()[-200:]
+            continue
+        text = sh([exe, os.path.join(HERE, "peer.py"), out,
+                   str(period)], env=env).stdout
+        os.unlink(out)
+        rows = []
+        for line in text.splitlines():
+            stack, _, v = line.rpartition(" ")
+            if stack and v.isdigit():
+                rows.append((stack.split(";"), int(v)))
+        yield kind, rows
 
 
 def exact_cmd(exe, trace, script, args, modea):
@@ -368,7 +422,8 @@ def functions(tag, exe, build, env, tmp, reps, seconds, modea):
                                            "mean %"))
     trace = os.path.join(tmp, "f.evp")
     res = {}
-    for kind, mk in evalprof_ways(modea):
+    peer = has_peer(exe, env, modea)
+    for kind, mk in evalprof_ways(modea, peer):
         cmd, extra = mk(exe, trace, script, args, modea)
         p = sh(cmd, env=dict(env, **extra), check=False)
         if p.returncode != 0 or not os.path.exists(trace):
@@ -381,6 +436,13 @@ def functions(tag, exe, build, env, tmp, reps, seconds, modea):
             res["raw"] = errors(truth, raw)
             line("evalprof exact raw", res["raw"])
         os.unlink(trace)
+    if peer:
+        for kind, rows in peer_runs(exe, env, tmp, script, args):
+            if isinstance(rows, str):
+                line(kind, None, rows)
+                continue
+            res[kind] = errors(truth, func_times(rows, FUNCS))
+            line(kind, res[kind])
     if not modea:
         res["cProfile"] = errors(truth, cprofile_funcs(exe, script, args,
                                                        FUNCS, tmp))
@@ -440,7 +502,8 @@ def traced_runs(exe, build, env, tmp, script, args, modea, extra_folded,
     and the same trace raw.  SAMPLED_ARGS(kind) are a sampled run's own
     arguments (the differential workloads' --truth-out)."""
     trace = os.path.join(tmp, "w.evp")
-    for kind, mk in evalprof_ways(modea):
+    peer = has_peer(exe, env, modea)
+    for kind, mk in evalprof_ways(modea, peer):
         own = sampled_args(kind) if sampled_args and \
             kind != "evalprof exact" else []
         cmd, extra = mk(exe, trace, script, args + list(own), modea)
@@ -453,9 +516,25 @@ def traced_runs(exe, build, env, tmp, script, args, modea, extra_folded,
             yield "evalprof exact raw", folded(build, trace, extra_folded +
                                                ["--no-compensate"])
         os.unlink(trace)
+    if peer:
+        for kind, rows in peer_runs(exe, env, tmp, script, args):
+            yield kind, rows
+
+
+def peer_target(res):
+    """3.15: evalprof sampled's largest error no larger than
+    profiling.sampling's at the same rate."""
+    for mine, peer in (("evalprof sampled", "prof.samp 1k"),
+                       ("evalprof sampled 10k", "prof.samp 10k")):
+        a, b = res.get(mine), res.get(peer)
+        if a is not None and b is not None:
+            print("    target: %s no further from the truth than %s: %s "
+                  "(%.2f vs %.2f points)"
+                  % (mine, peer, "met" if a <= b else "NOT met", a, b))
 
 
 def target_line(res, seconds):
+    peer_target(res)
     c = res.get("evalprof exact")
     for kind, label, own in (("evalprof sampled", "sampled", "in-run"),
                              ("evalprof thread", "the sampler thread",
@@ -509,7 +588,8 @@ def differential(exe, build, env, tmp, reps, seconds, modea, script, names,
             os.unlink(path)
     runs = list(traced_runs(exe, build, env, tmp, script, args, modea,
                             folded_opts,
-                            lambda kind: ["--truth-out", in_runs[kind]]))
+                            lambda kind: ["--truth-out", in_runs[kind]]
+                            if kind in in_runs else []))
     plain += [rounds_truth(exe, env, script, args, tmp, "after")
               for _ in range(max(1, reps // 2))]
     shares = [truth_shares(c, names) for c in plain]
@@ -696,6 +776,84 @@ def phases(tag, exe, build, env, tmp, reps, seconds, modea):
         ["--ops", "--phases"], figure, "phases")
 
 
+def line_shares(rows, numbers):
+    """{name: ns} of the samples whose innermost line tag (file:LINE, of
+    lines.py) is each loop's, and the ns of every stack under run_round
+    (the round)."""
+    by_line = {no: name for name, no in numbers.items()}
+    got = dict.fromkeys(numbers, 0)
+    total = 0
+    for frames, v in rows:
+        if frames[-1] == "[evalprof]" or \
+                "run_round" not in (frame_name(f) for f in frames):
+            continue
+        total += v
+        for f in reversed(frames):
+            m = re.match(r".*lines\.py:(\d+)$", f)
+            if m and " (" not in f:
+                name = by_line.get(int(m.group(1)))
+                if name:
+                    got[name] += v
+                break
+    return got, total
+
+
+def lines(tag, exe, build, env, tmp, reps, seconds, modea):
+    """Line shares (bench/fidelity/lines.py): the sampling tools' share of
+    each one-line loop against its untraced share of the round."""
+    if modea:
+        return
+    script = os.path.join(HERE, "lines.py")
+    truths, rounds = [], None
+    for _ in range(reps):
+        out = os.path.join(tmp, "lines-truth.json")
+        a = [str(seconds), "--truth", out]
+        if rounds is not None:
+            a += ["--rounds", str(rounds)]
+        sh([exe, script] + a, env=env)
+        truths.append(json.load(open(out)))
+        rounds = truths[-1]["rounds"]
+    numbers = truths[0]["line_numbers"]
+    truth = {n: statistics.median(t["lines"][n] / t["round_ns"]
+                                  for t in truths) for n in numbers}
+    print("  lines (%d rounds; true shares of the round: %s):"
+          % (rounds, ", ".join("%s %.1f%%" % (n, truth[n] * 100)
+                               for n in numbers)))
+    print("    %-20s %6s %6s   shares" % ("", "max pt", "mean"))
+    args = [str(seconds), "--rounds", str(rounds)]
+    trace = os.path.join(tmp, "l.evp")
+    runs = []
+    peer = has_peer(exe, env, modea)
+    for kind, mk in evalprof_ways(modea, peer):
+        if kind == "evalprof exact":
+            continue  # exact lines need --lines events: not its question
+        cmd, extra = mk(exe, trace, script, args, modea)
+        p = sh(cmd, env=dict(env, **extra), check=False)
+        if p.returncode != 0 or not os.path.exists(trace):
+            runs.append((kind, "did not run: " + p.stderr.strip()[-200:]))
+            continue
+        runs.append((kind, folded(build, trace, ["--lines"])))
+        os.unlink(trace)
+    if peer:
+        runs += list(peer_runs(exe, env, tmp, script, args))
+    res = {}
+    for kind, rows in runs:
+        if isinstance(rows, str):
+            print("    %-20s %s" % (kind, rows))
+            continue
+        got, total = line_shares(rows, numbers)
+        if not total:
+            print("    %-20s no stacks under run_round" % kind)
+            continue
+        pts = [abs(got[n] / total - truth[n]) * 100 for n in numbers]
+        res[kind] = max(pts)
+        print("    %-20s %6.2f %6.2f   %s" % (
+            kind, max(pts), statistics.mean(pts),
+            ", ".join("%s %.1f%%" % (n, got[n] / total * 100)
+                      for n in numbers)))
+    peer_target(res)
+
+
 def main():
     build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
     reps = int(os.environ.get("BENCH_REPS", "3"))
@@ -720,8 +878,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="evp-fidelity-") as tmp:
         for tag, exe, e, modea in targets:
             print("CPython %s (%s)" % (tag, exe))
-            for name, fn in (("functions", functions), ("opcodes", opcodes),
-                             ("phases", phases)):
+            for name, fn in (("functions", functions), ("lines", lines),
+                             ("opcodes", opcodes), ("phases", phases)):
                 if not workloads or name in workloads:
                     fn(tag, exe, build, e, tmp, reps, seconds, modea)
     print("load average %.1f at the end" % os.getloadavg()[0])

@@ -13,6 +13,14 @@ file of BENCH_JSON_MB megabytes, default 20), runs in one session and interleave
     sampled       evalprof --sample: no hook at all, a sample of each
                   thread's stack, line and opcode at the default rate
                   (1 kHz of CPU time)
+    sampled 10k   (3.15) the same at 10 kHz
+    prof.samp 1k, prof.samp 10k
+                  (3.15) the interpreter's own sampling profiler,
+                  python -m profiling.sampling run -r 1khz (10khz) -a
+                  --opcodes --binary: every thread, each sample's line and
+                  opcode, as evalprof records them; its sampler is a
+                  second process, whose CPU time the cpu column includes
+                  (every descendant's)
     cProfile      python -m cProfile -o /dev/null script
     py-settrace   a pure-Python sys.settrace tracer with opcode events
     mon. floor    (3.12+) sys.monitoring INSTRUCTION events to a C
@@ -33,7 +41,9 @@ event.  The targets are judged on both (wall time is what a user waits;
 on a busy machine CPU time is the steadier figure).  The
 targets (--no-ops no slower than cProfile; ops at most 4x untraced on
 3.12 and 3.13, and within 1.3x of the sys.monitoring floor; sampled at
-most 1.05x untraced, its trace at most 1 MB a second) are printed
+most 1.05x untraced, its trace at most 1 MB a second; on 3.15 sampled
+at most 1.03x at 1 kHz and 1.15x at 10 kHz, beside profiling.sampling's
+ratios) are printed
 beside the figures; nothing fails on time.  The ops line carries the floor
 measured in the same session and the ratio to it, wall and CPU (3.11 has
 no sys.monitoring: its floor is shown as n/a).
@@ -248,6 +258,38 @@ def json_input(tmp, mb):
     return path
 
 
+def has_peer(exe, env):
+    """EXE ships its own sampling profiler (3.15's profiling.sampling)."""
+    return subprocess.run([exe, "-c", "import profiling.sampling"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env=env).returncode == 0
+
+
+def peer_cmd(exe, rate, out, script):
+    """profiling.sampling at RATE ("1k", "10k") recording what evalprof's
+    sampled mode records: every thread, each sample's line and opcode
+    (--opcodes needs a binary, gecko, flame graph or heat map output)."""
+    return ([exe, "-m", "profiling.sampling", "run", "-r", rate + "hz",
+             "-a", "--opcodes", "--binary", "-o", out]
+            + (["-m"] + script[1:] if script[0] == "-m" else script))
+
+
+def peer_targets(med, cmed, base, cbase, verdict):
+    """3.15's targets: evalprof sampled at most 1.03x untraced at 1 kHz
+    and 1.15x at 10 kHz, wall and CPU, beside profiling.sampling's."""
+    for rate, mine, limit in (("1k", "sampled", 1.03),
+                              ("10k", "sampled 10k", 1.15)):
+        if mine not in med:
+            continue
+        peer = "prof.samp " + rate
+        print("    target %s <= %.2fx untraced: wall %s (%.3fx), cpu %s "
+              "(%.3fx); profiling.sampling at %sHz: wall %.3fx, cpu %.3fx"
+              % (mine, limit, verdict(med[mine] <= limit * base),
+                 med[mine] / base, verdict(cmed[mine] <= limit * cbase),
+                 cmed[mine] / cbase, rate, med[peer] / base,
+                 cmed[peer] / cbase))
+
+
 def bench(tag, exe, build, workloads, reps, tmp):
     env = dict(os.environ, PYTHONHASHSEED="0")
     env.pop("PYTHONPATH", None)
@@ -280,6 +322,18 @@ def bench(tag, exe, build, workloads, reps, tmp):
                 configs.append(("floor+calls",
                                 [exe, os.path.join(HERE, "floor.py"),
                                  "--calls", ext] + script, env))
+        if has_peer(exe, env):
+            # 3.15: its own sampling profiler beside evalprof's sampled
+            # mode, each at 1 and 10 kHz, recording the same things (every
+            # thread, the line and the opcode of each sample)
+            configs.append(("sampled 10k",
+                            [exe, "-m", "evalprof", "--sample", "--rate",
+                             "10000", "-o", trace + ".sampled"] + script,
+                            tenv))
+            for rate in ("1k", "10k"):
+                configs.append(("prof.samp " + rate,
+                                peer_cmd(exe, rate, trace + ".bin", script),
+                                env))
         skip = [w for w in os.environ.get("BENCH_SKIP", "").split(",") if w]
         configs = [c for c in configs if c[0] not in skip]
         times = {name: [] for name, _, _ in configs}
@@ -291,7 +345,8 @@ def bench(tag, exe, build, workloads, reps, tmp):
                 times[name].append(dt)
                 cpus[name].append(cpu)
                 m = re.search(r"\(([\d,]+) (?:events|samples)", err)
-                out = trace + ".sampled" if name == "sampled" else trace
+                out = (trace + ".sampled" if name.startswith("sampled")
+                       else trace)
                 if m and os.path.exists(out):
                     sizes.setdefault(name, []).append(
                         (os.path.getsize(out),
@@ -313,7 +368,7 @@ def bench(tag, exe, build, workloads, reps, tmp):
                 b = statistics.median(s[0] for s in sizes[name])
                 ev = statistics.median(s[1] for s in sizes[name])
                 wall = statistics.median(s[2] for s in sizes[name])
-                what = "samples" if name == "sampled" else "events"
+                what = "samples" if name.startswith("sampled") else "events"
                 extra = "%s, %s %s: %s/s of traced run, %.2f B/%s" % (
                     fmt_bytes(b), format(int(ev), ","), what,
                     fmt_bytes(b / wall), b / ev if ev else 0.0, what[:-1])
@@ -346,6 +401,8 @@ def bench(tag, exe, build, workloads, reps, tmp):
                 b = statistics.median(s[0] / s[2] for s in sizes["sampled"])
                 print("    target sampled trace <= 1 MB a second: %s (%s/s)"
                       % (verdict(b <= 1e6), fmt_bytes(b)))
+        if "prof.samp 1k" in med:
+            peer_targets(med, cmed, base, cbase, verdict)
         if not tag.startswith("3.11") and "ops" in med and \
                 "mon. floor" in med:
             print("    target ops <= 4x untraced: wall %s (%.2fx), cpu %s "
