@@ -17,6 +17,7 @@ int cmd_diff(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"funcs", no_argument, NULL, 'F'},
         {"wide", no_argument, NULL, 'W'},
+        {"group-specialized", no_argument, NULL, 'G'},
         EVP_CLI_COMMON_LONGOPTS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -50,6 +51,9 @@ int cmd_diff(int argc, char **argv)
             break;
         case 'W':
             o.wide_names = 1;
+            break;
+        case 'G':
+            o.group_specialized = 1;
             break;
         case 'h':
             return evp_cli_help("diff");

@@ -310,12 +310,25 @@ static size_t kind_rows(const struct evp_stats s[2], struct drow *rows)
 
 /* Rows of the opcodes seen in either trace, matched by name (at most
  * EVP_STATS_KEYS, as ROWS holds). */
+/* How opcodes are named for BASE and NEW (evp_stats_match_ops' FAMILY):
+ * as across versions when the two are of different CPython versions
+ * (renamed instructions matched), their families with GROUP. */
+static int op_family(struct evp_trace *const *t, int group)
+{
+    const char *a = evp_trace_meta(t[0], "python.version");
+    const char *b = evp_trace_meta(t[1], "python.version");
+    unsigned am = 0, an = 0, bm = 0, bn = 0;
+    int apart = a && b && sscanf(a, "%u.%u", &am, &an) == 2 &&
+                sscanf(b, "%u.%u", &bm, &bn) == 2 && (am != bm || an != bn);
+    return group ? 2 : apart;
+}
+
 static long op_rows(struct evp_trace *t[2], const struct evp_stats s[2],
-                    struct drow *rows)
+                    int family, struct drow *rows)
 {
     struct evp_op_match *m;
     size_t n;
-    if (evp_stats_match_ops(t, s, &m, &n) < 0)
+    if (evp_stats_match_ops(t, s, family, &m, &n) < 0)
         return -ENOMEM;
     if (n > EVP_STATS_KEYS)
         n = EVP_STATS_KEYS;
@@ -337,7 +350,8 @@ static int print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
     header(out, t, o);
     size_t n = kind_rows(s, rows);
     print_rows(out, "events", "count", rows, n, 0, o);
-    long nops = op_rows(t, s, rows);
+    int family = op_family(t, o->group_specialized);
+    long nops = op_rows(t, s, family, rows);
     if (nops < 0)
         return (int)nops;
     n = (size_t)nops;
@@ -348,8 +362,10 @@ static int print_diff(FILE *out, struct evp_trace *t[2], struct evp_stats s[2],
     if (n && strcmp(va, vb) != 0)
         fprintf(out,
                 "note: the traces come from different interpreter "
-                "versions (%s, %s); opcodes are matched by name.\n\n",
-                *va ? va : "unknown", *vb ? vb : "unknown");
+                "versions (%s, %s); opcodes are matched by name, a renamed "
+                "or merged instruction by its newer name%s.\n\n",
+                *va ? va : "unknown", *vb ? vb : "unknown",
+                family > 1 ? ", specialized forms folded into their base" : "");
     if (o->funcs) {
         struct drow *fr = func_rows(t, s, &n);
         if (fr) {
@@ -468,13 +484,15 @@ static int diff_sampled(struct evp_trace *base, struct evp_trace *new_,
     struct evp_trace *t[2] = {base, new_};
     struct evp_sample_stats a[2];
     struct evp_match k = {.runs = 2};
-    int rc = evp_stats_samples(base, &a[0], -1, 0);
+    int family = op_family(t, o->group_specialized);
+    int rc = evp_stats_samples(base, &a[0], -1, family > 1);
     if (rc < 0)
         return rc;
-    if ((rc = evp_stats_samples(new_, &a[1], -1, 0)) < 0) {
+    if ((rc = evp_stats_samples(new_, &a[1], -1, family > 1)) < 0) {
         evp_stats_samples_free(&a[0]);
         return rc;
     }
+    a[0].family = a[1].family = family;
     uint64_t total[2] = {a[0].total, a[1].total};
     double trials[2] = {evp_sample_trials(a[0].total, a[0].w2),
                         evp_sample_trials(a[1].total, a[1].w2)};
@@ -490,8 +508,17 @@ static int diff_sampled(struct evp_trace *base, struct evp_trace *new_,
                  "count, which is its periods while every sample stands for "
                  "one, |z| > 1.96), which covers the sampling error only, not "
                  "the samplers' bias\n\n");
+    if (family)
+        fprintf(out, "note: opcodes are matched by name%s%s.\n\n",
+                family == 2 || op_family(t, 0)
+                    ? ", a renamed or merged instruction by its newer name "
+                      "(the traces come from different interpreter versions, "
+                      "or --group-specialized)"
+                    : "",
+                family > 1 ? ", specialized forms folded into their base" : "");
     if (!(rc = evp_match_sample_ops(&k, t, a)))
-        sdiff_table(out, "ops", &k, total, trials, 0, o->sort);
+        sdiff_table(out, family > 1 ? "ops (families)" : "ops", &k, total,
+                    trials, 0, o->sort);
     evp_match_free(&k);
     if (!rc && !(rc = evp_match_sample_funcs(&k, t, a, o->wide_names))) {
         sdiff_table(out, "functions (self: the leaf frame)", &k, total, trials,

@@ -203,6 +203,65 @@ void evp_view_op_name(const struct evp_trace *t, unsigned op, char *buf,
         snprintf(buf, len, "<%u>", op);
 }
 
+/*
+ * CPython renamed, merged and removed instructions between 3.11 and 3.15;
+ * where one version's instruction does what another's does under another
+ * name, the newer name is the name both are compared by.  PREFIX rows
+ * rename a family's specialized forms too (BINARY_SUBSCR_DICT of 3.13 is
+ * BINARY_OP_SUBSCR_DICT of 3.14).
+ */
+static const struct {
+    const char *old, *now;
+    int prefix; /* OLD_... -> NOW_... as well */
+} op_renames[] = {
+    /* 3.14: subscripts are a BINARY_OP (NB_SUBSCR) */
+    {"BINARY_SUBSCR", "BINARY_OP_SUBSCR", 1},
+    /* 3.14: RETURN_CONST removed (LOAD_CONST, RETURN_VALUE) */
+    {"RETURN_CONST", "RETURN_VALUE", 0},
+    /* 3.14: LOAD_FAST's borrowing forms, small ints' own load */
+    {"LOAD_FAST_BORROW_LOAD_FAST_BORROW", "LOAD_FAST_LOAD_FAST", 0},
+    {"LOAD_FAST_BORROW", "LOAD_FAST", 0},
+    {"LOAD_SMALL_INT", "LOAD_CONST", 0},
+    /* 3.12: PRECALL merged into CALL, LOAD_METHOD into LOAD_ATTR, the
+     * direction of a conditional jump no longer in its name, KW_NAMES
+     * before a CALL (3.13: CALL_KW) */
+    {"PRECALL", "CALL", 1},
+    {"LOAD_METHOD", "LOAD_ATTR_METHOD", 1},
+    {"POP_JUMP_FORWARD_IF_", "POP_JUMP_IF_", 1},
+    {"POP_JUMP_BACKWARD_IF_", "POP_JUMP_IF_", 1},
+    {"KW_NAMES", "CALL_KW", 0},
+};
+
+void evp_view_op_family(char *name, size_t len, int base)
+{
+    char buf[128];
+    const char *nm = name;
+    if (strncmp(nm, "INSTRUMENTED_", 13) == 0)
+        nm += 13; /* sys.monitoring's form of the instruction */
+    snprintf(buf, sizeof buf, "%s", nm);
+    for (size_t i = 0; i < sizeof op_renames / sizeof op_renames[0]; i++) {
+        size_t k = strlen(op_renames[i].old);
+        int whole = strcmp(buf, op_renames[i].old) == 0;
+        int family = op_renames[i].prefix && !whole &&
+                     strncmp(buf, op_renames[i].old, k) == 0 &&
+                     (buf[k] == '_' || op_renames[i].old[k - 1] == '_');
+        if (whole || family) {
+            char tail[128];
+            snprintf(tail, sizeof tail, "%s", buf + k);
+            snprintf(buf, sizeof buf, "%s%s", op_renames[i].now, tail);
+            break;
+        }
+    }
+    if (base) {
+        /* the renamed families' bases */
+        if (strncmp(buf, "BINARY_OP_SUBSCR", 16) == 0)
+            snprintf(buf, sizeof buf, "BINARY_OP");
+        else if (strncmp(buf, "LOAD_ATTR_METHOD", 16) == 0)
+            snprintf(buf, sizeof buf, "LOAD_ATTR");
+    }
+    snprintf(name, len, "%s", buf);
+}
+
 /* Columns of S, escaped text: one per UTF-8 character. */
 static int text_cols(const char *s, size_t n)
 {

@@ -369,7 +369,7 @@ static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
             /* matched by name; ordered by first appearance in BASE,
              * then in NEW */
             struct evp_op_match *m;
-            if (evp_stats_match_ops(t, s, &m, &n) < 0) {
+            if (evp_stats_match_ops(t, s, 0, &m, &n) < 0) {
                 free(r);
                 return -ENOMEM;
             }

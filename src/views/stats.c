@@ -301,7 +301,7 @@ int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
 }
 
 int evp_stats_match_ops(struct evp_trace *t[2], const struct evp_stats s[2],
-                        struct evp_op_match **rows, size_t *nrows)
+                        int family, struct evp_op_match **rows, size_t *nrows)
 {
     size_t cap = 0, n = 0;
     for (int i = 0; i < 2; i++)
@@ -315,18 +315,22 @@ int evp_stats_match_ops(struct evp_trace *t[2], const struct evp_stats s[2],
             if (!s[i].op_count[op])
                 continue;
             char name[sizeof m->name];
-            evp_view_op_name(t[i], op, name, sizeof name);
+            evp_view_op_name(t[i], family > 1 ? evp_trace_opbase(t[i], op) : op,
+                             name, sizeof name);
+            if (family)
+                evp_view_op_family(name, sizeof name, family > 1);
+            /* a run's names are unique but where FAMILY names several
+             * opcodes alike: their figures are summed */
             size_t j = 0;
-            /* BASE's names are unique; only NEW's look */
-            while (i && j < n && (m[j].count[1] || strcmp(m[j].name, name)))
+            while (j < n && strcmp(m[j].name, name))
                 j++;
-            if (!i || j == n) {
+            if (j == n) {
                 j = n++;
                 snprintf(m[j].name, sizeof m[j].name, "%s", name);
                 m[j].first = (i ? 1u << 20 : 0) + s[i].op_first[op];
             }
-            m[j].count[i] = s[i].op_count[op];
-            m[j].total[i] = s[i].op_total[op];
+            m[j].count[i] += s[i].op_count[op];
+            m[j].total[i] += s[i].op_total[op];
         }
     *rows = m;
     *nrows = n;
@@ -484,6 +488,8 @@ int evp_match_sample_ops(struct evp_match *k, struct evp_trace *const *t,
                 snprintf(nm, sizeof nm, "(no opcode)");
             else
                 evp_view_op_name(t[i], op, nm, sizeof nm);
+            if (op != EVP_SAMPLE_OP_MASK && a[i].family)
+                evp_view_op_family(nm, sizeof nm, a[i].group);
             struct evp_match_row *d = evp_match_add(k, nm);
             if (!d)
                 return -ENOMEM;

@@ -92,7 +92,9 @@ void evp_stats_match_funcs_free(struct evp_func_match *rows, size_t n);
 /* The opcodes of two runs matched by name: numbers change between
  * interpreter versions (LOAD_ATTR is 106 in 3.12, 82 in 3.13), names do
  * not.  An opcode its trace cannot name is matched as "<N>".  COUNT and
- * TOTAL are run i's figures (0 when run i has none of it); FIRST orders
+ * TOTAL are run i's figures (0 when run i has none of it); FAMILY (1:
+ * renames, 2: specialized forms folded into their base as well,
+ * evp_view_op_family) names the opcodes as across versions; FIRST orders
  * rows that tie: BASE's opcodes, then NEW's.  *ROWS is malloc'ed.
  * Returns 0 or -ENOMEM. */
 struct evp_op_match {
@@ -102,7 +104,7 @@ struct evp_op_match {
 };
 
 int evp_stats_match_ops(struct evp_trace *t[2], const struct evp_stats s[2],
-                        struct evp_op_match **rows, size_t *nrows);
+                        int family, struct evp_op_match **rows, size_t *nrows);
 
 /* The median (the lower middle's and upper middle's mean, rounded down,
  * of an even number), minimum and maximum of the N values V (N > 0);
@@ -120,7 +122,8 @@ void evp_runs_reduce(const uint64_t *v, size_t n, uint64_t *scratch,
  * JIT code name no opcode: OP_JIT). */
 struct evp_sample_stats {
     struct evp_trace *t;
-    int group;                /* specialized opcodes folded into their base */
+    int group;  /* specialized opcodes folded into their base */
+    int family; /* opcodes named as across versions (evp_view_op_family) */
     uint32_t nfuncs, unknown; /* UNKNOWN: the "<unknown stack>" row */
     uint64_t *self, *incl;    /* by function id, UNKNOWN last */
     uint32_t *seen;           /* by function id: the last sample counted */

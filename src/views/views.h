@@ -191,8 +191,9 @@ struct evp_diff_opts {
     enum evp_sort sort; /* EVP_SORT_TOTAL (default): by change in total */
     int funcs;          /* add the per-function table */
     int compensate;
-    int ns;         /* enum evp_unit of durations (--ns, --us) */
-    int wide_names; /* function names never cut (--wide) */
+    int ns;                /* enum evp_unit of durations (--ns, --us) */
+    int wide_names;        /* function names never cut (--wide) */
+    int group_specialized; /* opcode families: specialized forms folded */
 };
 
 /* Two traces of events, or two sampled traces (their shares compared: a
@@ -423,6 +424,12 @@ void evp_view_cells_unique(size_t n, const char **shown, int *cols,
  * (format.c). */
 void evp_view_op_name(const struct evp_trace *t, unsigned op, char *buf,
                       size_t len);
+/* NAME (LEN bytes), an opcode's name in one CPython version, rewritten
+ * to the name it is compared by across versions (format.c): the newer
+ * name of a renamed or merged instruction, sys.monitoring's
+ * INSTRUMENTED_ forms as the instruction; with BASE (NAME being a base
+ * instruction already, or folded to one) the family's base. */
+void evp_view_op_family(char *name, size_t len, int base);
 
 /* ---- shared formatting helpers (format.c) ------------------------- */
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""diff --funcs across two interpreters (suite e2e-modeb).
+"""diff across interpreters (suite e2e-modeb).
 
 Records one script with two CPython versions (the interpreters the
 extension was built for, given as arguments) and checks that diff --funcs
 matches their stdlib functions by module-relative path: json's pure-Python
 encoder is in both traces, under different prefixes and on different
 lines, and its row must have calls on both sides rather than show as new.
-Fewer than two versions: skipped (exit 77) saying so.
+Then a sampled run of one program on the oldest and the newest version,
+diff --group-specialized: opcode families, renamed and merged
+instructions matched by their newer names.  Fewer than two versions:
+skipped (exit 77) saying so.
 """
 import os
 import shutil
@@ -48,6 +51,64 @@ def record_and_diff(runs, env):
     if p.returncode != 0:
         return None, "diff exited %d: %s" % (p.returncode, p.stderr)
     return p.stdout, None
+
+
+FAMILIES = """\
+def get(d, k):
+    return d[k]
+def main():
+    d = {i: i for i in range(64)}
+    t = 0
+    for i in range(600000):
+        t += get(d, i & 63) + d[i & 31]
+main()
+"""
+
+
+def families(seen, tmp, env):
+    """Sampled runs of one program on the oldest and the newest version,
+    diff --group-specialized: opcode families, renamed and merged
+    instructions matched (3.11's PRECALL is CALL, 3.13's BINARY_SUBSCR a
+    BINARY_OP from 3.14 on): no row of an old name, CALL and BINARY_OP
+    sampled on both sides."""
+    (va, a), (vb, b) = sorted(seen.items(),
+                              key=lambda kv: tuple(map(int, kv[0].split(".")))
+                              )[::len(seen) - 1]
+    script = os.path.join(tmp, "fam.py")
+    with open(script, "w") as f:
+        f.write(FAMILIES)
+    traces = []
+    for exe in (a, b):
+        t = os.path.join(tmp, "fam-%s.evp" % os.path.basename(exe))
+        p = subprocess.run([EVALPROF, "record", "-q", "--sample", "--rate",
+                            "2000", "-o", t, "--", exe, script],
+                           capture_output=True, text=True, env=env, cwd=tmp,
+                           timeout=300)
+        if p.returncode != 0:
+            print("FAIL: record --sample with %s: %s" % (exe, p.stderr))
+            return 1
+        traces.append(t)
+    p = subprocess.run([EVALPROF, "diff", "--group-specialized"] + traces,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        print("FAIL: diff --group-specialized exited %d: %s"
+              % (p.returncode, p.stderr))
+        return 1
+    ops = p.stdout.split("\nops (families):", 1)[-1].split("\nfunctions",
+                                                           1)[0]
+    rows = {ln.split()[0]: ln.split()[1:3] for ln in ops.splitlines()
+            if ln.startswith(" ") and "%" in ln}
+    old = [n for n in rows if n in ("PRECALL", "BINARY_SUBSCR") or
+           n.startswith("BINARY_SUBSCR_") or n.startswith("CALL_")]
+    missing = [n for n in ("CALL", "BINARY_OP")
+               if n not in rows or "0.0%" in rows[n]]
+    if old or missing:
+        print("FAIL: %s vs %s: families not matched (old names %s; not on "
+              "both sides %s):\n%s" % (va, vb, old, missing, p.stdout))
+        return 1
+    print("ok: %s vs %s, families: CALL %s, BINARY_OP %s"
+          % (va, vb, " -> ".join(rows["CALL"]), " -> ".join(rows["BINARY_OP"])))
+    return 0
 
 
 def main(exes):
@@ -107,7 +168,7 @@ def main(exes):
                   % enc[0])
             return 1
         print("ok: %s vs %s: %s" % (va, vb, enc[0].strip()))
-        return 0
+        return families(seen, tmp, env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
