@@ -48,7 +48,8 @@ def line_numbers():
     out = {}
     with open(__file__) as f:
         for no, text in enumerate(f, 1):
-            if "# noqa: E701 line: " in text:
+            if text.startswith("    for i in range(") and \
+                    "line: " in text:
                 out[text.rsplit("line: ", 1)[1].strip()] = no
     return out
 
