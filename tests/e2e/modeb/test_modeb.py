@@ -1797,8 +1797,9 @@ class Sampled(Case):
         the caller's instruction pointer rests on its call's last cache
         entry while the callee's frame is set up and again while it is
         cleared on return; the sample names the call.  On a loop of
-        Python calls the call instruction is then, as in the exact mode,
-        the top opcode family, on every interpreter."""
+        Python calls, one call an iteration as the exact mode counts, the
+        call instruction is then the top opcode family (or within sampling
+        error of it) on every interpreter."""
         script = prog("call_loop.py")
         _, strace = self.sampled([script, "8000000"],
                                  opts=["--rate", "2000"])
@@ -1806,16 +1807,17 @@ class Sampled(Case):
         self.assertTrue(ops, "no ops table")
         self.assertFalse([op for op in ops if op == "CACHE"], ops)
         fam = table(self.summary(strace, "--group-specialized"), "ops:")
+        # the exact mode's count: one call per iteration, the loop's
+        # other instructions as many (its times per instruction carry
+        # sys.monitoring's own cost per event, too uneven across
+        # instructions to rank them on a loaded machine)
         _, xtrace = self.traced([script, "400000"], out="x.evp")
-        exact = {}
-        text = self.run_evalprof("summary", "--ns", "--group-specialized",
-                                 xtrace)
-        for m in re.finditer(r"(?m)^ ([A-Z_]+)\s+([\d,]+)\s+([\d,]+) ns$",
-                             text.split("ops (", 1)[1]):
-            exact[m.group(1)] = (int(m.group(2).replace(",", "")) *
-                                 int(m.group(3).replace(",", "")))
-        top_x = sorted(exact, key=exact.get, reverse=True)[:3]
-        self.assertIn("CALL", top_x, exact)
+        text = self.run_evalprof("summary", "--group-specialized", xtrace)
+        counts = {m.group(1): int(m.group(2).replace(",", ""))
+                  for m in re.finditer(r"(?m)^ ([A-Z_]+)\s+([\d,]+)\s",
+                                       text.split("ops (", 1)[1])}
+        self.assertGreaterEqual(counts.get("CALL", 0), 400000, counts)
+        self.assertLess(counts.get("CALL", 0), 400100, counts)
         top_s = sorted(fam, key=fam.get, reverse=True)
         self.assertIn("CALL", top_s[:2], fam)
         # within sampling error of the top family, never a fraction of it
