@@ -412,9 +412,28 @@ static int cmp_sdrow(const void *x, const void *y, void *arg)
     return (a->order > b->order) - (a->order < b->order);
 }
 
+/* The estimated time of the rows' periods in run i (T[i]): "-" where
+ * the run has none.  Into BUF in UNIT. */
+static const char *est_cell(char *buf, size_t len, const struct evp_trace *t,
+                            uint64_t periods, int unit)
+{
+    if (!periods)
+        return "-";
+    char v[40];
+    snprintf(buf, len, "%s %s",
+             evp_fmt_us(v, sizeof v, evp_sample_ns(t, periods), unit),
+             evp_fmt_unit(unit));
+    return buf;
+}
+
+/* One table of two sampled runs: each row's share, the change in points
+ * and its z; then each run's estimated time (periods x period) and the
+ * change in it, which says where the new run spent less time, not only a
+ * smaller part of it (two runs of one program on two interpreters, or
+ * with the JIT and without). */
 static void sdiff_table(FILE *out, const char *title, struct evp_match *k,
-                        const uint64_t total[2], const double trials[2],
-                        int incl, enum evp_sort sort)
+                        struct evp_trace *const *t, const uint64_t total[2],
+                        const double trials[2], int incl, enum evp_sort sort)
 {
     struct sdsort ds = {sort, total, incl};
     struct evp_match_row *r = k->r;
@@ -422,26 +441,38 @@ static void sdiff_table(FILE *out, const char *title, struct evp_match *k,
     if (n)
         qsort_r(r, n, sizeof *r, cmp_sdrow, &ds);
     int w = 26;
-    for (size_t i = 0; i < n; i++)
+    uint64_t lo = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
         if (r[i].cols + 1 > w)
             w = r[i].cols + 1;
+        for (int j = 0; j < 2; j++)
+            evp_fmt_col_see(&lo, evp_sample_ns(t[j], r[i].w[2 * j + incl]));
+    }
+    int unit = evp_fmt_col_unit(EVP_UNIT_AUTO, lo);
     fprintf(out, "%s:\n\n", title);
-    fprintf(out, " %-*s %10s %10s %12s %7s\n", w, "name", "base share",
-            "new share", "change", "z");
-    int widths[] = {w + 1, 10, 10, 12, 7};
-    evp_fmt_rule(out, widths, 5);
+    fprintf(out, " %-*s %10s %10s %12s %7s %13s %13s %15s\n", w, "name",
+            "base share", "new share", "change", "z", "base time", "new time",
+            "time change");
+    int widths[] = {w + 1, 10, 10, 12, 7, 13, 13, 15};
+    evp_fmt_rule(out, widths, 8);
     for (size_t i = 0; i < n; i++) {
         uint64_t k0 = r[i].w[incl], k1 = r[i].w[2 + incl];
         double p0 = share_of(k0, total[0]), p1 = share_of(k1, total[1]), z;
         int sig = evp_two_prop_z(p0, trials[0], p1, trials[1], &z);
-        char a[16], b[16], c[24];
+        char a[16], b[16], c[24], e0[48], e1[48], d[64], v[40];
         snprintf(a, sizeof a, "%.1f%%", 100 * p0);
         snprintf(b, sizeof b, "%.1f%%", 100 * p1);
         snprintf(c, sizeof c, "%+.1f pp %s", 100 * (p1 - p0), sig ? "*" : " ");
-        fprintf(out, " %s%*s %10s %10s %12s %+7.1f\n", r[i].name, w - r[i].cols,
-                "", a, b, c, z);
+        uint64_t n0 = evp_sample_ns(t[0], k0), n1 = evp_sample_ns(t[1], k1);
+        snprintf(d, sizeof d, "%s%s %s", n1 >= n0 ? "+" : "-",
+                 evp_fmt_us(v, sizeof v, n1 >= n0 ? n1 - n0 : n0 - n1, unit),
+                 evp_fmt_unit(unit));
+        fprintf(out, " %s%*s %10s %10s %12s %+7.1f %13s %13s %15s\n", r[i].name,
+                w - r[i].cols, "", a, b, c, z,
+                est_cell(e0, sizeof e0, t[0], k0, unit),
+                est_cell(e1, sizeof e1, t[1], k1, unit), d);
     }
-    evp_fmt_rule(out, widths, 5);
+    evp_fmt_rule(out, widths, 8);
     fputc('\n', out);
 }
 
@@ -473,6 +504,38 @@ static void sdiff_run(FILE *out, const char *label, const struct evp_trace *t,
                       "summary` says why)"
                     : "");
     fputc('\n', out);
+}
+
+/* The states of summary's where table (the JIT's rows where a producer
+ * could tell JIT code), each run's periods in each; -ENOMEM or 0. */
+static int where_rows(struct evp_match *k, struct evp_trace *const *t,
+                      const struct evp_sample_stats *a)
+{
+    int jit = evp_sample_jit_told(t, 2);
+    /* as summary: one row for every sample without the GIL when a
+     * producer could not tell the blocked ones */
+    int blocked = evp_trace_info(t[0])->sample_blocked &&
+                  evp_trace_info(t[1])->sample_blocked;
+    for (int c = 0; c < EVP_SCAT__COUNT; c++) {
+        uint64_t any = a[0].cat[c] | a[1].cat[c];
+        if (!any && (c == EVP_SCAT_NO_PC ||
+                     (!jit && (c == EVP_SCAT_JIT || c == EVP_SCAT_JIT_CALLED))))
+            continue;
+        const char *nm = evp_sample_cat_name(c);
+        if (!blocked && (c == EVP_SCAT_GIL_WAIT || c == EVP_SCAT_SYSCALL))
+            nm = "no GIL";
+        else if (!blocked && c == EVP_SCAT_NO_GIL)
+            nm = "no GIL";
+        struct evp_match_row *d = evp_match_add(k, nm);
+        if (!d)
+            return -ENOMEM;
+        d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
+        for (int i = 0; i < 2; i++)
+            d->w[2 * i] = d->w[2 * i + 1] = a[i].cat[c];
+        d->order = (uint64_t)c;
+    }
+    evp_match_merge(k); /* (the rows named alike summed) */
+    return 0;
 }
 
 /* `diff` of two sampled traces: per opcode and function (self, and with
@@ -516,16 +579,20 @@ static int diff_sampled(struct evp_trace *base, struct evp_trace *new_,
                       "or --group-specialized)"
                     : "",
                 family > 1 ? ", specialized forms folded into their base" : "");
-    if (!(rc = evp_match_sample_ops(&k, t, a)))
-        sdiff_table(out, family > 1 ? "ops (families)" : "ops", &k, total,
+    if (!(rc = where_rows(&k, t, a)))
+        sdiff_table(out, "where (state of the sampled thread)", &k, t, total,
+                    trials, 0, o->sort);
+    evp_match_free(&k);
+    if (!rc && !(rc = evp_match_sample_ops(&k, t, a)))
+        sdiff_table(out, family > 1 ? "ops (families)" : "ops", &k, t, total,
                     trials, 0, o->sort);
     evp_match_free(&k);
     if (!rc && !(rc = evp_match_sample_funcs(&k, t, a, o->wide_names))) {
-        sdiff_table(out, "functions (self: the leaf frame)", &k, total, trials,
-                    0, o->sort);
+        sdiff_table(out, "functions (self: the leaf frame)", &k, t, total,
+                    trials, 0, o->sort);
         if (o->funcs)
             sdiff_table(out, "functions (inclusive: anywhere on the stack)", &k,
-                        total, trials, 1, o->sort);
+                        t, total, trials, 1, o->sort);
     }
     evp_match_free(&k);
     evp_stats_samples_free(&a[0]);

@@ -304,7 +304,7 @@ static int fold_samples(void *ctx, const struct evp_sample *smp, size_t ns)
                 op = evp_sample_opcode(s->state);
             /* in JIT code the frame's instruction pointer may lag: the
              * sample is its function's, at no line or opcode */
-            int current = !(s->state & EVP_SAMPLE_IN_JIT);
+            int current = evp_sample_ip_current(f->t, s->state);
             if (f->o->phases)
                 at = node_of(f, at,
                              ph >= 0 ? K_PHASE | (uint32_t)ph

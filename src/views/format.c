@@ -193,6 +193,17 @@ void evp_view_func_key(const struct evp_trace *t, uint32_t id, char *buf,
         snprintf(buf, len, "%s", f->name);
 }
 
+int evp_sample_ip_current(const struct evp_trace *t, uint32_t state)
+{
+    if (state & EVP_SAMPLE_IN_JIT)
+        return 0;
+    if (!(state & EVP_SAMPLE_TIER2))
+        return 1;
+    int op = evp_sample_opcode(state);
+    const char *nm = op >= 0 ? evp_trace_opname(t, (unsigned)op) : NULL;
+    return !nm || strcmp(nm, "ENTER_EXECUTOR") != 0;
+}
+
 void evp_view_op_name(const struct evp_trace *t, unsigned op, char *buf,
                       size_t len)
 {

@@ -208,7 +208,8 @@ static int lines_samples(void *ctx, const struct evp_sample *smp, size_t n)
         a->periods += s->weight;
         a->w2 += (double)s->weight * (double)s->weight;
         /* in JIT code the frame's instruction pointer may lag: no line */
-        if (!s->depth || !s->unit || op < 0 || (s->state & EVP_SAMPLE_IN_JIT))
+        if (!s->depth || !s->unit || op < 0 ||
+            !evp_sample_ip_current(a->t, s->state))
             continue;
         if (lop_add(a, s->func[s->depth - 1], s->unit, (uint16_t)op, s->weight,
                     evp_sample_ns(a->t, s->weight)) < 0)

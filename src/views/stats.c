@@ -354,7 +354,7 @@ static void agg_sample(struct evp_sample_stats *a, const struct evp_sample *s)
     if (op >= 0 && a->group)
         op =
             (int)evp_trace_opbase(a->t, (unsigned)op) & (int)EVP_SAMPLE_OP_MASK;
-    if (s->state & EVP_SAMPLE_IN_JIT)
+    if (!evp_sample_ip_current(a->t, s->state))
         a->op_jit += w;
     else
         a->op[op >= 0 ? (unsigned)op : EVP_SAMPLE_OP_MASK] += w;

@@ -528,7 +528,11 @@ int evp_sample_cat(uint32_t state, uint32_t stack);
 /* The row of the samples in JIT-compiled code in the tables of opcodes
  * and lines: the frame's instruction pointer is the last _SET_IP's, which
  * may lag, so they name no opcode or line (docs/FORMAT.md, bit 22). */
-#define EVP_SAMPLE_JIT_OP_NAME "(JIT code: instruction not current)"
+#define EVP_SAMPLE_JIT_OP_NAME "(JIT: instruction not current)"
+/* Whether a sample's instruction and line are current (format.c): not in
+ * JIT code, nor in code a JIT trace called before its first _SET_IP (the
+ * frame's pointer still on the trace's ENTER_EXECUTOR). */
+int evp_sample_ip_current(const struct evp_trace *t, uint32_t state);
 /* 1 when a producer of one of the RUNS traces could tell JIT-compiled code
  * (its sample.jit says how): the JIT rows are shown, at 0% too. */
 int evp_sample_jit_told(struct evp_trace *const *t, size_t runs);

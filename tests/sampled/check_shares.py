@@ -218,7 +218,8 @@ check("elapsed:   528,001.0 µs" in r.stdout,
 
 d = run("diff", "--funcs", a, b).stdout
 row = re.compile(r"^ (.+?)\s+(\d+\.\d)%\s+(\d+\.\d)%\s+([+-]\d+\.\d) pp "
-                 r"([* ])\s+([+-]\d+\.\d)$")
+                 r"([* ])\s+([+-]\d+\.\d)\s+([\d,.]+ ms|-)\s+([\d,.]+ ms|-)"
+                 r"\s+([+-][\d,.]+ ms)$")
 seen = {}
 part = None
 for line in d.splitlines():
@@ -238,6 +239,13 @@ for key, want in [(("ops", "BINARY_OP_ADD_INT"), (20.0, 0.0, -20.0, True)),
                   (("functions incl", "main (gen.py:1)"),
                    (95.0, 95.0, 0.0, False))]:
     check(seen.get(key) == want, f"diff {key}: {seen.get(key)} == {want}")
+# each run's estimated time of a row (periods x 1 ms) and its change
+times = {(m[1]): (m[7], m[8], m[9]) for m in map(row.match, d.splitlines())
+         if m}
+check(times.get("hot (gen.py:10)") == ("600.0 ms", "400.0 ms", "-200.0 ms"),
+      f"diff hot's times: {times.get('hot (gen.py:10)')}")
+check(times.get("BINARY_OP_ADD_INT") == ("200.0 ms", "-", "-200.0 ms"),
+      f"diff BINARY_OP_ADD_INT's times: {times.get('BINARY_OP_ADD_INT')}")
 check("two-proportion z-test" in d, "diff explains its * mark")
 # z over each run's effective count (A 835, B 850), not its 1,000 periods
 zs = {m[1]: float(m[6]) for m in map(row.match, d.splitlines()) if m}

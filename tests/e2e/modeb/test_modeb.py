@@ -1857,8 +1857,11 @@ class Sampled(Case):
         self.assertGreater(where["in JIT-compiled code"], 20.0, where)
         self.assertIn("runtime, called from JIT code", where)
         ops = table(text, "ops:")
-        self.assertAlmostEqual(ops["(JIT code: instruction not current)"],
-                               where["in JIT-compiled code"], delta=0.15)
+        # the JIT code's samples and those of the runtime a trace called
+        # before its first _SET_IP (the pointer still on ENTER_EXECUTOR)
+        self.assertGreaterEqual(ops["(JIT: instruction not current)"],
+                                where["in JIT-compiled code"] - 0.15, ops)
+        self.assertNotIn("ENTER_EXECUTOR", ops)
         funcs = func_shares(self.summary(trace, "--funcs"))
         self.assertGreater(funcs["hot"], 85.0, funcs)
         # the lines hold the samples with a current pointer only
