@@ -193,7 +193,11 @@ def op_of(tags):
 
 def is_op(name, base):
     """NAME is BASE or one of its specialized forms (LOAD_FAST_CHECK,
-    FOR_ITER_RANGE, ...)."""
+    FOR_ITER_RANGE, ...).  From 3.14 on a subscript is a BINARY_OP, its
+    specialized forms BINARY_OP_SUBSCR_*: those are BINARY_SUBSCR's here,
+    not BINARY_OP's."""
+    if name is not None and name.startswith("BINARY_OP_SUBSCR"):
+        name = "BINARY_SUBSCR" + name[len("BINARY_OP_SUBSCR"):]
     return name is not None and (name == base or name.startswith(base + "_"))
 
 
@@ -376,11 +380,19 @@ def peer_runs(exe, env, tmp, script, args):
     SCRIPT ARGS: every thread, each sample's line and opcode, read back
     by bench/fidelity/peer.py into evalprof's folded form."""
     out = os.path.join(tmp, "peer.bin")
+    # its `run` does not put the script's directory first on sys.path as
+    # `python script.py` does (the workloads import loops.py beside them),
+    # and exits 0 when the script raised
+    penv = dict(env, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(script)] + [p for p in [env.get("PYTHONPATH")]
+                                     if p]))
     for rate, period in PEER_RATES:
         kind = "prof.samp " + rate
         p = sh([exe, "-m", "profiling.sampling", "run", "-r", rate + "hz",
                 "-a", "--opcodes", "--binary", "-o", out, script] + args,
-               env=env, check=False)
+               env=penv, check=False)
+        if "Traceback (most recent call last)" in p.stderr:
+            p.returncode = 1
         if p.returncode != 0 or not os.path.exists(out):
             yield kind, "did not run: " + p.stderr.strip()[-200:]
             continue
