@@ -37,7 +37,7 @@
 
 /* A function as callgrind names it (file and name), or a thread. */
 struct fn {
-    uint32_t key; /* a function id, or EVP_CTREE_STREAM | stream */
+    uint32_t key; /* a function id, or EVP_KEY_STREAM | stream */
     uint64_t self_ns, self_ops;
     uint32_t active;
     uint8_t named; /* its "(id) name" written */
@@ -55,9 +55,7 @@ struct cg {
     size_t nfn, fcap;
     uint32_t *fn_of;              /* by node: fn + 1 */
     struct evp_ctree_pairs calls; /* fns: caller, callee */
-    uint32_t *path;               /* fns of the frames open in the walk */
-    size_t depth, pcap;
-    uint8_t *file_named; /* by file: its "(id) name" written */
+    uint8_t *file_named;          /* by file: its "(id) name" written */
     char *buf;
     size_t bufcap;
 };
@@ -67,7 +65,7 @@ static void fn_text(const struct cg *c, uint32_t key, const char **file,
 {
     *file = "???";
     *line = 0;
-    if ((key & EVP_KEY_TAG) == EVP_CTREE_STREAM) {
+    if ((key & EVP_KEY_TAG) == EVP_KEY_STREAM) {
         const struct evp_stream *s = evp_trace_stream(c->t, key & EVP_KEY_VAL);
         snprintf(tmp, len, "[%s]",
                  s && s->name && *s->name ? s->name : "thread");
@@ -119,47 +117,64 @@ static uint32_t fn_of(struct cg *c, uint32_t node)
     return id;
 }
 
+/* Whether node key K is a function of callgrind's: a frame, a stream (its
+ * thread) or the recorder's "[evalprof]"; the other nodes are leaves
+ * whose cost is their function's. */
+static int is_fn(uint32_t k)
+{
+    uint32_t tag = k & EVP_KEY_TAG;
+    return !tag || tag == EVP_KEY_STREAM || k == EVP_KEY_RECORDER;
+}
+
+/* The fn of the nearest function above NODE (UINT32_MAX: none; fn_of
+ * made it on the way down, or it is made now). */
+static uint32_t fn_above(struct cg *c, uint32_t node)
+{
+    uint32_t up = c->ct.node[node].parent;
+    while (up && up != UINT32_MAX && !is_fn(c->ct.node[up].key))
+        up = c->ct.node[up].parent;
+    return up && up != UINT32_MAX ? fn_of(c, up) : UINT32_MAX;
+}
+
 /* The walk: self costs; calls and their cost from the activations that
  * were not already running the callee. */
 static int visit(void *ctx, uint32_t node, int down)
 {
     struct cg *c = ctx;
     const struct evp_ctree_node *nd = &c->ct.node[node];
-    uint32_t tag = nd->key & EVP_KEY_TAG;
-    if (tag && tag != EVP_CTREE_STREAM && nd->key != EVP_KEY_RECORDER) {
-        /* a phase leaf at a stream's root: time outside any frame */
-        if (down && c->depth) {
-            struct fn *f = &c->fn[c->path[c->depth - 1]];
-            f->self_ns += nd->ns;
-            f->self_ops += nd->ops;
+    const struct evp_ctree_count *n = &c->ct.count[node];
+    if (!is_fn(nd->key)) {
+        /* a leaf: time outside any frame, or an instruction's */
+        uint32_t up = down ? fn_above(c, node) : UINT32_MAX;
+        if (up != UINT32_MAX) {
+            c->fn[up].self_ns += nd->value;
+            c->fn[up].self_ops += n->ops;
         }
         return 0;
     }
+    uint32_t id = fn_of(c, node);
+    if (id == UINT32_MAX)
+        return -ENOMEM;
     if (!down) {
-        c->fn[c->path[--c->depth]].active--;
+        c->fn[id].active--;
         return 0;
     }
-    uint32_t id = fn_of(c, node);
-    if (id == UINT32_MAX || evp_grow((void **)&c->path, &c->pcap, c->depth + 1,
-                                     sizeof *c->path, 256))
-        return -ENOMEM;
+    uint32_t up = fn_above(c, node);
     struct fn *f = &c->fn[id];
-    f->self_ns += nd->ns;
-    f->self_ops += nd->ops;
-    if (c->depth) {
-        struct evp_ctree_pair *k =
-            evp_ctree_pair(&c->calls, c->path[c->depth - 1], id);
+    f->self_ns += nd->value;
+    f->self_ops += n->ops;
+    if (up != UINT32_MAX) {
+        struct evp_ctree_pair *k = evp_ctree_pair(&c->calls, up, id);
         if (!k)
             return -ENOMEM;
         /* ("[evalprof]" is called once a hand-over) */
-        k->calls += nd->key == EVP_KEY_RECORDER ? nd->events : nd->calls;
+        k->calls += nd->key == EVP_KEY_RECORDER ? n->events : n->calls;
         if (!f->active) {
             k->ns += c->incl_ns[node];
             k->ops += c->incl_ops[node];
         }
     }
     f->active++;
-    c->path[c->depth++] = id;
     return 0;
 }
 
@@ -275,8 +290,13 @@ int evp_view_callgrind(struct evp_trace *t, FILE *out,
                    .names = EVP_STRSET_INIT,
                    .files = EVP_STRSET_INIT,
                    .calls = EVP_CTREE_PAIRS_INIT};
-    struct evp_ctree_opts co = {.compensate = o->compensate};
-    int rc = evp_ctree_build(t, &co, &c.ct);
+    struct evp_ctree_opts co = {.ops = 0,
+                                .compensate = o->compensate,
+                                .stream = -1,
+                                .stream_roots = 1,
+                                .full_intervals = 1,
+                                .counts = 1};
+    int rc = evp_ctree_report(t, &co, &c.ct, evp_ctree_build(t, &co, &c.ct));
     if (rc < 0)
         return rc;
     rc = -ENOMEM;
@@ -305,7 +325,6 @@ done:
     free(c.incl_ops);
     free(c.fn);
     free(c.fn_of);
-    free(c.path);
     free(c.file_named);
     free(c.buf);
     return rc;

@@ -2,11 +2,9 @@
  * The folded view: a trace as collapsed stacks, "a;b;c <ns>" per line,
  * for flamegraph.pl, inferno, speedscope and `evalprof flamegraph`.
  *
- * One consumer of the replay engine.  The replay's depth moves a cursor
- * in the tree: a push goes down to the child of the pushed function, a
- * pop back up to the parent (nodes know theirs), so no stack is kept
- * here; every event's elapsed time is added to the node it falls in, or
- * to a leaf under it:
+ * The lines are the paths of the call tree (calltree.h), which holds
+ * every event's elapsed time on the node it falls in, or on a leaf under
+ * it:
  *   - outside any frame: a root-level leaf named after the event
  *     ("[init]", "[runtime other]", "[fini]"), so the lines add up to the
  *     time the trace covers;
@@ -20,10 +18,11 @@
  *     under the frame at the cap, holding all the time spent deeper, so
  *     the lines still add up and no line is longer than the cap.
  * The time after a push belongs to the callee, the time after a pop to
- * the caller, as in the tree view.
+ * the caller, as in the tree view.  A sampled trace's lines are its
+ * samples' stacks, each sample's weight in timer periods written as its
+ * estimated ns (weight x sample.period_ns).
  *
- * Nodes are keyed by (parent, key) in one hash table, so the replay costs
- * one lookup per event.  The lines are then written by walking the tree
+ * The lines are written by walking the tree
  * depth first with siblings in the byte order of their lines, so they come
  * out sorted (as stackcollapse-perf.pl sorts them) while only the current
  * path is held: memory stays O(nodes + depth), never O(sum of the path
@@ -45,288 +44,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calltree.h"
 #include "itab.h"
 #include "views.h"
 
-/* Keys: a function id, or a tagged leaf: a phase or an op (views.h), or
- * one of folded stacks' own. */
-#define K_FUNC 0x00000000u
-#define K_PHASE EVP_KEY_PHASE
-#define K_OP EVP_KEY_OP
-#define K_STREAM 0x30000000u      /* | stream index: stream root */
-#define K_DEEP 0x40000000u        /* | frames: "[N deeper frames]" */
-#define K_LINE 0x50000000u        /* | index in lk: "file:line" */
-#define K_UNKNOWN EVP_KEY_UNKNOWN /* a sampled stack cut by damage */
-#define K_SCAT EVP_KEY_SCAT       /* | enum evp_sample_cat: "[C call]" */
 #define K_TAG EVP_KEY_TAG
 #define K_VAL EVP_KEY_VAL
 
-struct fnode {
-    uint32_t parent;
-    uint32_t key; /* after the replay: the id of the node's name */
-    uint64_t ns;
-};
-
-/* A "[N deeper frames]" leaf and the most frames it has stood for. */
-struct deep_leaf {
-    uint32_t node;
-    uint32_t frames;
-};
-
 struct folded {
     struct evp_trace *t;
-    const struct evp_folded_opts *o;
-    struct fnode *nodes;
-    size_t n, cap;
-    struct evp_itab index; /* (parent, key) -> node */
-    uint32_t cur;          /* node of the innermost open frame, or base */
-    uint32_t base;         /* root of the current stream */
-    int multi;
-    size_t next_stream; /* index of the stream expected next */
-    /* depth cap (0: none) and what it folded */
-    size_t max_depth;
-    struct deep_leaf *deep; /* in node order (leaves are made in order) */
-    size_t ndeep, dcap;
-    size_t cur_deep; /* leaf of the current stack below the cap */
-    size_t deepest;  /* most frames on a stack that was cut */
-    /* --lines: the (function, line) leaves, K_LINE's values */
-    struct evp_lines *lines;
-    struct lkey {
-        uint32_t func, line;
-    } * lk;
-    size_t nlk, lkcap;
-    struct evp_itab lkindex;
+    struct evp_ctree ct;
+    struct evp_ctree_node *nodes; /* ct.node: after naming, KEY is the id
+                                     of the node's name */
     /* a sampled trace: nodes count timer periods, SCALE ns each */
     double scale;
 };
-
-struct node_probe {
-    const struct folded *f;
-    uint32_t parent, key;
-};
-
-static int same_node(const void *ctx, uint32_t id)
-{
-    const struct node_probe *p = ctx;
-    const struct fnode *nd = &p->f->nodes[id];
-    return nd->parent == p->parent && nd->key == p->key;
-}
-
-static uint32_t node_of(struct folded *f, uint32_t parent, uint32_t key)
-{
-    struct node_probe p = {f, parent, key};
-    uint64_t h = evp_itab_hash_u64((uint64_t)parent << 32 | key);
-    uint32_t id = evp_itab_find(&f->index, h, same_node, &p);
-    if (id != EVP_ITAB_NONE)
-        return id;
-    if (f->n >= UINT32_MAX - 1)
-        return UINT32_MAX; /* ids are 32-bit */
-    if (evp_grow((void **)&f->nodes, &f->cap, f->n + 1, sizeof *f->nodes, 4096))
-        return UINT32_MAX;
-    id = (uint32_t)f->n;
-    if (evp_itab_put(&f->index, h, id) < 0)
-        return UINT32_MAX;
-    f->nodes[f->n++] = (struct fnode){parent, key, 0};
-    return id;
-}
-
-/* A push with D >= max_depth frames open: every frame from here down is
- * the one "[N deeper frames]" leaf under the frame at the cap. */
-static int push_deep(struct folded *f, size_t d)
-{
-    uint32_t leaf;
-    if (d == f->max_depth) {
-        size_t before = f->n;
-        leaf = node_of(f, f->cur, K_DEEP);
-        if (leaf == UINT32_MAX)
-            return -ENOMEM;
-        if (f->n > before) {
-            if (evp_grow((void **)&f->deep, &f->dcap, f->ndeep + 1,
-                         sizeof *f->deep, 16))
-                return -ENOMEM;
-            f->deep[f->ndeep] = (struct deep_leaf){leaf, 0};
-            f->cur_deep = f->ndeep++;
-        } else {
-            size_t lo = 0, hi = f->ndeep;
-            while (hi - lo > 1) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (f->deep[mid].node <= leaf)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
-            f->cur_deep = lo;
-        }
-    } else {
-        leaf = f->cur; /* already the leaf */
-    }
-    size_t below = d + 1 - f->max_depth;
-    if (below > K_VAL)
-        below = K_VAL;
-    if (below > f->deep[f->cur_deep].frames)
-        f->deep[f->cur_deep].frames = (uint32_t)below;
-    if (d + 1 > f->deepest)
-        f->deepest = d + 1;
-    f->cur = leaf;
-    return 0;
-}
-
-struct lk_probe {
-    const struct folded *f;
-    uint32_t func, line;
-};
-
-static int same_lk(const void *ctx, uint32_t id)
-{
-    const struct lk_probe *p = ctx;
-    return p->f->lk[id].func == p->func && p->f->lk[id].line == p->line;
-}
-
-/* The K_LINE key of FUNC's LINE, or UINT32_MAX out of memory. */
-static uint32_t line_key(struct folded *f, uint32_t func, uint32_t line)
-{
-    struct lk_probe p = {f, func, line};
-    uint64_t h = evp_itab_hash_u64((uint64_t)func << 32 | line);
-    uint32_t id = evp_itab_find(&f->lkindex, h, same_lk, &p);
-    if (id == EVP_ITAB_NONE) {
-        if (f->nlk >= K_VAL ||
-            evp_grow((void **)&f->lk, &f->lkcap, f->nlk + 1, sizeof *f->lk,
-                     64) < 0 ||
-            evp_itab_put(&f->lkindex, h, (uint32_t)f->nlk) < 0)
-            return UINT32_MAX;
-        id = (uint32_t)f->nlk++;
-        f->lk[id] = (struct lkey){func, line};
-    }
-    return K_LINE | id;
-}
-
-/* Follow a push from D frames to D + 1. */
-static int enter_frame(struct folded *f, size_t d, uint32_t func)
-{
-    if (f->max_depth && d >= f->max_depth)
-        return push_deep(f, d);
-    f->cur = node_of(f, f->cur, K_FUNC | (func & K_VAL));
-    return f->cur == UINT32_MAX ? -ENOMEM : 0;
-}
-
-/* Follow a pop to D frames (below the cap, the deep leaf stays). */
-static void leave_frame(struct folded *f, size_t d)
-{
-    if (!f->max_depth || d <= f->max_depth)
-        f->cur = f->nodes[f->cur].parent;
-}
-
-static int begin_stream(void *ctx, const struct evp_stream *s)
-{
-    struct folded *f = ctx;
-    f->base = 0;
-    if (f->multi) {
-        /* Streams come in index order; the root is keyed by the index,
-         * which names it (ids need not be dense). */
-        size_t n = evp_trace_nstreams(f->t), i = f->next_stream;
-        for (size_t k = 0; k < n && evp_trace_stream(f->t, i) != s; k++)
-            i = i + 1 < n ? i + 1 : 0;
-        f->next_stream = i + 1;
-        f->base = node_of(f, 0, K_STREAM | ((uint32_t)i & K_VAL));
-        if (f->base == UINT32_MAX)
-            return -ENOMEM;
-    }
-    f->cur = f->base;
-    return 0;
-}
-
-static int on_events(void *ctx, const struct evp_event *ev, size_t n)
-{
-    struct folded *f = ctx;
-    for (size_t i = 0; i < n; i++) {
-        const struct evp_event *e = &ev[i];
-        size_t depth = (size_t)e->depth; /* frames open after the event */
-        if (evp_kind_pushes(e->kind)) {
-            if (enter_frame(f, depth++, e->func))
-                return -ENOMEM;
-        } else if (evp_kind_pops(e->kind) && !(e->flags & EVP_EVF_UNMATCHED)) {
-            leave_frame(f, depth);
-        }
-        if (!e->elapsed)
-            continue;
-        uint32_t at = f->cur;
-        uint32_t kind = e->kind < K_VAL ? e->kind : K_VAL;
-        if (!depth || (e->kind == EVP_EV_RECORDER &&
-                       (!f->max_depth || depth <= f->max_depth))) {
-            at = node_of(f, at, K_PHASE | kind); /* "[evalprof]" a frame */
-        } else if (!f->max_depth || depth <= f->max_depth) {
-            /* (below the cap, everything is the deep leaf's) */
-            int is_op = e->kind == EVP_EV_OP;
-            if (f->o->phases)
-                at = node_of(f, at, K_PHASE | kind);
-            uint32_t line = is_op && f->lines && at != UINT32_MAX
-                                ? evp_lines_line(f->lines, e->func, e->unit)
-                                : 0;
-            if (line) {
-                uint32_t k = line_key(f, e->func, line);
-                at = k == UINT32_MAX ? k : node_of(f, at, k);
-            }
-            if (is_op && f->o->ops && at != UINT32_MAX)
-                at = node_of(f, at, K_OP | (evp_event_opcode(e) & 0xffffu));
-        }
-        if (at == UINT32_MAX)
-            return -ENOMEM;
-        f->nodes[at].ns += e->elapsed;
-    }
-    return 0;
-}
-
-/* Samples of a sampled trace: each its stack from the stream's root,
- * then the leaves --phases, --lines and --ops ask for, as on_events does
- * for an event's time; the node counts its weight. */
-static int fold_samples(void *ctx, const struct evp_sample *smp, size_t ns)
-{
-    struct folded *f = ctx;
-    for (size_t k = 0; k < ns; k++) {
-        const struct evp_sample *s = &smp[k];
-        size_t n = (size_t)s->depth;
-        size_t d = 0;
-        f->cur = f->base;
-        if (s->flags & EVP_SMPF_CUT) {
-            f->cur = node_of(f, f->cur, K_UNKNOWN);
-            if (f->cur == UINT32_MAX)
-                return -ENOMEM;
-            d++;
-        }
-        for (size_t i = 0; i < n; i++)
-            if (enter_frame(f, d++, s->func[i]))
-                return -ENOMEM;
-        uint32_t at = f->cur;
-        if (!d) {
-            at = node_of(f, at, K_PHASE | EVP_EV_RUNTIME_OTHER);
-        } else if (!f->max_depth || d <= f->max_depth) {
-            int ph = evp_sample_phase(s->state),
-                op = evp_sample_opcode(s->state);
-            /* in JIT code the frame's instruction pointer may lag: the
-             * sample is its function's, at no line or opcode */
-            int current = evp_sample_ip_current(f->t, s->state);
-            if (f->o->phases)
-                at = node_of(f, at,
-                             ph >= 0 ? K_PHASE | (uint32_t)ph
-                                     : K_SCAT | (uint32_t)evp_sample_cat(
-                                                    s->state, s->stack));
-            uint32_t line =
-                n && f->lines && at != UINT32_MAX && current
-                    ? evp_lines_line(f->lines, s->func[n - 1], s->unit)
-                    : 0;
-            if (line) {
-                uint32_t key = line_key(f, s->func[n - 1], line);
-                at = key == UINT32_MAX ? key : node_of(f, at, key);
-            }
-            if (op >= 0 && current && f->o->ops && at != UINT32_MAX)
-                at = node_of(f, at, K_OP | (uint32_t)op);
-        }
-        if (at == UINT32_MAX)
-            return -ENOMEM;
-        f->nodes[at].ns += s->weight;
-    }
-    return 0;
-}
 
 /* ---- names -------------------------------------------------------------- */
 
@@ -368,30 +100,30 @@ static size_t key_name(const struct folded *f, uint32_t k, char *buf)
     const char *file = "";
     uint32_t line = 0;
     switch (k & K_TAG) {
-    case K_PHASE:
-    case K_OP:
+    case EVP_KEY_PHASE:
+    case EVP_KEY_OP:
         n = evp_view_leaf_name(f->t, k, tmp, sizeof tmp);
         break;
-    case K_STREAM: {
+    case EVP_KEY_STREAM: {
         const struct evp_stream *st = evp_trace_stream(f->t, k & K_VAL);
         s = st && st->name && *st->name ? st->name : "thread";
         n = strlen(s);
         break;
     }
-    case K_DEEP:
+    case EVP_KEY_DEEP:
         n = (size_t)snprintf(tmp, sizeof tmp, "[%u deeper frame%s]", k & K_VAL,
                              (k & K_VAL) == 1 ? "" : "s");
         break;
-    case K_UNKNOWN:
+    case EVP_KEY_UNKNOWN:
         s = EVP_STACK_UNKNOWN_NAME;
         n = strlen(s);
         break;
-    case K_SCAT:
+    case EVP_KEY_SCAT:
         s = evp_sample_cat_leaf((int)(k & K_VAL));
         n = strlen(s);
         break;
-    case K_LINE: {
-        const struct lkey *l = &f->lk[k & K_VAL];
+    case EVP_KEY_LINE: {
+        const struct evp_ctree_line *l = &f->ct.line[k & K_VAL];
         const struct evp_func *fn = evp_trace_func(f->t, l->func);
         size_t len =
             evp_esc_folded(buf, fn && fn->file && *fn->file ? fn->file : "?",
@@ -425,13 +157,13 @@ static size_t key_name(const struct folded *f, uint32_t k, char *buf)
 static size_t name_room(const struct folded *f, uint32_t k)
 {
     size_t n = LEAF_MAX;
-    if ((k & K_TAG) == K_STREAM) {
+    if ((k & K_TAG) == EVP_KEY_STREAM) {
         const struct evp_stream *st = evp_trace_stream(f->t, k & K_VAL);
         if (st && st->name)
             n += strlen(st->name);
-    } else if ((k & K_TAG) == K_FUNC || (k & K_TAG) == K_LINE) {
+    } else if ((k & K_TAG) == 0u || (k & K_TAG) == EVP_KEY_LINE) {
         const struct evp_func *fn = evp_trace_func(
-            f->t, (k & K_TAG) == K_LINE ? f->lk[k & K_VAL].func : k);
+            f->t, (k & K_TAG) == EVP_KEY_LINE ? f->ct.line[k & K_VAL].func : k);
         if (fn)
             n += strlen(fn->name) + (fn->file ? strlen(fn->file) : 0);
     }
@@ -608,7 +340,7 @@ static int push_level(struct walk *w, size_t first, size_t end)
         int kids = 0;
         for (; j < base + total && w->f->nodes[w->ids[j]].key == name; j++) {
             uint32_t id = w->ids[j];
-            ns += w->f->nodes[id].ns;
+            ns += w->f->nodes[id].value;
             kids |= w->kid_start[id + 1] > w->kid_start[id];
         }
         if (evp_grow((void **)&w->items, &w->items_cap, w->nitems + 2,
@@ -673,7 +405,7 @@ static int walk_tree(struct walk *w)
         } else {
             uint64_t ns = 0;
             for (size_t g = it.first; g < it.end; g++)
-                ns += w->f->nodes[w->ids[g]].ns;
+                ns += w->f->nodes[w->ids[g]].value;
             if (w->f->scale > 0) /* timer periods: their est. time */
                 ns = (uint64_t)((double)ns * w->f->scale + 0.5);
             rc = w->fn(w->ctx, w->path, w->path_len, ns);
@@ -689,41 +421,28 @@ static int write_lines(struct folded *f,
                                  uint64_t ns),
                        void *ctx)
 {
+    struct evp_ctree *ct = &f->ct;
     struct names nm = {
         EVP_STRSET_INIT, NULL, EVP_ITAB_INIT, NULL, 0, 0, NULL, 0};
     struct walk w = {.f = f, .nm = &nm, .fn = fn, .ctx = ctx};
     int rc = -ENOMEM;
-    for (size_t i = 0; i < f->ndeep; i++)
-        f->nodes[f->deep[i].node].key = K_DEEP | f->deep[i].frames;
-    for (size_t i = 1; i < f->n; i++) {
+    for (size_t i = 0; i < ct->ndeep; i++)
+        f->nodes[ct->deep[i].node].key = EVP_KEY_DEEP | ct->deep[i].frames;
+    for (size_t i = 1; i < ct->n; i++) {
         uint32_t id = name_of(f, &nm, f->nodes[i].key);
         if (id == UINT32_MAX)
             goto done;
         f->nodes[i].key = id;
     }
     f->nodes[0].key = 0; /* never looked at */
-    if (rank_names(&nm))
+    if (rank_names(&nm) || evp_ctree_index(ct))
         goto done;
     /* Children by parent (a parent is always made before its child). */
-    w.kid_start = calloc(f->n + 1, sizeof *w.kid_start);
-    w.kids = malloc((f->n ? f->n : 1) * sizeof *w.kids);
-    if (!w.kid_start || !w.kids)
-        goto done;
-    for (size_t i = 1; i < f->n; i++)
-        w.kid_start[f->nodes[i].parent + 1]++;
-    for (size_t i = 0; i < f->n; i++)
-        w.kid_start[i + 1] += w.kid_start[i];
-    uint32_t *fill = w.kids; /* kid_start[p] advanced, then restored */
-    for (size_t i = 1; i < f->n; i++)
-        fill[w.kid_start[f->nodes[i].parent]++] = (uint32_t)i;
-    for (size_t i = f->n; i > 0; i--)
-        w.kid_start[i] = w.kid_start[i - 1];
-    w.kid_start[0] = 0;
+    w.kid_start = ct->kid_start;
+    w.kids = ct->kid;
     rc = walk_tree(&w);
 done:
     names_free(&nm);
-    free(w.kid_start);
-    free(w.kids);
     free(w.ids);
     free(w.items);
     free(w.lv);
@@ -736,57 +455,40 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
                                    uint64_t ns),
                          void *ctx)
 {
-    struct folded f;
-    memset(&f, 0, sizeof f);
-    f.t = t;
-    f.o = o;
-    f.multi = o->stream < 0 && evp_trace_nstreams(t) > 1;
-    f.max_depth = o->max_depth;
-    int rc = -ENOMEM;
-    if (o->lines && !(f.lines = evp_lines_open(t)))
-        goto done;
-    if (evp_grow((void **)&f.nodes, &f.cap, 1, sizeof *f.nodes, 4096) ||
-        evp_itab_reserve(&f.index, f.cap) < 0)
-        goto done;
-    f.nodes[0] = (struct fnode){UINT32_MAX, 0, 0}; /* the root */
-    f.n = 1;
-    struct evp_replay_opts ro = {.compensate = o->compensate,
-                                 .stream = o->stream};
-    struct evp_replay_ops ops = {begin_stream, on_events, NULL, NULL};
-    if (evp_sampled_only(t)) {
-        f.scale = evp_trace_info(t)->sample_period_ns;
-        if (!(f.scale > 0))
-            f.scale = 1; /* no period recorded: the periods themselves */
-        ops = (struct evp_replay_ops){begin_stream, NULL, NULL, fold_samples};
-    }
-    rc = evp_replay(t, &ro, &ops, &f);
+    struct folded f = {.t = t};
+    struct evp_ctree_opts co = {.ops = o->ops,
+                                .phases = o->phases,
+                                .lines = o->lines,
+                                .compensate = o->compensate,
+                                .stream = o->stream,
+                                .max_depth = o->max_depth};
+    int rc = evp_ctree_build(t, &co, &f.ct);
     if (rc < 0 && rc != -ENOMEM) {
         fprintf(stderr, "evalprof: %s: trace could not be replayed\n",
                 evp_trace_info(t)->path);
-        goto done;
+        return rc;
     }
     if (rc < 0)
         goto done;
-    /* The replay's index is not needed for the walk: give it back. */
-    evp_itab_free(&f.index);
-    if (f.ndeep)
+    f.nodes = f.ct.node;
+    if (f.ct.sampled) {
+        f.scale = evp_trace_info(t)->sample_period_ns;
+        if (!(f.scale > 0))
+            f.scale = 1; /* no period recorded: the periods themselves */
+    }
+    if (f.ct.ndeep)
         fprintf(stderr,
                 "evalprof: note: stacks deeper than %zu frames (the deepest "
                 "%zu) are cut at frame %zu in %zu place%s; the time below "
                 "is in a \"[N deeper frames]\" leaf (--max-depth 0 keeps "
                 "every frame)\n",
-                f.max_depth, f.deepest, f.max_depth, f.ndeep,
-                f.ndeep == 1 ? "" : "s");
+                o->max_depth, f.ct.deepest, o->max_depth, f.ct.ndeep,
+                f.ct.ndeep == 1 ? "" : "s");
     rc = write_lines(&f, fn, ctx);
 done:
     if (rc == -ENOMEM)
         fprintf(stderr, "evalprof: folded: out of memory\n");
-    free(f.nodes);
-    evp_itab_free(&f.index);
-    free(f.deep);
-    free(f.lk);
-    evp_itab_free(&f.lkindex);
-    evp_lines_close(f.lines);
+    evp_ctree_free(&f.ct);
     return rc;
 }
 

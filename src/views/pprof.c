@@ -125,12 +125,13 @@ static int64_t str_of(struct pprof *p, const char *s)
 
 /* ---- locations: one per function or leaf -------------------------------- */
 
-/* The identity of NODE's location: its key, a deep frame by its count. */
-static uint32_t loc_key(const struct evp_ctree_node *nd)
+/* The identity of node I's location: its key, a deep frame by its count. */
+static uint32_t loc_key(const struct evp_ctree *ct, uint32_t i)
 {
-    if ((nd->key & EVP_KEY_TAG) == EVP_CTREE_DEEP)
-        return EVP_CTREE_DEEP | nd->deep;
-    return nd->key;
+    uint32_t key = ct->node[i].key;
+    if ((key & EVP_KEY_TAG) == EVP_KEY_DEEP)
+        return EVP_KEY_DEEP | evp_ctree_deep(ct, i);
+    return key;
 }
 
 struct lkey_probe {
@@ -152,9 +153,9 @@ static int make_locations(struct pprof *p)
         return -ENOMEM;
     for (size_t i = 1; i < ct->n; i++) {
         const struct evp_ctree_node *nd = &ct->node[i];
-        if ((nd->key & EVP_KEY_TAG) == EVP_CTREE_STREAM)
+        if ((nd->key & EVP_KEY_TAG) == EVP_KEY_STREAM)
             continue;
-        uint32_t key = loc_key(nd);
+        uint32_t key = loc_key(ct, (uint32_t)i);
         struct lkey_probe q = {p, key};
         uint64_t h = evp_itab_hash_u64(key);
         uint32_t l = evp_itab_find(&p->lkeys, h, same_lkey, &q);
@@ -190,7 +191,7 @@ static int pack_locations(struct pprof *p, ProtobufCBuffer *out)
         char leaf[288];
         const char *name = leaf, *file = "";
         uint32_t line = 0;
-        if ((key & EVP_KEY_TAG) == EVP_CTREE_DEEP) {
+        if ((key & EVP_KEY_TAG) == EVP_KEY_DEEP) {
             uint32_t k = key & EVP_KEY_VAL;
             snprintf(leaf, sizeof leaf, "[%" PRIu32 " deeper frame%s]", k,
                      k == 1 ? "" : "s");
@@ -352,7 +353,8 @@ static int pack_samples(struct pprof *p, ProtobufCBuffer *out)
     for (size_t i = 1; i <= ct->n && !rc; i++) {
         if (i < ct->n) {
             const struct evp_ctree_node *nd = &ct->node[i];
-            if (!p->loc[i] || (!nd->ns && !nd->calls && !nd->events))
+            const struct evp_ctree_count *c = &ct->count[i];
+            if (!p->loc[i] || (!nd->value && !c->calls && !c->events))
                 continue;
             off[ns] = nids;
             for (uint32_t k = (uint32_t)i; p->loc[k]; k = ct->node[k].parent) {
@@ -366,9 +368,9 @@ static int pack_samples(struct pprof *p, ProtobufCBuffer *out)
             Sample *x = &s[ns];
             perftools__profiles__sample__init(x);
             x->n_location_id = nids - off[ns];
-            val[ns][0] = (int64_t)nd->ns;
-            val[ns][1] = (int64_t)nd->calls;
-            val[ns][2] = (int64_t)nd->events;
+            val[ns][0] = (int64_t)nd->value;
+            val[ns][1] = (int64_t)c->calls;
+            val[ns][2] = (int64_t)c->events;
             x->n_value = 3;
             x->value = val[ns];
             long st = evp_ctree_stream_of(ct, (uint32_t)i);
@@ -437,8 +439,12 @@ int evp_view_pprof(struct evp_trace *t, FILE *out,
     struct evp_ctree_opts co = {.ops = o->ops,
                                 .phases = o->phases,
                                 .compensate = o->compensate,
-                                .max_depth = o->max_depth};
-    int rc = evp_ctree_build(t, &co, &p.ct);
+                                .stream = -1,
+                                .max_depth = o->max_depth,
+                                .stream_roots = 1,
+                                .full_intervals = 1,
+                                .counts = 1};
+    int rc = evp_ctree_report(t, &co, &p.ct, evp_ctree_build(t, &co, &p.ct));
     if (rc < 0)
         return rc;
     struct gz_out *gp = calloc(1, sizeof *gp);

@@ -110,8 +110,6 @@ struct pstats {
     struct evp_ctree_pairs pairs; /* entries: callers and callees */
     char *buf;
     size_t bufcap;
-    uint32_t *caller_stack; /* entry of the frame nodes on the path */
-    size_t depth, scap;
 };
 
 /* The key of function ID: "~", 0, "<built-in method m.name>" for a C
@@ -137,10 +135,10 @@ static void key_of(const struct pstats *s, uint32_t id, int c_func,
     }
 }
 
-/* The entry of function ID (NODE made it), made on first use. */
-static uint32_t entry_of(struct pstats *s, uint32_t id,
-                         const struct evp_ctree_node *nd)
+/* The entry of function ID (node NODE made it), made on first use. */
+static uint32_t entry_of(struct pstats *s, uint32_t id, uint32_t node)
 {
+    const struct evp_ctree_count *nd = &s->ct.count[node];
     if (id <= evp_trace_nfuncs(s->t) && s->entry_of[id])
         return s->entry_of[id] - 1;
     const char *file;
@@ -171,6 +169,17 @@ static int is_frame(const struct evp_ctree_node *nd)
     return !(nd->key & EVP_KEY_TAG);
 }
 
+/* The entry of the frame node that called NODE, or UINT32_MAX: its
+ * parent, when that is a frame (not a stream's root). */
+static uint32_t caller_of(struct pstats *s, uint32_t node)
+{
+    uint32_t up = s->ct.node[node].parent;
+    const struct evp_ctree_node *nd = &s->ct.node[up];
+    if (!up || !is_frame(nd))
+        return UINT32_MAX;
+    return entry_of(s, nd->key, up);
+}
+
 /* The walk: primitive calls of every entry and pair, pairs' times. */
 static int visit(void *ctx, uint32_t node, int down)
 {
@@ -178,36 +187,33 @@ static int visit(void *ctx, uint32_t node, int down)
     const struct evp_ctree_node *nd = &s->ct.node[node];
     if (!is_frame(nd))
         return 0;
+    uint32_t e = entry_of(s, nd->key, node);
+    uint32_t caller = caller_of(s, node);
+    if (e == UINT32_MAX)
+        return -ENOMEM;
     if (!down) {
-        uint32_t e = s->caller_stack[--s->depth];
         s->e[e].active--;
-        if (s->depth)
-            evp_ctree_pair(&s->pairs, s->caller_stack[s->depth - 1], e)
-                ->active--;
+        if (caller != UINT32_MAX)
+            evp_ctree_pair(&s->pairs, caller, e)->active--;
         return 0;
     }
-    uint32_t e = entry_of(s, nd->key, nd);
-    if (e == UINT32_MAX || evp_grow((void **)&s->caller_stack, &s->scap,
-                                    s->depth + 1, sizeof *s->caller_stack, 256))
-        return -ENOMEM;
+    const struct evp_ctree_count *c = &s->ct.count[node];
     struct entry *en = &s->e[e];
     if (!en->active)
-        en->cc += nd->calls;
+        en->cc += c->calls;
     en->active++;
-    if (s->depth) {
-        struct evp_ctree_pair *p =
-            evp_ctree_pair(&s->pairs, s->caller_stack[s->depth - 1], e);
+    if (caller != UINT32_MAX) {
+        struct evp_ctree_pair *p = evp_ctree_pair(&s->pairs, caller, e);
         if (!p)
             return -ENOMEM;
-        p->calls += nd->calls;
-        p->self_ns += nd->ns;
+        p->calls += c->calls;
+        p->self_ns += nd->value;
         if (!p->active) {
-            p->prim_calls += nd->calls;
+            p->prim_calls += c->calls;
             p->ns += s->incl[node];
         }
         p->active++;
     }
-    s->caller_stack[s->depth++] = e;
     return 0;
 }
 
@@ -250,8 +256,13 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
         fprintf(stderr, "evalprof: pstats: out of memory\n");
         return -ENOMEM;
     }
-    struct evp_ctree_opts co = {.compensate = o->compensate, .func_stats = fs};
-    int rc = evp_ctree_build(t, &co, &s.ct);
+    struct evp_ctree_opts co = {.compensate = o->compensate,
+                                .stream = -1,
+                                .stream_roots = 1,
+                                .full_intervals = 1,
+                                .counts = 1,
+                                .func_stats = fs};
+    int rc = evp_ctree_report(t, &co, &s.ct, evp_ctree_build(t, &co, &s.ct));
     if (rc < 0) {
         free(fs);
         return rc;
@@ -308,6 +319,5 @@ done:
     free(s.entry_of);
     free(s.e);
     free(s.buf);
-    free(s.caller_stack);
     return rc;
 }

@@ -296,6 +296,9 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
 /* A frame is a function id, or a leaf tagged with what it stands for. */
 #define EVP_KEY_PHASE 0x10000000u   /* | kind: "[loop fast]" */
 #define EVP_KEY_OP 0x20000000u      /* | opcode: "op:LOAD_FAST" */
+#define EVP_KEY_STREAM 0x30000000u  /* | stream index: a stream's root */
+#define EVP_KEY_DEEP 0x40000000u    /* the frames below a depth cap */
+#define EVP_KEY_LINE 0x50000000u    /* | index: "file:line" (calltree.h) */
 #define EVP_KEY_UNKNOWN 0x60000000u /* "<unknown stack>" (sampled) */
 #define EVP_KEY_SCAT 0x70000000u    /* | enum evp_sample_cat: "[C call]" */
 #define EVP_KEY_TAG 0xf0000000u
