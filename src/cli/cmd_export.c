@@ -190,10 +190,10 @@ static const struct format {
     {"chrome", export_chrome, NULL, R_EVENTS, TIMELINE, 0},
     {"speedscope", export_speedscope, NULL, R_BOTH, TIMELINE,
      X_OPS | X_PHASES | X_THREAD},
-    {"pprof", export_pprof, "a binary pprof profile", R_EVENTS,
-     X_OPS | X_PHASES | X_DEPTH, 0},
-    {"pstats", export_pstats, "a binary pstats profile", R_EVENTS, 0, 0},
-    {"callgrind", export_callgrind, NULL, R_EVENTS, X_OPS, 0},
+    {"pprof", export_pprof, "a binary pprof profile", R_BOTH,
+     X_OPS | X_PHASES | X_DEPTH, X_OPS | X_PHASES | X_DEPTH},
+    {"pstats", export_pstats, "a binary pstats profile", R_BOTH, 0, 0},
+    {"callgrind", export_callgrind, NULL, R_BOTH, X_OPS, 0},
 };
 
 #define NFORMATS (sizeof formats / sizeof formats[0])
@@ -231,12 +231,29 @@ static unsigned given(const struct export_opts *o, int window, int thread)
            (thread ? X_THREAD : 0u) | (o->zstd ? X_ZSTD : 0u);
 }
 
+/* "--ops", ... : the first of the options X that is named alone (NULL:
+ * none). */
+static const char *first_option(unsigned x)
+{
+    static const struct {
+        unsigned x;
+        const char *opt;
+    } opts[] = {{X_OPS, "--ops"},     {X_PHASES, "--phases"},
+                {X_LINES, "--lines"}, {X_DEPTH, "--max-depth"},
+                {X_ZSTD, "--zstd"},   {X_RAW, "--no-compensate"}};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        if (x & opts[i].x)
+            return opts[i].opt;
+    return NULL;
+}
+
 /* Refuse, in one line, an option F does not take of a trace of events
  * (before the trace is read): 0, or 2. */
 static int check_options(const struct format *f, unsigned x)
 {
     char list[128];
     unsigned bad = x & ~f->events;
+    const char *opt = first_option(bad);
     if (bad & X_RAW) {
         evp_cli_error("export: --no-compensate is for %s, not %s",
                       takers(X_RAW, list, sizeof list), f->name);
@@ -248,20 +265,10 @@ static int check_options(const struct format *f, unsigned x)
                       takers(X_WINDOW, list, sizeof list), f->name);
         return 2;
     }
-    static const struct {
-        unsigned x;
-        const char *opt;
-    } opts[] = {{X_OPS, "--ops"},
-                {X_PHASES, "--phases"},
-                {X_LINES, "--lines"},
-                {X_DEPTH, "--max-depth"},
-                {X_ZSTD, "--zstd"}};
-    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
-        if (bad & opts[i].x) {
-            evp_cli_error("export: %s has no meaning for %s", opts[i].opt,
-                          f->name);
-            return 2;
-        }
+    if (opt) {
+        evp_cli_error("export: %s has no meaning for %s", opt, f->name);
+        return 2;
+    }
     return 0;
 }
 
@@ -281,11 +288,18 @@ static int check_trace(const struct format *f, struct evp_trace *t, unsigned x)
                                                      : "in this format");
         return 1;
     }
-    if (has == EVP_RECORDS_SAMPLES && (x & ~f->samples)) {
+    unsigned bad = has == EVP_RECORDS_SAMPLES ? x & ~f->samples : 0;
+    if (bad & (X_WINDOW | X_DEPTH) && f->events & X_WINDOW) {
         evp_cli_error("export --format %s: --from, --to, --func and "
                       "--max-depth apply to traces of events; a sampled "
                       "trace takes --thread only",
                       f->name);
+        return 2;
+    }
+    if (bad) {
+        evp_cli_error("export --format %s: %s has no meaning for a sampled "
+                      "trace",
+                      f->name, first_option(bad));
         return 2;
     }
     return 0;

@@ -24,6 +24,13 @@
  * the time outside any frame.  Lines are the functions' first lines (the
  * trace has none per instruction); functions are named by qualified name
  * in their file ("???" when unknown, as valgrind writes it).
+ *
+ * A sampled trace has two costs: "cpu" (or "wall", as its timer counted),
+ * the estimated ns of the timer periods (periods x the period), and
+ * "samples", the periods; its calls are counted by the periods of the
+ * stacks a function was called on (a sampled trace counts no calls),
+ * once a stack, so that each function's inclusive cost is its estimated
+ * inclusive time in `summary --funcs`.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -143,12 +150,14 @@ static int visit(void *ctx, uint32_t node, int down)
     struct cg *c = ctx;
     const struct evp_ctree_node *nd = &c->ct.node[node];
     const struct evp_ctree_count *n = &c->ct.count[node];
+    /* a sampled trace: values are timer periods, the second cost too */
+    int sampled = c->ct.sampled;
     if (!is_fn(nd->key)) {
         /* a leaf: time outside any frame, or an instruction's */
         uint32_t up = down ? fn_above(c, node) : UINT32_MAX;
         if (up != UINT32_MAX) {
             c->fn[up].self_ns += nd->value;
-            c->fn[up].self_ops += n->ops;
+            c->fn[up].self_ops += sampled ? nd->value : n->ops;
         }
         return 0;
     }
@@ -162,16 +171,20 @@ static int visit(void *ctx, uint32_t node, int down)
     uint32_t up = fn_above(c, node);
     struct fn *f = &c->fn[id];
     f->self_ns += nd->value;
-    f->self_ops += n->ops;
+    f->self_ops += sampled ? nd->value : n->ops;
     if (up != UINT32_MAX) {
         struct evp_ctree_pair *k = evp_ctree_pair(&c->calls, up, id);
         if (!k)
             return -ENOMEM;
-        /* ("[evalprof]" is called once a hand-over) */
-        k->calls += nd->key == EVP_KEY_RECORDER ? n->events : n->calls;
+        /* ("[evalprof]" is called once a hand-over; of samples, a call
+         * is counted by its periods, once a stack) */
+        if (sampled)
+            k->calls += f->active ? 0 : c->incl_ns[node];
+        else
+            k->calls += nd->key == EVP_KEY_RECORDER ? n->events : n->calls;
         if (!f->active) {
             k->ns += c->incl_ns[node];
-            k->ops += c->incl_ops[node];
+            k->ops += sampled ? c->incl_ns[node] : c->incl_ops[node];
         }
     }
     f->active++;
@@ -212,9 +225,16 @@ static void w_fn(struct cg *c, FILE *out, const char *fl, const char *fn,
     w_named(out, fn, id, &f->named, name);
 }
 
+/* A cost line: NS and OPS, or of a sampled trace the periods NS as their
+ * estimated ns and the periods. */
 static void w_cost(const struct cg *c, FILE *out, uint32_t line, uint64_t ns,
                    uint64_t ops)
 {
+    if (c->ct.sampled) {
+        fprintf(out, "%" PRIu32 " %" PRIu64 " %" PRIu64 "\n", line,
+                evp_sample_ns(c->t, ns), ns);
+        return;
+    }
     fprintf(out, "%" PRIu32 " %" PRIu64, line, ns);
     if (c->o->ops)
         fprintf(out, " %" PRIu64, ops);
@@ -254,14 +274,26 @@ static void write_out(struct cg *c, FILE *out)
                                  : "not subtracted");
     }
     fputs("\npositions: line\n", out);
-    fputs("event: wall : compensated wall time (ns)\n", out);
-    if (c->o->ops)
-        fputs("event: ops : instructions\n", out);
-    fprintf(out, "events: wall%s\nsummary: %" PRIu64, c->o->ops ? " ops" : "",
-            tot_ns);
-    if (c->o->ops)
-        fprintf(out, " %" PRIu64, tot_ops);
-    fputs("\n\n", out);
+    if (c->ct.sampled) {
+        const char *clock =
+            strcmp(in->sample_clock, "cpu") == 0 ? "cpu" : "wall";
+        fprintf(out,
+                "event: %s : estimated %s time (ns), timer periods x %.0f "
+                "ns\nevent: samples : timer periods\nevents: %s "
+                "samples\nsummary: %" PRIu64 " %" PRIu64 "\n\n",
+                clock, strcmp(clock, "cpu") == 0 ? "CPU" : "wall-clock",
+                in->sample_period_ns, clock, evp_sample_ns(c->t, tot_ns),
+                tot_ns);
+    } else {
+        fputs("event: wall : compensated wall time (ns)\n", out);
+        if (c->o->ops)
+            fputs("event: ops : instructions\n", out);
+        fprintf(out, "events: wall%s\nsummary: %" PRIu64,
+                c->o->ops ? " ops" : "", tot_ns);
+        if (c->o->ops)
+            fprintf(out, " %" PRIu64, tot_ops);
+        fputs("\n\n", out);
+    }
     size_t k = 0;
     for (uint32_t i = 0; i < c->nfn; i++) {
         uint32_t line = fn_line(c, i);
@@ -275,6 +307,11 @@ static void write_out(struct cg *c, FILE *out)
             w_cost(c, out, line, cl->ns, cl->ops);
         }
         putc('\n', out);
+    }
+    if (c->ct.sampled) {
+        fprintf(out, "totals: %" PRIu64 " %" PRIu64 "\n",
+                evp_sample_ns(c->t, tot_ns), tot_ns);
+        return;
     }
     fprintf(out, "totals: %" PRIu64, tot_ns);
     if (c->o->ops)

@@ -171,6 +171,10 @@ size_t evp_view_leaf_name(const struct evp_trace *t, uint32_t key, char *buf,
     int n;
     if (key == EVP_KEY_RECORDER) {
         n = snprintf(buf, len, "%s", EVP_RECORDER_FRAME);
+    } else if ((key & EVP_KEY_TAG) == EVP_KEY_UNKNOWN) {
+        n = snprintf(buf, len, "%s", EVP_STACK_UNKNOWN_NAME);
+    } else if ((key & EVP_KEY_TAG) == EVP_KEY_SCAT) {
+        n = snprintf(buf, len, "%s", evp_sample_cat_leaf((int)v));
     } else if ((key & EVP_KEY_TAG) == EVP_KEY_PHASE) {
         n = snprintf(buf, len, "[%s]", evp_kind_name(v));
     } else {

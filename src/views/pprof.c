@@ -17,6 +17,13 @@
  * are cut at --max-depth the same way.  Each sample carries its thread as
  * a label; the trace's metadata is in the profile's comments.
  *
+ * A sampled trace's profile is pprof's own kind, a CPU (or wall-clock)
+ * profile: two values a node, "samples" (its timer periods) and "cpu" or
+ * "wall" (their estimated nanoseconds, periods x the period, the
+ * default), the period type that clock's nanoseconds and the period the
+ * timer's; flat and cum are then the estimated self and inclusive times
+ * of `summary --funcs`.
+ *
  * The message is encoded by libprotobuf-c from the schema compiled at
  * build time (profile.proto) and streamed through zlib: a protobuf
  * message may arrive in pieces (concatenated encodings merge, repeated
@@ -273,28 +280,42 @@ static int add_comment(struct pprof *p, int64_t **c, size_t *n, size_t *cap,
     return 0;
 }
 
+/* A sampled trace's time: "cpu" or "wall", as its timer counted. */
+static const char *sample_time(const struct evp_trace_info *in)
+{
+    return strcmp(in->sample_clock, "cpu") == 0 ? "cpu" : "wall";
+}
+
 static int pack_header(struct pprof *p, ProtobufCBuffer *out, int compensate)
 {
     const struct evp_trace_info *in = evp_trace_info(p->t);
+    int sampled = p->ct.sampled;
     ValueType vt[3], period = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
     ValueType *vtp[3];
     static const char *const types[3][2] = {
         {"wall", "nanoseconds"}, {"calls", "count"}, {"events", "count"}};
-    for (int i = 0; i < 3; i++) {
+    /* samples: the timer periods, and their estimated time (the time the
+     * default, as of events) */
+    const char *const stypes[2][2] = {{"samples", "count"},
+                                      {sample_time(in), "nanoseconds"}};
+    int nt = sampled ? 2 : 3, tix = sampled ? 1 : 0;
+    for (int i = 0; i < nt; i++) {
         perftools__profiles__value_type__init(&vt[i]);
-        vt[i].type = str_of(p, types[i][0]);
-        vt[i].unit = str_of(p, types[i][1]);
+        vt[i].type = str_of(p, sampled ? stypes[i][0] : types[i][0]);
+        vt[i].unit = str_of(p, sampled ? stypes[i][1] : types[i][1]);
         if (vt[i].type < 0 || vt[i].unit < 0)
             return -ENOMEM;
         vtp[i] = &vt[i];
     }
-    period = vt[0];
+    period = vt[tix];
     Profile piece = PERFTOOLS__PROFILES__PROFILE__INIT;
-    piece.n_sample_type = 3;
+    piece.n_sample_type = (size_t)nt;
     piece.sample_type = vtp;
     piece.period_type = &period;
     piece.period = 1;
-    piece.default_sample_type = vt[0].type;
+    if (sampled && in->sample_period_ns >= 1)
+        piece.period = (int64_t)(in->sample_period_ns + 0.5);
+    piece.default_sample_type = vt[tix].type;
     if (in->start_wall_ns > 0)
         piece.time_nanos = in->start_wall_ns;
     uint64_t end = evp_trace_end_ns(p->t);
@@ -316,10 +337,28 @@ static int pack_header(struct pprof *p, ProtobufCBuffer *out, int compensate)
                  compensate ? "subtracted from wall times" : "not subtracted");
         rc |= add_comment(p, &c, &nc, &cap, "overhead", note);
     }
-    rc |= add_comment(p, &c, &nc, &cap, "wall",
-                      "nanoseconds of the compensated elapsed times; flat "
-                      "and cum are the self and inclusive times of "
-                      "`evalprof summary --funcs`");
+    if (sampled) {
+        char c1[32], c2[32];
+        snprintf(note, sizeof note,
+                 "%s samples standing for %s timer periods of %.0f ns of %s "
+                 "time (%.0f Hz)",
+                 evp_num_group(c1, sizeof c1, in->samples),
+                 evp_num_group(c2, sizeof c2, in->sample_weight),
+                 in->sample_period_ns, sample_time(in), in->sample_rate_hz);
+        rc |= add_comment(p, &c, &nc, &cap, "sampled", note);
+        rc |= add_comment(p, &c, &nc, &cap, sample_time(in),
+                          "nanoseconds estimated, each sample's timer periods "
+                          "x the period; flat and cum are the self and "
+                          "inclusive times of `evalprof summary --funcs`, "
+                          "whose shares come with their 95% confidence "
+                          "intervals (the sampling error only, not the "
+                          "sampler's bias)");
+    } else {
+        rc |= add_comment(p, &c, &nc, &cap, "wall",
+                          "nanoseconds of the compensated elapsed times; flat "
+                          "and cum are the self and inclusive times of "
+                          "`evalprof summary --funcs`");
+    }
     char pid[32] = "";
     if (in->pid >= 0)
         snprintf(pid, sizeof pid, "%ld", in->pid);
@@ -354,7 +393,8 @@ static int pack_samples(struct pprof *p, ProtobufCBuffer *out)
         if (i < ct->n) {
             const struct evp_ctree_node *nd = &ct->node[i];
             const struct evp_ctree_count *c = &ct->count[i];
-            if (!p->loc[i] || (!nd->value && !c->calls && !c->events))
+            if (!p->loc[i] || (!nd->value && !c->calls && !c->events) ||
+                (ct->sampled && !nd->value))
                 continue;
             off[ns] = nids;
             for (uint32_t k = (uint32_t)i; p->loc[k]; k = ct->node[k].parent) {
@@ -368,10 +408,16 @@ static int pack_samples(struct pprof *p, ProtobufCBuffer *out)
             Sample *x = &s[ns];
             perftools__profiles__sample__init(x);
             x->n_location_id = nids - off[ns];
-            val[ns][0] = (int64_t)nd->value;
-            val[ns][1] = (int64_t)c->calls;
-            val[ns][2] = (int64_t)c->events;
-            x->n_value = 3;
+            if (ct->sampled) {
+                val[ns][0] = (int64_t)nd->value;
+                val[ns][1] = (int64_t)evp_sample_ns(p->t, nd->value);
+                x->n_value = 2;
+            } else {
+                val[ns][0] = (int64_t)nd->value;
+                val[ns][1] = (int64_t)c->calls;
+                val[ns][2] = (int64_t)c->events;
+                x->n_value = 3;
+            }
             x->value = val[ns];
             long st = evp_ctree_stream_of(ct, (uint32_t)i);
             const struct evp_stream *str = evp_trace_stream(p->t, (size_t)st);

@@ -17,6 +17,12 @@
  * qualified name, C functions as cProfile keys built-ins: ("~", 0,
  * "<built-in method module.name>").  Functions with the same key are one.
  *
+ * A sampled trace counts no calls: there nc and cc are the timer periods
+ * of the samples with the function on their stack (once a stack), tt and
+ * ct its estimated self and inclusive time (periods x the period), as
+ * `summary --funcs` of the trace estimates them; a caller's entry holds
+ * the same of the stacks where it called the function.
+ *
  * Marshal (CPython's Python/marshal.c): a type byte, then the value;
  * integers 'i' (int32, little-endian) or 'l' (a sign and count, int32,
  * then 15-bit digits, int16 each, least significant first), floats 'g'
@@ -199,17 +205,27 @@ static int visit(void *ctx, uint32_t node, int down)
     }
     const struct evp_ctree_count *c = &s->ct.count[node];
     struct entry *en = &s->e[e];
-    if (!en->active)
-        en->cc += c->calls;
+    /* a sampled trace counts no calls: its counts are the timer periods
+     * on the stacks, once a stack (its times, periods until written) */
+    int sampled = s->ct.sampled;
+    uint64_t calls = sampled ? s->incl[node] : c->calls;
+    if (!en->active) {
+        en->cc += calls;
+        if (sampled)
+            en->ct_ns += s->incl[node];
+    }
+    if (sampled)
+        en->tt_ns += nd->value;
     en->active++;
     if (caller != UINT32_MAX) {
         struct evp_ctree_pair *p = evp_ctree_pair(&s->pairs, caller, e);
         if (!p)
             return -ENOMEM;
-        p->calls += c->calls;
+        if (!sampled || !p->active)
+            p->calls += calls;
         p->self_ns += nd->value;
         if (!p->active) {
-            p->prim_calls += c->calls;
+            p->prim_calls += calls;
             p->ns += s->incl[node];
         }
         p->active++;
@@ -274,15 +290,27 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
         goto done;
     if ((rc = evp_ctree_walk(&s.ct, visit, &s)) != 0)
         goto done;
-    /* The functions' own figures are the replay engine's, as the summary
-     * prints them. */
-    for (uint32_t id = 1; id <= nfuncs; id++) {
+    /* Of events, the functions' own figures are the replay engine's, as
+     * the summary prints them; of samples, the tree's, as estimated times
+     * (the summary's too: periods x the period). */
+    for (uint32_t id = 1; id <= nfuncs && !s.ct.sampled; id++) {
         if (!s.entry_of[id])
             continue;
         struct entry *e = &s.e[s.entry_of[id] - 1];
         e->nc += fs[id].calls + fs[id].resumes;
         e->tt_ns += fs[id].self_ns;
         e->ct_ns += fs[id].incl_ns;
+    }
+    for (size_t i = 0; i < s.ne && s.ct.sampled; i++) {
+        struct entry *e = &s.e[i];
+        e->nc = e->cc;
+        e->tt_ns = evp_sample_ns(t, e->tt_ns);
+        e->ct_ns = evp_sample_ns(t, e->ct_ns);
+    }
+    for (size_t i = 0; i < s.pairs.n && s.ct.sampled; i++) {
+        struct evp_ctree_pair *p = &s.pairs.p[i];
+        p->self_ns = evp_sample_ns(t, p->self_ns);
+        p->ns = evp_sample_ns(t, p->ns);
     }
     struct evp_ctree_pair *pp = s.pairs.p;
     size_t np = s.pairs.n;

@@ -307,7 +307,8 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
 #define EVP_KEY_RECORDER (EVP_KEY_PHASE | EVP_EV_RECORDER)
 #define EVP_RECORDER_FRAME "[evalprof]"
 
-/* The name of leaf KEY (a phase or an op), unescaped, into BUF (LEN > 0),
+/* The name of leaf KEY (a phase, an op, a sampled thread's state, the
+ * recorder's frame or "<unknown stack>"), unescaped, into BUF (LEN > 0),
  * cut to fit; returns its length.  Opcode names come from the trace. */
 size_t evp_view_leaf_name(const struct evp_trace *t, uint32_t key, char *buf,
                           size_t len);
@@ -480,7 +481,9 @@ char *evp_fmt_wall(char *buf, size_t len, int64_t epoch_ns);
  * gzipped profile.proto (samples of the call tree; OPS and PHASES add
  * leaves, MAX_DEPTH cuts stacks as folded stacks do), cProfile's marshal
  * format for pstats, and callgrind's text format for callgrind_annotate
- * and KCachegrind (OPS adds an instruction count).
+ * and KCachegrind (OPS adds an instruction count).  A sampled trace's
+ * profiles hold its estimated times, and its timer periods for counts
+ * (each file's comment says how).
  */
 struct evp_profile_opts {
     int ops;

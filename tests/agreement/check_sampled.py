@@ -7,9 +7,14 @@ line times.
 Writes mksampled's trace (tests/sampled/sampgen.h), then reads summary
 --funcs --ns (each function's estimated self and inclusive time), export
 --format folded, the flame graph's frames (their <title> values and
-depths) and export --format speedscope (its sampled profiles: stacks of
-frame indexes and their weights), and checks that every function's self
-and inclusive ns agree with the summary's within rounding (1 ns a line).
+depths), export --format speedscope (its sampled profiles: stacks of
+frame indexes and their weights), export --format pprof (decoded here:
+each sample's stack and its estimated ns and periods), pstats (read by
+Python's pstats: tt and ct, and nc, the periods on the stacks) and
+callgrind (each function's self cost and the cost of the calls to it,
+in estimated ns and periods), and checks that every function's self and
+inclusive ns agree with the summary's within rounding (1 ns a line),
+and the profiles' periods with the estimates (periods x the period).
 Then the same of opcodes (summary's ops table against the "op:NAME"
 leaves of folded --ops and flamegraph --ops) and of lines (summary
 --lines against the "file:line" leaves of folded --lines and flamegraph
@@ -17,8 +22,10 @@ leaves of folded --ops and flamegraph --ops) and of lines (summary
 every view.
 """
 import collections
+import gzip
 import json
 import os
+import pstats
 import re
 import subprocess
 import sys
@@ -125,6 +132,184 @@ def speedscope():
     return t
 
 
+def pb_fields(data):
+    """The fields of protobuf message DATA: [(number, value)], a varint's
+    value an int, a length-delimited one bytes."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(data):
+        key = varint()
+        num, wire = key >> 3, key & 7
+        if wire == 0:
+            out.append((num, varint()))
+        elif wire == 2:
+            n = varint()
+            out.append((num, data[i:i + n]))
+            i += n
+        elif wire == 1:
+            out.append((num, data[i:i + 8]))
+            i += 8
+        elif wire == 5:
+            out.append((num, data[i:i + 4]))
+            i += 4
+        else:
+            sys.exit(f"FAIL: pprof: wire type {wire}")
+    return out
+
+
+def pb_ints(v):
+    """A repeated integer field: packed (bytes) or one varint."""
+    return [v] if isinstance(v, int) else unpack_varints(v)
+
+
+def unpack_varints(v):
+    out, cur, shift = [], 0, 0
+    for b in v:
+        cur |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            out.append(cur)
+            cur = shift = 0
+    return out
+
+
+def pprof_profile(*flags):
+    """Times of export --format pprof FLAGS, in estimated ns, and the
+    periods its samples carry: ({period, types, leaves}, Times, Times);
+    leaves: {leaf that is no function: [ns, None]}."""
+    path = os.path.join(TMP, "sampled%s.pb.gz" % "".join(flags))
+    run("export", "--format", "pprof", *flags, "-o", path, trace)
+    with gzip.open(path, "rb") as f:
+        prof = pb_fields(f.read())
+    strings = [v.decode() for n, v in prof if n == 6]
+    funcs, locs, samples, types = {}, {}, [], []
+    period = 0
+    for n, v in prof:
+        if n == 1:  # sample_type
+            vt = dict(pb_fields(v))
+            types.append(strings[vt.get(1, 0)])
+        elif n == 5:  # function
+            fn = dict(pb_fields(v))
+            funcs[fn[1]] = (strings[fn.get(2, 0)], strings[fn.get(4, 0)],
+                            fn.get(5, 0))
+        elif n == 4:  # location: its one line's function
+            lo = pb_fields(v)
+            lid = dict(lo)[1]
+            line = dict(pb_fields(dict(lo)[4]))
+            locs[lid] = line[1]
+        elif n == 2:  # sample
+            f = collections.defaultdict(list)
+            for k, x in pb_fields(v):
+                f[k] += pb_ints(x) if k in (1, 2) else [x]
+            samples.append((f[1], f[2]))
+        elif n == 12:
+            period = v
+    t, periods = Times(), Times()
+    leaves = {}
+    for ids, values in samples:
+        frames = []
+        for lid in reversed(ids):  # leaf first in pprof
+            name, file, line = funcs[locs[lid]]
+            frames.append(f"{name} ({file}:{line})" if file else name)
+        periods.stack(frames, values[0])
+        t.stack(frames, values[1])
+        leaf = frames[-1]
+        if not is_func(leaf) and not leaf.startswith("["):
+            leaves.setdefault(leaf, [0, None])[0] += values[1]
+    return {"period": period, "types": types, "leaves": leaves}, t, periods
+
+
+def pstats_profile():
+    """Times of export --format pstats, read by Python's pstats (tt and
+    ct in ns), and its nc: the periods of the stacks a function is on."""
+    path = os.path.join(TMP, "sampled.pstats")
+    run("export", "--format", "pstats", "-o", path, trace)
+    st = pstats.Stats(path).stats
+    t, nc = Times(), {}
+    for (file, line, name), (cc, n, tt, ct, callers) in st.items():
+        key = f"{name} ({file}:{line})"
+        t.self[key] = round(tt * 1e9)
+        t.incl[key] = round(ct * 1e9)
+        t.lines += 1
+        nc[key] = n
+        if cc != n:
+            print(f"FAIL: pstats: {key} cc {cc} != nc {n}")
+            sys.exit(1)
+    return t, nc
+
+
+def callgrind_profile():
+    """Times of export --format callgrind: a function's self cost, and
+    the cost of the calls to it (its inclusive cost), in estimated ns;
+    and the same in periods."""
+    out = run("export", "--format", "callgrind", "-o", "-", trace)
+    names, files = {}, {}
+    t, periods = Times(), Times()
+    fn = cfn = fl = cfl = None
+    after_calls = False
+    for line in out.splitlines():
+        m = re.match(r"^(c?f[ln])=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            kind, id_, name = m.group(1), m.group(2), m.group(3)
+            table = files if kind.endswith("l") else names
+            if name is not None:
+                table[id_] = name
+            if kind == "fl":
+                fl = id_
+            elif kind == "cfl":
+                cfl = id_
+            elif kind == "fn":
+                fn = (id_, fl)
+            else:
+                cfn = (id_, cfl)
+            continue
+        if line.startswith("calls="):
+            after_calls = True
+            continue
+        m = re.match(r"^\d+ (\d+) (\d+)$", line)
+        if not m:
+            continue
+        ns, per = int(m.group(1)), int(m.group(2))
+        target = cfn if after_calls else fn
+        name, file = names[target[0]], files[target[1]]
+        after = after_calls
+        after_calls = False
+        if file == "???":
+            continue  # a thread's own function: no frame of the trace
+        key = f"{name} ({file}:%s)"
+        if after:
+            t.incl[key] += ns
+            periods.incl[key] += per
+        else:
+            t.self[key] += ns
+            periods.self[key] += per
+        t.lines += 1
+    return t, periods
+
+
+def with_lines(t, ref):
+    """T's keys "name (file:%s)" completed with REF's lines (callgrind
+    names a function by file and name)."""
+    done = Times()
+    done.lines = t.lines
+    full = {k.rsplit(":", 1)[0]: k for k in ref.incl}
+    for what in ("self", "incl"):
+        for k, v in getattr(t, what).items():
+            k = full.get(k.rsplit(":", 1)[0], k) if k.endswith(":%s)") else k
+            getattr(done, what)[k] += v
+    return done
+
+
 def leaf_rows(flag):
     """{leaf: [ns, share %]} of folded FLAG's and flamegraph FLAG's leaves
     that are not functions nor [bracketed], summed over the stacks."""
@@ -199,8 +384,30 @@ ref = summary()
 if not ref.self:
     sys.exit("FAIL: no function rows in the summary")
 bad = 0
+PERIOD = 1000000  # mksampled's: 1 ms
+pp_head, pp_times, pp_periods = pprof_profile()
+if pp_head["types"] != ["samples", "cpu"] or pp_head["period"] != PERIOD:
+    print(f"FAIL: pprof: sample types {pp_head['types']}, period "
+          f"{pp_head['period']}")
+    bad += 1
+ps_times, ps_nc = pstats_profile()
+cg_times, cg_periods = callgrind_profile()
+cg_times = with_lines(cg_times, ref)
+cg_periods = with_lines(cg_periods, ref)
+# the periods the profiles count are the estimates' periods
+for view, per in [("pprof", pp_periods), ("callgrind", cg_periods)]:
+    for f, ns in ref.incl.items():
+        if f in per.incl and per.incl[f] * PERIOD != ns:
+            print(f"FAIL: {view}: {f} {per.incl[f]} periods on the stacks, "
+                  f"summary {ns} ns")
+            bad += 1
+for f, ns in ref.incl.items():
+    if f in ps_nc and ps_nc[f] * PERIOD != ns:
+        print(f"FAIL: pstats: {f} nc {ps_nc[f]}, summary {ns} ns")
+        bad += 1
 for view, got in [("folded", folded()), ("flamegraph", flamegraph()),
-                  ("speedscope", speedscope())]:
+                  ("speedscope", speedscope()), ("pprof", pp_times),
+                  ("pstats", ps_times), ("callgrind", cg_times)]:
     tol = max(got.lines, 1)
     for what, a, b in [("self", ref.self, got.self),
                        ("inclusive", ref.incl, got.incl)]:
@@ -213,7 +420,9 @@ for view, got in [("folded", folded()), ("flamegraph", flamegraph()),
 if not ops or not lines:
     sys.exit(f"FAIL: no rows in summary's ops ({len(ops)}) or lines "
              f"({len(lines)})")
-bad += agree("opcodes", ops, leaf_rows("--ops"))
+op_views = leaf_rows("--ops")
+op_views["pprof"] = pprof_profile("--ops")[0]["leaves"]
+bad += agree("opcodes", ops, op_views)
 bad += agree("lines", lines, leaf_rows("--lines"))
 if bad:
     sys.exit(f"{bad} disagreements")

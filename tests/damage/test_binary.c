@@ -740,7 +740,7 @@ static struct sample_walk walk_samples(struct evp_trace *t)
 }
 
 /* The sampled views, output thrown away: folded with each leaf, lines,
- * speedscope, diff against itself.  Returns the failures. */
+ * speedscope, diff against itself, the profiles.  Returns the failures. */
 static int sampled_views(struct evp_trace *t)
 {
     FILE *out =
@@ -757,6 +757,11 @@ static int sampled_views(struct evp_trace *t)
     bad += evp_view_speedscope(t, out, &co) < 0;
     struct evp_diff_opts d = {.funcs = 1};
     bad += evp_view_diff(t, t, out, &d) < 0;
+    struct evp_profile_opts po = {.ops = 1, .phases = 1, .max_depth = 2};
+    bad += evp_view_pprof(t, out, &po) < 0;
+    po = (struct evp_profile_opts){0};
+    bad += evp_view_pstats(t, out, &po) < 0;
+    bad += evp_view_callgrind(t, out, &po) < 0;
     if (evp_trace_meta(t, "lines.3"))
         bad += evp_view_lines_table(t, out, 0, -1, EVP_UNIT_AUTO) < 0;
     fclose(out);

@@ -296,13 +296,22 @@ void fuzz_views(struct evp_trace *t, unsigned pick)
         FUZZ_CHECK(evp_view_summary(t, out, &so) == 0, "summary view");
     FUZZ_CHECK(evp_view_info(t, out) == 0, "info view");
     if (evp_sampled_only(t)) {
-        /* a sampled trace's own views: speedscope's sampled profiles and
+        /* a sampled trace's own views: speedscope's sampled profiles,
          * the diff of shares (against itself) */
         struct evp_chrome_opts co = {.ops = (int)(pick >> 13 & 1),
                                      .phases = (int)(pick >> 14 & 1)};
         FUZZ_CHECK(evp_view_speedscope(t, out, &co) == 0, "speedscope view");
         struct evp_diff_opts dop = {.funcs = 1};
         FUZZ_CHECK(evp_view_diff(t, t, out, &dop) == 0, "sampled diff view");
+        /* and the profiles of its samples */
+        struct evp_profile_opts po = {.ops = (int)(pick >> 13 & 1),
+                                      .phases = (int)(pick >> 14 & 1),
+                                      .max_depth = (size_t)(pick >> 15 & 7)};
+        FUZZ_CHECK(evp_view_pprof(t, out, &po) == 0, "sampled pprof view");
+        po.ops = po.phases = 0;
+        FUZZ_CHECK(evp_view_pstats(t, out, &po) == 0, "sampled pstats view");
+        FUZZ_CHECK(evp_view_callgrind(t, out, &po) == 0,
+                   "sampled callgrind view");
     }
     FUZZ_CHECK(fclose(out) == 0, "closing the sink");
 
