@@ -190,6 +190,7 @@ int cmd_flamegraph(int argc, char **argv)
         {"minwidth", required_argument, NULL, 'm'},
         {"countname", required_argument, NULL, 'c'},
         {"ops", no_argument, NULL, 'O'},
+        {"group-specialized", no_argument, NULL, 'G'},
         {"phases", no_argument, NULL, 'P'},
         {"lines", no_argument, NULL, 'L'},
         {"input", required_argument, NULL, 'I'},
@@ -201,8 +202,8 @@ int cmd_flamegraph(int argc, char **argv)
         {NULL, 0, NULL, 0}};
     struct evp_flame_opts fo = {.min_width = -1};
     const char *out = "-", *python = NULL, *input = NULL;
-    int subtitle_given = 0, ops = 0, phases = 0, lines = 0, depth_given = 0,
-        diff = 0, negate = 0, c;
+    int subtitle_given = 0, ops = 0, group = 0, phases = 0, lines = 0,
+        depth_given = 0, diff = 0, negate = 0, c;
     long v, max_depth = EVP_FOLDED_DEFAULT_DEPTH;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
@@ -255,7 +256,10 @@ int cmd_flamegraph(int argc, char **argv)
             fo.countname = optarg;
             break;
         case 'O':
-            ops = 1;
+            ops = ops ? ops : 1;
+            break;
+        case 'G':
+            group = 1;
             break;
         case 'P':
             phases = 1;
@@ -302,6 +306,12 @@ int cmd_flamegraph(int argc, char **argv)
         evp_cli_error("flamegraph: --negate applies to --diff BASE NEW");
         return 2;
     }
+    if (group && !ops) {
+        evp_cli_error("flamegraph: --group-specialized applies to --ops");
+        return 2;
+    }
+    if (group)
+        ops = 2; /* opcode families (evp_folded_opts) */
     if (strcmp(out, "-") == 0 && isatty(1)) {
         evp_cli_error("flamegraph: refusing to write SVG to a terminal "
                       "(use -o FILE.svg)");

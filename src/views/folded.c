@@ -58,6 +58,7 @@ struct folded {
                                      of the node's name */
     /* a sampled trace: nodes count timer periods, SCALE ns each */
     double scale;
+    int family; /* opcode leaves as families (evp_folded_opts.ops 2) */
 };
 
 /* ---- names -------------------------------------------------------------- */
@@ -101,8 +102,18 @@ static size_t key_name(const struct folded *f, uint32_t k, char *buf)
     uint32_t line = 0;
     switch (k & K_TAG) {
     case EVP_KEY_PHASE:
-    case EVP_KEY_OP:
         n = evp_view_leaf_name(f->t, k, tmp, sizeof tmp);
+        break;
+    case EVP_KEY_OP:
+        if (f->family) {
+            evp_view_op_name(f->t, evp_trace_opbase(f->t, k & K_VAL), tmp + 3,
+                             sizeof tmp - 3);
+            evp_view_op_family(tmp + 3, sizeof tmp - 3, 1);
+            memcpy(tmp, "op:", 3);
+            n = strlen(tmp);
+        } else {
+            n = evp_view_leaf_name(f->t, k, tmp, sizeof tmp);
+        }
         break;
     case EVP_KEY_STREAM: {
         const struct evp_stream *st = evp_trace_stream(f->t, k & K_VAL);
@@ -455,7 +466,7 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
                                    uint64_t ns),
                          void *ctx)
 {
-    struct folded f = {.t = t};
+    struct folded f = {.t = t, .family = o->ops == 2};
     struct evp_ctree_opts co = {.ops = o->ops,
                                 .phases = o->phases,
                                 .lines = o->lines,

@@ -267,7 +267,9 @@ const char *evp_view_untraced_note(const struct evp_trace *t, char *buf,
  * so.  Memory is O(tree nodes + depth) whatever the length of the lines.
  */
 struct evp_folded_opts {
-    int ops;
+    int ops;   /* 1: opcode leaves; 2: their families, every specialized
+                  form folded into its base and named as across versions
+                  (evp_view_op_family), so that two versions' stacks match */
     int lines; /* a "file:line" leaf under each function (traces with
                   op offsets, --lines) */
     int phases;

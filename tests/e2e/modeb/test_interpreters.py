@@ -12,6 +12,7 @@ instructions matched by their newer names.  Fewer than two versions:
 skipped (exit 77) saying so.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,7 +71,8 @@ def families(seen, tmp, env):
     diff --group-specialized: opcode families, renamed and merged
     instructions matched (3.11's PRECALL is CALL, 3.13's BINARY_SUBSCR a
     BINARY_OP from 3.14 on): no row of an old name, CALL and BINARY_OP
-    sampled on both sides."""
+    sampled on both sides; and their differential flame graph
+    (flamegraph --diff --ops --group-specialized) of the same families."""
     (va, a), (vb, b) = sorted(seen.items(),
                               key=lambda kv: tuple(map(int, kv[0].split(".")))
                               )[::len(seen) - 1]
@@ -105,6 +107,25 @@ def families(seen, tmp, env):
     if old or missing:
         print("FAIL: %s vs %s: families not matched (old names %s; not on "
               "both sides %s):\n%s" % (va, vb, old, missing, p.stdout))
+        return 1
+    # the same two runs as a differential flame graph of the families
+    svg = os.path.join(tmp, "fam.svg")
+    p = subprocess.run([EVALPROF, "flamegraph", "--diff", "--ops",
+                        "--group-specialized", "-o", svg] + traces,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        print("FAIL: flamegraph --diff --ops --group-specialized exited %d: "
+              "%s" % (p.returncode, p.stderr))
+        return 1
+    with open(svg, encoding="utf-8") as f:
+        text = f.read()
+    leaves = set(re.findall(r"op:([A-Z_]+)", text))
+    stale = sorted(n for n in leaves if n in ("PRECALL", "BINARY_SUBSCR") or
+                   n.startswith(("BINARY_SUBSCR_", "CALL_", "PRECALL_")))
+    if stale or not {"CALL", "BINARY_OP"} <= leaves:
+        print("FAIL: %s vs %s: the differential flame graph's opcode leaves "
+              "are not families (%s; leaves %s)" % (va, vb, stale,
+                                                     sorted(leaves)))
         return 1
     print("ok: %s vs %s, families: CALL %s, BINARY_OP %s"
           % (va, vb, " -> ".join(rows["CALL"]), " -> ".join(rows["BINARY_OP"])))
