@@ -1,6 +1,7 @@
 /*
  * `evalprof tree`: print a trace as the discussion's indented event tree,
- * one section per thread.
+ * one section per thread; a sampled trace's samples in time order, each
+ * with its stack.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -80,11 +81,6 @@ int cmd_tree(int argc, char **argv)
     struct evp_trace *t = evp_cli_open_common("tree", argv[optind], &co);
     if (!t)
         return evp_cli_report_close(&of, EVP_CLI_REPORTED);
-    if (evp_cli_refuse_sampled("tree", t)) {
-        evp_trace_close(t);
-        evp_cli_report_close(&of, EVP_CLI_REPORTED);
-        return 1;
-    }
     o.compensate = co.compensate;
     o.stream = co.stream;
     o.ns = evp_cli_unit(&co, EVP_UNIT_US);

@@ -13,7 +13,9 @@
  * show: evp_filter_shown says which of them the filters keep, and
  * evp_filter_keep makes the whole decision for the timelines (chrome,
  * speedscope), which differ only in how they write a frame's open and
- * close.
+ * close.  A sampled trace's samples are kept by their time (on the trace
+ * clock: samples are not compensated) and, with --func, by the function
+ * being on their stack.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -63,6 +65,7 @@ int evp_filter_open(struct evp_filter_run *r, struct evp_trace *t,
     if (!f || !f->func)
         return 0;
     uint32_t n = evp_trace_nfuncs(t), found = 0;
+    r->nfuncs = n;
     r->funcs = calloc((size_t)n + 1, 1);
     if (!r->funcs) {
         fprintf(stderr, "evalprof: out of memory\n");
@@ -96,6 +99,25 @@ void evp_filter_close(struct evp_filter_run *r)
 void evp_filter_stream(struct evp_filter_run *r)
 {
     r->in_func = -1;
+}
+
+int evp_filter_sample(const struct evp_filter_run *r,
+                      const struct evp_sample *s)
+{
+    const struct evp_filter *f = r->f;
+    if (!f)
+        return EVP_FILTER_KEEP;
+    uint64_t ts = s->ts > r->start ? s->ts - r->start : 0;
+    if (f->to_ns && ts >= f->to_ns)
+        return EVP_FILTER_AFTER;
+    if (ts < f->from_ns)
+        return EVP_FILTER_DROP;
+    if (!r->funcs)
+        return EVP_FILTER_KEEP;
+    for (int32_t i = 0; i < s->depth; i++)
+        if (s->func[i] <= r->nfuncs && r->funcs[s->func[i]])
+            return EVP_FILTER_KEEP;
+    return EVP_FILTER_DROP;
 }
 
 uint64_t evp_filter_to(const struct evp_filter_run *r)

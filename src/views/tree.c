@@ -21,6 +21,23 @@
  * their own depth; the frames open where a run of them starts, that the
  * filter cut, are listed first as untimed "enter" lines marked "(begun
  * before)".
+ *
+ * A sampled trace has no events to list: its samples are, in time order,
+ * each a line with the time it stands for (its timer periods x the
+ * period) where an event has its elapsed time, "sample", its instruction
+ * in the opcode column and what the thread was doing at the "# func:"
+ * column, then its stack, a frame a line, outermost first, indented as
+ * the frames of events are:
+ *
+ *     1,000.0 µs      sample                    LOAD_FAST (124)
+ *                                       # at 0.012000000 s: in the eval loop
+ *                     main                                    # x.py:1
+ *                     |  hot                                  # x.py:5, line 7
+ *
+ * (the "# at" part on the sample's line).  A note in the header says the
+ * time between samples was not traced; --from/--to keep the samples of
+ * the window, --func those with the function on their stack, and
+ * max_depth cuts a stack to one "[N frames deeper than M elided]" line.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,7 +61,8 @@ struct tree {
     size_t places;
     struct evp_filter_run fr; /* when o->filter */
     struct evp_replay_frames frames;
-    int32_t shown; /* frames listed and open (filtered) */
+    int32_t shown;           /* frames listed and open (filtered) */
+    struct evp_lines *lines; /* a sampled trace's line tables */
     char line[4096];
 };
 
@@ -356,6 +374,148 @@ static int tree_events(void *ctx, const struct evp_event *ev, size_t n)
     return ferror(tr->out) ? -EIO : 0;
 }
 
+/* ---- a sampled trace --------------------------------------------------------
+ */
+
+/* One frame of a sample's stack at LEVEL (0: the outermost): its name,
+ * then "# file:line" at the "# func:" column, the leaf's line after it. */
+static void frame_line(struct tree *tr, int32_t level, const char *name,
+                       uint32_t func, uint32_t line)
+{
+    const struct evp_func *f = evp_trace_func(tr->t, func);
+    size_t pos = 0, cols = 0;
+    char buf[512];
+    size_t start = line_start(tr, &pos, &cols, 0, 0,
+                              tr->o->format == EVP_TREE_SIMPLE_INDENT, level);
+    if (name) {
+        put_plain(tr, &pos, name, strlen(name));
+    } else {
+        funcname(tr->t, func, buf, sizeof buf);
+        put(tr, &pos, buf);
+    }
+    cols = width(tr->line);
+    if (f && (*f->file || line)) {
+        pad(tr, &pos, &cols, start + FUNC_COL);
+        put(tr, &pos, "# ");
+        put(tr, &pos, *f->file ? f->file : "?");
+        snprintf(buf, sizeof buf, ":%u", f->line);
+        put(tr, &pos, buf);
+        if (line) {
+            snprintf(buf, sizeof buf, ", line %u", line);
+            put(tr, &pos, buf);
+        }
+    }
+    line_end(tr, pos);
+}
+
+/* A sample in the raw format: its time (trace clock), weight, frames,
+ * "sample", state word, opcode (name and number, "-" for none), code
+ * unit, then its stack, outermost first, ';' between frames. */
+static void sample_raw(struct tree *tr, const struct evp_sample *s)
+{
+    char buf[512];
+    size_t pos = 0;
+    int op = evp_sample_opcode(s->state);
+    tr->line[0] = '\0';
+    snprintf(buf, sizeof buf, "%" PRIu64 ".%09" PRIu64 " %u %d sample 0x%x ",
+             s->ts / 1000000000u, s->ts % 1000000000u, s->weight, s->depth,
+             s->state);
+    put(tr, &pos, buf);
+    if (op >= 0) {
+        evp_view_op_name(tr->t, (unsigned)op, buf, sizeof buf);
+        put(tr, &pos, buf);
+        snprintf(buf, sizeof buf, " %d %u ", op, s->unit);
+    } else {
+        snprintf(buf, sizeof buf, "- - %u ", s->unit);
+    }
+    put(tr, &pos, buf);
+    if (s->flags & EVP_SMPF_CUT)
+        put(tr, &pos,
+            s->depth ? EVP_STACK_UNKNOWN_NAME ";" : EVP_STACK_UNKNOWN_NAME);
+    for (int32_t i = 0; i < s->depth; i++) {
+        funcname(tr->t, s->func[i], buf, sizeof buf);
+        put(tr, &pos, buf);
+        if (i + 1 < s->depth)
+            put(tr, &pos, ";");
+    }
+    if (!s->depth && !(s->flags & EVP_SMPF_CUT))
+        put(tr, &pos, "-");
+    fputs(tr->line, tr->out);
+    putc('\n', tr->out);
+}
+
+/* A sample: a line with the time it stands for (its periods x the
+ * period), its instruction and what the thread was doing, then its stack
+ * a frame a line, outermost first, as deep as the tree draws (the frames
+ * below max_depth one line). */
+static void print_sample(struct tree *tr, const struct evp_sample *s)
+{
+    if (tr->o->format == EVP_TREE_RAW) {
+        sample_raw(tr, s);
+        return;
+    }
+    const struct evp_trace *t = tr->t;
+    size_t pos = 0, cols = 0;
+    char buf[512];
+    size_t start =
+        line_start(tr, &pos, &cols, evp_sample_ns(t, s->weight), 1, 0, 0);
+    put_plain(tr, &pos, "sample", 6);
+    cols += 6;
+    int op = evp_sample_opcode(s->state);
+    if (op >= 0 && evp_sample_ip_current(t, s->state)) {
+        pad(tr, &pos, &cols, start + OP_COL);
+        evp_view_op_name(t, (unsigned)op, buf, sizeof buf);
+        put(tr, &pos, buf);
+        snprintf(buf, sizeof buf, " (%d)", op);
+        put(tr, &pos, buf);
+        cols = width(tr->line);
+    }
+    pad(tr, &pos, &cols, start + FUNC_COL);
+    uint64_t at = s->ts > evp_trace_info(t)->start_ns
+                      ? s->ts - evp_trace_info(t)->start_ns
+                      : 0;
+    snprintf(buf, sizeof buf, "# at %" PRIu64 ".%09" PRIu64 " s: %s",
+             at / 1000000000u, at % 1000000000u,
+             evp_sample_cat_name(evp_sample_cat(s->state, s->stack)));
+    put(tr, &pos, buf);
+    if (s->weight > 1) {
+        snprintf(buf, sizeof buf, " (%u periods)", s->weight);
+        put(tr, &pos, buf);
+    }
+    line_end(tr, pos);
+    int32_t level = 0, cap = (int32_t)tr->o->max_depth;
+    if (s->flags & EVP_SMPF_CUT)
+        frame_line(tr, level++, EVP_STACK_UNKNOWN_NAME, 0, 0);
+    for (int32_t i = 0; i < s->depth; i++, level++) {
+        if (cap && level >= cap) {
+            snprintf(buf, sizeof buf, "[%d frame%s deeper than %d elided]",
+                     s->depth - i, s->depth - i == 1 ? "" : "s", cap);
+            frame_line(tr, level, buf, 0, 0);
+            tr->places++;
+            if (s->depth + (level - i) > tr->deepest)
+                tr->deepest = s->depth + (level - i);
+            break;
+        }
+        uint32_t line = 0;
+        if (i + 1 == s->depth && tr->lines &&
+            evp_sample_ip_current(t, s->state))
+            line = evp_lines_line(tr->lines, s->func[i], s->unit);
+        frame_line(tr, level, NULL, s->func[i], line);
+    }
+}
+
+static int tree_samples(void *ctx, const struct evp_sample *s, size_t n)
+{
+    struct tree *tr = ctx;
+    for (size_t i = 0; i < n; i++) {
+        if (tr->o->filter &&
+            evp_filter_sample(&tr->fr, &s[i]) != EVP_FILTER_KEEP)
+            continue;
+        print_sample(tr, &s[i]);
+    }
+    return ferror(tr->out) ? -EIO : 0;
+}
+
 static void banner(FILE *out, const char *what)
 {
     fprintf(out, "####################\n# %s\n####################\n", what);
@@ -405,26 +565,47 @@ static int tree_end(void *ctx, const struct evp_stream *s)
 int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
 {
     struct tree tr = {.t = t, .out = out, .o = o};
+    int sampled = evp_sampled_only(t);
     if (evp_filter_open(&tr.fr, t, o->filter) < 0)
         return -EINVAL;
+    if (sampled && !(tr.lines = evp_lines_open(t))) {
+        evp_filter_close(&tr.fr);
+        return -ENOMEM;
+    }
     tr.nstreams = o->stream >= 0 ? 1 : evp_trace_nstreams(t);
     static const char *const names[] = {"simple-indent", "simple", "raw"};
     fprintf(out, "reading from %s\n(showing results in '%s' format)\n\n",
             evp_trace_info(t)->path, names[o->format]);
     evp_view_header(out, t, "# ", 18, o->compensate, o->ns);
+    if (sampled)
+        fprintf(out,
+                "%-18sa sampled trace: each sample at its time, with its "
+                "stack, the time on its left the timer periods it stands "
+                "for (estimated); what ran between samples was not "
+                "traced\n",
+                "# note:");
     fputc('\n', out);
     static const struct evp_replay_ops ops = {tree_begin, tree_events, tree_end,
                                               NULL};
+    static const struct evp_replay_ops sops = {tree_begin, NULL, tree_end,
+                                               tree_samples};
     struct evp_replay_opts ro = {
         .compensate = o->compensate, .stream = o->stream, .frames = &tr.frames};
-    int rc = evp_replay(t, &ro, &ops, &tr);
+    int rc = evp_replay(t, &ro, sampled ? &sops : &ops, &tr);
     evp_filter_close(&tr.fr);
+    evp_lines_close(tr.lines);
     if (evp_trace_nstreams(t) == 0) {
         banner(out, "BEGIN TRACE");
         fputc('\n', out);
         banner(out, "END TRACE");
     }
-    if (tr.places)
+    if (tr.places && sampled)
+        fprintf(stderr,
+                "evalprof: note: tree: stacks deeper than %zu frames (the "
+                "deepest %" PRId32 ") are cut in %zu place%s, each to one "
+                "line (--max-depth 0 shows every frame)\n",
+                o->max_depth, tr.deepest, tr.places, tr.places == 1 ? "" : "s");
+    else if (tr.places)
         fprintf(stderr,
                 "evalprof: note: tree: events deeper than %zu frames (the "
                 "deepest at depth %" PRId32 ") are elided in %zu place%s, "

@@ -39,6 +39,7 @@ struct evp_filter_run {
     const struct evp_filter *f;
     uint64_t start;  /* trace-clock ns of the trace's start */
     uint8_t *funcs;  /* by function id: FUNC matches it */
+    uint32_t nfuncs; /* entries of FUNCS - 1 */
     int32_t in_func; /* depth of the matched call open, -1: none */
 };
 
@@ -57,6 +58,10 @@ void evp_filter_stream(struct evp_filter_run *r);
 #define EVP_FILTER_AFTER 2 /* at or past the window's end */
 /* Whether E is shown; called for every event of a stream, in order. */
 int evp_filter_event(struct evp_filter_run *r, const struct evp_event *e);
+/* Whether sample S is shown: its time in the window, and with FUNC that
+ * function on its stack (EVP_FILTER_*; MAX_DEPTH is the view's). */
+int evp_filter_sample(const struct evp_filter_run *r,
+                      const struct evp_sample *s);
 /* The frames open at kept event E that are shown, a pop's own included:
  * levels *LO+1 .. the result (level L is FUNC[L-1] of the replay's
  * frames).  A view opens those it has not (the window began inside them)

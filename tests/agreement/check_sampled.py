@@ -8,7 +8,8 @@ Writes mksampled's trace (tests/sampled/sampgen.h), then reads summary
 --funcs --ns (each function's estimated self and inclusive time), export
 --format folded, the flame graph's frames (their <title> values and
 depths), export --format speedscope (its sampled profiles: stacks of
-frame indexes and their weights), export --format pprof (decoded here:
+frame indexes and their weights), tree --format raw (each sample's
+weight and stack), export --format pprof (decoded here:
 each sample's stack and its estimated ns and periods), pstats (read by
 Python's pstats: tt and ct, and nc, the periods on the stacks) and
 callgrind (each function's self cost and the cost of the calls to it,
@@ -310,6 +311,27 @@ def with_lines(t, ref):
     return done
 
 
+def tree():
+    """Times of `tree --format raw`: each sample's stack (function names,
+    outermost first) and its weight x the period; names are matched to
+    the summary's "name (file:line)" through the folded stacks' names."""
+    full = {}
+    for line in run("export", "--format", "folded", "-o", "-",
+                    trace).splitlines():
+        for f in line.rsplit(" ", 1)[0].split(";"):
+            if is_func(f):
+                full[f.rsplit(" (", 1)[0]] = f
+    t = Times()
+    row = re.compile(r"^\d+\.\d{9} (\d+) \d+ sample \S+ \S+ \S+ \d+ (\S+)$")
+    for line in run("tree", "--no-pager", "--format", "raw",
+                    trace).splitlines():
+        m = row.match(line)
+        if m:
+            frames = [full.get(f, f) for f in m[2].split(";") if f != "-"]
+            t.stack(frames, int(m[1]) * PERIOD)
+    return t
+
+
 def leaf_rows(flag):
     """{leaf: [ns, share %]} of folded FLAG's and flamegraph FLAG's leaves
     that are not functions nor [bracketed], summed over the stacks."""
@@ -406,7 +428,8 @@ for f, ns in ref.incl.items():
         print(f"FAIL: pstats: {f} nc {ps_nc[f]}, summary {ns} ns")
         bad += 1
 for view, got in [("folded", folded()), ("flamegraph", flamegraph()),
-                  ("speedscope", speedscope()), ("pprof", pp_times),
+                  ("speedscope", speedscope()), ("tree", tree()),
+                  ("pprof", pp_times),
                   ("pstats", ps_times), ("callgrind", cg_times)]:
     tol = max(got.lines, 1)
     for what, a, b in [("self", ref.self, got.self),
