@@ -206,7 +206,11 @@ struct evp_diff_opts {
 int evp_view_diff(struct evp_trace *base, struct evp_trace *new_, FILE *out,
                   const struct evp_diff_opts *o);
 
-/* ---- timeline (chrome.c): Trace Event Format JSON ------------------ */
+/* ---- timeline (chrome.c): Trace Event Format JSON ------------------
+ *
+ * A sampled trace's timeline has sample events and their stack frames
+ * (chrome) or sampled profiles (speedscope); FILTER may only name its
+ * stream. */
 struct evp_chrome_opts {
     int ops;    /* every instruction as a slice */
     int phases; /* the loop's phases as slices */

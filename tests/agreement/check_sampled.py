@@ -9,7 +9,8 @@ Writes mksampled's trace (tests/sampled/sampgen.h), then reads summary
 --format folded, the flame graph's frames (their <title> values and
 depths), export --format speedscope (its sampled profiles: stacks of
 frame indexes and their weights), tree --format raw (each sample's
-weight and stack), export --format pprof (decoded here:
+weight and stack), export --format chrome (each sample event's stack
+frame and periods), export --format pprof (decoded here:
 each sample's stack and its estimated ns and periods), pstats (read by
 Python's pstats: tt and ct, and nc, the periods on the stacks) and
 callgrind (each function's self cost and the cost of the calls to it,
@@ -311,6 +312,31 @@ def with_lines(t, ref):
     return done
 
 
+def chrome():
+    """Times of export --format chrome: each sample event's stack (its
+    "sf" up the stackFrames' parents) and its periods x the period."""
+    d = json.loads(run("export", "--format", "chrome", "-o", "-", trace))
+    frames = d["stackFrames"]
+    full = {}
+    for line in run("export", "--format", "folded", "-o", "-",
+                    trace).splitlines():
+        for f in line.rsplit(" ", 1)[0].split(";"):
+            if is_func(f):
+                full[(f.rsplit(" (", 1)[0], f.rsplit(" (", 1)[1]
+                      .split(":")[0])] = f
+    t = Times()
+    for e in d["traceEvents"]:
+        if e["ph"] != "P":
+            continue
+        stack, sf = [], str(e["sf"])
+        while sf:
+            f = frames[sf]
+            stack.append(full.get((f["name"], f["category"]), f["name"]))
+            sf = f.get("parent")
+        t.stack(stack[::-1], e["args"]["periods"] * PERIOD)
+    return t
+
+
 def tree():
     """Times of `tree --format raw`: each sample's stack (function names,
     outermost first) and its weight x the period; names are matched to
@@ -429,6 +455,7 @@ for f, ns in ref.incl.items():
         bad += 1
 for view, got in [("folded", folded()), ("flamegraph", flamegraph()),
                   ("speedscope", speedscope()), ("tree", tree()),
+                  ("chrome", chrome()),
                   ("pprof", pp_times),
                   ("pstats", ps_times), ("callgrind", cg_times)]:
     tol = max(got.lines, 1)

@@ -755,6 +755,7 @@ static int sampled_views(struct evp_trace *t)
     }
     struct evp_chrome_opts co = {.ops = 1, .phases = 1};
     bad += evp_view_speedscope(t, out, &co) < 0;
+    bad += evp_view_chrome(t, out, &co) < 0;
     struct evp_diff_opts d = {.funcs = 1};
     bad += evp_view_diff(t, t, out, &d) < 0;
     struct evp_profile_opts po = {.ops = 1, .phases = 1, .max_depth = 2};

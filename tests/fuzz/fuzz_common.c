@@ -301,6 +301,7 @@ void fuzz_views(struct evp_trace *t, unsigned pick)
         struct evp_chrome_opts co = {.ops = (int)(pick >> 13 & 1),
                                      .phases = (int)(pick >> 14 & 1)};
         FUZZ_CHECK(evp_view_speedscope(t, out, &co) == 0, "speedscope view");
+        FUZZ_CHECK(evp_view_chrome(t, out, &co) == 0, "sampled chrome view");
         struct evp_diff_opts dop = {.funcs = 1};
         FUZZ_CHECK(evp_view_diff(t, t, out, &dop) == 0, "sampled diff view");
         /* and the profiles of its samples */

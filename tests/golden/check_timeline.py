@@ -16,6 +16,11 @@ off, whole and filtered (a window across frames, a depth):
               a "B" before it, nothing left open, complete slices with a
               duration >= 0.
 
+A sampled trace (the golden sampled-summary's), each of --ops/--phases
+on and off and one --thread: chrome's sample events ("P") in time order
+per thread, each naming a stackFrames entry whose parents are entries,
+its slices by the rules above; speedscope's sampled profiles.
+
 Prints one line per check and exits 1 when any fails.
 """
 import json
@@ -92,6 +97,55 @@ def check_chrome(name, doc):
     print("ok: %s: %d trace events" % (name, n))
 
 
+def check_chrome_sampled(name, doc):
+    frames = doc.get("stackFrames")
+    if not isinstance(frames, dict) or not frames:
+        return fail("%s: no stackFrames" % name)
+    for k, f in frames.items():
+        if not isinstance(f.get("name"), str) or \
+                ("parent" in f and f["parent"] not in frames):
+            return fail("%s: stack frame %s: %r" % (name, k, f))
+    last, n = {}, 0
+    for e in doc["traceEvents"]:
+        if e["ph"] != "P":
+            continue
+        n += 1
+        key = (e.get("pid"), e.get("tid"))
+        if str(e.get("sf")) not in frames:
+            return fail("%s: sample names no stack frame: %r" % (name, e))
+        if e["ts"] < last.get(key, 0):
+            return fail("%s: samples out of time order on %r" % (name, key))
+        last[key] = e["ts"]
+    if not n:
+        return fail("%s: no sample events" % name)
+    check_chrome(name, doc)
+
+
+def check_speedscope_sampled(name, doc):
+    frames = doc["shared"]["frames"]
+    for p in doc["profiles"]:
+        if p["type"] != "sampled" or len(p["samples"]) != len(p["weights"]):
+            return fail("%s: profile %r" % (name, p.get("name")))
+        for st in p["samples"]:
+            if any(i >= len(frames) for i in st):
+                return fail("%s: a frame index outside the table" % name)
+    print("ok: %s: %d profiles" % (name, len(doc["profiles"])))
+
+
+def export_json(evalprof, fmt, opts, trace, name):
+    p = subprocess.run([evalprof, "export", "--format", fmt] + opts + [trace],
+                       capture_output=True)
+    if p.returncode != 0:
+        fail("%s: exit %d: %s" % (name, p.returncode,
+                                  p.stderr.decode(errors="replace")))
+        return None
+    try:
+        return json.loads(p.stdout.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        fail("%s: not JSON: %s" % (name, e))
+        return None
+
+
 def main():
     evalprof, synthetic, golden = sys.argv[1:4]
     tmp = tempfile.mkdtemp(prefix="evp-timeline-")
@@ -125,6 +179,15 @@ def main():
                 except (UnicodeDecodeError, ValueError) as e:
                     fail("%s: not JSON: %s" % (name, e))
                     continue
+                check(name, doc)
+    sampled = os.path.join(golden, "sampled-summary", "a.evp")
+    for opts in ([], ["--ops"], ["--phases"], ["--ops", "--phases"],
+                 ["--thread", "1002"]):
+        for fmt, check in (("chrome", check_chrome_sampled),
+                           ("speedscope", check_speedscope_sampled)):
+            name = "%s sampled %s" % (fmt, " ".join(opts) or "(stacks)")
+            doc = export_json(evalprof, fmt, opts, sampled, name)
+            if doc is not None:
                 check(name, doc)
     subprocess.run(["rm", "-rf", tmp])
     return 1 if failures else 0
