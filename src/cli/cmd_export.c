@@ -182,7 +182,7 @@ static const struct format {
     unsigned events;    /* X_*: the options for a trace of events */
     unsigned samples;   /* X_*: for a sampled trace */
 } formats[] = {
-    {"text", export_text, NULL, R_EVENTS, 0, 0},
+    {"text", export_text, NULL, R_BOTH, 0, 0},
     {"evp", export_evp, "a binary trace", R_BOTH, X_ZSTD, X_ZSTD},
     {"folded", export_folded, NULL, R_BOTH,
      X_OPS | X_PHASES | X_LINES | X_RAW | X_DEPTH,

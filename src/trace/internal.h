@@ -188,6 +188,10 @@ EVP_HIDDEN void evp_segments_order(struct evp_trace *t, uint32_t stream,
 /* Stack ids are dense too: one beyond every entry read plus this is
  * damage. */
 #define MAX_STACK_AHEAD 65536u
+/* One STACKS entry (samples.c): 0, -EINVAL when refused (an id far
+ * beyond the entries read, a caller or function out of range), -ENOMEM. */
+EVP_HIDDEN int evp_stack_add(struct evp_trace *t, uint64_t id, uint64_t parent,
+                             uint64_t func);
 /* A STACKS payload (samples.c): its entries kept for the table, a
  * damaged entry warned about (chunk CHUNK at byte OFF) and refused.
  * Returns 0, or -1 when the payload does not parse at all. */

@@ -27,6 +27,25 @@
 #define DEFINED UINT32_MAX        /* entry read, depth not yet known */
 #define VISITING (UINT32_MAX - 1) /* on the walk being resolved */
 
+int evp_stack_add(struct evp_trace *t, uint64_t id, uint64_t parent,
+                  uint64_t func)
+{
+    /* ids are dense: far beyond the entries read is damage, refused
+     * before it sizes the table.  A caller is not bounded so: one defined
+     * later (a writer's "<unknown stack>" node, after the table) is found
+     * then, and one never defined is a missing caller, warned of once the
+     * table is read. */
+    uint64_t bound = (uint64_t)t->nsraw + MAX_STACK_AHEAD;
+    if (id == 0 || id > bound || parent > UINT32_MAX || func > MAX_FUNC_ID)
+        return -EINVAL;
+    if (evp_grow((void **)&t->sraw, &t->sraw_cap, t->nsraw + 1, sizeof *t->sraw,
+                 256))
+        return -ENOMEM;
+    t->sraw[t->nsraw++] =
+        (struct stack_entry){(uint32_t)id, (uint32_t)parent, (uint32_t)func};
+    return 0;
+}
+
 int evp_stacks_parse(struct evp_trace *t, const uint8_t *p, size_t len,
                      uint32_t chunk, uint64_t off)
 {
@@ -46,23 +65,11 @@ int evp_stacks_parse(struct evp_trace *t, const uint8_t *p, size_t len,
                             chunk, off, i, n);
             break;
         }
-        /* ids are dense: far beyond the entries read is damage, refused
-         * before it sizes the table.  A caller is not bounded so: one
-         * defined later (a writer's "<unknown stack>" node, after the
-         * table) is found then, and one never defined is a missing
-         * caller, warned of once the table is read. */
-        uint64_t bound = (uint64_t)t->nsraw + MAX_STACK_AHEAD;
-        if (id == 0 || id > bound || parent > UINT32_MAX ||
-            func > MAX_FUNC_ID) {
-            if (!refused++)
-                first_bad = id;
-            continue;
-        }
-        if (evp_grow((void **)&t->sraw, &t->sraw_cap, t->nsraw + 1,
-                     sizeof *t->sraw, 256))
+        int rc = evp_stack_add(t, id, parent, func);
+        if (rc == -ENOMEM)
             return -1;
-        t->sraw[t->nsraw++] = (struct stack_entry){
-            (uint32_t)id, (uint32_t)parent, (uint32_t)func};
+        if (rc < 0 && !refused++)
+            first_bad = id;
     }
     if (refused)
         evp_trace_warnf(t,

@@ -19,7 +19,11 @@
  * comments to an older reader (docs/FORMAT.md): "# opcode: N NAME BASE",
  * "# meta: key=value", "# function: ID<TAB>LINE<TAB>FILE<TAB>NAME" (then
  * enter/exit lines carry the id), "# thread: ID TID NAME" (the following
- * events belong to that thread), and a second op argument, the oparg.
+ * events belong to that thread), a second op argument, the oparg, and for
+ * a sampled trace "# stack: ID PARENT FUNC" (its stack table) and
+ * "# sample: <sec>.<nsec> STACK STATE WEIGHT UNIT" (a sample of the
+ * current thread, docs/FORMAT.md "Samples"), read back into the samples
+ * a binary trace holds.
  *
  * The reader is a hand-written scanner over the file in memory, or over a
  * stream (a pipe, standard input) a window at a time, keeping the records
@@ -88,6 +92,12 @@ struct run {
     uint64_t last_ts; /* of the stream's last record */
     uint32_t seq;     /* runs encoded so far */
     uint64_t events;  /* events (not "log written" records) */
+    /* the stream's samples, encoded as SAMPLES payloads likewise */
+    struct evp_sample_rec *sv;
+    size_t sn, scap;
+    uint64_t slast_ts;
+    uint32_t sseq;
+    uint64_t samples;
 };
 
 struct text_reader {
@@ -124,6 +134,29 @@ static int flush_run(struct text_reader *rd, size_t i)
     seg.payload = evp_trace_own(rd->t, fit ? fit : p);
     r->n = 0;
     if (!seg.payload || evp_stream_add_segment(&rd->t->streams[i], &seg) < 0)
+        return -1;
+    return 0;
+}
+
+/* Encode stream I's waiting samples as one more SAMPLES segment, indexed
+ * as a binary trace's (samples.c); 0 or -1. */
+static int flush_samples(struct text_reader *rd, size_t i)
+{
+    struct run *r = &rd->runs[i];
+    if (!r->sn)
+        return 0;
+    struct segment seg = {0};
+    uint8_t *p = malloc(evp_samples_bound(r->sn));
+    if (!p)
+        return -1;
+    seg.pf.stream = rd->t->streams[i].pub.id;
+    seg.pf.seq = r->sseq++;
+    seg.len = evp_samples_encode(p, &seg.pf, r->sv, r->sn, NULL);
+    uint8_t *fit = realloc(p, seg.len);
+    seg.payload = evp_trace_own(rd->t, fit ? fit : p);
+    r->sn = 0;
+    if (!seg.payload ||
+        evp_samples_index(rd->t, &rd->t->streams[i], &seg, seg.payload) < 0)
         return -1;
     return 0;
 }
@@ -441,6 +474,55 @@ static void c_function(struct text_reader *rd, const char *r, const char *end)
     rd->explicit_ids = 1;
 }
 
+/* "# stack: ID PARENT FUNC": a node of the stack table (its caller's
+ * node, 0 for none, and its function's id). */
+static void c_stack(struct text_reader *rd, const char *r, const char *end)
+{
+    uint64_t id, parent, func;
+    const char *e = parse_u64(skip_spaces(r, end), end, &id);
+    if (e)
+        e = parse_u64(skip_spaces(e, end), end, &parent);
+    if (e)
+        e = parse_u64(skip_spaces(e, end), end, &func);
+    if (!e || skip_spaces(e, end) != end) {
+        bad_line(rd, "malformed '# stack:' line");
+        return;
+    }
+    if (evp_stack_add(rd->t, id, parent, func) == -EINVAL)
+        bad_line(rd, "'# stack:' line out of range");
+}
+
+/* "# sample: <sec>.<nsec> STACK STATE WEIGHT UNIT": a sample of the
+ * current thread (docs/FORMAT.md "Samples"). */
+static void c_sample(struct text_reader *rd, const char *r, const char *end)
+{
+    uint64_t ts, v[4];
+    const char *e = parse_time(skip_spaces(r, end), end, &ts);
+    for (int k = 0; k < 4 && e; k++) {
+        e = parse_u64(skip_spaces(e, end), end, &v[k]);
+        if (e && v[k] > UINT32_MAX)
+            e = NULL;
+    }
+    if (!e || skip_spaces(e, end) != end) {
+        bad_line(rd, "malformed '# sample:' line");
+        return;
+    }
+    long i = current(rd);
+    if (i < 0)
+        return;
+    struct run *run = &rd->runs[i];
+    if ((run->sn && ts < run->slast_ts && flush_samples(rd, (size_t)i) < 0) ||
+        evp_grow((void **)&run->sv, &run->scap, run->sn + 1, sizeof *run->sv,
+                 16))
+        return;
+    run->sv[run->sn++] = (struct evp_sample_rec){
+        ts, (uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[3], (uint32_t)v[2]};
+    run->slast_ts = ts;
+    run->samples++;
+    if (run->sn == RUN)
+        flush_samples(rd, (size_t)i);
+}
+
 /* "# thread: ID TID [NAME]": the following events are that thread's. */
 static void c_thread(struct text_reader *rd, const char *r, const char *end)
 {
@@ -480,6 +562,8 @@ static const struct comment_kind {
     {"meta:", c_meta, 1},
     {"function:", c_function, 1},
     {"thread:", c_thread, 1},
+    {"stack:", c_stack, 1},
+    {"sample:", c_sample, 1},
 };
 
 /* A "# ..." line (without the leading "#"); any other is a plain
@@ -705,8 +789,10 @@ void evp_text_reader_free(struct evp_trace *t)
     struct text_reader *rd = t->open_text;
     if (!rd)
         return;
-    for (size_t i = 0; i < rd->nruns; i++)
+    for (size_t i = 0; i < rd->nruns; i++) {
         free(rd->runs[i].v);
+        free(rd->runs[i].sv);
+    }
     free(rd->runs);
     free(rd->pending);
     evp_itab_free(&rd->names);
@@ -743,13 +829,15 @@ int evp_text_read(struct evp_trace *t, const char *data, size_t n, int fd,
                         rd->bad_lines, rd->bad_lines > 1 ? "s" : "");
 
     for (size_t i = 0; i < rd->nruns; i++) {
-        if (flush_run(rd, i) < 0) {
+        if (flush_run(rd, i) < 0 || flush_samples(rd, i) < 0) {
             evp_text_reader_free(t);
             snprintf(err, errlen, "out of memory");
             return -ENOMEM;
         }
         t->streams[i].pub.events += rd->runs[i].events;
-        t->streams[i].pub.chunks++;
+        /* (a stream of samples has their chunks, counted apart) */
+        if (rd->runs[i].events || !rd->runs[i].samples)
+            t->streams[i].pub.chunks++;
     }
     uint64_t end_line = rd->end_line;
     evp_text_reader_free(t);
@@ -876,6 +964,20 @@ static int tw_begin(void *ctx, const struct evp_stream *s)
     return 0;
 }
 
+/* A stream's samples follow its events, one "# sample:" line each. */
+static int tw_samples(void *ctx, const struct evp_sample *smp, size_t n)
+{
+    struct text_writer *w = ctx;
+    for (size_t i = 0; i < n; i++) {
+        const struct evp_sample *s = &smp[i];
+        fputs("# sample: ", w->f);
+        put_time(w->f, s->ts);
+        fprintf(w->f, " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu32 "\n",
+                s->stack, s->state, s->weight, s->unit);
+    }
+    return ferror(w->f) ? -EIO : 0;
+}
+
 static int tw_events(void *ctx, const struct evp_event *ev, size_t n)
 {
     struct text_writer *w = ctx;
@@ -993,6 +1095,8 @@ int evp_trace_write_text_to(struct evp_trace *t, FILE *f, const char *name,
                 put_escaped(f, t->ops[op].name);
                 fprintf(f, " %u\n", t->ops[op].base);
             }
+    /* (a stack table names functions by id) */
+    w.ids = t->nstacks > 0;
     for (size_t id = 1; id < t->nfuncs; id++) {
         const struct evp_func *fn = &t->funcs[id];
         /* Files and lines need the table; so does a gap in the ids: names
@@ -1012,6 +1116,13 @@ int evp_trace_write_text_to(struct evp_trace *t, FILE *f, const char *name,
             put_escaped(f, fn->name);
             putc('\n', f);
         }
+    /* The stack table of a sampled trace, its nodes in id order (a cut
+     * chain's node keeps its missing caller: the copy is cut as the
+     * original is). */
+    for (uint32_t id = 1; id <= t->nstacks; id++)
+        if (t->stacks[id].depth)
+            fprintf(f, "# stack: %" PRIu32 " %" PRIu32 " %" PRIu32 "\n", id,
+                    t->stacks[id].parent, t->stacks[id].func);
     /* One stream needs no "# thread:" line when it is what reading
      * without one gives back: stream 0, no tid, the default name, some
      * events. */
@@ -1022,7 +1133,8 @@ int evp_trace_write_text_to(struct evp_trace *t, FILE *f, const char *name,
                   strcmp(t->streams[0].pub.name, "stream 0") != 0));
     putc('\n', f);
 
-    static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL, NULL};
+    static const struct evp_replay_ops ops = {tw_begin, tw_events, NULL,
+                                              tw_samples};
     struct evp_replay_opts o = {.stream = -1, .keep_log = 1};
     int rc = evp_replay(t, &o, &ops, &w);
     if (rc == 0 && (fflush(f) != 0 || ferror(f))) {

@@ -10,7 +10,9 @@ Writes mksampled's trace (tests/sampled/sampgen.h), then reads summary
 depths), export --format speedscope (its sampled profiles: stacks of
 frame indexes and their weights), tree --format raw (each sample's
 weight and stack), export --format chrome (each sample event's stack
-frame and periods), export --format pprof (decoded here:
+frame and periods), export --format text (each "# sample:" line's
+stack node and weight; read back, the same summary), export --format
+pprof (decoded here:
 each sample's stack and its estimated ns and periods), pstats (read by
 Python's pstats: tt and ct, and nc, the periods on the stacks) and
 callgrind (each function's self cost and the cost of the calls to it,
@@ -337,6 +339,42 @@ def chrome():
     return t
 
 
+def text():
+    """Times of export --format text: each "# sample:" line's stack (its
+    node up the "# stack:" lines, the functions of "# function:") and its
+    weight x the period; and the summary of the text read back, which
+    must be the trace's but for the path it names."""
+    out = run("export", "--format", "text", "-o", "-", trace)
+    funcs, nodes = {}, {}
+    t = Times()
+    for line in out.splitlines():
+        if line.startswith("# function: "):
+            id_, ln, file, name = line[len("# function: "):].split("\t")
+            funcs[id_] = f"{name} ({file}:{ln})"
+        elif line.startswith("# stack: "):
+            id_, parent, func = line.split()[2:]
+            nodes[id_] = (parent, func)
+        elif line.startswith("# sample: "):
+            _, _, _, node, state, weight, unit = line.split()
+            stack = []
+            while node in nodes:
+                stack.append(funcs[nodes[node][1]])
+                node = nodes[node][0]
+            t.stack(stack[::-1], int(weight) * PERIOD)
+    copy = os.path.join(TMP, "sampled.trace")
+    with open(copy, "w") as f:
+        f.write(out)
+    # (the summary's first line names the trace)
+    a = run("summary", "--funcs", trace).split("\n", 1)[1] + \
+        run("summary", "--lines", trace)
+    b = run("summary", "--funcs", copy).split("\n", 1)[1] + \
+        run("summary", "--lines", copy)
+    if a != b:
+        print("FAIL: text: the summary of the text read back differs")
+        t.self["(the copy's summary)"] = -1
+    return t
+
+
 def tree():
     """Times of `tree --format raw`: each sample's stack (function names,
     outermost first) and its weight x the period; names are matched to
@@ -455,7 +493,7 @@ for f, ns in ref.incl.items():
         bad += 1
 for view, got in [("folded", folded()), ("flamegraph", flamegraph()),
                   ("speedscope", speedscope()), ("tree", tree()),
-                  ("chrome", chrome()),
+                  ("chrome", chrome()), ("text", text()),
                   ("pprof", pp_times),
                   ("pstats", ps_times), ("callgrind", cg_times)]:
     tol = max(got.lines, 1)
