@@ -1977,7 +1977,10 @@ class Sampled(Case):
         script = prog("sample_hot.py")
         plain = self.plain([script, "3"])
         trace = self.path("vg.evp")
-        p = subprocess.run([valgrind, "--tool=none", "-q", PY, "-m",
+        # (--trace-children: make pythons' launchers are scripts that exec
+        # the interpreter through its root's loader)
+        p = subprocess.run([valgrind, "--tool=none", "-q",
+                            "--trace-children=yes", PY, "-m",
                             "evalprof", "-q", "-o", trace, "--sample",
                             script, "3"], capture_output=True, text=True,
                            env=env(), cwd=self.tmp, timeout=600)
