@@ -81,10 +81,14 @@ int cmd_report(int argc, char **argv)
         o.compensate = co.compensate != 0;
     }
     int rc = EVP_CLI_REPORTED;
-    int sampled = 0;
-    for (int i = 0; i < 2 && !sampled; i++)
-        sampled = t[i] && evp_cli_refuse_sampled("report", t[i]);
-    if (!sampled && t[0] && (n == 1 || t[1]))
+    int mixed =
+        t[0] && t[1] && evp_sampled_only(t[0]) != evp_sampled_only(t[1]);
+    if (mixed)
+        evp_cli_error("report: %s is a sampled trace and %s is not: a sampled "
+                      "trace is compared with another sampled trace",
+                      evp_sampled_only(t[0]) ? argv[optind] : argv[optind + 1],
+                      evp_sampled_only(t[0]) ? argv[optind + 1] : argv[optind]);
+    else if (t[0] && (n == 1 || t[1]))
         rc = evp_view_report(t[0], t[1], f, &o);
     status = evp_cli_report_close(&of, rc);
     for (int i = 0; i < 2; i++)

@@ -12,13 +12,19 @@
  * Every figure comes from the replay the summary and diff views use
  * (evp_stats_compute, with the same compensation) and is formatted by the
  * same helpers, so the page shows the numbers `evalprof summary` prints.
+ * A sampled trace's page shows its samples' figures (evp_stats_samples):
+ * the summary's head on the samples among the facts, where the thread
+ * was, the phases, the opcodes and the functions, each row's share with
+ * its 95% interval and its estimated time, and the flame graph of the
+ * samples' stacks; of two sampled runs, their shares and the changes,
+ * marked where significant, as `evalprof diff` compares them.
  * Names from the trace are written only as escaped HTML text (never into
  * the script, which reads the tables' cells); each number cell carries
  * its exact value in data-v for sorting.  A flame graph is the SVG of
  * flamegraph.c inside an iframe's srcdoc, so that its ids and script stay
  * its own; the page's script (report.js) is embedded at build time.
  */
-#define _GNU_SOURCE /* open_memstream */
+#define _GNU_SOURCE /* open_memstream, qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -82,9 +88,21 @@ static void fact(FILE *out, const char *key, const char *value)
     fputs("</td></tr>\n", out);
 }
 
-/* The header block of the summary, as a table, then the notes. */
+/* A sampled trace's lines of the summary's head (summary.c). */
+static void sampled_facts(FILE *m, struct evp_trace *t,
+                          const struct evp_sample_stats *a)
+{
+    uint64_t scratch[3];
+    double trials = evp_sample_trials(a->total, a->w2);
+    evp_summary_sampled_header(m, &t, a, 1, a->total, trials, a->samples,
+                               scratch, PAGE_IN_NS);
+}
+
+/* The header block of the summary, as a table, then the notes (S: a
+ * trace's of events, A: a sampled trace's). */
 static void facts(FILE *out, struct evp_trace *t, const struct evp_stats *s,
-                  int compensate, const char *label)
+                  const struct evp_sample_stats *a, int compensate,
+                  const char *label)
 {
     const struct evp_trace_info *in = evp_trace_info(t);
     char c[800];
@@ -99,6 +117,8 @@ static void facts(FILE *out, struct evp_trace *t, const struct evp_stats *s,
     FILE *m = open_memstream(&hdr, &hlen);
     if (m) {
         evp_view_header(m, t, "", 0, compensate, PAGE_IN_NS);
+        if (a)
+            sampled_facts(m, t, a);
         fclose(m);
     }
     for (char *line = hdr; line && *line;) {
@@ -119,15 +139,16 @@ static void facts(FILE *out, struct evp_trace *t, const struct evp_stats *s,
     if (!*evp_view_producer_note(t, c, sizeof c))
         fact(out, "producer",
              in->text ? "text trace (the discussion's format)" : in->producer);
-    if (!in->has_kind_cost && !(in->event_cost_ns > 0))
+    if (!a && !in->has_kind_cost && !(in->event_cost_ns > 0))
         fact(out, "overhead", "no per-event cost measured: nothing subtracted");
     if (!in->dropped)
         fact(out, "dropped", "none");
     fputs("</table>\n<ul class=\"notes\">\n", out);
-    /* Kinds the producer cannot emit, as the summary names them. */
+    /* Kinds the producer cannot emit, as the summary names them (a
+     * sampled trace emits none) */
     size_t l = 0;
     c[0] = 0;
-    for (unsigned k = 0; k < EVP_EV_CLASSIC_COUNT && l < sizeof c; k++)
+    for (unsigned k = 0; !a && k < EVP_EV_CLASSIC_COUNT && l < sizeof c; k++)
         if (!(in->can_emit & EVP_KIND_BIT(k)))
             l += (size_t)snprintf(c + l, sizeof c - l, "%s%s", l ? ", " : "",
                                   evp_kind_name(k));
@@ -137,7 +158,7 @@ static void facts(FILE *out, struct evp_trace *t, const struct evp_stats *s,
         fputs("; an instrumented interpreter (mode A) records them.</li>\n",
               out);
     }
-    if (s->replay.unmatched || s->replay.unclosed)
+    if (s && (s->replay.unmatched || s->replay.unclosed))
         fprintf(out,
                 "<li>%" PRIu64 " exit%s without a matching enter and %" PRIu64
                 " frame%s still open at the end (a trace started or cut "
@@ -434,6 +455,242 @@ static int diff_tables(FILE *out, struct evp_trace *t[2], struct evp_stats s[2])
     return 0;
 }
 
+/* ---- a sampled trace's tables ------------------------------------------ */
+
+/* A share cell and its interval: K of N periods, counting as TRIALS
+ * samples (the summary's cells, evp_share_cells). */
+static void share_cells(FILE *out, uint64_t k, uint64_t n, double trials)
+{
+    char sh[16], ci[32];
+    evp_share_cells(k, n, trials, sh, sizeof sh, ci, sizeof ci);
+    num(out, n ? 100.0 * (double)k / (double)n : 0, sh);
+    fputs("<td class=\"n\">", out);
+    h(out, ci);
+    fputs("</td>", out);
+}
+
+/* A table of the matched rows K of one run, T: each row's share of
+ * TOTAL periods, interval and estimated time (with INCL, self then
+ * inclusive); names cut as the terminal's are not: FUNCS splits a
+ * function's "file:line" into a cell of its own. */
+static void share_rows(FILE *out, const char *id, struct evp_trace *t,
+                       const struct evp_match *k, uint64_t total, double trials,
+                       int incl, int funcs)
+{
+    static const char *const one[] = {"name", "share", "95% CI", "est. time",
+                                      NULL};
+    static const char *const two[] = {"function", "file:line", "self",
+                                      "95% CI",   "est. time", "inclusive",
+                                      "95% CI",   "est. time", NULL};
+    table_head(out, id, incl ? two : one);
+    for (size_t i = 0; i < k->n; i++) {
+        const struct evp_match_row *r = &k->r[i];
+        fputs("<tr>", out);
+        if (funcs) {
+            uint32_t fid = (uint32_t)r->order;
+            const struct evp_func *f = evp_trace_func(t, fid);
+            name_cell(out, f ? f->name : EVP_STACK_UNKNOWN_NAME);
+            fputs("<td class=\"file\">", out);
+            if (f && *f->file) {
+                h(out, f->file);
+                fprintf(out, ":%u", f->line);
+            }
+            fputs("</td>", out);
+        } else {
+            name_cell(out, r->name);
+        }
+        for (int c = 0; c <= incl; c++) {
+            share_cells(out, r->w[c], total, trials);
+            us_cell(out, evp_sample_ns(t, r->w[c]));
+        }
+        fputs("</tr>\n", out);
+    }
+    fputs("</tbody></table>\n", out);
+}
+
+/* Heaviest first, then as matched: the summary's order by share. */
+static int by_weight(const void *x, const void *y, void *arg)
+{
+    const struct evp_match_row *a = x, *b = y;
+    int c = *(const int *)arg;
+    if (a->w[c] != b->w[c])
+        return a->w[c] < b->w[c] ? 1 : -1;
+    if (a->w[0] != b->w[0])
+        return a->w[0] < b->w[0] ? 1 : -1;
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+/* One sampled run: where the thread was, the phases the samples name,
+ * the opcodes and the functions, each row's share with its interval and
+ * its estimated time, as `summary --funcs` of the trace prints them. */
+static int sampled_tables(FILE *out, struct evp_trace *t,
+                          const struct evp_sample_stats *a)
+{
+    struct evp_match k = {.runs = 1};
+    double trials = evp_sample_trials(a->total, a->w2);
+    int rc = evp_match_sample_where(&k, &t, a);
+    if (rc)
+        goto done;
+    fputs("<section id=\"where\"><h2>Where the sampled thread was</h2>\n", out);
+    share_rows(out, "t-where", t, &k, a->total, trials, 0, 0);
+    fputs("</section>\n", out);
+    evp_match_free(&k);
+    int col = 0;
+    /* the phases the samples name (an instrumented interpreter's) */
+    if (a->total > a->phase[0]) {
+        for (int p = 1; p <= 32 && !rc; p++) {
+            if (!a->phase[p])
+                continue;
+            struct evp_match_row *d =
+                evp_match_add(&k, evp_kind_name((unsigned)p - 1));
+            if (!d) {
+                rc = -ENOMEM;
+                break;
+            }
+            snprintf(d->name, sizeof d->name, "%s",
+                     evp_kind_name((unsigned)p - 1));
+            d->w[0] = d->w[1] = a->phase[p];
+            d->order = (uint64_t)p;
+        }
+        if (a->phase[0] && !rc) {
+            struct evp_match_row *d = evp_match_add(&k, "(none reported)");
+            if (!d)
+                rc = -ENOMEM;
+            else {
+                snprintf(d->name, sizeof d->name, "(none reported)");
+                d->w[0] = d->w[1] = a->phase[0];
+            }
+        }
+        if (rc)
+            goto done;
+        if (k.n)
+            qsort_r(k.r, k.n, sizeof *k.r, by_weight, &col);
+        fputs("<section id=\"phases\"><h2>Time by loop phase</h2>\n", out);
+        share_rows(out, "t-phases", t, &k, a->total, trials, 0, 0);
+        fputs("</section>\n", out);
+        evp_match_free(&k);
+    }
+    k.runs = 1;
+    if ((rc = evp_match_sample_ops(&k, &t, a)) < 0)
+        goto done;
+    if (k.n)
+        qsort_r(k.r, k.n, sizeof *k.r, by_weight, &col);
+    fputs("<section id=\"ops\"><h2>Opcodes</h2>\n", out);
+    share_rows(out, "t-ops", t, &k, a->total, trials, 0, 0);
+    fputs("</section>\n", out);
+    evp_match_free(&k);
+    k.runs = 1;
+    if ((rc = evp_match_sample_funcs(&k, &t, a, 1)) < 0)
+        goto done;
+    col = 1; /* by inclusive share, as summary --sort total */
+    if (k.n)
+        qsort_r(k.r, k.n, sizeof *k.r, by_weight, &col);
+    /* (a row's order is its function id; <unknown stack> is past them) */
+    fputs("<section id=\"funcs\"><h2>Functions</h2>\n"
+          "<p><label>Filter by name: <input type=\"search\" "
+          "id=\"filter-funcs\" data-table=\"t-funcs\"></label> "
+          "<span class=\"shown\" id=\"shown-funcs\"></span></p>\n",
+          out);
+    share_rows(out, "t-funcs", t, &k, a->total, trials, 1, 1);
+    fprintf(out, "<p>total: %zu functions</p></section>\n", k.n);
+done:
+    evp_match_free(&k);
+    return rc;
+}
+
+/* The two runs' periods, for ordering their rows by the change of
+ * share. */
+struct evp_sample_shares {
+    uint64_t total[2];
+};
+
+static int by_share_change(const void *x, const void *y, void *arg)
+{
+    const struct evp_match_row *a = x, *b = y;
+    const struct evp_sample_shares *s = arg;
+    double n0 = s->total[0] ? (double)s->total[0] : 1,
+           n1 = s->total[1] ? (double)s->total[1] : 1;
+    double da = fabs((double)a->w[2] / n1 - (double)a->w[0] / n0),
+           db = fabs((double)b->w[2] / n1 - (double)b->w[0] / n0);
+    if (da != db)
+        return da < db ? 1 : -1;
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+/* Two sampled runs: where, opcodes and functions (self), each run's
+ * share, the change in points and whether it is significant at 95%, and
+ * each run's estimated time, as `diff` of the traces compares them. */
+static int sampled_diff_tables(FILE *out, struct evp_trace *t[2],
+                               const struct evp_sample_stats a[2])
+{
+    static const char *const titles[3] = {"Where the sampled thread was",
+                                          "Opcodes", "Functions (self)"};
+    static const char *const ids[3] = {"t-diff-where", "t-diff-ops",
+                                       "t-diff-funcs"};
+    double trials[2] = {evp_sample_trials(a[0].total, a[0].w2),
+                        evp_sample_trials(a[1].total, a[1].w2)};
+    int rc = 0;
+    for (int which = 0; which < 3 && !rc; which++) {
+        struct evp_match k = {.runs = 2};
+        rc = which == 0   ? evp_match_sample_where(&k, t, a)
+             : which == 1 ? evp_match_sample_ops(&k, t, a)
+                          : evp_match_sample_funcs(&k, t, a, 1);
+        if (rc) {
+            evp_match_free(&k);
+            break;
+        }
+        static const char *const cols[] = {
+            "name", "base share", "new share", "change",
+            "z",    "base est.",  "new est.",  NULL};
+        /* the rows that moved most first, as diff orders them */
+        struct evp_sample_shares sh = {{a[0].total, a[1].total}};
+        if (k.n)
+            qsort_r(k.r, k.n, sizeof *k.r, by_share_change, &sh);
+        fprintf(out, "<section id=\"%s\"><h2>%s, BASE to NEW</h2>\n",
+                ids[which] + 2, titles[which]);
+        if (which == 2)
+            fputs("<p><label>Filter by name: <input type=\"search\" "
+                  "id=\"filter-diff-funcs\" data-table=\"t-diff-funcs\">"
+                  "</label> <span class=\"shown\" id=\"shown-diff-funcs\">"
+                  "</span></p>\n",
+                  out);
+        table_head(out, ids[which], cols);
+        for (size_t i = 0; i < k.n; i++) {
+            const struct evp_match_row *r = &k.r[i];
+            double p0 = a[0].total ? (double)r->w[0] / (double)a[0].total : 0,
+                   p1 = a[1].total ? (double)r->w[2] / (double)a[1].total : 0,
+                   z;
+            int sig = evp_two_prop_z(p0, trials[0], p1, trials[1], &z);
+            char c0[16], c1[16], ch[32], zz[16];
+            snprintf(c0, sizeof c0, "%.1f%%", 100 * p0);
+            snprintf(c1, sizeof c1, "%.1f%%", 100 * p1);
+            snprintf(ch, sizeof ch, "%+.1f pp%s", 100 * (p1 - p0),
+                     sig ? " *" : "");
+            snprintf(zz, sizeof zz, "%+.1f", z);
+            fputs("<tr>", out);
+            name_cell(out, r->name);
+            num(out, 100 * p0, c0);
+            num(out, 100 * p1, c1);
+            num(out, 100 * (p1 - p0), ch);
+            num(out, z, zz);
+            us_cell(out, evp_sample_ns(t[0], r->w[0]));
+            us_cell(out, evp_sample_ns(t[1], r->w[2]));
+            fputs("</tr>\n", out);
+        }
+        fputs("</tbody></table>\n", out);
+        if (which == 0)
+            fputs("<p class=\"note\">Shares of each run's timer periods; "
+                  "the change in percentage points, * where it is "
+                  "significant at 95% (a two-proportion z-test over each "
+                  "run's samples' effective count, which covers the "
+                  "sampling error only, not the samplers' bias).</p>\n",
+                  out);
+        fputs("</section>\n", out);
+        evp_match_free(&k);
+    }
+    return rc;
+}
+
 /* ---- flame graphs ----------------------------------------------------- */
 
 static int feed(void *ctx, const char *stack, size_t len, uint64_t ns)
@@ -544,15 +801,24 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
 {
     struct evp_trace *t[2] = {base, new_};
     int two = new_ != NULL;
+    /* sampled traces are shown from their samples (a command refuses a
+     * sampled run beside one of events) */
+    int sampled = evp_sampled_only(base);
     struct evp_stats s[2];
+    struct evp_sample_stats sa[2];
     int rc = 0;
-    for (int i = 0; i < 1 + two; i++)
-        if ((rc = evp_stats_compute(t[i], &s[i], o->compensate, -1, 1)) < 0) {
-            if (i)
+    for (int i = 0; i < 1 + two; i++) {
+        rc = sampled ? evp_stats_samples(t[i], &sa[i], -1, 0)
+                     : evp_stats_compute(t[i], &s[i], o->compensate, -1, 1);
+        if (rc < 0) {
+            if (i && sampled)
+                evp_stats_samples_free(&sa[0]);
+            else if (i)
                 evp_stats_free(&s[0]);
             fprintf(stderr, "evalprof: report: %s\n", strerror(-rc));
             return rc;
         }
+    }
     const char *p0 = evp_trace_info(base)->path;
     char title[512];
     if (two)
@@ -567,8 +833,8 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
     fputs(two ? "s</h2>\n<div class=\"runs\">\n" : "</h2>\n", out);
     for (int i = 0; i < 1 + two; i++) {
         fputs(two ? "<div>" : "", out);
-        facts(out, t[i], &s[i], o->compensate,
-              two ? (i ? "NEW" : "BASE") : NULL);
+        facts(out, t[i], sampled ? NULL : &s[i], sampled ? &sa[i] : NULL,
+              o->compensate, two ? (i ? "NEW" : "BASE") : NULL);
         fputs(two ? "</div>\n" : "", out);
     }
     fputs(two ? "</div>\n" : "", out);
@@ -594,9 +860,10 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
     }
     fputs("</section>\n", out);
     if (two)
-        rc = diff_tables(out, t, s);
+        rc = sampled ? sampled_diff_tables(out, t, sa) : diff_tables(out, t, s);
     else
-        rc = run_tables(out, base, &s[0]);
+        rc = sampled ? sampled_tables(out, base, &sa[0])
+                     : run_tables(out, base, &s[0]);
     if (!rc)
         rc = two ? flame(out, base, new_, o) : flame(out, NULL, base, o);
     fputs("<footer><p>Written by evalprof. Tables: click a column's heading to "
@@ -605,8 +872,12 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
           out);
     fputs(report_js, out);
     fputs("</script>\n</body></html>\n", out);
-    for (int i = 0; i < 1 + two; i++)
-        evp_stats_free(&s[i]);
+    for (int i = 0; i < 1 + two; i++) {
+        if (sampled)
+            evp_stats_samples_free(&sa[i]);
+        else
+            evp_stats_free(&s[i]);
+    }
     if (rc < 0)
         fprintf(stderr, "evalprof: report: %s\n", strerror(-rc));
     return rc < 0 ? rc : (ferror(out) ? -EIO : 0);

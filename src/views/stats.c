@@ -545,3 +545,54 @@ int evp_match_sample_funcs(struct evp_match *k, struct evp_trace *const *t,
     evp_match_merge(k);
     return 0;
 }
+
+static int cmp_order(const void *x, const void *y)
+{
+    const struct evp_match_row *a = x, *b = y;
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+int evp_match_sample_where(struct evp_match *k, struct evp_trace *const *t,
+                           const struct evp_sample_stats *a)
+{
+    /* the JIT's rows beside the eval loop's */
+    static const int order[EVP_SCAT__COUNT] = {
+        EVP_SCAT_EVAL,   EVP_SCAT_JIT,      EVP_SCAT_JIT_CALLED,
+        EVP_SCAT_C_CALL, EVP_SCAT_GIL_WAIT, EVP_SCAT_SYSCALL,
+        EVP_SCAT_NO_GIL, EVP_SCAT_OTHER,    EVP_SCAT_NO_FRAME,
+        EVP_SCAT_NO_PC};
+    /* traces whose producer could not tell a blocked thread from the
+     * rest have one row for every sample without the GIL, in its place */
+    int blocked = 1, no_gil = 0;
+    for (size_t i = 0; i < k->runs; i++)
+        blocked &= evp_trace_info(t[i])->sample_blocked;
+    for (int ci = 0; ci < EVP_SCAT__COUNT; ci++)
+        if (order[ci] == EVP_SCAT_NO_GIL)
+            no_gil = ci;
+    int jit = evp_sample_jit_told(t, k->runs);
+    for (int ci = 0; ci < EVP_SCAT__COUNT; ci++) {
+        int c = order[ci];
+        uint64_t any = 0;
+        for (size_t i = 0; i < k->runs; i++)
+            any |= a[i].cat[c];
+        if (c == EVP_SCAT_NO_PC && !any)
+            continue; /* only the sampler thread's samples have no PC */
+        if ((c == EVP_SCAT_JIT || c == EVP_SCAT_JIT_CALLED) && !any && !jit)
+            continue; /* an interpreter without a JIT */
+        int merged =
+            !blocked && (c == EVP_SCAT_GIL_WAIT || c == EVP_SCAT_SYSCALL ||
+                         c == EVP_SCAT_NO_GIL);
+        const char *nm = merged ? "no GIL" : evp_sample_cat_name(c);
+        struct evp_match_row *d = evp_match_add(k, nm);
+        if (!d)
+            return -ENOMEM;
+        d->cols = evp_esc_term_cell(d->name, sizeof d->name, nm, 70);
+        for (size_t i = 0; i < k->runs; i++)
+            d->w[2 * i] = d->w[2 * i + 1] = a[i].cat[c];
+        d->order = (uint64_t)(merged ? no_gil : ci);
+    }
+    evp_match_merge(k); /* the "no GIL" rows summed */
+    if (k->n)
+        qsort(k->r, k->n, sizeof *k->r, cmp_order);
+    return 0;
+}

@@ -180,6 +180,14 @@ int evp_match_sample_ops(struct evp_match *k, struct evp_trace *const *t,
 int evp_match_sample_funcs(struct evp_match *k, struct evp_trace *const *t,
                            const struct evp_sample_stats *a, int wide);
 
+/* The rows of summary's where table of K->runs runs, in its order: each
+ * state of a sampled thread (enum evp_sample_cat), the JIT's rows where a
+ * producer could tell JIT code, the "no program counter" row where a
+ * sample had none, and one "no GIL" row for every sample without the GIL
+ * unless every run told the blocked ones apart.  0 or -ENOMEM. */
+int evp_match_sample_where(struct evp_match *k, struct evp_trace *const *t,
+                           const struct evp_sample_stats *a);
+
 /* ---- statistics of samples (sampled.c) -------------------------------- */
 
 /* A row's periods summed over the runs, and the estimated time, one
@@ -219,6 +227,15 @@ void evp_sample_pooled_lines(FILE *out, struct evp_trace *const *t, size_t runs,
 
 /* `summary` of the RUNS sampled traces T (one, or several runs pooled),
  * o->lines aside.  0 or a negative errno. */
+/* Its head's lines on the samples (sampled:, est. time:, missed:,
+ * estimate: and the notes on what the figures cover) of the RUNS traces
+ * T, their figures A; TOTAL periods and SAMPLES samples summed over the
+ * runs, counting as TRIALS (evp_sample_trials); SCRATCH has 3 * RUNS
+ * slots; durations in UNIT. */
+void evp_summary_sampled_header(FILE *out, struct evp_trace *const *t,
+                                const struct evp_sample_stats *a, size_t runs,
+                                uint64_t total, double trials, uint64_t samples,
+                                uint64_t *scratch, int unit);
 int evp_summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
                         const struct evp_summary_opts *o);
 

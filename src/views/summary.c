@@ -841,10 +841,10 @@ static void sparse_line(FILE *out, struct evp_trace *const *t, size_t runs,
 /* The sampled:, est. time:, missed: and estimate: lines (and of runs
  * sampled at different rates or clocks, a note:); TOTAL and SAMPLES are
  * summed over the runs. */
-static void sampled_header(FILE *out, struct evp_trace *const *t,
-                           const struct evp_sample_stats *a, size_t runs,
-                           uint64_t total, double trials, uint64_t samples,
-                           uint64_t *scratch, int unit)
+void evp_summary_sampled_header(FILE *out, struct evp_trace *const *t,
+                                const struct evp_sample_stats *a, size_t runs,
+                                uint64_t total, double trials, uint64_t samples,
+                                uint64_t *scratch, int unit)
 {
     const struct evp_trace_info *in = evp_trace_info(t[0]);
     char c1[32], c2[32], v[48], r[112];
@@ -1076,46 +1076,18 @@ int evp_summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
                 evp_trace_info(t[0])->path);
         evp_view_header(out, t[0], "", 11, 0, o->ns);
     }
-    sampled_header(out, t, a, runs, total, trials, samples, scratch, o->ns);
+    evp_summary_sampled_header(out, t, a, runs, total, trials, samples, scratch,
+                               o->ns);
     fputc('\n', out);
 
-    /* traces whose producer could not tell a blocked thread from the
-     * rest have one row for every sample without the GIL */
-    int blocked = 1;
-    for (size_t i = 0; i < runs; i++)
-        blocked &= evp_trace_info(t[i])->sample_blocked;
-    /* the JIT's rows beside the eval loop's */
-    static const int where_order[EVP_SCAT__COUNT] = {
-        EVP_SCAT_EVAL,   EVP_SCAT_JIT,      EVP_SCAT_JIT_CALLED,
-        EVP_SCAT_C_CALL, EVP_SCAT_GIL_WAIT, EVP_SCAT_SYSCALL,
-        EVP_SCAT_NO_GIL, EVP_SCAT_OTHER,    EVP_SCAT_NO_FRAME,
-        EVP_SCAT_NO_PC};
-    for (int ci = 0; ci < EVP_SCAT__COUNT; ci++) {
-        int c = where_order[ci];
-        uint64_t any = 0;
-        for (size_t i = 0; i < runs; i++)
-            any |= a[i].cat[c];
-        if (c == EVP_SCAT_NO_PC && !any)
-            continue; /* only the sampler thread's samples have no PC */
-        if ((c == EVP_SCAT_JIT || c == EVP_SCAT_JIT_CALLED) && !any &&
-            !evp_sample_jit_told(t, runs))
-            continue; /* an interpreter without a JIT */
-        if (!blocked && (c == EVP_SCAT_GIL_WAIT || c == EVP_SCAT_SYSCALL)) {
-            for (size_t i = 0; i < runs; i++) {
-                a[i].cat[EVP_SCAT_NO_GIL] += a[i].cat[c];
-                a[i].cat[c] = 0;
-            }
-            continue;
-        }
-        struct srow *r = &rows[n++];
-        r->cols = evp_esc_term_cell(
-            r->name, sizeof r->name,
-            blocked || c != EVP_SCAT_NO_GIL ? evp_sample_cat_name(c) : "no GIL",
-            70);
-        srow_agg(r, t, runs, a, offsetof(struct evp_sample_stats, cat[c]),
-                 scratch);
-        r->order = (uint32_t)ci;
+    struct evp_match where = {.runs = runs};
+    if ((rc = evp_match_sample_where(&where, t, a)) < 0) {
+        evp_match_free(&where);
+        goto done;
     }
+    krows_to_srows(&where, rows, t, scratch);
+    n = where.n;
+    evp_match_free(&where);
     share_table(out, "where (state of the sampled thread)", rows, n, total,
                 trials, 0, o->ns, runs);
     fputc('\n', out);

@@ -3,8 +3,9 @@
 
 Records a small program whose functions have hostile names (markup,
 "onload=", "</svg>", quotes, control bytes) with the stock-interpreter
-recorder, takes tests/flame/data/hostile.trace as well, writes
-`evalprof report` for each run and for two runs, and has check.mjs load
+recorder, takes tests/flame/data/hostile.trace and the golden sampled
+traces as well, writes `evalprof report` for each run and for two runs,
+and has check.mjs load
 each page from file:// with every request refused.  Then the page's
 figures are compared with what `evalprof summary` and `evalprof diff`
 print for the same traces: the same rows in the same order, the same
@@ -243,6 +244,20 @@ def main():
                 compare_diff(*traces, page)
                 names = [r[0] for r in page["tables"]["t-diff-funcs"]["rows"]]
                 check(any(term(HOSTILE[2]) in n for n in names), "hostile names in the diff table as text")
+        # sampled traces: the page of one and of two runs (their figures:
+        # sampled.py), their scripts, sorting and filtering
+        golden = os.path.join(HERE, "..", "golden")
+        sa = os.path.join(golden, "sampled-summary", "a.evp")
+        sb = os.path.join(golden, "sampled-diff", "b.evp")
+        for name, args in (("sampled", [sa]), ("sampled-diff", [sa, sb])):
+            html = os.path.join(tmp, name + ".html")
+            run("report", "-o", html, *args)
+            page = browse(html, tmp, name, term="hot")
+            if page:
+                want = "t-where" if len(args) == 1 else "t-diff-where"
+                check(want in page["tables"] and
+                      len(page["tables"][want]["rows"]) >= 3,
+                      f"{name}: the states of the sampled threads")
         # runs whose function sets differ: one row per function in both
         # the diff view and the page (BASE a, b; NEW c, a, b)
         pair = []
