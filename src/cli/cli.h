@@ -109,11 +109,6 @@ struct evp_trace *evp_cli_open_run(const char *cmd, const char *path,
  * reporting.  (enum evp_sort is in views.h.) */
 int evp_cli_parse_sort(const char *cmd, const char *arg, int *sort);
 
-/* A sampled trace (samples, no events) has nothing for CMD, a view of
- * events (a tree, a timeline): returns 1 after one line saying so and
- * naming the commands that show samples, else 0. */
-int evp_cli_refuse_sampled(const char *cmd, struct evp_trace *t);
-
 /* Flush stdout and report a write error (perf's run_builtin check).
  * Returns STATUS, or 1 when stdout could not be written. */
 int evp_cli_finish(int status);

@@ -319,17 +319,3 @@ long evp_cli_parse_long(const char *opt, const char *val)
     }
     return v;
 }
-
-int evp_cli_refuse_sampled(const char *cmd, struct evp_trace *t)
-{
-    if (!evp_sampled_only(t))
-        return 0;
-    evp_cli_error("%s: %s is a sampled trace: it has samples and no events "
-                  "to show %s (use summary, flamegraph, export --format "
-                  "folded or export --format speedscope)",
-                  cmd, evp_trace_info(t)->path,
-                  strcmp(cmd, "tree") == 0        ? "a tree of"
-                  : strstr(cmd, "chrome") != NULL ? "as a timeline"
-                                                  : "in this format");
-    return 1;
-}
