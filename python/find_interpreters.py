@@ -37,7 +37,7 @@ import os
 import subprocess
 import sys
 
-SUPPORTED = ((3, 11), (3, 12), (3, 13))
+SUPPORTED = ((3, 11), (3, 12), (3, 13), (3, 14), (3, 15))
 # The versions tools/pythons.sh provides, and their launchers' names.
 ROOT_VERSIONS = ("3.14", "3.15")
 NAMES = ("python3", "python3.11", "python3.12", "python3.13", "python3.14",

@@ -26,7 +26,7 @@ pkgs_test="libcmocka-dev clang clang-format libclang-rt-14-dev golang-go valgrin
 pkgs_test="$pkgs_test python3-mesonpy python3-build python3-venv patchelf groff-base"
 pkgs_cpython="dpkg-dev build-essential libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev libgdbm-dev xz-utils"
 # the private root of CPython 3.14 and 3.15 (tools/pythons.sh)
-pkgs_pythons="mmdebstrap"
+pkgs_pythons="mmdebstrap patchelf"
 pkgs_browser="chromium"
 pkgs_bench="libdevel-nytprof-perl"
 

@@ -15,16 +15,19 @@
 # running them), and `make pythons` names the ones no longer used.
 #
 # BUILD/pythons/ (default build/pythons) then holds:
-#   python3.14, python3.15   launchers that behave like the user's own
-#                            python3.14: each runs the root's interpreter
-#                            through the root's own dynamic loader
-#                            (ld-linux ... --library-path ROOT's libraries
-#                            --argv0 LAUNCHER), so that the program keeps
-#                            the host's files, working directory, /proc
-#                            and programs, and sys.executable is the
-#                            launcher itself: subprocess, multiprocessing
+#   python3.14, python3.15   the root's interpreters, copied and made to
+#                            run on the host: their ELF interpreter is the
+#                            root's dynamic loader and their library path
+#                            (DT_RPATH, patchelf) the root's libraries, so
+#                            that they behave like the user's own
+#                            python3.14: the program keeps the host's files,
+#                            working directory, /proc and programs;
+#                            sys.executable and /proc/self/exe are the
+#                            copy itself, so subprocess, multiprocessing
 #                            (spawn, forkserver) and `-m venv --without-pip`
-#                            start the same interpreter again
+#                            start the same interpreter again, and a
+#                            debugger, Valgrind or perf run it as any
+#                            program
 #   lib/python3.X, lib/python3, include/python3.X, include/TRIPLET/python3.X
 #                            links into the root: the prefix the launchers'
 #                            interpreters find beside their executable
@@ -77,16 +80,11 @@ log="$out/mmdebstrap.log"
 # finish STATE REASON: record the outcome, say it in one line, exit.
 finish() {
     printf '%s: %s\n' "$1" "$2" > "$out/status"
-    rm -f "$out/python3.14" "$out/python3.15"
+    rm -f "$out/python3.14" "$out/python3.15" "$out/python3.14.new" "$out/python3.15.new"
     case $1 in
     unavailable) echo "pythons: CPython 3.14 and 3.15 not available: $2 (their tests will skip)"; exit 3 ;;
     *) echo "pythons: FAILED: $2 (the 3.14 and 3.15 tests will fail)"; exit 1 ;;
     esac
-}
-
-# quote S: S as one single-quoted shell word.
-quote() {
-    printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"
 }
 
 key=$(printf 'suite=%s\npackages=%s\nrecipe=%s\n' "$suite" "$pkgs" "$recipe" |
@@ -157,8 +155,13 @@ fi
 
 # ---- the launchers ----------------------------------------------------------
 
+if ! command -v patchelf >/dev/null 2>&1 &&
+   ! sh "$top/tools/bootstrap.sh" pythons >"$log" 2>&1; then
+    finish unavailable "patchelf is not installed and cannot be ($(tail -n 1 "$log"))"
+fi
+
 # The root's loader (the interpreters' ELF interpreter) and its library
-# directories.
+# directory.
 interp=$(readelf -l "$root/usr/bin/python3.14" 2>/dev/null |
          sed -n 's/.*Requesting program interpreter: \(.*\)\]$/\1/p')
 [ -n "$interp" ] && [ -e "$root$interp" ] ||
@@ -166,7 +169,7 @@ interp=$(readelf -l "$root/usr/bin/python3.14" 2>/dev/null |
 libc=$(ls "$root"/usr/lib/*/libc.so.6 2>/dev/null | head -n 1)
 [ -n "$libc" ] || finish failed "no C library in $root/usr/lib"
 triplet=$(basename "$(dirname "$libc")")
-libpath="$root/lib/$triplet:$root/usr/lib/$triplet"
+libpath="$root/usr/lib/$triplet"
 
 rm -rf "$out/lib" "$out/include"
 mkdir -p "$out/lib" "$out/include/$triplet" || finish failed "cannot write to $out"
@@ -180,14 +183,15 @@ for v in $versions; do
     ln -s "$root/usr/include/python$v" "$out/include/python$v"
     ln -s "$root/usr/include/$triplet/python$v" "$out/include/$triplet/python$v"
     l="$out/python$v"
-    {
-        echo '#!/bin/sh'
-        echo "# CPython $v of the Debian $suite root $root, run through the"
-        echo "# root's own loader with the launcher as its argv[0]: made by"
-        echo "# evalprof's tools/pythons.sh."
-        echo "[ -x $(quote "$root$interp") ] || { echo \"python$v: the interpreter's root $root is gone: run make pythons\" >&2; exit 127; }"
-        echo "exec $(quote "$root$interp") --library-path $(quote "$libpath") --argv0 \"\$0\" $(quote "$root/usr/bin/python$v") \"\$@\""
-    } > "$l.new" && chmod +x "$l.new" && mv "$l.new" "$l" || finish failed "cannot write $l"
+    # A copy of the root's interpreter whose ELF interpreter is the root's
+    # loader and whose library path (DT_RPATH, which also serves the
+    # extension modules it loads) is the root's: it runs as any program
+    # of the host's, under a debugger, Valgrind or perf too.
+    cp "$root/usr/bin/python$v" "$l.new" 2>/dev/null &&
+        patchelf --set-interpreter "$root$interp" --force-rpath \
+            --set-rpath "$libpath" "$l.new" 2>"$out/patchelf.log" &&
+        mv "$l.new" "$l" ||
+        finish failed "cannot make $l from $root/usr/bin/python$v (patchelf: $(tail -n 1 "$out/patchelf.log" 2>/dev/null))"
     got=$("$l" -I -c 'import sys; print("%d.%d.%d" % sys.version_info[:3], sys.executable == sys.argv[1] or sys.executable)' "$l" 2>&1)
     case "$got" in
     "$v".*" True") ;;
@@ -197,7 +201,7 @@ for v in $versions; do
     found="$found, python$v ${got% True}"
 done
 mv "$out/status.new" "$out/status"
-echo "pythons: ${found#, } from Debian $suite ($root, $made), run as $out/python3.X through the root's loader"
+echo "pythons: ${found#, } from Debian $suite ($root, $made): $out/python3.X, run by the root's loader"
 
 # Roots of other package lists or recipes, left for whoever still uses them.
 for old in "$cache/$suite"-*; do

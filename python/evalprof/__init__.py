@@ -1,6 +1,6 @@
 """evalprof: trace CPython's bytecode evaluation loop.
 
-This package traces an unmodified CPython 3.11, 3.12 or 3.13 (evalprof's
+This package traces an unmodified CPython 3.11 to 3.15 (evalprof's
 "mode B") and writes the same ``.evp`` traces as the instrumented
 interpreter: every Python frame evaluated (enter, exit, resume, suspend),
 every instruction executed (op), exceptions, calls of C functions and the
@@ -29,7 +29,7 @@ a syntax error.
 """
 import sys
 
-SUPPORTED = ((3, 11), (3, 12), (3, 13))
+SUPPORTED = ((3, 11), (3, 12), (3, 13), (3, 14), (3, 15))
 
 
 def _unsupported_reason():

@@ -83,7 +83,7 @@ def _load_tracer():
             raise TracerUnavailable(
                 "evalprof: the evalprof._tracer extension was not built for "
                 "Python %s (%s); built for: %s.  Run `make` in the evalprof "
-                "tree: it builds one for every CPython 3.11-3.13 it finds."
+                "tree: it builds one for every CPython 3.11-3.15 it finds."
                 % (_version_tag(), sys.executable, built))
         path = os.path.join(here, same[-1])
     loader = importlib.machinery.ExtensionFileLoader("evalprof._tracer", path)

@@ -354,8 +354,10 @@ def _pristine_main():
     g.clear()
     g.update({"__name__": "__main__", "__doc__": None, "__package__": None,
               "__loader__": importlib.machinery.BuiltinImporter,
-              "__spec__": None, "__annotations__": {},
-              "__builtins__": builtins})
+              "__spec__": None, "__builtins__": builtins})
+    if sys.version_info < (3, 14):
+        # 3.14+ make a module's annotations when first asked (PEP 649)
+        g["__annotations__"] = {}
 
 
 def _set_path0(path0):
@@ -509,10 +511,21 @@ def main(argv=None, prog="python -m evalprof"):
     _pristine_main()
     if kind == "code" and sys.version_info >= (3, 13):
         # 3.13's main registers -c code with linecache, so that its
-        # tracebacks show the lines (in place of the bootstrap's, here).
+        # tracebacks show the lines (in place of the bootstrap's, here);
+        # 3.14+ register it by its code objects, keyed by file name,
+        # qualified name and first line, which a compilation of the same
+        # text gives again.
         import linecache
 
-        linecache._register_code("<string>", target, "<string>")
+        if sys.version_info >= (3, 14):
+            try:
+                code = compile(target, "<string>", "exec", dont_inherit=True)
+            except (SyntaxError, ValueError):
+                code = None  # run_main reports it, as the interpreter does
+            if code is not None:
+                linecache._register_code(code, target, "<string>")
+        else:
+            linecache._register_code("<string>", target, "<string>")
     if run == "importer":
         tracer.run_main("module", "__main__", alter_argv=False)
     else:

@@ -164,6 +164,9 @@ struct perf_run {
     struct evp_trace *t;
     struct evp_xc_trace xt;
     struct evp_collapse_stats cs;
+    /* a stripped interpreter whose eval loop was named (unnamed.c) */
+    char unnamed_dso[4096];
+    uint64_t unnamed_frames;
     int status; /* the profiled command's exit status */
     int xperf;  /* -X perf was added */
     time_t started;
@@ -421,9 +424,14 @@ static int collapse(const struct perf_args *a, struct perf_run *r)
     }
     struct evp_collapse_opts co = {.pid = a->with_pid};
     struct evp_collapse_stats *cs = &r->cs;
+    co.unnamed = evp_perf_unnamed_scan(text, len);
     rc = (!r->p.stacks || !r->p.hot)
              ? -ENOMEM
              : evp_perf_parse(text, len, &co, on_sample, &r->p, cs);
+    const char *un = evp_perf_unnamed_report(co.unnamed, &r->unnamed_frames);
+    if (un)
+        snprintf(r->unnamed_dso, sizeof r->unnamed_dso, "%s", un);
+    evp_perf_unnamed_free(co.unnamed);
     evp_flame_unmap(text, len, mapped);
     if (rc == -ERANGE) {
         evp_cli_error("%s: line %llu: %s %s is out of range (at most %llu)",
@@ -527,6 +535,14 @@ static void print_report(const struct perf_args *a, const struct perf_run *r)
                "start: the binaries lack frame pointers; --call-graph dwarf "
                "unwinds them\n",
                100.0 * (double)p->unrooted / (double)p->user);
+    }
+    if (r->unnamed_dso[0]) {
+        char n2[32];
+        printf("\nnote: %s is stripped: its eval loop has no name of its "
+               "own; %s frames in functions of %u KiB or more by its unwind "
+               "table are shown as %s\n",
+               r->unnamed_dso, evp_perf_count(n2, sizeof n2, r->unnamed_frames),
+               EVP_PERF_EVAL_MIN_BYTES / 1024, EVP_PERF_UNNAMED_EVAL);
     }
     printf("\nhot functions (top %ld by self share):\n", a->top);
     evp_hot_print(p->hot, stdout, (size_t)a->top);

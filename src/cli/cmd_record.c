@@ -23,7 +23,7 @@
  *     EVALPROF_SAMPLE_RATE, EVALPROF_SAMPLE_CLOCK,
  *     EVALPROF_SAMPLE_TIMER=thread and EVALPROF_SAMPLE_MAX_DEPTH for its
  *     options);
- *   - a stock CPython 3.11, 3.12 or 3.13 (mode B) runs it through the
+ *   - a stock CPython 3.11 to 3.15 (mode B) runs it through the
  *     evalprof package beside this binary (build/python in the build
  *     tree, PREFIX/lib/python3.X/site-packages installed), loaded by
  *     a -c bootstrap that puts that directory first on sys.path only while
@@ -58,14 +58,17 @@
 
 extern char **environ;
 
-/* Prints "VERSION IMPL MODE_A FREE_THREADED"; valid Python 2 and 3. */
+/* Prints "VERSION IMPL MODE_A FREE_THREADED DEBUG"; valid Python 2 and
+ * 3. */
 static const char probe_code[] =
     "import sys\n"
     "i = getattr(sys, 'implementation', None)\n"
     "g = getattr(sys, '_is_gil_enabled', None)\n"
-    "sys.stdout.write('%d.%d.%d %s %d %d\\n' % (tuple(sys.version_info[:3]) +"
+    "v = tuple(sys.version_info[:3])\n"
+    "sys.stdout.write('%d.%d.%d %s %d %d %d\\n' % (v +"
     " (getattr(i, 'name', 'cpython'), int(hasattr(sys, '_evalprof')),"
-    " int(g is not None and not g()))))\n";
+    " int(g is not None and not g()),"
+    " int(hasattr(sys, 'gettotalrefcount')))))\n";
 
 /*
  * The -c program that runs evalprof's runner from PKGDIR (sys.argv[1]).
@@ -82,6 +85,7 @@ struct probe {
     char impl[32];
     int mode_a;
     int free_threaded;
+    int debug;
 };
 
 /* Run PYTHON with the probe; 0, or -1 after printing why not. */
@@ -125,8 +129,8 @@ static int probe_python(const char *python, struct probe *p)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-        sscanf(buf, "%d.%d.%d %31s %d %d", &p->major, &p->minor, &p->micro,
-               p->impl, &p->mode_a, &p->free_threaded) != 6) {
+        sscanf(buf, "%d.%d.%d %31s %d %d %d", &p->major, &p->minor, &p->micro,
+               p->impl, &p->mode_a, &p->free_threaded, &p->debug) != 7) {
         evp_cli_error("record: %s is not a Python interpreter (it does not "
                       "answer `%s -I -c` with its version)",
                       python, python);
@@ -628,14 +632,18 @@ int cmd_record(int argc, char **argv)
     }
 
     int supported = strcmp(p.impl, "cpython") == 0 && p.major == 3 &&
-                    p.minor >= 11 && p.minor <= 13 && !p.free_threaded;
+                    p.minor >= 11 && p.minor <= 15 && !p.free_threaded &&
+                    !p.debug;
     if (!supported) {
         evp_cli_error("%s is %s %d.%d.%d%s, which evalprof cannot trace; "
-                      "supported: CPython 3.11, 3.12 and 3.13, or an "
+                      "supported: release builds of CPython 3.11, 3.12, "
+                      "3.13, 3.14 and 3.15 with the GIL, or an "
                       "evalprof-instrumented interpreter",
                       python, strcmp(p.impl, "cpython") ? p.impl : "Python",
                       p.major, p.minor, p.micro,
-                      p.free_threaded ? " (free-threaded)" : "");
+                      p.free_threaded ? " (free-threaded)"
+                      : p.debug       ? " (a debug build)"
+                                      : "");
         return 2;
     }
     if (peek) {

@@ -8,7 +8,9 @@
  *     spaces turned into '_' (optionally "-pid" or "-pid/tid" appended);
  *   - only the first event type met is kept, unless one is named;
  *   - callchain lines are "ip symbol+0xoff (dso)": the offset is dropped,
- *     "[unknown]" becomes "[dso basename]" (or "[unknown]"), ';' becomes
+ *     "[unknown]" becomes "[dso basename]" (or "[unknown]"; or, in a
+ *     stripped interpreter's eval loop, EVP_PERF_UNNAMED_EVAL: unnamed.c), ';'
+ * becomes
  *     ':', everything from the first '(' (other than "(anonymous
  *     namespace)") is dropped unless the name looks like a Go method, and
  *     quotes are deleted; "a->b" inline chains become "a;b_[i]";
@@ -124,7 +126,13 @@ static int add_func(struct parser *p, const struct evp_collapse_opts *o,
                     const char *mod, size_t modlen, int inlined)
 {
     size_t start = p->slen;
-    if (n == 9 && memcmp(f, "[unknown]", 9) == 0) {
+    const char *named = NULL;
+    if (n == 9 && memcmp(f, "[unknown]", 9) == 0 && o->unnamed)
+        named = evp_perf_unnamed_name(o->unnamed, mod, modlen, pc, pclen);
+    if (named) {
+        if (scratch_put(p, named, strlen(named)))
+            return -ENOMEM;
+    } else if (n == 9 && memcmp(f, "[unknown]", 9) == 0) {
         const char *base = "unknown";
         size_t blen = 7;
         if (!(modlen == 9 && memcmp(mod, "[unknown]", 9) == 0)) {

@@ -65,6 +65,11 @@ struct evp_ops {
     struct srcfile *files;
     size_t nfiles;
     const char *nolines_dso; /* a dso without line tables */
+    int nolines_stripped;    /* ... and without a symbol table */
+    /* a stripped interpreter whose unnamed eval loop held samples
+     * (unnamed.c): they have no line to map */
+    char *stripped_dso;
+    struct evp_perf_unnamed *unnamed; /* while the script is read */
 };
 
 struct evp_ops *evp_ops_new(void)
@@ -86,6 +91,7 @@ void evp_ops_free(struct evp_ops *o)
     }
     free(o->files);
     free(o->v);
+    free(o->stripped_dso);
     free(o);
 }
 
@@ -109,6 +115,7 @@ static int add_line(struct evp_ops *o, const char *s, const char *e)
         s++;
     if (s == ip || s == e || *s != ' ')
         return 0;
+    size_t iplen = (size_t)(s - ip);
     while (s < e && *s == ' ')
         s++;
     if (e - s < 3 || e[-1] != ')')
@@ -129,6 +136,19 @@ static int add_line(struct evp_ops *o, const char *s, const char *e)
             plus = p;
             break;
         }
+    if (!plus && send - sym == 9 && memcmp(sym, "[unknown]", 9) == 0 &&
+        evp_perf_unnamed_name(o->unnamed, open + 1,
+                              (size_t)(e - 1 - (open + 1)), ip, iplen)) {
+        /* the unnamed eval loop of a stripped interpreter */
+        o->eval++;
+        o->nolines++;
+        if (!o->stripped_dso) {
+            o->stripped_dso = strndup(open + 1, (size_t)(e - 1 - (open + 1)));
+            if (!o->stripped_dso)
+                return -ENOMEM;
+        }
+        return 0;
+    }
     if (!plus || !is_eval(sym, (size_t)(plus - sym)))
         return 0;
     char *end;
@@ -171,14 +191,20 @@ static int cmp_leaf(const void *a, const void *b)
 int evp_ops_read_script(struct evp_ops *o, const char *buf, size_t len)
 {
     const char *end = buf + len;
+    o->unnamed = evp_perf_unnamed_scan(buf, len);
     while (buf < end) {
         const char *nl = memchr(buf, '\n', (size_t)(end - buf));
         const char *e = nl ? nl : end;
         int rc = add_line(o, buf, e);
-        if (rc)
+        if (rc) {
+            evp_perf_unnamed_free(o->unnamed);
+            o->unnamed = NULL;
             return rc;
+        }
         buf = nl ? nl + 1 : end;
     }
+    evp_perf_unnamed_free(o->unnamed);
+    o->unnamed = NULL;
     if (!o->n)
         return 0;
     qsort(o->v, o->n, sizeof *o->v, cmp_leaf);
@@ -395,6 +421,22 @@ static int eval_line(Dwfl_Module *mod, Dwarf_Addr addr, const char **dir,
     return 1;
 }
 
+/* MOD's file has no symbol table of its own (strip(1) removed it, and
+ * the DWARF sections with it). */
+static int stripped(Dwfl_Module *mod)
+{
+    GElf_Addr bias;
+    Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+    if (!elf)
+        return 0;
+    Elf_Scn *scn = NULL;
+    GElf_Shdr sh;
+    while ((scn = elf_nextscn(elf, scn)) != NULL)
+        if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+            return 0;
+    return 1;
+}
+
 /* Resolve the leaves V[0..N) that share one dso. */
 static int resolve_dso(struct evp_ops *o, struct leaf *v, size_t n)
 {
@@ -447,8 +489,10 @@ static int resolve_dso(struct evp_ops *o, struct leaf *v, size_t n)
             o->nolines += l->n;
         }
     }
-    if (!lines && !o->nolines_dso)
+    if (!lines && !o->nolines_dso) {
         o->nolines_dso = v[0].dso;
+        o->nolines_stripped = stripped(mod);
+    }
     dwfl_end(dwfl);
     return 0;
 }
@@ -473,10 +517,18 @@ int evp_ops_resolve(struct evp_ops *o, char *msg, size_t len)
         }
         i = j;
     }
+    if (o->nolines == o->eval && (o->nolines_stripped || o->stripped_dso)) {
+        snprintf(msg, len,
+                 "%s is stripped: it has no symbol table and no DWARF line "
+                 "tables, so opcodes cannot be told from addresses (its "
+                 "debug symbols, or a build with -g, have them)",
+                 o->stripped_dso ? o->stripped_dso : o->nolines_dso);
+        return -1;
+    }
     if (o->nolines == o->eval) {
         snprintf(msg, len,
-                 "%s: no DWARF line tables for %s (built without -g, or "
-                 "stripped): opcodes cannot be told from addresses",
+                 "%s: no DWARF line tables for %s (built without -g): "
+                 "opcodes cannot be told from addresses",
                  o->nolines_dso ? o->nolines_dso : o->v[0].dso, EVAL_FN);
         return -1;
     }

@@ -68,6 +68,8 @@ struct evp_perf_sample {
     size_t line;       /* line number of the sample's header */
 };
 
+struct evp_perf_unnamed;
+
 struct evp_collapse_opts {
     int pid;             /* "comm-pid" process frames */
     int tid;             /* "comm-pid/tid" */
@@ -75,6 +77,9 @@ struct evp_collapse_opts {
     int annotate_jit;    /* "_[j]" on /tmp/perf-PID.map frames */
     int addrs;           /* "[mod <addr>]" for unresolved frames */
     const char *event;   /* keep only this event (default: the first) */
+    /* names for the unnamed eval loop of a stripped interpreter
+     * (unnamed.c), or NULL */
+    struct evp_perf_unnamed *unnamed;
 };
 
 struct evp_collapse_stats {
@@ -111,6 +116,58 @@ int evp_perf_parse(const char *buf, size_t len,
 /* Append the folded key of sample S (process frame first) to *BUF. */
 int evp_perf_sample_key(const struct evp_perf_sample *s, char **buf,
                         size_t *cap, size_t *len);
+
+/* ---- unnamed.c: the eval loop of a stripped interpreter ------------- */
+
+/* The name given to an unnamed frame in a stripped interpreter's eval
+ * loop (a function of EVP_PERF_EVAL_MIN_BYTES or more by its unwind
+ * table), counted as the eval function everywhere. */
+#define EVP_PERF_UNNAMED_EVAL "_PyEval_EvalFrameDefault.unnamed"
+#define EVP_PERF_EVAL_MIN_BYTES (48u * 1024)
+
+#ifdef EVP_HAVE_LIBDW
+/* Read perf script TEXT (LEN bytes) for files with unnamed frames that
+ * are stripped CPython interpreters, and prepare to name their eval
+ * loop.  NULL when there is none (or no memory: frames then stay
+ * unnamed). */
+struct evp_perf_unnamed *evp_perf_unnamed_scan(const char *text, size_t len);
+/* EVP_PERF_UNNAMED_EVAL when the unnamed frame at printed address PC (hex
+ * digits, PC_LEN) of file DSO lies in its eval loop, else NULL. */
+const char *evp_perf_unnamed_name(struct evp_perf_unnamed *u, const char *dso,
+                                  size_t dso_len, const char *pc,
+                                  size_t pc_len);
+/* A file whose frames were named, and how many (*FRAMES); NULL if none. */
+const char *evp_perf_unnamed_report(const struct evp_perf_unnamed *u,
+                                    uint64_t *frames);
+void evp_perf_unnamed_free(struct evp_perf_unnamed *u);
+#else
+/* Without libdw the frames stay unnamed. */
+static inline struct evp_perf_unnamed *evp_perf_unnamed_scan(const char *t,
+                                                             size_t n)
+{
+    (void)t;
+    (void)n;
+    return NULL;
+}
+static inline const char *evp_perf_unnamed_name(struct evp_perf_unnamed *u,
+                                                const char *d, size_t dn,
+                                                const char *pc, size_t pn)
+{
+    (void)u, (void)d, (void)dn, (void)pc, (void)pn;
+    return NULL;
+}
+static inline const char *
+evp_perf_unnamed_report(const struct evp_perf_unnamed *u, uint64_t *f)
+{
+    (void)u;
+    (void)f;
+    return NULL;
+}
+static inline void evp_perf_unnamed_free(struct evp_perf_unnamed *u)
+{
+    (void)u;
+}
+#endif
 
 /* ---- hot.c: hot-function table ------------------------------------- */
 

@@ -318,7 +318,7 @@ int evp_perf_record(const struct evp_perf_record_opts *o, int *added_xperf,
                    "-i",
                    data,
                    "-F",
-                   "comm,pid,tid,time,period,event,ip,sym,dso",
+                   "comm,pid,tid,time,period,event,ip,sym,symoff,dso",
                    "--ns",
                    maxs,
                    NULL};

@@ -204,7 +204,14 @@ int evp_startup_print(const struct evp_startup *su, FILE *out, const char *what,
     if (!t)
         fprintf(out, "\nnote: no samples; the command ran too briefly for the "
                      "sampling rate (raise -F or --repeat)\n");
-    if (init && !su->seen_init_split)
+    if (init && !su->seen_init_split && !n[EVP_SU_FINI])
+        fprintf(out,
+                "\nnote: no pyinit_core/pyinit_main frames and no "
+                "finalisation frames: this interpreter lacks symbols for its "
+                "static functions (it is stripped), so initialisation is "
+                "shown undivided and finalisation, which Py_RunMain reaches "
+                "through them, counts as running\n");
+    else if (init && !su->seen_init_split)
         fprintf(out,
                 "\nnote: no pyinit_core/pyinit_main frames: this interpreter "
                 "lacks symbols for its static functions, so initialisation "

@@ -3,7 +3,8 @@
     EVP_BUILD=build python3 tests/pythons/test_pythons.py Launchers|Errors
 
 Launchers: each launcher in BUILD/pythons behaves like a user's own
-python3.X: it is the version it names, sys.executable is the launcher,
+python3.X: it is the version it names, sys.executable and /proc/self/exe
+are the launcher,
 the program sees the host's working directory, files and /proc, nothing
 leaks into the environment of the program's children (no PYTHONHOME, no
 LD_LIBRARY_PATH), and the children the program starts through
@@ -53,6 +54,7 @@ import json, os, sys, sysconfig
 print(json.dumps({
     "version": "%d.%d" % sys.version_info[:2],
     "executable": sys.executable,
+    "exe": os.path.realpath("/proc/self/exe"),
     "prefix": sys.prefix,
     "base_prefix": sys.base_prefix,
     "cwd": os.getcwd(),
@@ -106,6 +108,9 @@ class Launchers(unittest.TestCase):
                 info = json.loads(r.stdout)
                 self.assertEqual(info["version"], v)
                 self.assertEqual(info["executable"], exe)
+                # the program itself, not a loader or a shell before it
+                # (a debugger, Valgrind, perf see the interpreter)
+                self.assertEqual(info["exe"], exe)
                 self.assertEqual(info["prefix"], PYTHONS)
                 self.assertEqual(info["cwd"], os.path.realpath(d))
                 self.assertEqual(info["env"], {"PYTHONHOME": None,

@@ -10,7 +10,13 @@ code objects of SCRIPT's file only:
   INSTRUCTION callback on 3.12+ (a different mechanism from evalprof's C
   hooks, decoded here from co_code with dis's tables);
 - exceptions: 'exception' trace events on 3.11, RAISE and RERAISE
-  monitoring events on 3.12+.
+  monitoring events on 3.12+;
+- calls on 3.12+, per function (first line and name): the frame's
+  evaluations as sys.monitoring reports them, PY_START, PY_RESUME and
+  PY_THROW.  (cProfile's count differs on 3.14+: it watches PY_UNWIND,
+  and while PY_UNWIND is watched generator.close() throws GeneratorExit
+  into a suspended generator instead of finishing it without running it,
+  as the unwatched interpreter does.)
 
 3.11's tracer reports an instruction after EXTENDED_ARG only as the
 EXTENDED_ARG; the count below expands that run, as every executed
@@ -31,6 +37,7 @@ def main():
         code = compile(f.read(), script, "exec")
     ops = collections.Counter()
     exc = collections.Counter()
+    calls = collections.Counter()
     ext = dis.opmap["EXTENDED_ARG"]
     names = dis.opname
 
@@ -75,13 +82,20 @@ def main():
             if co.co_filename == script:
                 exc[co.co_qualname] += 1
 
+        def started(co, off, *exc_value):
+            if co.co_filename == script:
+                calls["%d %s" % (co.co_firstlineno, co.co_name)] += 1
+
         def on():
+            ev = mon.events
             mon.use_tool_id(tool, "opcount")
-            mon.register_callback(tool, mon.events.INSTRUCTION, instruction)
-            mon.register_callback(tool, mon.events.RAISE, raised)
-            mon.register_callback(tool, mon.events.RERAISE, raised)
-            mon.set_events(tool, mon.events.INSTRUCTION | mon.events.RAISE
-                           | mon.events.RERAISE)
+            mon.register_callback(tool, ev.INSTRUCTION, instruction)
+            mon.register_callback(tool, ev.RAISE, raised)
+            mon.register_callback(tool, ev.RERAISE, raised)
+            for e in (ev.PY_START, ev.PY_RESUME, ev.PY_THROW):
+                mon.register_callback(tool, e, started)
+            mon.set_events(tool, ev.INSTRUCTION | ev.RAISE | ev.RERAISE
+                           | ev.PY_START | ev.PY_RESUME | ev.PY_THROW)
 
         def off():
             mon.set_events(tool, 0)
@@ -97,7 +111,7 @@ def main():
         off()
     with open(out, "w") as f:
         json.dump({"ops": [[k[0], k[1], v] for k, v in ops.items()],
-                   "exceptions": dict(exc)}, f)
+                   "exceptions": dict(exc), "calls": dict(calls)}, f)
     return status
 
 

@@ -141,6 +141,10 @@ class Case(unittest.TestCase):
                              "without an enter" % (name, open_frames, bad))
 
     def reference(self, script, args=()):
+        return self.reference_counts(script, args)[:2]
+
+    def reference_counts(self, script, args=()):
+        """opcount.py's counts of SCRIPT: (ops, exceptions, calls)."""
         out = self.path("ref.json")
         p = subprocess.run([PY, os.path.join(HERE, "opcount.py"), out,
                             script] + list(args), capture_output=True,
@@ -150,7 +154,11 @@ class Case(unittest.TestCase):
         with open(out) as f:
             ref = json.load(f)
         ops = collections.Counter({(f, o): n for f, o, n in ref["ops"]})
-        return ops, collections.Counter(ref["exceptions"])
+        calls = collections.Counter()
+        for k, n in ref.get("calls", {}).items():
+            line, name = k.split(" ", 1)
+            calls[int(line), name] = n
+        return ops, collections.Counter(ref["exceptions"]), calls
 
     def cprofile(self, script, args=()):
         out = self.path("prof.out")
@@ -235,7 +243,8 @@ class OpCounts(Case):
 
 
 class Calls(Case):
-    """Enter/exit balance, and call counts equal cProfile's."""
+    """Enter/exit balance, and call counts equal cProfile's (3.11-3.13)
+    and sys.monitoring's (3.12+: PY_START, PY_RESUME, PY_THROW)."""
 
     def check_against_cprofile(self, script):
         p, trace = self.traced([script])
@@ -247,6 +256,22 @@ class Calls(Case):
             if file == script:
                 theirs[line, name] += st[1]
         self.assertGreater(len(theirs), 3)
+        if VERSION >= (3, 12):
+            _, _, mon = self.reference_counts(script)
+            diff = {k: (ours[k], mon[k]) for k in set(ours) | set(mon)
+                    if ours[k] != mon[k]}
+            self.assertEqual(diff, {}, "(ours, sys.monitoring's) call "
+                             "counts per (first line, name) where they "
+                             "differ")
+        if VERSION >= (3, 14):
+            # cProfile watches PY_UNWIND, under which generator.close()
+            # runs a suspended generator's frame to throw GeneratorExit
+            # into it (unwatched, the interpreter finishes it without
+            # running it, and so does a program traced by evalprof): it
+            # counts one call more per such close, never fewer.
+            for k in set(ours) | set(theirs):
+                self.assertGreaterEqual(theirs[k], ours[k], k)
+            return t
         diff = {k: (ours[k], theirs[k]) for k in set(ours) | set(theirs)
                 if ours[k] != theirs[k]}
         self.assertEqual(diff, {}, "(ours, cProfile's) call counts per "
