@@ -171,6 +171,55 @@ def _roots(extra):
     return roots
 
 
+def _jit_metadata(ops, sample):
+    """What the trace says of the JIT: "python.jit", whether this
+    interpreter has one and runs it (sys._jit, 3.14+), and for exact mode
+    "jit.while_traced", what tracing does to it.  sys.monitoring's events
+    are set when tracing starts and cleared when it stops: either
+    invalidates every executor the tier-2 optimizer made (their machine
+    code included); with INSTRUCTION events (ops) every instruction of the
+    traced code is instrumented, which the optimizer makes no trace of, so
+    while traced the program runs in the tier-1 interpreter; without them
+    (--no-ops) it compiles traces again."""
+    jit = getattr(sys, "_jit", None)
+    if jit is None:
+        if sys.version_info >= (3, 13):
+            return {"python.jit": "unknown: CPython %d.%d does not say "
+                    "whether it runs a JIT (sys._jit is 3.14's)"
+                    % sys.version_info[:2]}
+        return {"python.jit": "none: CPython %d.%d has no JIT"
+                % sys.version_info[:2]}
+    try:
+        available, enabled = jit.is_available(), jit.is_enabled()
+    except Exception:
+        return {"python.jit": "unknown: sys._jit did not answer"}
+    if not available:
+        return {"python.jit": "not built in (CPython configured without "
+                "--enable-experimental-jit)"}
+    if not enabled:
+        return {"python.jit": "off: built in, not enabled (PYTHON_JIT=1 "
+                "enables it)"}
+    meta = {"python.jit": "on (PYTHON_JIT=1)"}
+    if sample:
+        pass  # the sampled mode sets no events: the JIT runs as untraced
+    elif ops:
+        meta["jit.while_traced"] = (
+            "off: setting sys.monitoring's events when tracing started "
+            "discarded every executor compiled before, and INSTRUCTION "
+            "events instrument every instruction, of which the tier-2 "
+            "optimizer makes no trace: the traced program ran in the "
+            "tier-1 interpreter (and its compiled code is discarded again "
+            "when tracing stops)")
+    else:
+        meta["jit.while_traced"] = (
+            "on, compiled afresh: setting sys.monitoring's events (CALL, "
+            "C_RETURN, C_RAISE, RAISE, RERAISE) when tracing started "
+            "discarded every executor compiled before, and the optimizer "
+            "compiled hot code again while traced (--no-ops sets no "
+            "INSTRUCTION events)")
+    return meta
+
+
 def _metadata(ops, threads, extra, can_emit, sample=False):
     impl = sys.implementation
     meta = {
@@ -187,6 +236,7 @@ def _metadata(ops, threads, extra, can_emit, sample=False):
         + ("" if ops else ", op (--no-ops)")
         + " (the instrumented interpreter, mode A, records the loop phases)",
     }
+    meta.update(_jit_metadata(ops, sample))
     if sample:
         meta["ops"] = "sampled"
         meta["ops.form"] = ("executed instructions, specialized forms "

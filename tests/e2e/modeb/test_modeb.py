@@ -1045,6 +1045,60 @@ class Api(Case):
         self.assertFalse(os.path.exists(base + "-x.evp"))
 
 
+    def test_jit_while_traced(self):
+        # The trace says whether the interpreter runs a JIT, and in exact
+        # mode what tracing does to it, as the interpreter's own executors
+        # show: setting sys.monitoring's events discards them; with ops
+        # (INSTRUCTION events) none is compiled while traced, without
+        # them hot code is compiled again.
+        jit = subprocess.run(
+            [PY, "-c", "import sys; j = getattr(sys, '_jit', None); "
+             "print(int(j is not None and j.is_available()))"],
+            capture_output=True, text=True, timeout=60).stdout.strip()
+        for ops in ("ops", "no-ops"):
+            trace = self.path("jit-%s.evp" % ops)
+            p = subprocess.run([PY, prog("jit_traced.py"), trace, ops],
+                               capture_output=True, text=True,
+                               env=env({"PYTHON_JIT": "1"}), cwd=self.tmp,
+                               timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            before, started, traced, after = map(int, p.stdout.split()[1:])
+            meta = self.load(trace).meta
+            if VERSION < (3, 13):
+                self.assertEqual(meta["python.jit"],
+                                 "none: CPython %d.%d has no JIT" % VERSION)
+                continue
+            if VERSION < (3, 14):
+                self.assertTrue(meta["python.jit"].startswith("unknown:"))
+                continue
+            if jit != "1":
+                self.assertTrue(meta["python.jit"].startswith(
+                    "not built in"), meta["python.jit"])
+                continue
+            self.assertEqual(meta["python.jit"], "on (PYTHON_JIT=1)")
+            self.assertGreater(before, 0, "the optimizer compiled nothing")
+            self.assertEqual(started, 0, "start() kept the executors")
+            if ops == "ops":
+                self.assertEqual(traced, 0)
+                self.assertTrue(meta["jit.while_traced"].startswith(
+                    "off: "), meta["jit.while_traced"])
+            else:
+                self.assertGreater(traced, 0)
+                self.assertTrue(meta["jit.while_traced"].startswith(
+                    "on, compiled afresh: "), meta["jit.while_traced"])
+        if VERSION >= (3, 14) and jit == "1":
+            # and without PYTHON_JIT the trace says the JIT is off
+            trace = self.path("nojit.evp")
+            e = env()
+            e.pop("PYTHON_JIT", None)
+            p = subprocess.run([PY, prog("jit_traced.py"), trace, "ops"],
+                               capture_output=True, text=True, env=e,
+                               cwd=self.tmp, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            meta = self.load(trace).meta
+            self.assertTrue(meta["python.jit"].startswith("off: built in"))
+            self.assertNotIn("jit.while_traced", meta)
+
     def test_opcode_table_is_dis(self):
         # The trace's opcode names and numbers, specialized forms included,
         # are dis's (evalprof makes them from opcode, as dis does).
