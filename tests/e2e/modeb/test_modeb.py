@@ -951,6 +951,46 @@ class BadInput(Case):
                 self.assertIn(v, lines[0])
             self.assertFalse(os.path.exists(marker))
 
+    def test_unknown_version_debug_and_free_threaded_builds(self):
+        # CPython 3.16, a debug build and a free-threaded build are each
+        # refused in one line naming what is supported, by `record` (an
+        # interpreter answering its probe so) and by the package (the
+        # interpreter's answers changed before it is imported).
+        supported = "CPython 3.11, 3.12, 3.13, 3.14 and 3.15"
+        cases = [("3.16.0 cpython 0 0 0", "Python 3.16.0,"),
+                 ("3.14.8 cpython 0 0 1", "Python 3.14.8 (a debug build)"),
+                 ("3.15.0 cpython 0 1 0", "Python 3.15.0 (free-threaded)")]
+        marker = self.path("ran")
+        for answer, says in cases:
+            fake = self.path("python-fake")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho '%s'\ntouch %s\n" % (answer, marker))
+            os.chmod(fake, 0o755)
+            p = subprocess.run([EVALPROF, "record", "-o", self.path("x.evp"),
+                                "--", fake, "s.py"], capture_output=True,
+                               text=True, env=env(), cwd=self.tmp)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            lines = p.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertIn(says, lines[0])
+            self.assertIn(supported, lines[0])
+            os.unlink(marker)  # the probe ran it, nothing else
+        for patch, says in (
+                ("sys.version_info = (3, 16, 0, 'final', 0)",
+                 "Python 3.16.0 is not supported"),
+                ("sys.gettotalrefcount = lambda: 0", "is a debug build"),
+                ("sys._is_gil_enabled = lambda: False",
+                 "runs without the GIL")):
+            code = ("import sys\n%s\ntry:\n    import evalprof\n"
+                    "except ImportError as e:\n    print(e)\n" % patch)
+            p = subprocess.run([PY, "-c", code], capture_output=True,
+                               text=True, env=env(), cwd=self.tmp)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = p.stdout.strip().splitlines()
+            self.assertEqual(len(lines), 1, p.stdout)
+            self.assertIn(says, lines[0])
+            self.assertIn(supported, lines[0])
+
     def test_not_python_and_wrong_arguments(self):
         t = self.path("x.evp")
         cases = [
