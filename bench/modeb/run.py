@@ -90,7 +90,8 @@ HERE = os.path.join(TOP, "bench", "modeb")
 
 def interpreters(build):
     out = subprocess.run([sys.executable,
-                          os.path.join(TOP, "python", "find_interpreters.py")],
+                          os.path.join(TOP, "python", "find_interpreters.py"),
+                          "--pythons", os.path.join(build, "pythons")],
                          capture_output=True, text=True, check=True).stdout
     pkg = os.path.join(build, "python", "evalprof")
     want = [w for w in os.environ.get("BENCH_PYTHONS", "").split(",") if w]
