@@ -91,8 +91,8 @@ struct evp_open_opts {
     /* Python version whose opcode names label a text trace without
      * "# opcode:" lines ("3.10" when NULL). */
     const char *python;
-    /* Called for each warning (default: print "evalprof: PATH: MSG"
-     * to stderr).  MSG has no trailing newline. */
+    /* Called for each warning (the library prints nothing: NULL keeps
+     * them for evp_trace_warning only).  MSG has no trailing newline. */
     void (*warn)(void *ctx, const char *path, const char *msg);
     void *warn_ctx;
     /* Force a format instead of sniffing: 0 auto, 1 binary, 2 text. */

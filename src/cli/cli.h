@@ -109,6 +109,16 @@ struct evp_trace *evp_cli_open_run(const char *cmd, const char *path,
  * reporting.  (enum evp_sort is in views.h.) */
 int evp_cli_parse_sort(const char *cmd, const char *arg, int *sort);
 
+/* What view CMD had to say besides its output (D), printed once it
+ * returned RC: its reason as an error when it failed (else, but for a
+ * write error, which closing the output reports, its errno's words), then
+ * each note as "evalprof: note: ...".  Returns RC. */
+int evp_cli_view_done(const char *cmd, const struct evp_diag *d, int rc);
+
+/* The trace reader's warning callback (evp_open_opts.warn) of the
+ * commands: "evalprof: PATH: MSG" on stderr. */
+void evp_cli_trace_warn(void *ctx, const char *path, const char *msg);
+
 /* Flush stdout and report a write error (perf's run_builtin check).
  * Returns STATUS, or 1 when stdout could not be written. */
 int evp_cli_finish(int status);

@@ -85,11 +85,13 @@ int cmd_diff(int argc, char **argv)
                       evp_sampled_only(a) ? argv[optind] : argv[optind + 1],
                       evp_sampled_only(a) ? argv[optind + 1] : argv[optind]);
     } else if (b) {
+        struct evp_diag diag = {{0}, {0}};
+        o.diag = &diag;
         rc = evp_view_diff(a, b, f, &o);
-        if (rc < 0 && rc != -EIO) {
-            evp_cli_error("diff: out of memory");
+        if (rc == -ENOMEM && !diag.reason[0])
+            evp_diag_fail(&diag, "diff: out of memory");
+        if (evp_cli_view_done("diff", &diag, rc) < 0 && rc != -EIO)
             rc = EVP_CLI_REPORTED;
-        }
     }
     if (a)
         evp_trace_close(a);

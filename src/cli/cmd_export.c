@@ -92,7 +92,10 @@ static int export_folded(struct evp_trace *t, const struct export_opts *o)
                                      !evp_trace_info(t)->text && !o->raw,
                                  .stream = -1,
                                  .max_depth = (size_t)o->max_depth};
-    return evp_cli_out_close(&of, evp_view_folded(t, f, &fo));
+    struct evp_diag diag = {{0}, {0}};
+    fo.diag = &diag;
+    return evp_cli_out_close(
+        &of, evp_cli_view_done("export", &diag, evp_view_folded(t, f, &fo)));
 }
 
 static int export_timeline(struct evp_trace *t, const struct export_opts *o,
@@ -123,7 +126,10 @@ static int export_timeline(struct evp_trace *t, const struct export_opts *o,
     FILE *f = evp_cli_out_open(&of, o->out);
     if (!f)
         return 1;
-    return evp_cli_out_close(&of, view(t, f, &co));
+    struct evp_diag diag = {{0}, {0}};
+    co.diag = &diag;
+    return evp_cli_out_close(&of,
+                             evp_cli_view_done(cmd, &diag, view(t, f, &co)));
 }
 
 static int export_chrome(struct evp_trace *t, const struct export_opts *o)
@@ -149,7 +155,10 @@ static int export_profile(struct evp_trace *t, const struct export_opts *o,
     FILE *f = evp_cli_out_open(&of, o->out);
     if (!f)
         return 1;
-    return evp_cli_out_close(&of, view(t, f, &po));
+    struct evp_diag diag = {{0}, {0}};
+    po.diag = &diag;
+    return evp_cli_out_close(
+        &of, evp_cli_view_done("export", &diag, view(t, f, &po)));
 }
 
 static int export_pprof(struct evp_trace *t, const struct export_opts *o)

@@ -65,7 +65,10 @@ static int trace_to_flame(const char *path, const char *python, int ops,
                                  .stream = -1,
                                  .max_depth = max_depth};
     struct feed fd = {fl, st};
-    int rc = evp_view_folded_each(t, &fo, feed_line, &fd);
+    struct evp_diag diag = {{0}, {0}};
+    fo.diag = &diag;
+    int rc = evp_cli_view_done("flamegraph", &diag,
+                               evp_view_folded_each(t, &fo, feed_line, &fd));
     evp_trace_close(t);
     return rc ? -1 : 0;
 }

@@ -71,7 +71,8 @@ int cmd_import(int argc, char **argv)
         free(def);
         return 2;
     }
-    struct evp_open_opts oo = {.python = python, .format = 2};
+    struct evp_open_opts oo = {
+        .python = python, .format = 2, .warn = evp_cli_trace_warn};
     struct evp_trace *t;
     char err[512];
     if (evp_trace_open(in, &oo, &t, err, sizeof err) < 0) {

@@ -68,7 +68,7 @@ int cmd_report(int argc, char **argv)
     if (!f)
         return status;
     struct evp_trace *t[2] = {NULL, NULL};
-    struct evp_report_opts o;
+    struct evp_report_opts o = {0};
     if (n == 1) {
         /* the summary's compensation: settled by the trace */
         t[0] = evp_cli_open_common("report", argv[optind], &co);
@@ -88,8 +88,12 @@ int cmd_report(int argc, char **argv)
                       "trace is compared with another sampled trace",
                       evp_sampled_only(t[0]) ? argv[optind] : argv[optind + 1],
                       evp_sampled_only(t[0]) ? argv[optind + 1] : argv[optind]);
-    else if (t[0] && (n == 1 || t[1]))
-        rc = evp_view_report(t[0], t[1], f, &o);
+    else if (t[0] && (n == 1 || t[1])) {
+        struct evp_diag diag = {{0}, {0}};
+        o.diag = &diag;
+        rc = evp_cli_view_done("report", &diag,
+                               evp_view_report(t[0], t[1], f, &o));
+    }
     status = evp_cli_report_close(&of, rc);
     for (int i = 0; i < 2; i++)
         if (t[i])

@@ -55,7 +55,11 @@ static int summary_runs(char **paths, size_t n, struct evp_cli_common *co,
             goto done;
         }
     }
-    rc = evp_view_summary_runs(t, n, f, o);
+    struct evp_diag diag = {{0}, {0}};
+    struct evp_summary_opts so = *o;
+    so.diag = &diag;
+    rc = evp_cli_view_done("summary", &diag,
+                           evp_view_summary_runs(t, n, f, &so));
 done:
     for (size_t i = 0; i < opened; i++)
         evp_trace_close(t[i]);
@@ -138,7 +142,9 @@ int cmd_summary(int argc, char **argv)
     o.compensate = co.compensate;
     o.stream = co.stream;
     o.ns = evp_cli_unit(&co, EVP_UNIT_AUTO);
-    int rc = evp_view_summary(t, f, &o);
+    struct evp_diag diag = {{0}, {0}};
+    o.diag = &diag;
+    int rc = evp_cli_view_done("summary", &diag, evp_view_summary(t, f, &o));
     evp_trace_close(t);
     return evp_cli_report_close(&of, rc);
 }

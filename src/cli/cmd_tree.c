@@ -100,9 +100,12 @@ int cmd_tree(int argc, char **argv)
         f = pager;
     else if (f == stdout)
         setvbuf(stdout, buf, _IOFBF, sizeof buf);
+    struct evp_diag diag = {{0}, {0}};
+    o.diag = &diag;
     int rc = evp_view_tree(t, f, &o);
     if (pager)
         rc = evp_cli_pager_close(pager, rc);
+    rc = evp_cli_view_done("tree", &diag, rc);
     evp_trace_close(t);
     return evp_cli_report_close(&of, rc);
 }

@@ -26,6 +26,34 @@ void evp_cli_error(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+int evp_cli_view_done(const char *cmd, const struct evp_diag *d, int rc)
+{
+    if (rc < 0 && rc != -EIO && d->reason[0])
+        evp_cli_error("%s", d->reason);
+    else if (rc < 0 && rc != -EIO)
+        evp_cli_error("%s: %s", cmd, strerror(-rc));
+    for (const char *p = d->note; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        fflush(stdout);
+        fprintf(stderr, "evalprof: note: %.*s\n", (int)n, p);
+        p += n + (nl != NULL);
+    }
+    return rc;
+}
+
+/* The trace reader's warnings, one line each: "evalprof: PATH: MSG". */
+static void warn_print(void *ctx, const char *path, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "evalprof: %s: %s\n", path, msg);
+}
+
+void evp_cli_trace_warn(void *ctx, const char *path, const char *msg)
+{
+    warn_print(ctx, path, msg);
+}
+
 void evp_cli_warn(const char *fmt, ...)
 {
     va_list ap;
@@ -48,7 +76,7 @@ static void warn_none(void *ctx, const char *path, const char *msg)
 static struct evp_trace *open_trace(const char *path, const char *python,
                                     int whole)
 {
-    struct evp_open_opts o = {.python = python};
+    struct evp_open_opts o = {.python = python, .warn = warn_print};
     struct evp_trace *t;
     char err[512];
     if (whole)

@@ -21,10 +21,12 @@
 #include "file.h"
 #include "internal.h"
 
-static void default_warn(void *ctx, const char *path, const char *msg)
+/* No callback: warnings are kept (evp_trace_warning), not printed. */
+static void keep_warning(void *ctx, const char *path, const char *msg)
 {
     (void)ctx;
-    fprintf(stderr, "evalprof: %s: %s\n", path, msg);
+    (void)path;
+    (void)msg;
 }
 
 /* What a stream is sniffed from: enough for a damaged binary header to
@@ -160,7 +162,7 @@ int evp_trace_open(const char *path, const struct evp_open_opts *opts,
         return -ENOMEM;
     }
     t->path = strdup(path);
-    t->warn = opts->warn ? opts->warn : default_warn;
+    t->warn = opts->warn ? opts->warn : keep_warning;
     t->warn_ctx = opts->warn_ctx;
     t->info.path = t->path;
     t->info.pid = -1;

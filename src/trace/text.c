@@ -1028,15 +1028,17 @@ int evp_trace_write_text(struct evp_trace *t, const char *path, char *err,
         snprintf(err, errlen, "%s: %s", path, strerror(e));
         return -e;
     }
-    static char buf[1 << 16];
-    if (f != stdout)
-        setvbuf(f, buf, _IOFBF, sizeof buf);
+    /* a large buffer of the call's own (the writer keeps no state) */
+    char *buf = f != stdout ? malloc(1 << 16) : NULL;
+    if (buf)
+        setvbuf(f, buf, _IOFBF, 1 << 16);
     int rc = evp_trace_write_text_to(
         t, f, f == stdout ? "standard output" : path, err, errlen);
     if (f != stdout && fclose(f) != 0 && rc == 0) {
         rc = -(errno ? errno : EIO);
         snprintf(err, errlen, "%s: write failed: %s", path, strerror(-rc));
     }
+    free(buf);
     return rc;
 }
 

@@ -332,8 +332,9 @@ int evp_view_callgrind(struct evp_trace *t, FILE *out,
                                 .stream = -1,
                                 .stream_roots = 1,
                                 .full_intervals = 1,
-                                .counts = 1};
-    int rc = evp_ctree_report(t, &co, &c.ct, evp_ctree_build(t, &co, &c.ct));
+                                .counts = 1,
+                                .diag = o->diag};
+    int rc = evp_ctree_build(t, &co, &c.ct);
     if (rc < 0)
         return rc;
     rc = -ENOMEM;
@@ -353,7 +354,7 @@ int evp_view_callgrind(struct evp_trace *t, FILE *out,
     rc = ferror(out) ? -EIO : 0;
 done:
     if (rc == -ENOMEM)
-        fprintf(stderr, "evalprof: callgrind: out of memory\n");
+        evp_diag_fail(o->diag, "callgrind: out of memory");
     evp_ctree_free(&c.ct);
     evp_strset_free(&c.names);
     evp_strset_free(&c.files);

@@ -345,6 +345,7 @@ int evp_ctree_build(struct evp_trace *t, const struct evp_ctree_opts *o,
         ops = (struct evp_replay_ops){begin_stream, NULL, NULL, on_samples};
     rc = evp_replay(t, &ro, &ops, &b);
 done:
+    evp_diag_replay(o->diag, o->view ? o->view : "call tree", t, rc);
     evp_itab_free(&b.index);
     evp_itab_free(&b.lindex);
     evp_lines_close(b.lines);
@@ -353,23 +354,17 @@ done:
     return rc < 0 ? rc : 0;
 }
 
-int evp_ctree_report(const struct evp_trace *t, const struct evp_ctree_opts *o,
-                     const struct evp_ctree *ct, int rc)
+void evp_ctree_note_cut(const struct evp_ctree *ct, size_t max_depth,
+                        const char *what, struct evp_diag *d)
 {
-    if (rc < 0 && rc != -ENOMEM)
-        fprintf(stderr, "evalprof: %s: trace could not be replayed\n",
-                evp_trace_info(t)->path);
-    else if (rc == -ENOMEM)
-        fprintf(stderr, "evalprof: call tree: out of memory\n");
-    else if (ct->ndeep)
-        fprintf(stderr,
-                "evalprof: note: stacks deeper than %zu frames (the deepest "
-                "%zu) are cut at frame %zu in %zu place%s; the time below "
-                "is in a \"[N deeper frames]\" frame (--max-depth 0 keeps "
-                "every frame)\n",
-                o->max_depth, ct->deepest, o->max_depth, ct->ndeep,
-                ct->ndeep == 1 ? "" : "s");
-    return rc;
+    if (ct->ndeep)
+        evp_diag_note(d,
+                      "stacks deeper than %zu frames (the deepest %zu) are "
+                      "cut at frame %zu in %zu place%s; the time below is in "
+                      "a \"[N deeper frames]\" %s (--max-depth 0 keeps every "
+                      "frame)",
+                      max_depth, ct->deepest, max_depth, ct->ndeep,
+                      ct->ndeep == 1 ? "" : "s", what);
 }
 
 uint32_t evp_ctree_deep(const struct evp_ctree *ct, uint32_t node)

@@ -43,6 +43,7 @@
 #include "evalprof/replay.h"
 #include "evalprof/trace.h"
 #include "itab.h"
+#include "views.h"
 
 struct evp_ctree_node {
     uint32_t parent; /* UINT32_MAX for the root */
@@ -93,18 +94,22 @@ struct evp_ctree_opts {
     /* When not NULL: the replay engine's per-function figures, as
      * evp_replay_opts.func_stats (evp_trace_nfuncs()+1 entries, zeroed) */
     struct evp_func_stats *func_stats;
+    /* a failure's reason ("VIEW: out of memory", VIEW NULL: "call
+     * tree"); NULL: none */
+    struct evp_diag *diag;
+    const char *view;
 };
 
 /* Replay T into CT (zeroed here): its events, or a sampled trace's
- * samples.  Returns 0 or a negative errno (-ENOMEM, or the replay's);
- * CT is freed on failure. */
+ * samples.  Returns 0 or a negative errno (-ENOMEM, or the replay's),
+ * its reason in O->diag; CT is freed on failure. */
 int evp_ctree_build(struct evp_trace *t, const struct evp_ctree_opts *o,
                     struct evp_ctree *ct);
 
-/* The profile exports' lines about building CT with O (RC its result):
- * why it failed, or the note on stacks cut at max_depth; returns RC. */
-int evp_ctree_report(const struct evp_trace *t, const struct evp_ctree_opts *o,
-                     const struct evp_ctree *ct, int rc);
+/* The note on CT's stacks cut at MAX_DEPTH, into D: their time is in a
+ * "[N deeper frames]" WHAT ("leaf", "frame"). */
+void evp_ctree_note_cut(const struct evp_ctree *ct, size_t max_depth,
+                        const char *what, struct evp_diag *d);
 
 /* The frames deep node NODE stood for (0: not a deep node). */
 uint32_t evp_ctree_deep(const struct evp_ctree *ct, uint32_t node);

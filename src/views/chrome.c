@@ -401,7 +401,7 @@ int evp_view_chrome(struct evp_trace *t, FILE *out,
     c.start = in->start_ns;
     c.pid = in->pid >= 0 ? in->pid : 1;
     c.filtered = evp_filter_active(o->filter);
-    if (evp_filter_open(&c.fr, t, c.filtered ? o->filter : NULL) < 0)
+    if (evp_filter_open(&c.fr, t, c.filtered ? o->filter : NULL, o->diag) < 0)
         return -EINVAL;
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":", out);
     evp_json_string(out, *in->producer ? in->producer : "unknown");
@@ -434,6 +434,6 @@ int evp_view_chrome(struct evp_trace *t, FILE *out,
     evp_itab_free(&cs.index);
     free(cs.f);
     if (rc == -ENOMEM)
-        fprintf(stderr, "evalprof: chrome: out of memory\n");
+        evp_diag_fail(o->diag, "chrome: out of memory");
     return rc < 0 ? rc : ferror(out) ? -EIO : 0;
 }

@@ -56,7 +56,7 @@ static int func_matches(const struct evp_func *f, const char *name)
 }
 
 int evp_filter_open(struct evp_filter_run *r, struct evp_trace *t,
-                    const struct evp_filter *f)
+                    const struct evp_filter *f, struct evp_diag *d)
 {
     memset(r, 0, sizeof *r);
     r->f = f;
@@ -68,7 +68,7 @@ int evp_filter_open(struct evp_filter_run *r, struct evp_trace *t,
     r->nfuncs = n;
     r->funcs = calloc((size_t)n + 1, 1);
     if (!r->funcs) {
-        fprintf(stderr, "evalprof: out of memory\n");
+        evp_diag_fail(d, "out of memory");
         return -ENOMEM;
     }
     for (uint32_t id = 1; id <= n; id++) {
@@ -79,11 +79,11 @@ int evp_filter_open(struct evp_filter_run *r, struct evp_trace *t,
         }
     }
     if (!found) {
-        fprintf(stderr,
-                "evalprof: --func %s: no function of the trace is called so "
-                "(a name, name:file, file:line, as `evalprof summary "
-                "--funcs --wide` lists them)\n",
-                f->func);
+        evp_diag_fail(d,
+                      "--func %s: no function of the trace is called so (a "
+                      "name, name:file, file:line, as `evalprof summary "
+                      "--funcs --wide` lists them)",
+                      f->func);
         evp_filter_close(r);
         return -EINVAL;
     }

@@ -472,33 +472,22 @@ int evp_view_folded_each(struct evp_trace *t, const struct evp_folded_opts *o,
                                 .lines = o->lines,
                                 .compensate = o->compensate,
                                 .stream = o->stream,
-                                .max_depth = o->max_depth};
+                                .max_depth = o->max_depth,
+                                .diag = o->diag,
+                                .view = "folded"};
     int rc = evp_ctree_build(t, &co, &f.ct);
-    if (rc < 0 && rc != -ENOMEM) {
-        fprintf(stderr, "evalprof: %s: trace could not be replayed\n",
-                evp_trace_info(t)->path);
-        return rc;
-    }
     if (rc < 0)
-        goto done;
+        return rc;
     f.nodes = f.ct.node;
     if (f.ct.sampled) {
         f.scale = evp_trace_info(t)->sample_period_ns;
         if (!(f.scale > 0))
             f.scale = 1; /* no period recorded: the periods themselves */
     }
-    if (f.ct.ndeep)
-        fprintf(stderr,
-                "evalprof: note: stacks deeper than %zu frames (the deepest "
-                "%zu) are cut at frame %zu in %zu place%s; the time below "
-                "is in a \"[N deeper frames]\" leaf (--max-depth 0 keeps "
-                "every frame)\n",
-                o->max_depth, f.ct.deepest, o->max_depth, f.ct.ndeep,
-                f.ct.ndeep == 1 ? "" : "s");
+    evp_ctree_note_cut(&f.ct, o->max_depth, "leaf", o->diag);
     rc = write_lines(&f, fn, ctx);
-done:
     if (rc == -ENOMEM)
-        fprintf(stderr, "evalprof: folded: out of memory\n");
+        evp_diag_fail(o->diag, "folded: out of memory");
     evp_ctree_free(&f.ct);
     return rc;
 }

@@ -8,7 +8,9 @@
  * discussion's analyzer prints them).
  */
 #define _GNU_SOURCE /* qsort_r */
+#include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,4 +375,46 @@ void evp_view_cells_unique(size_t n, const char **shown, int *cols,
         }
     }
     free(ix);
+}
+
+/* ---- diagnostics -------------------------------------------------------- */
+
+void evp_diag_fail(struct evp_diag *d, const char *fmt, ...)
+{
+    if (!d || d->reason[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->reason, sizeof d->reason, fmt, ap);
+    va_end(ap);
+}
+
+void evp_diag_note(struct evp_diag *d, const char *fmt, ...)
+{
+    if (!d)
+        return;
+    size_t used = strnlen(d->note, sizeof d->note),
+           room = sizeof d->note - used;
+    if (room < 2)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(d->note + used, room - 1, fmt, ap);
+    va_end(ap);
+    size_t end = n < 0                  ? used
+                 : (size_t)n < room - 1 ? used + (size_t)n
+                                        : sizeof d->note - 2;
+    d->note[end] = '\n';
+    d->note[end + 1] = '\0';
+}
+
+int evp_diag_replay(struct evp_diag *d, const char *view,
+                    const struct evp_trace *t, int rc)
+{
+    if (rc == -ENOMEM)
+        evp_diag_fail(d, "%s: out of memory", view);
+    else if (rc < 0)
+        evp_diag_fail(d, "%s: trace could not be replayed",
+                      evp_trace_info(t)->path);
+    return rc;
 }

@@ -707,7 +707,8 @@ static int flame(FILE *out, struct evp_trace *base, struct evp_trace *t,
         return -ENOMEM;
     struct evp_folded_opts fo = {.compensate = o->compensate,
                                  .stream = -1,
-                                 .max_depth = EVP_FOLDED_DEFAULT_DEPTH};
+                                 .max_depth = EVP_FOLDED_DEFAULT_DEPTH,
+                                 .diag = o->diag};
     int rc = 0;
     if (base && (rc = evp_flame_to_base(fl, 1)) == 0 &&
         (rc = evp_view_folded_each(base, &fo, feed, fl)) == 0)
@@ -815,7 +816,7 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
                 evp_stats_samples_free(&sa[0]);
             else if (i)
                 evp_stats_free(&s[0]);
-            fprintf(stderr, "evalprof: report: %s\n", strerror(-rc));
+            evp_diag_fail(o->diag, "report: %s", strerror(-rc));
             return rc;
         }
     }
@@ -879,6 +880,6 @@ int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
             evp_stats_free(&s[i]);
     }
     if (rc < 0)
-        fprintf(stderr, "evalprof: report: %s\n", strerror(-rc));
+        evp_diag_fail(o->diag, "report: %s", strerror(-rc));
     return rc < 0 ? rc : (ferror(out) ? -EIO : 0);
 }

@@ -353,12 +353,12 @@ static int lines_recorded(const struct evp_trace *t)
 }
 
 /* No line table in T: one line saying so, -EINVAL. */
-static int lines_refused(const struct evp_trace *t)
+static int lines_refused(const struct evp_trace *t, struct evp_diag *d)
 {
-    fprintf(stderr,
-            "evalprof: summary --lines: %s has no instruction "
-            "offsets (record it with --lines)\n",
-            evp_trace_info(t)->path);
+    evp_diag_fail(d,
+                  "summary --lines: %s has no instruction offsets (record "
+                  "it with --lines)",
+                  evp_trace_info(t)->path);
     return -EINVAL;
 }
 
@@ -366,7 +366,7 @@ static int lines_refused(const struct evp_trace *t)
  * cmp_lop.  0 or a negative errno (out of memory said); the caller
  * frees A with lacc_free. */
 static int lines_collect(struct evp_trace *t, struct lacc *a, int compensate,
-                         long stream)
+                         long stream, struct evp_diag *d)
 {
     int sampled = evp_sampled_only(t);
     *a = (struct lacc){.t = t, .stream = stream, .lines = evp_lines_open(t)};
@@ -382,7 +382,7 @@ static int lines_collect(struct evp_trace *t, struct lacc *a, int compensate,
     if (!rc && a->n) /* (no ops at all: a->v is NULL) */
         qsort(a->v, a->n, sizeof *a->v, cmp_lop);
     if (rc == -ENOMEM || a->oom)
-        fprintf(stderr, "evalprof: out of memory\n");
+        evp_diag_fail(d, "out of memory");
     return rc;
 }
 
@@ -402,12 +402,13 @@ static void lacc_free(struct lacc *a)
 static int lines_sampled_each(struct evp_trace *t, long stream,
                               int (*fn)(void *ctx, uint32_t func, uint32_t line,
                                         unsigned op, uint64_t periods),
-                              void *ctx, uint64_t *periods, double *w2)
+                              void *ctx, uint64_t *periods, double *w2,
+                              struct evp_diag *d)
 {
     if (!lines_recorded(t))
-        return lines_refused(t);
+        return lines_refused(t, d);
     struct lacc a;
-    int rc = lines_collect(t, &a, 0, stream);
+    int rc = lines_collect(t, &a, 0, stream, d);
     *periods += a.periods;
     *w2 += a.w2;
     for (size_t i = 0; i < a.n && !rc; i++)
@@ -417,16 +418,16 @@ static int lines_sampled_each(struct evp_trace *t, long stream,
 }
 
 int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
-                         long stream, int unit)
+                         long stream, int unit, struct evp_diag *d)
 {
     int sampled = evp_sampled_only(t);
     if (sampled ? !lines_recorded(t) : !evp_lines_present(t))
-        return lines_refused(t);
+        return lines_refused(t, d);
     struct lacc a;
     struct lrow *rows = NULL;
-    int rc = lines_collect(t, &a, compensate, stream);
+    int rc = lines_collect(t, &a, compensate, stream, d);
     if (!rc && a.n && !(rows = calloc(a.n, sizeof *rows))) {
-        fprintf(stderr, "evalprof: out of memory\n");
+        evp_diag_fail(d, "out of memory");
         rc = -ENOMEM;
     }
     if (!rc) {
@@ -595,7 +596,7 @@ static void lines_runs_table(FILE *out, struct evp_trace *const *t,
 }
 
 int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
-                        long stream, int unit)
+                        long stream, int unit, struct evp_diag *d)
 {
     struct evp_match k = {.runs = runs};
     struct lgroup *g = NULL;
@@ -608,7 +609,7 @@ int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
     for (size_t i = 0; i < runs && !rc; i++) {
         struct lines_run c = {.k = &k, .t = t[i], .run = i};
         evp_stats_roots_load(t[i], &c.roots);
-        rc = lines_sampled_each(t[i], stream, lines_entry, &c, &all, &w2);
+        rc = lines_sampled_each(t[i], stream, lines_entry, &c, &all, &w2, d);
     }
     if (!rc) {
         evp_match_merge(&k);
@@ -617,7 +618,7 @@ int evp_view_lines_runs(struct evp_trace **t, size_t runs, FILE *out,
     }
     if (rc) {
         if (rc == -ENOMEM)
-            fprintf(stderr, "evalprof: out of memory\n");
+            evp_diag_fail(d, "out of memory");
         goto done;
     }
     size_t ng = 0;

@@ -489,14 +489,16 @@ int evp_view_pprof(struct evp_trace *t, FILE *out,
                                 .max_depth = o->max_depth,
                                 .stream_roots = 1,
                                 .full_intervals = 1,
-                                .counts = 1};
-    int rc = evp_ctree_report(t, &co, &p.ct, evp_ctree_build(t, &co, &p.ct));
+                                .counts = 1,
+                                .diag = o->diag};
+    int rc = evp_ctree_build(t, &co, &p.ct);
     if (rc < 0)
         return rc;
+    evp_ctree_note_cut(&p.ct, o->max_depth, "frame", o->diag);
     struct gz_out *gp = calloc(1, sizeof *gp);
     if (!gp) {
         evp_ctree_free(&p.ct);
-        fprintf(stderr, "evalprof: pprof: out of memory\n");
+        evp_diag_fail(o->diag, "pprof: out of memory");
         return -ENOMEM;
     }
     gp->base.append = gz_append;
@@ -531,7 +533,7 @@ done:
     if (zok)
         deflateEnd(&gp->z);
     if (rc == -ENOMEM)
-        fprintf(stderr, "evalprof: pprof: out of memory\n");
+        evp_diag_fail(o->diag, "pprof: out of memory");
     free(gp);
     evp_ctree_free(&p.ct);
     evp_strset_free(&p.str);

@@ -269,7 +269,7 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
     uint32_t nfuncs = evp_trace_nfuncs(t);
     struct evp_func_stats *fs = calloc((size_t)nfuncs + 1, sizeof *fs);
     if (!fs) {
-        fprintf(stderr, "evalprof: pstats: out of memory\n");
+        evp_diag_fail(o->diag, "pstats: out of memory");
         return -ENOMEM;
     }
     struct evp_ctree_opts co = {.compensate = o->compensate,
@@ -277,8 +277,9 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
                                 .stream_roots = 1,
                                 .full_intervals = 1,
                                 .counts = 1,
-                                .func_stats = fs};
-    int rc = evp_ctree_report(t, &co, &s.ct, evp_ctree_build(t, &co, &s.ct));
+                                .func_stats = fs,
+                                .diag = o->diag};
+    int rc = evp_ctree_build(t, &co, &s.ct);
     if (rc < 0) {
         free(fs);
         return rc;
@@ -338,7 +339,7 @@ int evp_view_pstats(struct evp_trace *t, FILE *out,
         rc = -EIO;
 done:
     if (rc == -ENOMEM)
-        fprintf(stderr, "evalprof: pstats: out of memory\n");
+        evp_diag_fail(o->diag, "pstats: out of memory");
     evp_ctree_free(&s.ct);
     evp_strset_free(&s.keys);
     evp_ctree_pairs_free(&s.pairs);

@@ -371,7 +371,7 @@ int evp_view_speedscope(struct evp_trace *t, FILE *out,
         .t = t, .out = out, .o = o, .start = in->start_ns, .first_profile = 1};
     s.index = (struct evp_itab)EVP_ITAB_INIT;
     s.filtered = evp_filter_active(o->filter);
-    if (evp_filter_open(&s.fr, t, s.filtered ? o->filter : NULL) < 0)
+    if (evp_filter_open(&s.fr, t, s.filtered ? o->filter : NULL, o->diag) < 0)
         return -EINVAL;
     fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
           "\n\"exporter\":\"evalprof\",\"name\":",
@@ -395,6 +395,6 @@ int evp_view_speedscope(struct evp_trace *t, FILE *out,
     evp_itab_free(&s.index);
     free(s.keys);
     if (rc == -ENOMEM)
-        fprintf(stderr, "evalprof: speedscope: out of memory\n");
+        evp_diag_fail(o->diag, "speedscope: out of memory");
     return rc < 0 ? rc : ferror(out) ? -EIO : 0;
 }

@@ -1051,7 +1051,7 @@ int evp_summary_sampled(struct evp_trace *const *t, size_t runs, FILE *out,
     if (!rc && !(rows = calloc(nrows, sizeof *rows)))
         rc = -ENOMEM;
     if (rc < 0) {
-        fprintf(stderr, "evalprof: out of memory\n");
+        evp_diag_fail(o->diag, "out of memory");
         goto done;
     }
     uint64_t total = 0, samples = 0, phase0 = 0;
@@ -1158,7 +1158,8 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
                      const struct evp_summary_opts *o)
 {
     if (o->lines)
-        return evp_view_lines_table(t, out, o->compensate, o->stream, o->ns);
+        return evp_view_lines_table(t, out, o->compensate, o->stream, o->ns,
+                                    o->diag);
     if (evp_sampled_only(t))
         return evp_summary_sampled(&t, 1, out, o);
     struct evp_stats a;
@@ -1169,7 +1170,7 @@ int evp_view_summary(struct evp_trace *t, FILE *out,
         print_summary(out, t, &a, rows, o);
         evp_stats_free(&a);
     } else if (rc == -ENOMEM) {
-        fprintf(stderr, "evalprof: out of memory\n");
+        evp_diag_fail(o->diag, "out of memory");
     }
     free(rows);
     return rc < 0 ? rc : 0;

@@ -197,8 +197,9 @@ int evp_view_summary_runs(struct evp_trace **t, size_t n, FILE *out,
                           const struct evp_summary_opts *o)
 {
     if (evp_sampled_only(t[0]))
-        return o->lines ? evp_view_lines_runs(t, n, out, o->stream, o->ns)
-                        : evp_summary_sampled(t, n, out, o);
+        return o->lines
+                   ? evp_view_lines_runs(t, n, out, o->stream, o->ns, o->diag)
+                   : evp_summary_sampled(t, n, out, o);
     struct evp_stats *s = calloc(n, sizeof *s);
     size_t done = 0;
     int rc = s ? 0 : -ENOMEM;

@@ -13,7 +13,7 @@
  *
  * Events drawn deeper than max_depth are elided: each run of them is one
  * line at the cap, "[N events deeper than M frames elided, down to depth
- * D]" with their summed elapsed time, and a note on stderr says so.  A
+ * D]" with their summed elapsed time, and a note says so (DIAG).  A
  * trace of a million nested calls would otherwise print gigabytes of
  * indentation.
  *
@@ -566,10 +566,11 @@ int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
 {
     struct tree tr = {.t = t, .out = out, .o = o};
     int sampled = evp_sampled_only(t);
-    if (evp_filter_open(&tr.fr, t, o->filter) < 0)
+    if (evp_filter_open(&tr.fr, t, o->filter, o->diag) < 0)
         return -EINVAL;
     if (sampled && !(tr.lines = evp_lines_open(t))) {
         evp_filter_close(&tr.fr);
+        evp_diag_fail(o->diag, "tree: out of memory");
         return -ENOMEM;
     }
     tr.nstreams = o->stream >= 0 ? 1 : evp_trace_nstreams(t);
@@ -600,16 +601,20 @@ int evp_view_tree(struct evp_trace *t, FILE *out, const struct evp_tree_opts *o)
         banner(out, "END TRACE");
     }
     if (tr.places && sampled)
-        fprintf(stderr,
-                "evalprof: note: tree: stacks deeper than %zu frames (the "
-                "deepest %" PRId32 ") are cut in %zu place%s, each to one "
-                "line (--max-depth 0 shows every frame)\n",
-                o->max_depth, tr.deepest, tr.places, tr.places == 1 ? "" : "s");
+        evp_diag_note(o->diag,
+                      "tree: stacks deeper than %zu frames (the deepest "
+                      "%" PRId32 ") are cut in %zu place%s, each to one line "
+                      "(--max-depth 0 shows every frame)",
+                      o->max_depth, tr.deepest, tr.places,
+                      tr.places == 1 ? "" : "s");
     else if (tr.places)
-        fprintf(stderr,
-                "evalprof: note: tree: events deeper than %zu frames (the "
-                "deepest at depth %" PRId32 ") are elided in %zu place%s, "
-                "each shown as one line (--max-depth 0 shows every event)\n",
-                o->max_depth, tr.deepest, tr.places, tr.places == 1 ? "" : "s");
+        evp_diag_note(o->diag,
+                      "tree: events deeper than %zu frames (the deepest at "
+                      "depth %" PRId32 ") are elided in %zu place%s, each "
+                      "shown as one line (--max-depth 0 shows every event)",
+                      o->max_depth, tr.deepest, tr.places,
+                      tr.places == 1 ? "" : "s");
+    if (rc == -ENOMEM)
+        evp_diag_fail(o->diag, "tree: out of memory");
     return rc < 0 ? rc : 0;
 }

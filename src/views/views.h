@@ -3,8 +3,10 @@
  * kind of output.  The command-line subcommands are thin wrappers around
  * these functions, so tests and other tools can call them directly.
  *
- * Every view returns 0, or a negative errno-style value after printing a
- * one-line error; output goes to OUT.
+ * Every view writes its output to OUT and nothing else: it returns 0, or
+ * a negative errno-style value with a one-line reason in its options'
+ * DIAG (struct evp_diag), where the notes on an output that succeeded go
+ * too; the command prints them.
  */
 #ifndef EVP_VIEWS_H
 #define EVP_VIEWS_H
@@ -15,6 +17,34 @@
 #include "evalprof/trace.h"
 #include "esc.h"
 #include "num.h"
+
+/* ---- what a view has to say besides its output (format.c) ----------- */
+
+/*
+ * Views print nothing but their output.  A view that fails returns a
+ * negative errno and, where it can say more than the errno, one line
+ * saying why in REASON ("summary --lines: t.evp has no instruction
+ * offsets (record it with --lines)"); an output that succeeded may come
+ * with notes (stacks cut at --max-depth), a line each in NOTE.  Neither
+ * starts with "evalprof: " nor ends in a newline of its own; the command
+ * prints REASON as an error and each note as "evalprof: note: LINE".
+ * Zero-initialised by the caller; a view given none keeps nothing.
+ */
+struct evp_diag {
+    char reason[512];
+    char note[1536]; /* lines, each ending in '\n' */
+};
+
+/* Set D's reason (the first one set stays); nothing when D is NULL. */
+void evp_diag_fail(struct evp_diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Add a note line to D (a note that does not fit is cut). */
+void evp_diag_note(struct evp_diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* RC, a replay of T that failed in VIEW, as a reason: "VIEW: out of
+ * memory", else "PATH: trace could not be replayed"; returns RC. */
+int evp_diag_replay(struct evp_diag *d, const char *view,
+                    const struct evp_trace *t, int rc);
 
 /* ---- event filters (filter.c): tree, chrome, speedscope ------------ */
 
@@ -45,10 +75,10 @@ struct evp_filter_run {
 
 /* Any filter set (the views keep their unfiltered output otherwise). */
 int evp_filter_active(const struct evp_filter *f);
-/* Resolve F->func against T: 0, or -EINVAL after one line on stderr
- * when no function matches, -ENOMEM. */
+/* Resolve F->func against T: 0, or -EINVAL (no function matches) or
+ * -ENOMEM, its reason in D. */
 int evp_filter_open(struct evp_filter_run *r, struct evp_trace *t,
-                    const struct evp_filter *f);
+                    const struct evp_filter *f, struct evp_diag *d);
 void evp_filter_close(struct evp_filter_run *r);
 /* At a stream's start. */
 void evp_filter_stream(struct evp_filter_run *r);
@@ -121,6 +151,7 @@ struct evp_tree_opts {
     size_t max_depth; /* events drawn deeper are elided; 0: none */
     int ns;           /* enum evp_unit of durations (--ns, --us) */
     const struct evp_filter *filter; /* NULL: none (max_depth unused) */
+    struct evp_diag *diag;           /* NULL: none */
 };
 
 /* The command line's max_depth: the folded stacks' cut, deeper than any
@@ -148,14 +179,14 @@ void evp_lines_where(char *buf, size_t len, const struct evp_trace *t,
  * (the first EVP_LINES_SHOWN, then how many more). */
 #define EVP_LINES_SHOWN 25
 int evp_view_lines_table(struct evp_trace *t, FILE *out, int compensate,
-                         long stream, int ns);
+                         long stream, int ns, struct evp_diag *d);
 /* `summary --lines` of N sampled runs T (stream index STREAM, -1 all):
  * the hottest lines, matched by function (evp_stats_func_rel_key) and
  * line, with their periods summed, pooled share and 95% interval, and
  * estimated time per run as median [min - max].  0 or a negative errno
- * (said on stderr). */
+ * (its reason in D). */
 int evp_view_lines_runs(struct evp_trace **t, size_t n, FILE *out, long stream,
-                        int unit);
+                        int unit, struct evp_diag *d);
 
 /* ---- summary ------------------------------------------------------- */
 enum evp_sort {
@@ -171,9 +202,10 @@ struct evp_summary_opts {
     int group_specialized; /* fold specialized opcodes into their base */
     int compensate;
     long stream;
-    int ns;         /* enum evp_unit of durations (--ns, --us) */
-    int wide_names; /* function names never cut (--wide) */
-    int lines;      /* the hottest lines table instead (--lines) */
+    int ns;                /* enum evp_unit of durations (--ns, --us) */
+    int wide_names;        /* function names never cut (--wide) */
+    int lines;             /* the hottest lines table instead (--lines) */
+    struct evp_diag *diag; /* NULL: none */
 };
 
 int evp_view_summary(struct evp_trace *t, FILE *out,
@@ -199,6 +231,7 @@ struct evp_diff_opts {
     int ns;                /* enum evp_unit of durations (--ns, --us) */
     int wide_names;        /* function names never cut (--wide) */
     int group_specialized; /* opcode families: specialized forms folded */
+    struct evp_diag *diag; /* NULL: none */
 };
 
 /* Two traces of events, or two sampled traces (their shares compared: a
@@ -216,6 +249,7 @@ struct evp_chrome_opts {
     int phases; /* the loop's phases as slices */
     int compensate;
     const struct evp_filter *filter; /* NULL: none */
+    struct evp_diag *diag;           /* NULL: none */
 };
 
 int evp_view_chrome(struct evp_trace *t, FILE *out,
@@ -272,8 +306,8 @@ const char *evp_view_untraced_note(const struct evp_trace *t, char *buf,
  * the loop phase as a leaf "[dispatch]", "[op]" ... (both: "[op];op:NAME").
  * MAX_DEPTH (0: no limit) cuts stacks after that many frames: the time of
  * the frames below goes to one "[N deeper frames]" leaf under the frame at
- * the cap (N: the most frames it stands for), and a note on stderr says
- * so.  Memory is O(tree nodes + depth) whatever the length of the lines.
+ * the cap (N: the most frames it stands for), and a note says so (DIAG).
+ * Memory is O(tree nodes + depth) whatever the length of the lines.
  */
 struct evp_folded_opts {
     int ops;   /* 1: opcode leaves; 2: their families, every specialized
@@ -283,8 +317,9 @@ struct evp_folded_opts {
                   op offsets, --lines) */
     int phases;
     int compensate;
-    long stream;      /* -1: all */
-    size_t max_depth; /* frames kept on a stack; 0: all */
+    long stream;           /* -1: all */
+    size_t max_depth;      /* frames kept on a stack; 0: all */
+    struct evp_diag *diag; /* NULL: none */
 };
 
 /* The command line's max_depth: deeper than any real Python stack (the
@@ -412,6 +447,7 @@ void evp_flame_unmap(const char *buf, size_t len, int mapped);
  * differential flame graph instead. */
 struct evp_report_opts {
     int compensate;
+    struct evp_diag *diag; /* NULL: none */
 };
 
 int evp_view_report(struct evp_trace *base, struct evp_trace *new_, FILE *out,
@@ -500,7 +536,8 @@ struct evp_profile_opts {
     int ops;
     int phases;
     int compensate;
-    size_t max_depth; /* pprof: frames kept on a stack; 0: all */
+    size_t max_depth;      /* pprof: frames kept on a stack; 0: all */
+    struct evp_diag *diag; /* NULL: none */
 };
 
 int evp_view_pprof(struct evp_trace *t, FILE *out,

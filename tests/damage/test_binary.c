@@ -764,7 +764,7 @@ static int sampled_views(struct evp_trace *t)
     bad += evp_view_pstats(t, out, &po) < 0;
     bad += evp_view_callgrind(t, out, &po) < 0;
     if (evp_trace_meta(t, "lines.3"))
-        bad += evp_view_lines_table(t, out, 0, -1, EVP_UNIT_AUTO) < 0;
+        bad += evp_view_lines_table(t, out, 0, -1, EVP_UNIT_AUTO, NULL) < 0;
     fclose(out);
     return bad + dmg_views(t);
 }
