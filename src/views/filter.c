@@ -2,8 +2,8 @@
  * The event filters of the tree and the timelines (--from/--to, --func,
  * --max-depth): one decision per replayed event, so that the three views
  * agree on what a filter keeps.  A whole trace of a long run is more
- * than a terminal or a timeline viewer can take (the tree of 0.8 s of
- * json.tool is 3.3 GB); these cut it to the part a reader looks at.
+ * than a terminal or a timeline viewer can take (`evalprof tree
+ * --help` says how large); these cut it to the part a reader looks at.
  *
  * The window keeps the events whose time on the replay's compensated
  * clock (the timelines' time axis) falls in [from, to); the

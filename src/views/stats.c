@@ -245,8 +245,8 @@ void evp_stats_match_funcs_free(struct evp_func_match *rows, size_t n)
 }
 
 /* Rows keep their strings in blocks of their own length: a trace may
- * name hundreds of thousands of functions (two fixed 1,100-byte buffers
- * a row made diff --funcs of 300,000 take 1.6 GB). */
+ * name hundreds of thousands of functions, so that the rows cost what
+ * the names do, not each the longest name's room. */
 int evp_stats_match_funcs(struct evp_trace *t[2], const struct evp_stats s[2],
                           struct evp_func_match **rows, size_t *nrows)
 {
