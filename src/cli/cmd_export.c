@@ -196,10 +196,8 @@ static const struct format {
     {"folded", export_folded, NULL, R_BOTH,
      X_OPS | X_PHASES | X_LINES | X_RAW | X_DEPTH,
      X_OPS | X_PHASES | X_LINES | X_RAW | X_DEPTH},
-    {"chrome", export_chrome, NULL, R_BOTH, TIMELINE,
-     X_OPS | X_PHASES | X_THREAD},
-    {"speedscope", export_speedscope, NULL, R_BOTH, TIMELINE,
-     X_OPS | X_PHASES | X_THREAD},
+    {"chrome", export_chrome, NULL, R_BOTH, TIMELINE, TIMELINE},
+    {"speedscope", export_speedscope, NULL, R_BOTH, TIMELINE, TIMELINE},
     {"pprof", export_pprof, "a binary pprof profile", R_BOTH,
      X_OPS | X_PHASES | X_DEPTH, X_OPS | X_PHASES | X_DEPTH},
     {"pstats", export_pstats, "a binary pstats profile", R_BOTH, 0, 0},
@@ -299,13 +297,6 @@ static int check_trace(const struct format *f, struct evp_trace *t, unsigned x)
         return 1;
     }
     unsigned bad = has == EVP_RECORDS_SAMPLES ? x & ~f->samples : 0;
-    if (bad & (X_WINDOW | X_DEPTH) && f->events & X_WINDOW) {
-        evp_cli_error("export --format %s: --from, --to, --func and "
-                      "--max-depth apply to traces of events; a sampled "
-                      "trace takes --thread only",
-                      f->name);
-        return 2;
-    }
     if (bad) {
         evp_cli_error("export --format %s: %s has no meaning for a sampled "
                       "trace",

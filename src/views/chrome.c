@@ -242,15 +242,22 @@ static uint32_t sframe_of(struct chrome_sampled *cs, uint32_t parent,
 }
 
 /* The frames of sample S from the outermost, as chrome shows them: a cut
- * stack under "<unknown stack>", the functions, then --phases' and
- * --ops' leaves; a sample with no Python frame is "[runtime other]".
+ * stack under "<unknown stack>", the functions (as deep as --max-depth
+ * keeps), then --phases' and --ops' leaves; a sample with no Python frame
+ * is "[runtime other]".
  * Key I of N (*N set by the first call, I 0). */
 static uint32_t skey(const struct chrome *c, const struct evp_sample *s,
                      uint32_t i, uint32_t *n)
 {
     uint32_t cut = (s->flags & EVP_SMPF_CUT) != 0, d = (uint32_t)s->depth;
     int ph = evp_sample_phase(s->state), op = evp_sample_opcode(s->state);
+    /* --max-depth: the frames below it left out, and the leaves theirs */
+    size_t cap = c->filtered ? c->o->filter->max_depth : 0;
     int leaves = d || cut;
+    if (cap && cut + d > cap) {
+        d = cap > cut ? (uint32_t)cap - cut : 0;
+        leaves = 0;
+    }
     int phase = leaves && c->o->phases;
     int opleaf =
         leaves && c->o->ops && op >= 0 && evp_sample_ip_current(c->t, s->state);
@@ -361,7 +368,9 @@ static int cs_samples(void *ctx, const struct evp_sample *s, size_t n)
     struct chrome_sampled *cs = ctx;
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++)
-        rc = chrome_sample(cs, &s[i]);
+        if (!cs->c->filtered ||
+            evp_filter_sample(&cs->c->fr, &s[i]) == EVP_FILTER_KEEP)
+            rc = chrome_sample(cs, &s[i]);
     return rc;
 }
 

@@ -31,8 +31,9 @@
  * "sampled" profiles instead, one per thread: each sample its stack as a
  * list of frame indexes, outermost first (with --ops and --phases its
  * opcode and phase as leaves, as the folded view has them), weighted by
- * its estimated time, weight x sample.period_ns, in nanoseconds.  Only
- * --thread filters them.
+ * its estimated time, weight x sample.period_ns, in nanoseconds.
+ * Filtered, the samples of the window (--from/--to) with the function on
+ * their stack (--func) are written, their stacks cut at --max-depth.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -270,16 +271,21 @@ static int ss_sample(struct ss_sampled *p, const struct evp_sample *r)
     int unknown = (r->flags & EVP_SMPF_CUT) != 0;
     uint32_t keys[3];
     size_t nk = 0;
+    /* --max-depth: the frames below it left out, and the leaves theirs */
+    size_t cap = s->filtered ? s->o->filter->max_depth : 0;
+    int cut = cap && n + (size_t)unknown > cap;
+    if (cut)
+        n = cap > (size_t)unknown ? cap - (size_t)unknown : 0;
     if (!n && !unknown) {
         keys[nk++] = EVP_KEY_PHASE | EVP_EV_RUNTIME_OTHER;
-    } else {
+    } else if (!cut) {
         int ph = evp_sample_phase(r->state), op = evp_sample_opcode(r->state);
         if (s->o->phases)
             keys[nk++] = ph >= 0
                              ? EVP_KEY_PHASE | (uint32_t)ph
                              : EVP_KEY_SCAT |
                                    (uint32_t)evp_sample_cat(r->state, r->stack);
-        if (s->o->ops && op >= 0)
+        if (s->o->ops && op >= 0 && evp_sample_ip_current(s->t, r->state))
             keys[nk++] = EVP_KEY_OP | (uint32_t)op;
     }
     fputs(p->nw ? ",[" : "[", s->out);
@@ -309,9 +315,12 @@ static int ss_sample(struct ss_sampled *p, const struct evp_sample *r)
 
 static int ss_samples(void *ctx, const struct evp_sample *smp, size_t n)
 {
+    struct ss_sampled *p = ctx;
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++)
-        rc = ss_sample(ctx, &smp[i]);
+        if (!p->s->filtered ||
+            evp_filter_sample(&p->s->fr, &smp[i]) == EVP_FILTER_KEEP)
+            rc = ss_sample(p, &smp[i]);
     return rc;
 }
 

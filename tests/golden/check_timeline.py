@@ -17,7 +17,8 @@ off, whole and filtered (a window across frames, a depth):
               duration >= 0.
 
 A sampled trace (the golden sampled-summary's), each of --ops/--phases
-on and off and one --thread: chrome's sample events ("P") in time order
+on and off, one --thread, a window, a function and a depth: chrome's
+sample events ("P") in time order
 per thread, each naming a stackFrames entry whose parents are entries,
 its slices by the rules above; speedscope's sampled profiles.
 
@@ -182,7 +183,8 @@ def main():
                 check(name, doc)
     sampled = os.path.join(golden, "sampled-summary", "a.evp")
     for opts in ([], ["--ops"], ["--phases"], ["--ops", "--phases"],
-                 ["--thread", "1002"]):
+                 ["--thread", "1002"], ["--from", "0.1", "--to", "0.2"],
+                 ["--func", "cold"], ["--ops", "--max-depth", "2"]):
         for fmt, check in (("chrome", check_chrome_sampled),
                            ("speedscope", check_speedscope_sampled)):
             name = "%s sampled %s" % (fmt, " ".join(opts) or "(stacks)")
