@@ -34,10 +34,11 @@ import re
 import sys
 
 ORDER = {"util": 0, "format": 1, "recorder": 2, "trace": 2, "views": 3,
+         "attach": 3,
          "perf": 4, "cli": 5}
 PUBLIC = {"kinds.def": "format", "events.h": "format", "record.h": "format",
           "format.h": "format", "recorder.h": "recorder", "trace.h": "trace",
-          "replay.h": "trace"}
+          "replay.h": "trace", "attach.h": "attach"}
 # Producers outside src/: what they stand on.
 OUTSIDE = {"python/_tracer": "recorder", "cpython/hooks": "recorder",
            "examples": "recorder", "bench": "recorder"}

@@ -140,6 +140,15 @@ const char *evp_trace_opname(const struct evp_trace *t, unsigned opcode);
 unsigned evp_trace_opbase(const struct evp_trace *t, unsigned opcode);
 unsigned evp_trace_nopcodes(const struct evp_trace *t);
 
+/*
+ * evalprof's built-in opcode table of CPython VERSION ("3.13"), the one a
+ * trace without an opcode table of its own is read with: entry I's
+ * opcode, base instruction and name.  1, or 0 past the last entry or for
+ * a version without a table.
+ */
+int evp_builtin_opcode(const char *version, size_t i, unsigned *opcode,
+                       unsigned *base, const char **name);
+
 /* Warnings met while reading (also passed to opts->warn). */
 size_t evp_trace_nwarnings(const struct evp_trace *t);
 const char *evp_trace_warning(const struct evp_trace *t, size_t i);

@@ -34,6 +34,10 @@ int cmd_record(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_perf(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+
+/* ARG as a process id for command CMD: > 0, or -1 after one line. */
+long evp_cli_parse_pid(const char *cmd, const char *arg);
 
 /* --zstd[=LEVEL]: the level (3 without a value), or -1 after an error. */
 int evp_cli_parse_zstd(const char *arg);

@@ -21,10 +21,12 @@
  * help file to src/cli/meson.build's list.
  */
 static const struct evp_cmd commands[] = {
-    {"tree", cmd_tree},     {"summary", cmd_summary},       {"info", cmd_info},
-    {"export", cmd_export}, {"import", cmd_import},         {"diff", cmd_diff},
-    {"record", cmd_record}, {"flamegraph", cmd_flamegraph}, {"perf", cmd_perf},
-    {"report", cmd_report},
+    {"tree", cmd_tree},     {"summary", cmd_summary},
+    {"info", cmd_info},     {"export", cmd_export},
+    {"import", cmd_import}, {"diff", cmd_diff},
+    {"record", cmd_record}, {"flamegraph", cmd_flamegraph},
+    {"perf", cmd_perf},     {"report", cmd_report},
+    {"dump", cmd_dump},
 };
 
 static const size_t ncommands = sizeof commands / sizeof commands[0];

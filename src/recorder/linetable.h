@@ -1,8 +1,9 @@
 /*
  * Decoder of CPython's code-object location table (co_linetable of
- * CPython 3.11-3.13, PEP 626 and 657), recorder-internal: the sampler's
- * writer turns a sampled function's table into its lines.ID metadata
- * with it.  linetable.c describes the format.
+ * CPython 3.11-3.15, PEP 626 and 657): the sampler's writer turns a
+ * sampled function's table into its lines.ID metadata with it, and the
+ * attach layer (src/attach) the tables it reads from another process.
+ * linetable.c describes the format.
  */
 #ifndef EVP_RECORDER_LINETABLE_H
 #define EVP_RECORDER_LINETABLE_H

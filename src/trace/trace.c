@@ -238,6 +238,18 @@ int evp_trace_builtin_opcodes(struct evp_trace *t, const char *version)
     return 0;
 }
 
+int evp_builtin_opcode(const char *version, size_t i, unsigned *opcode,
+                       unsigned *base, const char **name)
+{
+    const struct evp_optable *tab = evp_optable_find(version);
+    if (!tab || i >= tab->n)
+        return 0;
+    *opcode = tab->entries[i].opcode;
+    *base = tab->entries[i].base;
+    *name = tab->entries[i].name;
+    return 1;
+}
+
 /* ---- compressed chunks and the mapping ---------------------------------- */
 
 const uint8_t *evp_inflate(struct evp_inflater *z, const uint8_t *src, size_t n,
